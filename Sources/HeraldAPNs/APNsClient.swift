@@ -1,0 +1,162 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOHPACK
+import NIOPosix
+
+/// How an `APNsClient` reaches APNs.
+public struct APNsClientConfiguration: Sendable {
+    /// The APNs host; Apple's for the environment unless overridden (`HERALD_APNS_URL`).
+    public var url: URL
+    /// Extra PEM trust roots for that host (`HERALD_APNS_CA_FILE`), e.g. a simulator's CA.
+    public var trustRootsPEMFile: String?
+    /// HTTP/2 connections per host (default 2).
+    public var connections: Int = 2
+    /// Each request's deadline, from `send` to the answer, queueing included (default 10 s).
+    public var requestTimeout: Duration = .seconds(10)
+    public var connectTimeout: Duration = .seconds(10)
+    /// PING a connection quiet for this long; close it if no ACK within `pingTimeout`.
+    public var pingInterval: Duration = .seconds(60)
+    public var pingTimeout: Duration = .seconds(10)
+
+    public init(environment: APNsEnvironment, url: URL? = nil, trustRootsPEMFile: String? = nil) {
+        self.url = url ?? environment.defaultURL
+        self.trustRootsPEMFile = trustRootsPEMFile
+    }
+}
+
+/// The APNs provider: sends typed notifications over a pool of HTTP/2 connections with
+/// one shared JWT per key, and answers each with a typed, classified result.
+///
+/// ```swift
+/// let client = try APNsClient(configuration: .init(environment: .sandbox), tokens: tokens, eventLoopGroup: group)
+/// let result = try await client.send(notification)
+/// switch result.action { case .done: … case .tokenDead(let since): … }
+/// ```
+public final class APNsClient: Sendable {
+    public let configuration: APNsClientConfiguration
+    /// The key's token source; share one between clients of the same key.
+    public let tokens: APNsProviderTokenSource
+    private let pool: APNsConnectionPool
+    private let logger: Logger
+    /// How often a request that APNs never processed (GOAWAY, refused stream) is re-sent at once.
+    private static let maximumUnprocessedRetries = 3
+
+    public init(
+        configuration: APNsClientConfiguration,
+        tokens: APNsProviderTokenSource,
+        eventLoopGroup: EventLoopGroup,
+        logger: Logger = Logger(label: "herald.apns")
+    ) throws {
+        self.configuration = configuration
+        self.tokens = tokens
+        self.logger = logger
+        let factory = try APNsConnectionFactory(
+            url: configuration.url, trustRootsPEMFile: configuration.trustRootsPEMFile,
+            connectTimeout: configuration.connectTimeout, pingInterval: configuration.pingInterval,
+            pingTimeout: configuration.pingTimeout)
+        self.pool = APNsConnectionPool(
+            factory: factory, group: eventLoopGroup, size: configuration.connections, logger: logger)
+    }
+
+    /// Validates and sends one notification.
+    /// - Throws: `APNsValidationError` when Apple would reject it; nothing is sent then.
+    /// - Returns: the result; transport failures are results, never thrown.
+    public func send(_ notification: APNsNotification) async throws(APNsValidationError) -> APNsResult {
+        try notification.validate()
+        return await sendValidated(notification)
+    }
+
+    /// Sends a notification already validated by the caller.
+    public func sendValidated(_ notification: APNsNotification) async -> APNsResult {
+        let deadline = NIODeadline.now() + .nanoseconds(Int64(configuration.requestTimeout.seconds * 1e9))
+        var refreshedOnce = false
+        var unprocessedRetries = 0
+        while true {
+            let token = tokens.currentToken()
+            let request = Self.makeRequest(notification, authorization: token.authorizationHeader)
+            let response: APNsHTTPResponse
+            do {
+                response = try await execute(request, deadline: deadline)
+            } catch let failure as APNsTransportFailure {
+                if failure == .notProcessed, unprocessedRetries < Self.maximumUnprocessedRetries, NIODeadline.now() < deadline {
+                    unprocessedRetries += 1
+                    continue
+                }
+                return .transportFailure(failure)
+            } catch {
+                return .transportFailure(.connectionClosed)
+            }
+            let result = Self.result(from: response, apnsID: notification.apnsID)
+            if case .refreshCredentials = result.action, !refreshedOnce {
+                // SPEC §2: mint a new JWT (if the 20-minute floor allows) and retry once.
+                refreshedOnce = true
+                if tokens.refreshRequested(after: token) { continue }
+            }
+            return result
+        }
+    }
+
+    /// Sends a raw HTTP/2 request on the pool, bypassing validation (tools and tests).
+    public func execute(_ request: APNsHTTPRequest, deadline: NIODeadline) async throws -> APNsHTTPResponse {
+        let lease = try await pool.lease(deadline: deadline)
+        let promise = lease.eventLoop.makePromise(of: APNsHTTPResponse.self)
+        promise.futureResult.whenComplete { [pool] _ in pool.release(lease) }
+        let authority = pool.authority
+        lease.eventLoop.execute {
+            let slot = NIOLoopBound(APNsResponseSlot(promise: promise), eventLoop: lease.eventLoop)
+            let opened = lease.eventLoop.makePromise(of: Channel.self)
+            // If the connection closed under us, the stream never opens and APNs never saw the request.
+            opened.futureResult.whenFailure { _ in slot.value.complete(.failure(APNsTransportFailure.notProcessed)) }
+            lease.multiplexer.createStreamChannel(promise: opened) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(
+                        APNsStreamHandler(request: request, authority: authority, deadline: deadline, slot: slot.value))
+                }
+            }
+        }
+        return try await promise.futureResult.get()
+    }
+
+    /// Closes every connection. Call before shutting the event loop group down.
+    public func shutdown() async {
+        await pool.shutdown()
+    }
+
+    /// Connections ready, connecting and draining, and their live stream limits.
+    public var connectionStats: (ready: Int, connecting: Int, draining: Int, maxStreams: [Int], waiting: Int) {
+        let s = pool.snapshot
+        return (s.ready, s.connecting, s.draining, s.maxStreams, s.waiting)
+    }
+
+    static func makeRequest(_ n: APNsNotification, authorization: String) -> APNsHTTPRequest {
+        var headers = HPACKHeaders()
+        headers.reserveCapacity(8)
+        headers.add(name: "authorization", value: authorization)
+        headers.add(name: "apns-topic", value: n.topic)
+        headers.add(name: "apns-push-type", value: n.pushType.rawValue)
+        headers.add(name: "apns-priority", value: String(n.priority.rawValue))
+        headers.add(name: "apns-id", value: n.apnsID.uuidString.lowercased(), indexing: .nonIndexable)
+        if let expiration = n.expiration { headers.add(name: "apns-expiration", value: String(expiration)) }
+        if let collapseID = n.collapseID {
+            headers.add(name: "apns-collapse-id", value: collapseID, indexing: .nonIndexable)
+        }
+        return APNsHTTPRequest(path: "/3/device/" + n.deviceToken.lowercased(), headers: headers, body: n.payload)
+    }
+
+    /// Reads Apple's answer: status, `{"reason", "timestamp"}` body, `retry-after`.
+    static func result(from response: APNsHTTPResponse, apnsID: UUID) -> APNsResult {
+        if response.status == 200 {
+            let id = response.headers.first(name: "apns-id").flatMap(UUID.init(uuidString:)) ?? apnsID
+            return .accepted(apnsID: id)
+        }
+        var reason = APNsReason.other("HTTP \(response.status)")
+        var timestamp: Date?
+        if let object = try? JSONSerialization.jsonObject(with: Data(response.body.readableBytesView)) as? [String: Any] {
+            if let text = object["reason"] as? String { reason = APNsReason(text) }
+            if let ms = object["timestamp"] as? NSNumber { timestamp = Date(timeIntervalSince1970: ms.doubleValue / 1000) }
+        }
+        let retryAfter = response.headers.first(name: "retry-after").flatMap(Int.init).map { Duration.seconds($0) }
+        return .rejected(status: response.status, reason: reason, timestamp: timestamp, retryAfter: retryAfter)
+    }
+}

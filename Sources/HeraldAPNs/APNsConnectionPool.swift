@@ -1,0 +1,302 @@
+import Logging
+import NIOCore
+import NIOHTTP2
+import Synchronization
+
+/// A pool of HTTP/2 connections to one APNs host for one key.
+///
+/// Each connection has a live stream limit (the server's SETTINGS_MAX_CONCURRENT_STREAMS,
+/// which APNs lowers to 1 after a rejection); a request leases a stream on the least loaded
+/// connection with room, or waits in FIFO order until one frees or its deadline passes.
+/// A connection that receives GOAWAY drains and is replaced; one that closes is forgotten.
+final class APNsConnectionPool: Sendable {
+    struct Lease: Sendable {
+        let connectionID: Int
+        let multiplexer: NIOHTTP2Handler.StreamMultiplexer
+        let eventLoop: EventLoop
+    }
+
+    private enum Phase { case connecting, ready, draining }
+
+    private struct Connection {
+        var phase: Phase = .connecting
+        var eventLoop: EventLoop
+        var channel: Channel?
+        var multiplexer: NIOHTTP2Handler.StreamMultiplexer?
+        var inFlight = 0
+        /// The server's live SETTINGS_MAX_CONCURRENT_STREAMS; nil until its first SETTINGS.
+        var maxStreams: Int?
+
+        var isLive: Bool { phase != .draining }
+    }
+
+    private struct Waiter {
+        var id: Int
+        var continuation: CheckedContinuation<Lease, any Error>
+        var timeout: Scheduled<Void>?
+    }
+
+    private struct State {
+        var connections: [Int: Connection] = [:]
+        var waiters = CircularBuffer<Waiter>()
+        var nextID = 0
+        var shutDown = false
+        var connectFailures = 0
+        var lastConnectError: String?
+    }
+
+    private let state = Mutex(State())
+    private let factory: APNsConnectionFactory
+    var authority: String { factory.authority }
+    private let group: EventLoopGroup
+    let size: Int
+    private let logger: Logger
+
+    init(factory: APNsConnectionFactory, group: EventLoopGroup, size: Int, logger: Logger) {
+        self.factory = factory
+        self.group = group
+        self.size = max(1, size)
+        self.logger = logger
+    }
+
+    /// Current per-connection view, for stats and tests.
+    struct Snapshot: Sendable {
+        var ready: Int
+        var connecting: Int
+        var draining: Int
+        var maxStreams: [Int]
+        var waiting: Int
+    }
+
+    var snapshot: Snapshot {
+        state.withLock { s in
+            var snap = Snapshot(ready: 0, connecting: 0, draining: 0, maxStreams: [], waiting: s.waiters.count)
+            for c in s.connections.values {
+                switch c.phase {
+                case .connecting: snap.connecting += 1
+                case .ready: snap.ready += 1; snap.maxStreams.append(c.maxStreams ?? 0)
+                case .draining: snap.draining += 1
+                }
+            }
+            return snap
+        }
+    }
+
+    // MARK: Leasing
+
+    /// Leases one stream, waiting until `deadline` at most.
+    func lease(deadline: NIODeadline) async throws -> Lease {
+        var toOpen: [(Int, EventLoop)] = []
+        let immediate: Lease? = state.withLock { s in
+            if let lease = Self.takeLease(&s) { return lease }
+            toOpen = self.connectionsToOpen(&s)
+            return nil
+        }
+        open(toOpen)
+        if let immediate { return immediate }
+
+        let waiterID = state.withLock { s in
+            defer { s.nextID += 1 }
+            return s.nextID
+        }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Lease, any Error>) in
+                var result: Result<Lease, any Error>?
+                state.withLock { s in
+                    if s.shutDown {
+                        result = .failure(APNsTransportFailure.connectFailed("client shut down"))
+                    } else if let lease = Self.takeLease(&s) {
+                        result = .success(lease)
+                    } else {
+                        let timeout = self.group.any().scheduleTask(deadline: deadline) {
+                            self.failWaiter(waiterID, with: APNsTransportFailure.deadlineExceeded)
+                        }
+                        s.waiters.append(Waiter(id: waiterID, continuation: continuation, timeout: timeout))
+                    }
+                }
+                if let result { continuation.resume(with: result) }
+            }
+        } onCancel: {
+            self.failWaiter(waiterID, with: CancellationError())
+        }
+    }
+
+    /// Returns a leased stream.
+    func release(_ lease: Lease) {
+        let resumptions = state.withLock { s -> [(CheckedContinuation<Lease, any Error>, Lease)] in
+            s.connections[lease.connectionID]?.inFlight -= 1
+            return Self.serveWaiters(&s)
+        }
+        resume(resumptions)
+        closeIfDrained(lease.connectionID)
+    }
+
+    private func failWaiter(_ id: Int, with error: any Error) {
+        let waiter: Waiter? = state.withLock { s in
+            guard let index = s.waiters.firstIndex(where: { $0.id == id }) else { return nil }
+            return s.waiters.remove(at: index)
+        }
+        waiter?.timeout?.cancel()
+        waiter?.continuation.resume(throwing: error)
+    }
+
+    /// The ready connection with the most room, or nil.
+    private static func takeLease(_ s: inout State) -> Lease? {
+        var best: (id: Int, load: Double)?
+        for (id, c) in s.connections {
+            guard c.phase == .ready, let limit = c.maxStreams, c.inFlight < limit else { continue }
+            let load = Double(c.inFlight) / Double(limit)
+            if best == nil || load < best!.load { best = (id, load) }
+        }
+        guard let best, let c = s.connections[best.id], let multiplexer = c.multiplexer else { return nil }
+        s.connections[best.id]!.inFlight += 1
+        return Lease(connectionID: best.id, multiplexer: multiplexer, eventLoop: c.eventLoop)
+    }
+
+    private static func serveWaiters(_ s: inout State) -> [(CheckedContinuation<Lease, any Error>, Lease)] {
+        var out: [(CheckedContinuation<Lease, any Error>, Lease)] = []
+        while !s.waiters.isEmpty, let lease = takeLease(&s) {
+            let waiter = s.waiters.removeFirst()
+            waiter.timeout?.cancel()
+            out.append((waiter.continuation, lease))
+        }
+        return out
+    }
+
+    private func resume(_ resumptions: [(CheckedContinuation<Lease, any Error>, Lease)]) {
+        for (continuation, lease) in resumptions { continuation.resume(returning: lease) }
+    }
+
+    // MARK: Connections
+
+    /// Connections to start so that `size` are connecting or ready.
+    private func connectionsToOpen(_ s: inout State) -> [(Int, EventLoop)] {
+        guard !s.shutDown else { return [] }
+        let live = s.connections.values.filter(\.isLive).count
+        var out: [(Int, EventLoop)] = []
+        for _ in live..<size {
+            let id = s.nextID
+            s.nextID += 1
+            let loop = group.next()
+            s.connections[id] = Connection(eventLoop: loop)
+            out.append((id, loop))
+        }
+        return out
+    }
+
+    private func open(_ connections: [(Int, EventLoop)]) {
+        for (id, loop) in connections { open(id: id, on: loop) }
+    }
+
+    private func open(id: Int, on loop: EventLoop) {
+        let events = APNsConnectionEvents(
+            maxConcurrentStreamsChanged: { [weak self] limit in self?.settingsChanged(id, limit: limit) },
+            goAwayReceived: { [weak self] in self?.goAway(id) },
+            closed: { [weak self] in self?.closed(id) }
+        )
+        factory.connect(on: loop, events: events).whenComplete { [weak self] result in
+            guard let self else { return }
+            switch result {
+            case .success(let (channel, multiplexer)):
+                let resumptions = self.state.withLock { s -> [(CheckedContinuation<Lease, any Error>, Lease)]? in
+                    guard !s.shutDown, s.connections[id] != nil else { return nil }
+                    s.connectFailures = 0
+                    s.connections[id]!.channel = channel
+                    s.connections[id]!.multiplexer = multiplexer
+                    Self.promote(&s, id)
+                    return Self.serveWaiters(&s)
+                }
+                if let resumptions { self.resume(resumptions) } else { channel.close(promise: nil) }
+            case .failure(let error):
+                self.connectFailed(id, error: error)
+            }
+        }
+    }
+
+    private func settingsChanged(_ id: Int, limit: Int) {
+        let resumptions = state.withLock { s -> [(CheckedContinuation<Lease, any Error>, Lease)] in
+            guard s.connections[id] != nil else { return [] }
+            s.connections[id]!.maxStreams = max(1, limit)
+            Self.promote(&s, id)
+            return Self.serveWaiters(&s)
+        }
+        resume(resumptions)
+    }
+
+    /// A connection is ready once it is connected and the server's first SETTINGS came, in either order.
+    private static func promote(_ s: inout State, _ id: Int) {
+        guard let c = s.connections[id], c.phase == .connecting, c.channel != nil, c.maxStreams != nil else { return }
+        s.connections[id]!.phase = .ready
+    }
+
+    private func goAway(_ id: Int) {
+        var toOpen: [(Int, EventLoop)] = []
+        state.withLock { s in
+            guard s.connections[id] != nil else { return }
+            s.connections[id]!.phase = .draining
+            if !s.waiters.isEmpty { toOpen = self.connectionsToOpen(&s) }
+        }
+        logger.debug("APNs connection received GOAWAY; draining", metadata: ["connection": "\(id)"])
+        open(toOpen)
+        closeIfDrained(id)
+    }
+
+    private func closeIfDrained(_ id: Int) {
+        let channel: Channel? = state.withLock { s in
+            guard let c = s.connections[id], c.phase == .draining, c.inFlight <= 0 else { return nil }
+            return c.channel
+        }
+        channel?.close(promise: nil)
+    }
+
+    private func closed(_ id: Int) {
+        var toOpen: [(Int, EventLoop)] = []
+        let neverReady = state.withLock { s -> Bool in
+            guard let c = s.connections[id] else { return false }
+            if c.phase == .connecting { return true }
+            s.connections[id] = nil
+            if !s.waiters.isEmpty { toOpen = self.connectionsToOpen(&s) }
+            return false
+        }
+        if neverReady {
+            // TLS or HTTP/2 setup failed: a failed connect, not a reason to reconnect at once.
+            connectFailed(id, error: APNsTransportFailure.connectFailed("closed during TLS/HTTP/2 setup"))
+        }
+        open(toOpen)
+    }
+
+    private func connectFailed(_ id: Int, error: any Error) {
+        logger.warning("APNs connect failed", metadata: ["error": "\(error)"])
+        let failed: [Waiter] = state.withLock { s in
+            s.connections[id] = nil
+            s.connectFailures += 1
+            s.lastConnectError = "\(error)"
+            // With nothing ready or coming, the waiters would only wait for their deadline.
+            let anyAlive = s.connections.values.contains(where: \.isLive)
+            guard !anyAlive else { return [] }
+            var out: [Waiter] = []
+            while !s.waiters.isEmpty { out.append(s.waiters.removeFirst()) }
+            return out
+        }
+        for waiter in failed {
+            waiter.timeout?.cancel()
+            waiter.continuation.resume(throwing: APNsTransportFailure.connectFailed("\(error)"))
+        }
+    }
+
+    /// Closes every connection and fails every waiter.
+    func shutdown() async {
+        let (channels, waiters): ([Channel], [Waiter]) = state.withLock { s in
+            s.shutDown = true
+            let channels = s.connections.values.compactMap(\.channel)
+            var waiters: [Waiter] = []
+            while !s.waiters.isEmpty { waiters.append(s.waiters.removeFirst()) }
+            return (channels, waiters)
+        }
+        for waiter in waiters {
+            waiter.timeout?.cancel()
+            waiter.continuation.resume(throwing: APNsTransportFailure.connectFailed("client shut down"))
+        }
+        for channel in channels { try? await channel.close() }
+    }
+}

@@ -1,0 +1,32 @@
+import NIOCore
+import NIOHPACK
+
+/// One HTTP/2 request as it goes on the wire. The provider builds it from an
+/// `APNsNotification`; tests and tools may send raw (even malformed) ones.
+public struct APNsHTTPRequest: Sendable {
+    public var method: String
+    public var path: String
+    /// Headers other than the pseudo-headers.
+    public var headers: HPACKHeaders
+    public var body: ByteBuffer
+
+    public init(method: String = "POST", path: String, headers: HPACKHeaders, body: ByteBuffer) {
+        self.method = method
+        self.path = path
+        self.headers = headers
+        self.body = body
+    }
+}
+
+/// The answer to an `APNsHTTPRequest`.
+public struct APNsHTTPResponse: Sendable {
+    public var status: Int
+    public var headers: HPACKHeaders
+    public var body: ByteBuffer
+
+    public init(status: Int, headers: HPACKHeaders, body: ByteBuffer) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+}

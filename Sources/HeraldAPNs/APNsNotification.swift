@@ -1,0 +1,88 @@
+import Foundation
+import NIOCore
+
+/// The `apns-push-type` values Apple accepts.
+public enum APNsPushType: String, Sendable, CaseIterable, Codable {
+    case alert, background, voip, complication, fileprovider, mdm, liveactivity, location, pushtotalk, widgets, controls
+
+    /// The largest payload Apple accepts for this push type.
+    public var maximumPayloadSize: Int { self == .voip ? 5_120 : 4_096 }
+}
+
+/// The `apns-priority` values Apple accepts.
+public enum APNsPriority: Int, Sendable, CaseIterable, Codable {
+    /// Deliver immediately (alerts).
+    case immediate = 10
+    /// Deliver at a time that conserves power (background pushes must use this).
+    case considerate = 5
+    /// Deliver when the device is awake anyway.
+    case low = 1
+}
+
+/// The two APNs environments and their hosts.
+public enum APNsEnvironment: String, Sendable, CaseIterable, Codable {
+    case production, sandbox
+
+    /// Apple's HTTP/2 endpoint for this environment.
+    public var defaultURL: URL {
+        switch self {
+        case .production: URL(string: "https://api.push.apple.com:443")!
+        case .sandbox: URL(string: "https://api.sandbox.push.apple.com:443")!
+        }
+    }
+}
+
+/// One push to one device, in the terms of Apple's provider API.
+public struct APNsNotification: Sendable, Hashable {
+    /// The device token, hex; sent lowercase.
+    public var deviceToken: String
+    /// `apns-topic`: the bundle id (with a suffix for some push types).
+    public var topic: String
+    public var pushType: APNsPushType
+    public var priority: APNsPriority
+    /// `apns-expiration` in unix seconds; `0` means "deliver once or drop"; `nil` omits the header.
+    public var expiration: Int?
+    /// `apns-collapse-id`, at most 64 bytes.
+    public var collapseID: String?
+    /// `apns-id`: kept across retries so a delivery has one identity.
+    public var apnsID: UUID
+    /// The JSON payload (a JSON object with an `aps` dictionary).
+    public var payload: ByteBuffer
+
+    public init(
+        deviceToken: String,
+        topic: String,
+        pushType: APNsPushType = .alert,
+        priority: APNsPriority = .immediate,
+        expiration: Int? = nil,
+        collapseID: String? = nil,
+        apnsID: UUID = UUID(),
+        payload: ByteBuffer
+    ) {
+        self.deviceToken = deviceToken
+        self.topic = topic
+        self.pushType = pushType
+        self.priority = priority
+        self.expiration = expiration
+        self.collapseID = collapseID
+        self.apnsID = apnsID
+        self.payload = payload
+    }
+
+    /// Convenience for a payload given as bytes.
+    public init(
+        deviceToken: String,
+        topic: String,
+        pushType: APNsPushType = .alert,
+        priority: APNsPriority = .immediate,
+        expiration: Int? = nil,
+        collapseID: String? = nil,
+        apnsID: UUID = UUID(),
+        payload: some Collection<UInt8>
+    ) {
+        self.init(
+            deviceToken: deviceToken, topic: topic, pushType: pushType, priority: priority,
+            expiration: expiration, collapseID: collapseID, apnsID: apnsID,
+            payload: ByteBuffer(bytes: payload))
+    }
+}

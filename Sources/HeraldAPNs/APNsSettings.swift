@@ -1,0 +1,60 @@
+import Foundation
+
+/// The `HERALD_APNS_*` settings of SPEC §7 for one app.
+public struct APNsSettings: Sendable {
+    public var keyPath: String
+    public var keyID: String
+    public var teamID: String
+    public var topic: String
+    public var environment: APNsEnvironment
+    /// `HERALD_APNS_URL`: another host (a simulator); nil means Apple's.
+    public var url: URL?
+    /// `HERALD_APNS_CA_FILE`: extra trust roots for that host.
+    public var caFile: String?
+
+    /// Reads the settings; nil when no credentials are configured at all.
+    /// - Throws: `APNsConfigurationError` naming the variable when they are incomplete or malformed.
+    public static func fromEnvironment(_ env: [String: String]) throws -> APNsSettings? {
+        let names = ["HERALD_APNS_KEY_PATH", "HERALD_APNS_KEY_ID", "HERALD_APNS_TEAM_ID", "HERALD_APNS_TOPIC"]
+        let values = names.map { env[$0].flatMap { $0.isEmpty ? nil : $0 } }
+        if values.allSatisfy({ $0 == nil }) { return nil }
+        for (name, value) in zip(names, values) where value == nil {
+            throw APNsConfigurationError(field: name, message: "is required with the other HERALD_APNS_* credentials")
+        }
+        var environment = APNsEnvironment.sandbox
+        if let raw = env["HERALD_APNS_ENVIRONMENT"], !raw.isEmpty {
+            guard let parsed = APNsEnvironment(rawValue: raw) else {
+                throw APNsConfigurationError(field: "HERALD_APNS_ENVIRONMENT", message: "is production or sandbox, not \(raw)")
+            }
+            environment = parsed
+        }
+        var url: URL?
+        if let raw = env["HERALD_APNS_URL"], !raw.isEmpty {
+            guard let parsed = URL(string: raw), parsed.scheme == "https", parsed.host != nil else {
+                throw APNsConfigurationError(field: "HERALD_APNS_URL", message: "is an https:// URL, not \(raw)")
+            }
+            url = parsed
+        }
+        let caFile = env["HERALD_APNS_CA_FILE"].flatMap { $0.isEmpty ? nil : $0 }
+        if let caFile, !FileManager.default.isReadableFile(atPath: caFile) {
+            throw APNsConfigurationError(field: "HERALD_APNS_CA_FILE", message: "\(caFile) is not readable")
+        }
+        return APNsSettings(
+            keyPath: values[0]!, keyID: values[1]!, teamID: values[2]!, topic: values[3]!,
+            environment: environment, url: url, caFile: caFile)
+    }
+
+    /// Loads the `.p8` key.
+    public func loadSigningKey() throws -> APNsSigningKey {
+        do {
+            return try APNsSigningKey(contentsOfFile: keyPath, keyID: keyID, teamID: teamID)
+        } catch {
+            throw APNsConfigurationError(field: "HERALD_APNS_KEY_PATH", message: "\(keyPath) is not a readable P-256 .p8 key")
+        }
+    }
+
+    /// The client configuration for these settings (in `environment`, unless overridden).
+    public func clientConfiguration(environment override: APNsEnvironment? = nil) -> APNsClientConfiguration {
+        APNsClientConfiguration(environment: override ?? environment, url: url, trustRootsPEMFile: caFile)
+    }
+}

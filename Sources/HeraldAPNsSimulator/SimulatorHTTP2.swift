@@ -1,0 +1,219 @@
+import Foundation
+import HeraldAPNs
+import NIOCore
+import NIOHPACK
+import NIOHTTP2
+import NIOPosix
+
+/// Per-connection state, confined to the connection's event loop (its streams share it).
+final class SimulatorConnection {
+    let state: SimulatorState
+    let channel: Channel
+    var context: SimulatorRequestCheck.ConnectionContext
+    /// What the server last advertised as SETTINGS_MAX_CONCURRENT_STREAMS.
+    var advertisedLimit = 1
+    var streamsStarted = 0
+    var activeStreams = 0
+    var goingAway = false
+    var lastStreamID = HTTP2StreamID.maxID
+    /// The handler at the socket end of the pipeline: closing there skips TLS's orderly close.
+    var rawContext: ChannelHandlerContext?
+
+    init(state: SimulatorState, channel: Channel) {
+        self.state = state
+        self.channel = channel
+        self.context = .init(tokenUpdateInterval: Int64(state.configuration.tokenUpdateInterval.seconds))
+    }
+
+    /// Advertises a new stream limit when it changes, as APNs does.
+    func advertise(limit: Int) {
+        guard limit != advertisedLimit, !goingAway else { return }
+        advertisedLimit = limit
+        let frame = HTTP2Frame(
+            streamID: .rootStream,
+            payload: .settings(.settings([HTTP2Setting(parameter: .maxConcurrentStreams, value: limit)])))
+        channel.writeAndFlush(frame, promise: nil)
+    }
+
+    /// Counts a new stream and fires a connection fault when one is due.
+    func streamOpened(_ streamID: HTTP2StreamID) {
+        streamsStarted += 1
+        activeStreams += 1
+        state.streamStarted()
+        switch state.connectionFault(streams: streamsStarted) {
+        case .goaway:
+            goingAway = true
+            lastStreamID = streamID
+            let frame = HTTP2Frame(
+                streamID: .rootStream, payload: .goAway(lastStreamID: streamID, errorCode: .noError, opaqueData: nil))
+            channel.writeAndFlush(frame, promise: nil)
+        case .reset:
+            resetConnection()
+        default:
+            break
+        }
+    }
+
+    func streamClosed() {
+        activeStreams -= 1
+        guard goingAway, activeStreams == 0 else { return }
+        // Close only once every answer has reached the socket: writes complete in order, so
+        // a final GOAWAY's completion says the earlier answers went out.
+        let final = HTTP2Frame(
+            streamID: .rootStream, payload: .goAway(lastStreamID: lastStreamID, errorCode: .noError, opaqueData: nil))
+        let channel = self.channel
+        channel.writeAndFlush(final).whenComplete { _ in channel.close(promise: nil) }
+    }
+
+    /// Ends the TCP connection with RST and no TLS close_notify, like a dropped connection.
+    func resetConnection() {
+        guard let rawContext else { return channel.close(promise: nil) }
+        if let socket = channel as? SocketOptionProvider {
+            _ = socket.setSoLinger(linger(l_onoff: 1, l_linger: 0))
+        }
+        rawContext.close(promise: nil)
+    }
+}
+
+/// Sits first in the pipeline so a reset can close the socket under TLS.
+final class SimulatorSocketHandler: ChannelDuplexHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    typealias OutboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+    let connection: SimulatorConnection
+
+    init(connection: SimulatorConnection) { self.connection = connection }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        connection.rawContext = context
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        connection.state.connectionOpened()
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        connection.state.connectionClosed()
+        connection.rawContext = nil
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+}
+
+/// Answers one APNs request.
+final class SimulatorStreamHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTP2Frame.FramePayload
+    typealias OutboundOut = HTTP2Frame.FramePayload
+
+    private let connection: SimulatorConnection
+    private var headers = HPACKHeaders()
+    private var body: ByteBuffer?
+    private var counted = false
+    private var answered = false
+
+    init(connection: SimulatorConnection) { self.connection = connection }
+
+    func channelActive(context: ChannelHandlerContext) {
+        if let id = try? context.channel.syncOptions?.getOption(HTTP2StreamChannelOptions.streamID) {
+            counted = true
+            connection.streamOpened(id)
+        }
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        if counted { connection.streamClosed() }
+        context.fireChannelInactive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .headers(let payload):
+            headers.add(contentsOf: payload.headers)
+            if payload.endStream { respond(context: context) }
+        case .data(let payload):
+            if case .byteBuffer(var buffer) = payload.data {
+                if body == nil { body = buffer } else { body!.writeBuffer(&buffer) }
+            }
+            if payload.endStream { respond(context: context) }
+        default:
+            break
+        }
+    }
+
+    private func respond(context: ChannelHandlerContext) {
+        guard !answered else { return }
+        answered = true
+        let state = connection.state
+        let request = SimulatorRequest(headers: headers, body: body ?? ByteBuffer())
+        let outcome = SimulatorRequestCheck.check(
+            request, topics: state.configuration.topics, connection: connection.context, verify: state.verify)
+        var status = 200
+        var reason: String?
+        var timestampMs: Int64?
+        var retryAfter: Int?
+        var delayMs: Int?
+        var apnsID = headers.first(name: "apns-id") ?? UUID().uuidString.lowercased()
+        switch outcome {
+        case .rejected(let r):
+            status = r.httpStatus
+            reason = r.rawValue
+        case .accepted(let accepted):
+            if connection.context.boundKeyID == nil { connection.context.boundKeyID = accepted.keyID }
+            connection.context.lastToken = (accepted.jwt, accepted.issuedAt)
+            apnsID = accepted.apnsID ?? apnsID
+            let faults = state.faults(for: accepted.token)
+            delayMs = faults.delayMs
+            if let fault = faults.response {
+                status = fault.status
+                reason = fault.reason
+                timestampMs = fault.timestampMs
+                retryAfter = fault.retryAfter
+            } else {
+                state.record(RecordedNotification(
+                    token: accepted.token, apnsID: apnsID, topic: accepted.topic, pushType: accepted.pushType.rawValue,
+                    priority: accepted.priority, expiration: accepted.expiration, collapseID: accepted.collapseID,
+                    keyID: accepted.keyID, payload: String(buffer: request.body),
+                    receivedAtMs: Int64(state.configuration.now().timeIntervalSince1970 * 1000)))
+            }
+        }
+        if let reason { state.countRejection(reason) }
+        // Apple: 1 stream until a valid provider token, 1 after a rejection, the full limit after an acceptance.
+        connection.advertise(limit: status == 200 ? state.configuration.authenticatedMaxStreams : 1)
+
+        var responseHeaders = HPACKHeaders()
+        responseHeaders.add(name: ":status", value: String(status))
+        responseHeaders.add(name: "apns-id", value: apnsID, indexing: .nonIndexable)
+        if let retryAfter { responseHeaders.add(name: "retry-after", value: String(retryAfter)) }
+        var responseBody: ByteBuffer?
+        if let reason {
+            var text = #"{"reason":"\#(reason)""#
+            if let timestampMs { text += #","timestamp":\#(timestampMs)"# }
+            text += "}"
+            responseBody = context.channel.allocator.buffer(string: text)
+            responseHeaders.add(name: "content-type", value: "application/json")
+        }
+        let write = { [responseHeaders, responseBody] (context: ChannelHandlerContext) in
+            context.write(
+                self.wrapOutboundOut(.headers(.init(headers: responseHeaders, endStream: responseBody == nil))), promise: nil)
+            if let responseBody {
+                context.write(self.wrapOutboundOut(.data(.init(data: .byteBuffer(responseBody), endStream: true))), promise: nil)
+            }
+            context.flush()
+        }
+        if let delayMs, delayMs > 0 {
+            let loopBound = NIOLoopBound((context, write), eventLoop: context.eventLoop)
+            context.eventLoop.scheduleTask(in: .milliseconds(Int64(delayMs))) {
+                let (context, write) = loopBound.value
+                if context.channel.isActive { write(context) }
+            }
+        } else {
+            write(context)
+        }
+    }
+}

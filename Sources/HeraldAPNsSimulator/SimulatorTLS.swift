@@ -1,0 +1,66 @@
+import Crypto
+import Foundation
+import NIOSSL
+import SwiftASN1
+import X509
+
+/// The simulator's TLS identity: an ephemeral CA and a leaf certificate for the loopback
+/// names, made at start. Clients trust it through `ca.pem` (`HERALD_APNS_CA_FILE`).
+public struct SimulatorTLSIdentity: Sendable {
+    /// PEM of the CA certificate: the trust root for clients.
+    public let caPEM: String
+    let leafPEM: String
+    let leafKeyPEM: String
+
+    /// Makes a CA and a leaf valid for `localhost`, `127.0.0.1` and `::1`.
+    public static func generate(now: Date = Date()) throws -> SimulatorTLSIdentity {
+        let caKey = P256.Signing.PrivateKey()
+        let caName = try DistinguishedName {
+            OrganizationName("Herald")
+            CommonName("Herald APNs Simulator CA")
+        }
+        let ca = try Certificate(
+            version: .v3, serialNumber: .init(), publicKey: .init(caKey.publicKey),
+            notValidBefore: now.addingTimeInterval(-3600), notValidAfter: now.addingTimeInterval(365 * 86_400),
+            issuer: caName, subject: caName, signatureAlgorithm: .ecdsaWithSHA256,
+            extensions: try Certificate.Extensions {
+                Critical(BasicConstraints.isCertificateAuthority(maxPathLength: 0))
+                Critical(KeyUsage(keyCertSign: true, cRLSign: true))
+            },
+            issuerPrivateKey: .init(caKey))
+
+        let leafKey = P256.Signing.PrivateKey()
+        let leafName = try DistinguishedName {
+            OrganizationName("Herald")
+            CommonName("localhost")
+        }
+        let leaf = try Certificate(
+            version: .v3, serialNumber: .init(), publicKey: .init(leafKey.publicKey),
+            notValidBefore: now.addingTimeInterval(-3600), notValidAfter: now.addingTimeInterval(365 * 86_400),
+            issuer: caName, subject: leafName, signatureAlgorithm: .ecdsaWithSHA256,
+            extensions: try Certificate.Extensions {
+                Critical(BasicConstraints.notCertificateAuthority)
+                Critical(KeyUsage(digitalSignature: true))
+                try ExtendedKeyUsage([.serverAuth])
+                SubjectAlternativeNames([
+                    .dnsName("localhost"),
+                    .ipAddress(ASN1OctetString(contentBytes: [127, 0, 0, 1])),
+                    .ipAddress(ASN1OctetString(contentBytes: ArraySlice([UInt8](repeating: 0, count: 15) + [1]))),
+                ])
+            },
+            issuerPrivateKey: .init(caKey))
+        return SimulatorTLSIdentity(
+            caPEM: try ca.serializeAsPEM().pemString,
+            leafPEM: try leaf.serializeAsPEM().pemString,
+            leafKeyPEM: leafKey.pemRepresentation)
+    }
+
+    /// A server context offering ALPN `h2`; clients that offer no ALPN get HTTP/2 too.
+    func makeServerContext() throws -> NIOSSLContext {
+        let certificate = try NIOSSLCertificate(bytes: Array(leafPEM.utf8), format: .pem)
+        let key = try NIOSSLPrivateKey(bytes: Array(leafKeyPEM.utf8), format: .pem)
+        var tls = TLSConfiguration.makeServerConfiguration(certificateChain: [.certificate(certificate)], privateKey: .privateKey(key))
+        tls.applicationProtocols = ["h2"]
+        return try NIOSSLContext(configuration: tls)
+    }
+}

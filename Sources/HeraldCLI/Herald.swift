@@ -1,0 +1,68 @@
+import ArgumentParser
+import Foundation
+import Logging
+
+/// The `herald` command.
+@main
+struct Herald: AsyncParsableCommand {
+    static let version = "0.1.0"
+
+    static let configuration = CommandConfiguration(
+        commandName: "herald",
+        abstract: "Herald: a self-hosted push gateway for end-to-end-encrypted messaging apps.",
+        subcommands: [MockAPNsCommand.self, SendCommand.self, VersionCommand.self]
+    )
+
+    /// Bad input exits 2 (SPEC §8), not ArgumentParser's 64; help still exits 0.
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var async = command as? AsyncParsableCommand {
+                try await async.run()
+            } else {
+                try command.run()
+            }
+        } catch let exit as ExitCode {
+            Foundation.exit(exit.rawValue)
+        } catch {
+            if exitCode(for: error) == .success { self.exit(withError: error) }
+            let message = fullMessage(for: error)
+            CLIOutput.printJSON(["status": "invalid", "error": message])
+            FileHandle.standardError.write(Data((message + "\n").utf8))
+            Foundation.exit(2)
+        }
+    }
+}
+
+struct VersionCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "version", abstract: "Print Herald's version.")
+    func run() { print("herald \(Herald.version)") }
+}
+
+/// Logging to standard error, at `HERALD_LOG_LEVEL` (default info), so standard output
+/// stays one JSON line for scripts.
+enum CLILogging {
+    static func bootstrap() {
+        let level = ProcessInfo.processInfo.environment["HERALD_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+    }
+}
+
+enum CLIOutput {
+    /// Prints one JSON line with sorted keys and flushes it.
+    static func printJSON(_ object: [String: Any]) {
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
+        FileHandle.standardOutput.write(data + Data("\n".utf8))
+    }
+}
+
+/// A command-line value Herald cannot use: exit 2 with the field named.
+struct InvalidInput: Error, CustomStringConvertible {
+    var field: String
+    var message: String
+    var description: String { "\(field): \(message)" }
+}

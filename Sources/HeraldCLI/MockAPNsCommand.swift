@@ -1,0 +1,93 @@
+import ArgumentParser
+import Crypto
+import Foundation
+import HeraldAPNs
+import HeraldAPNsSimulator
+import Logging
+import NIOCore
+import NIOPosix
+
+/// `herald mock-apns`: the APNs simulator as its own process (SPEC §8).
+struct MockAPNsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "mock-apns",
+        abstract: "Run the APNs simulator: HTTP/2 over TLS that checks what Apple checks, with fault injection.")
+
+    @Option(help: "The HTTP/2 port (0 picks a free one).")
+    var port = 2197
+
+    @Option(name: .customLong("control-port"), help: "The plain-HTTP control port (0 picks a free one).")
+    var controlPort = 2198
+
+    @Option(help: "The address to listen on.")
+    var host = "127.0.0.1"
+
+    @Option(name: .customLong("public-key"), help: "A trusted key as KID:TEAM:PEMFILE (repeatable).")
+    var publicKeys: [String] = []
+
+    @Option(name: .customLong("topic"), help: "An accepted apns-topic (repeatable; none accepts any).")
+    var topics: [String] = []
+
+    @Option(name: .customLong("cert-out"), help: "Where to write ca.pem (and the generated .p8).")
+    var certOut: String?
+
+    func run() async throws {
+        CLILogging.bootstrap()
+        let logger = Logger(label: "herald.mock-apns")
+        var configuration = APNsSimulatorConfiguration()
+        configuration.host = host
+        configuration.port = port
+        configuration.controlPort = controlPort
+        configuration.topics = Set(topics)
+        let directory = certOut ?? FileManager.default.temporaryDirectory
+            .appendingPathComponent("herald-mock-apns-\(getpid())").path
+        var output: [String: Any] = [:]
+        do {
+            configuration.keys = try publicKeys.map(SimulatorKey.init(argument:))
+        } catch {
+            throw InvalidInput(field: "--public-key", message: "\(error)")
+        }
+        if configuration.keys.isEmpty {
+            let generated = try GeneratedKey.write(to: directory)
+            configuration.keys = [generated.key]
+            output["key_id"] = generated.key.keyID
+            output["team_id"] = generated.key.teamID
+            output["key_path"] = generated.path
+        }
+
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
+        let simulator = try await APNsSimulator.start(configuration: configuration, eventLoopGroup: group, logger: logger)
+        let caPath = try simulator.writeCA(to: directory)
+        output["ready"] = true
+        output["port"] = simulator.port
+        output["control_port"] = simulator.controlPort
+        output["ca"] = caPath
+        CLIOutput.printJSON(output)
+        logger.info("mock-apns listening", metadata: ["port": "\(simulator.port)", "control_port": "\(simulator.controlPort)"])
+
+        _ = await SignalWaiter.waitForTermination()
+        await simulator.shutdown()
+        try await group.shutdownGracefully()
+    }
+}
+
+/// A key pair made for a simulator started without `--public-key`.
+enum GeneratedKey {
+    static func write(to directory: String) throws -> (key: SimulatorKey, path: String) {
+        let privateKey = P256.Signing.PrivateKey()
+        let keyID = randomID()
+        let teamID = randomID()
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let path = (directory as NSString).appendingPathComponent("AuthKey_\(keyID).p8")
+        guard FileManager.default.createFile(
+            atPath: path, contents: Data(privateKey.pemRepresentation.utf8), attributes: [.posixPermissions: 0o600])
+        else { throw InvalidInput(field: "--cert-out", message: "cannot write \(path)") }
+        return (SimulatorKey(keyID: keyID, teamID: teamID, publicKey: privateKey.publicKey), path)
+    }
+
+    /// Ten characters of A-Z0-9, the shape of Apple's key and team ids.
+    static func randomID() -> String {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+        return String((0..<10).map { _ in alphabet.randomElement()! })
+    }
+}

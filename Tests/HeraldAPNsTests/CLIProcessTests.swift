@@ -1,0 +1,122 @@
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Finds the `herald` binary built beside the test bundle.
+func heraldExecutable() throws -> URL {
+    let beside = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    let candidates = [
+        beside.appendingPathComponent("herald"),
+        beside.deletingLastPathComponent().appendingPathComponent("herald"),
+        packageRoot.appendingPathComponent(".build/debug/herald"),
+    ]
+    guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) else {
+        throw CLIError("herald binary not found; run `swift build` first (looked in \(candidates.map(\.path)))")
+    }
+    return found
+}
+
+struct CLIError: Error, CustomStringConvertible {
+    var description: String
+    init(_ d: String) { description = d }
+}
+
+/// Runs `herald` with arguments and environment; returns exit code and the JSON line it printed.
+func runHerald(_ arguments: [String], environment: [String: String]) throws -> (Int32, [String: Any]) {
+    let process = Process()
+    process.executableURL = try heraldExecutable()
+    process.arguments = arguments
+    process.environment = environment
+    let out = Pipe()
+    process.standardOutput = out
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    let data = out.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    let line = String(decoding: data, as: UTF8.self).split(separator: "\n").last.map(String.init) ?? ""
+    let json = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any] ?? [:]
+    return (process.terminationStatus, json)
+}
+
+@Suite("herald send against herald mock-apns, as two processes", .serialized)
+struct CLIProcessTests {
+    @Test("accepted → 0; dead token → 1 with Unregistered; malformed token → 2; SIGTERM → 0")
+    func sendAgainstMock() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-cli-\(UUID())").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let mock = Process()
+        mock.executableURL = try heraldExecutable()
+        mock.arguments = ["mock-apns", "--port", "0", "--control-port", "0", "--cert-out", directory, "--topic", "com.example.cli"]
+        let out = Pipe()
+        mock.standardOutput = out
+        mock.standardError = FileHandle.nullDevice
+        try mock.run()
+        defer { if mock.isRunning { mock.terminate() } }
+
+        // The ready line: {"ready": true, "port", "control_port", "ca", "key_id", "team_id", "key_path"}.
+        var buffer = Data()
+        while !buffer.contains(UInt8(ascii: "\n")) {
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty { throw CLIError("mock-apns exited before it was ready") }
+            buffer += chunk
+        }
+        let ready = try #require(try JSONSerialization.jsonObject(with: buffer.split(separator: UInt8(ascii: "\n"))[0]) as? [String: Any])
+        #expect(ready["ready"] as? Bool == true)
+        let port = try #require(ready["port"] as? Int)
+        let controlPort = try #require(ready["control_port"] as? Int)
+        let ca = try #require(ready["ca"] as? String)
+        #expect(FileManager.default.fileExists(atPath: ca))
+
+        var env = ProcessInfo.processInfo.environment
+        env["HERALD_APNS_URL"] = "https://127.0.0.1:\(port)"
+        env["HERALD_APNS_CA_FILE"] = ca
+        env["HERALD_APNS_KEY_PATH"] = try #require(ready["key_path"] as? String)
+        env["HERALD_APNS_KEY_ID"] = try #require(ready["key_id"] as? String)
+        env["HERALD_APNS_TEAM_ID"] = try #require(ready["team_id"] as? String)
+        env["HERALD_APNS_TOPIC"] = "com.example.cli"
+
+        let good = String(repeating: "1f", count: 32)
+        let (okCode, okJSON) = try runHerald(["send", "--token", good, "--title", "Hi", "--body", "There"], environment: env)
+        #expect(okCode == 0)
+        #expect(okJSON["status"] as? String == "accepted")
+        #expect((okJSON["apns_id"] as? String).flatMap(UUID.init(uuidString:)) != nil)
+
+        let dead = String(repeating: "de", count: 32)
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(controlPort)/faults")!)
+        request.httpMethod = "POST"
+        request.httpBody = Data(#"{"kind":"unregistered","token":"\#(dead)","timestamp_ms":1700000000000}"#.utf8)
+        let (_, faultResponse) = try await URLSession.shared.data(for: request)
+        #expect((faultResponse as? HTTPURLResponse)?.statusCode == 201)
+        let (deadCode, deadJSON) = try runHerald(["send", "--token", dead], environment: env)
+        #expect(deadCode == 1)
+        #expect(deadJSON["status"] as? String == "rejected")
+        #expect(deadJSON["reason"] as? String == "Unregistered")
+        #expect(deadJSON["http_status"] as? Int == 410)
+        #expect(deadJSON["timestamp"] as? Int == 1_700_000_000_000)
+
+        let (badCode, badJSON) = try runHerald(["send", "--token", "not-hex"], environment: env)
+        #expect(badCode == 2)
+        #expect(badJSON["field"] as? String == "device_token")
+        let (badFlagCode, _) = try runHerald(["send", "--token", good, "--priority", "7"], environment: env)
+        #expect(badFlagCode == 2)
+
+        let (repeatCode, repeatJSON) = try runHerald(["send", "--token", good, "--repeat", "200", "--concurrency", "50"], environment: env)
+        #expect(repeatCode == 0)
+        #expect(repeatJSON["sent"] as? Int == 200)
+        #expect(repeatJSON["accepted"] as? Int == 200)
+
+        // The control port saw all of it.
+        let (statsData, _) = try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(controlPort)/stats")!)
+        let stats = try #require(try JSONSerialization.jsonObject(with: statsData) as? [String: Any])
+        #expect(stats["accepted"] as? Int == 201)
+        #expect((stats["reasons"] as? [String: Int])?["Unregistered"] == 1)
+
+        mock.terminate()  // SIGTERM
+        mock.waitUntilExit()
+        #expect(mock.terminationStatus == 0)
+    }
+}

@@ -1,0 +1,228 @@
+import Foundation
+import HeraldAPNs
+import HeraldAPNsSimulator
+import NIOCore
+import Testing
+
+/// The provider against the simulator over real TLS and HTTP/2 sockets on 127.0.0.1.
+@Suite("APNs delivery over TLS + HTTP/2", .serialized)
+struct DeliveryIntegrationTests {
+    @Test("an accepted push arrives with its exact headers and payload")
+    func accepted() async throws {
+        try await SimulatorFixture.with { f in
+            let client = try f.makeClient()
+            var n = alert(deviceToken(1), collapseID: "tx-1")
+            n.expiration = 1_900_000_000
+            let result = try await client.send(n)
+            #expect(result == .accepted(apnsID: n.apnsID))
+            let got = try #require(f.simulator.notifications(token: deviceToken(1)).first)
+            #expect(got.apnsID == n.apnsID.uuidString.lowercased())
+            #expect(got.topic == SimulatorFixture.topic)
+            #expect(got.pushType == "alert")
+            #expect(got.priority == 10)
+            #expect(got.expiration == 1_900_000_000)
+            #expect(got.collapseID == "tx-1")
+            #expect(got.keyID == f.key.keyID)
+            #expect(got.payload == #"{"aps":{"alert":{"title":"Hello","body":"World"}}}"#)
+            await client.shutdown()
+        }
+    }
+
+    /// Each row of SPEC §2's table, produced by the simulator's fault injection.
+    @Test("every row of SPEC §2's table gets its classification", arguments: [
+        (SimulatorFault(kind: .badToken), APNsAction.tokenDead(since: nil)),
+        (SimulatorFault(kind: .respond, status: 400, reason: "DeviceTokenNotForTopic"), .tokenDead(since: nil)),
+        (SimulatorFault(kind: .unregistered, timestampMs: 1_700_000_123_000), .tokenDead(since: Date(timeIntervalSince1970: 1_700_000_123))),
+        (SimulatorFault(kind: .respond, status: 410, reason: "ExpiredToken", timestampMs: 1_700_000_000_000), .tokenDead(since: Date(timeIntervalSince1970: 1_700_000_000))),
+        (SimulatorFault(kind: .respond, status: 403, reason: "ExpiredProviderToken"), .refreshCredentials),
+        (SimulatorFault(kind: .respond, status: 403, reason: "InvalidProviderToken"), .refreshCredentials),
+        (SimulatorFault(kind: .respond, status: 413, reason: "PayloadTooLarge"), .shrinkPayload),
+        (SimulatorFault(kind: .respond, status: 429, reason: "TooManyRequests", retryAfter: 30), .retry(after: .seconds(30), scope: .token)),
+        (SimulatorFault(kind: .respond, status: 429, reason: "TooManyProviderTokenUpdates"), .retry(after: nil, scope: .providerToken)),
+        (SimulatorFault(kind: .respond, status: 500, reason: "InternalServerError"), .retry(after: nil, scope: .server)),
+        (SimulatorFault(kind: .respond, status: 503, reason: "ServiceUnavailable"), .retry(after: nil, scope: .server)),
+        (SimulatorFault(kind: .respond, status: 400, reason: "TopicDisallowed"), .fail(reason: "TopicDisallowed")),
+    ])
+    func tableRow(fault: SimulatorFault, expected: APNsAction) async throws {
+        try await SimulatorFixture.with { f in
+            var fault = fault
+            fault.token = deviceToken(7)
+            try f.simulator.inject(fault)
+            let client = try f.makeClient()
+            let result = try await client.send(alert(deviceToken(7)))
+            #expect(result.action == expected, "\(result)")
+            // The fault was for that token only: another token still gets through.
+            #expect(try await client.send(alert(deviceToken(8))).action == .done)
+            await client.shutdown()
+        }
+    }
+
+    @Test("a 403 provider-token refusal mints a new JWT and retries once when the 20-minute floor allows")
+    func refreshAndRetryOnce() async throws {
+        try await SimulatorFixture.with { f in
+            let clock = TestClock()
+            let tokens = APNsProviderTokenSource(key: f.key, now: clock.now)
+            let client = try f.makeClient(connections: 1, tokens: tokens)
+            #expect(try await client.send(alert(deviceToken(1))).action == .done)
+            // 21 minutes on, APNs refuses the token: a new one is minted and the push retried once.
+            clock.advance(by: 21 * 60)
+            try f.simulator.inject(SimulatorFault(kind: .respond, status: 403, reason: "ExpiredProviderToken", count: 1))
+            #expect(try await client.send(alert(deviceToken(2))).action == .done)
+            #expect(tokens.mintedCount == 2)
+            // Refused again at once: the 20-minute floor forbids a new token; the refusal goes back to the caller.
+            try f.simulator.inject(SimulatorFault(kind: .respond, status: 403, reason: "ExpiredProviderToken", count: 1))
+            #expect(try await client.send(alert(deviceToken(3))).action == .refreshCredentials)
+            #expect(tokens.mintedCount == 2)
+            // The pending refresh is honoured as soon as the floor allows.
+            clock.advance(by: 21 * 60)
+            #expect(try await client.send(alert(deviceToken(4))).action == .done)
+            #expect(tokens.mintedCount == 3)
+            // Refused twice: retried once only, then handed back.
+            clock.advance(by: 21 * 60)
+            try f.simulator.inject(SimulatorFault(kind: .respond, status: 403, reason: "InvalidProviderToken", count: 2))
+            #expect(try await client.send(alert(deviceToken(5))).action == .refreshCredentials)
+            #expect(tokens.mintedCount == 4)
+            #expect(f.simulator.stats.reasons["InvalidProviderToken"] == 2)
+            await client.shutdown()
+        }
+    }
+
+    @Test("one JWT per key: 10,000 sends over 4 connections mint one token; 51 minutes later, one more")
+    func oneTokenPerKey() async throws {
+        try await SimulatorFixture.with { f in
+            let clock = TestClock()
+            let tokens = APNsProviderTokenSource(key: f.key, now: clock.now)
+            let client = try f.makeClient(connections: 4, tokens: tokens)
+            let batch = (0..<10_000).map { alert(deviceToken($0)) }
+            let results = try await sendAll(client, batch, concurrency: 400)
+            #expect(results.allSatisfy { $0.action == .done })
+            #expect(tokens.mintedCount == 1)
+            #expect(f.simulator.stats.providerTokens[f.key.keyID] == 1)
+            #expect(f.simulator.stats.connectionsOpened == 4)
+
+            clock.advance(by: 51 * 60)
+            let later = try await sendAll(client, (0..<1_000).map { alert(deviceToken($0)) }, concurrency: 100)
+            #expect(later.allSatisfy { $0.action == .done })
+            #expect(tokens.mintedCount == 2)
+            #expect(f.simulator.stats.providerTokens[f.key.keyID] == 2)
+
+            // Never two within 20 minutes, even when asked.
+            clock.advance(by: 10 * 60)
+            tokens.refreshRequested(after: tokens.currentToken())
+            _ = try await sendAll(client, (0..<100).map { alert(deviceToken($0)) })
+            #expect(tokens.mintedCount == 2)
+            #expect(f.simulator.stats.reasons["TooManyProviderTokenUpdates"] == nil)
+            await client.shutdown()
+        }
+    }
+
+    @Test("the live stream limit follows the server: 1 after a rejection, 1,000 after an acceptance")
+    func liveStreamLimit() async throws {
+        try await SimulatorFixture.with { f in
+            let client = try f.makeClient(connections: 1)
+            #expect(try await client.send(alert(deviceToken(1))).action == .done)
+            #expect(client.connectionStats.maxStreams == [1_000])
+            try f.simulator.inject(SimulatorFault(kind: .unregistered, token: deviceToken(2)))
+            guard case .tokenDead = try await client.send(alert(deviceToken(2))).action else {
+                Issue.record("expected a dead token")
+                return
+            }
+            #expect(client.connectionStats.maxStreams == [1])
+            #expect(try await client.send(alert(deviceToken(3))).action == .done)
+            #expect(client.connectionStats.maxStreams == [1_000])
+            await client.shutdown()
+        }
+    }
+
+    @Test("with 1 dead token in every 10 the pool keeps sending: exact counts, no stall, no error storm")
+    func deadTokensDoNotStall() async throws {
+        try await SimulatorFixture.with { f in
+            let total = 3_000
+            for i in stride(from: 0, to: total, by: 10) {
+                try f.simulator.inject(SimulatorFault(kind: .unregistered, token: deviceToken(i), timestampMs: 1_700_000_000_000))
+            }
+            let client = try f.makeClient(connections: 2, timeout: .seconds(20))
+            let started = ContinuousClock.now
+            let results = try await sendAll(client, (0..<total).map { alert(deviceToken($0)) }, concurrency: 500)
+            let accepted = results.filter { $0.action == .done }.count
+            let dead = results.filter { if case .tokenDead = $0.action { return true } else { return false } }.count
+            #expect(accepted == total * 9 / 10)
+            #expect(dead == total / 10)
+            // Every request went exactly once: no retries, no transport failures.
+            #expect(f.simulator.stats.streams == total)
+            #expect(f.simulator.stats.accepted == total * 9 / 10)
+            #expect(ContinuousClock.now - started < .seconds(20))
+            await client.shutdown()
+        }
+    }
+
+    @Test("GOAWAY mid-burst: the connection drains and is replaced, and every push is accepted")
+    func goAwayMidBurst() async throws {
+        try await SimulatorFixture.with { f in
+            try f.simulator.inject(SimulatorFault(kind: .goaway, afterStreams: 250, count: 3))
+            let client = try f.makeClient(connections: 2, timeout: .seconds(10))
+            let total = 2_000
+            let started = ContinuousClock.now
+            let results = try await sendAll(client, (0..<total).map { alert(deviceToken($0)) }, concurrency: 400)
+            #expect(ContinuousClock.now - started < .seconds(10))
+            let failed = results.filter { $0.action != .done }
+            #expect(failed.isEmpty, "\(Dictionary(grouping: failed, by: { "\($0)" }).mapValues(\.count))")
+            #expect(f.simulator.notifications().count == total)
+            #expect(f.simulator.stats.connectionsOpened >= 4)
+            await client.shutdown()
+        }
+    }
+
+    @Test("connection reset mid-burst: every push ends accepted or classified retry within its deadline; the pool recovers")
+    func resetMidBurst() async throws {
+        try await SimulatorFixture.with { f in
+            try f.simulator.inject(SimulatorFault(kind: .reset, afterStreams: 300, count: 2))
+            let client = try f.makeClient(connections: 2, timeout: .seconds(5))
+            let total = 2_000
+            let started = ContinuousClock.now
+            let results = try await sendAll(client, (0..<total).map { alert(deviceToken($0)) }, concurrency: 400)
+            #expect(ContinuousClock.now - started < .seconds(15))
+            let accepted = results.filter { $0.action == .done }.count
+            let retry = results.filter { $0.action == .retry(after: nil, scope: .server) }.count
+            #expect(accepted + retry == total)
+            #expect(retry > 0)
+            // Some pushes APNs took just before the reset never got their answer: at-least-once.
+            #expect(accepted <= f.simulator.stats.accepted)
+            // After the storm, the pool works again on fresh connections.
+            #expect(try await client.send(alert(deviceToken(99_999))).action == .done)
+            await client.shutdown()
+        }
+    }
+
+    @Test("a delayed server: requests past their deadline end as deadlineExceeded, never hang")
+    func deadline() async throws {
+        try await SimulatorFixture.with { f in
+            try f.simulator.inject(SimulatorFault(kind: .delay, delayMs: 3_000))
+            let client = try f.makeClient(connections: 1, timeout: .milliseconds(500))
+            let started = ContinuousClock.now
+            let results = try await sendAll(client, (0..<20).map { alert(deviceToken($0)) })
+            #expect(ContinuousClock.now - started < .seconds(3))
+            #expect(results.allSatisfy { $0 == .transportFailure(.deadlineExceeded) })
+            await client.shutdown()
+        }
+    }
+
+    @Test("an untrusted certificate fails fast as connectFailed, without a reconnect storm")
+    func untrusted() async throws {
+        try await SimulatorFixture.with { f in
+            var configuration = APNsClientConfiguration(environment: .sandbox, url: f.simulator.url, trustRootsPEMFile: nil)
+            configuration.requestTimeout = .seconds(5)
+            let client = try APNsClient(
+                configuration: configuration, tokens: APNsProviderTokenSource(key: f.key), eventLoopGroup: f.group)
+            let started = ContinuousClock.now
+            let result = try await client.send(alert(deviceToken(1)))
+            guard case .transportFailure(.connectFailed) = result else {
+                Issue.record("expected connectFailed, got \(result)")
+                return
+            }
+            #expect(ContinuousClock.now - started < .seconds(3))
+            #expect(f.simulator.stats.connectionsOpened <= 2)
+            await client.shutdown()
+        }
+    }
+}
