@@ -72,9 +72,10 @@ public final class APNsClient: Sendable {
         let deadline = NIODeadline.now() + .nanoseconds(Int64(configuration.requestTimeout.seconds * 1e9))
         var refreshedOnce = false
         var unprocessedRetries = 0
+        let apnsIDString = notification.apnsID.uuidString.lowercased()
         while true {
             let token = tokens.currentToken()
-            let request = Self.makeRequest(notification, authorization: token.authorizationHeader)
+            let request = Self.makeRequest(notification, apnsID: apnsIDString, authorization: token.authorizationHeader)
             let response: APNsHTTPResponse
             do {
                 response = try await execute(request, deadline: deadline)
@@ -87,7 +88,7 @@ public final class APNsClient: Sendable {
             } catch {
                 return .transportFailure(.connectionClosed)
             }
-            let result = Self.result(from: response, apnsID: notification.apnsID)
+            let result = Self.result(from: response, apnsID: notification.apnsID, sentAs: apnsIDString)
             if case .refreshCredentials = result.action, !refreshedOnce {
                 // SPEC §2: mint a new JWT (if the 20-minute floor allows) and retry once.
                 refreshedOnce = true
@@ -102,19 +103,7 @@ public final class APNsClient: Sendable {
         let lease = try await pool.lease(deadline: deadline)
         let promise = lease.eventLoop.makePromise(of: APNsHTTPResponse.self)
         promise.futureResult.whenComplete { [pool] _ in pool.release(lease) }
-        let authority = pool.authority
-        lease.eventLoop.execute {
-            let slot = NIOLoopBound(APNsResponseSlot(promise: promise), eventLoop: lease.eventLoop)
-            let opened = lease.eventLoop.makePromise(of: Channel.self)
-            // If the connection closed under us, the stream never opens and APNs never saw the request.
-            opened.futureResult.whenFailure { _ in slot.value.complete(.failure(APNsTransportFailure.notProcessed)) }
-            lease.multiplexer.createStreamChannel(promise: opened) { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(
-                        APNsStreamHandler(request: request, authority: authority, deadline: deadline, slot: slot.value))
-                }
-            }
-        }
+        lease.handle.send(request, deadline: deadline, promise: promise)
         return try await promise.futureResult.get()
     }
 
@@ -129,14 +118,14 @@ public final class APNsClient: Sendable {
         return (s.ready, s.connecting, s.draining, s.maxStreams, s.waiting)
     }
 
-    static func makeRequest(_ n: APNsNotification, authorization: String) -> APNsHTTPRequest {
+    static func makeRequest(_ n: APNsNotification, apnsID: String, authorization: String) -> APNsHTTPRequest {
         var headers = HPACKHeaders()
         headers.reserveCapacity(8)
         headers.add(name: "authorization", value: authorization)
         headers.add(name: "apns-topic", value: n.topic)
         headers.add(name: "apns-push-type", value: n.pushType.rawValue)
         headers.add(name: "apns-priority", value: String(n.priority.rawValue))
-        headers.add(name: "apns-id", value: n.apnsID.uuidString.lowercased(), indexing: .nonIndexable)
+        headers.add(name: "apns-id", value: apnsID, indexing: .nonIndexable)
         if let expiration = n.expiration { headers.add(name: "apns-expiration", value: String(expiration)) }
         if let collapseID = n.collapseID {
             headers.add(name: "apns-collapse-id", value: collapseID, indexing: .nonIndexable)
@@ -145,10 +134,13 @@ public final class APNsClient: Sendable {
     }
 
     /// Reads Apple's answer: status, `{"reason", "timestamp"}` body, `retry-after`.
-    static func result(from response: APNsHTTPResponse, apnsID: UUID) -> APNsResult {
+    static func result(from response: APNsHTTPResponse, apnsID: UUID, sentAs sent: String) -> APNsResult {
         if response.status == 200 {
-            let id = response.headers.first(name: "apns-id").flatMap(UUID.init(uuidString:)) ?? apnsID
-            return .accepted(apnsID: id)
+            // APNs echoes the apns-id it was given; parse only one it chose itself.
+            guard let echoed = response.headers.first(name: "apns-id"), echoed != sent else {
+                return .accepted(apnsID: apnsID)
+            }
+            return .accepted(apnsID: UUID(uuidString: echoed) ?? apnsID)
         }
         var reason = APNsReason.other("HTTP \(response.status)")
         var timestamp: Date?

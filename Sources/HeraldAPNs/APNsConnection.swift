@@ -16,27 +16,60 @@ struct APNsConnectionEvents: Sendable {
     var closed: @Sendable () -> Void
 }
 
-/// Watches the connection-level frames: SETTINGS (the live stream limit), GOAWAY, PING.
+/// Speaks APNs on one HTTP/2 connection, at the frame level.
+///
+/// It numbers the streams itself and keeps a table of requests in flight instead of a child
+/// channel per request: the per-push cost is then a dictionary entry and two frames. It also
+/// follows SETTINGS (the live stream limit), GOAWAY, PING health checks, the connection's
+/// flow-control window and each request's deadline.
 final class APNsConnectionHandler: ChannelDuplexHandler {
     typealias InboundIn = HTTP2Frame
-    typealias OutboundIn = HTTP2Frame
+    typealias OutboundIn = Never
     typealias OutboundOut = HTTP2Frame
 
     /// What HTTP/2 assumes when a server's SETTINGS names no limit: unlimited; we cap it.
     static let defaultMaxConcurrentStreams = 1_000
+    /// Give the server back its connection window once this much DATA has arrived.
+    static let windowUpdateThreshold = 32_768
+
+    private struct Pending {
+        var promise: EventLoopPromise<APNsHTTPResponse>
+        var deadline: NIODeadline
+        var status: Int?
+        var headers = HPACKHeaders()
+        var body: ByteBuffer?
+        var headersWritten = false
+    }
 
     private let events: APNsConnectionEvents
+    private let authority: String
     private let pingInterval: TimeAmount
     private let pingTimeout: TimeAmount
+    private var context: ChannelHandlerContext?
+    private var pending: [HTTP2StreamID: Pending] = [:]
+    private var nextStreamID = HTTP2StreamID(1)
+    /// Streams in the order they were opened: their deadlines are in order too, since they
+    /// share one timeout. One timer for the head replaces a timer per request.
+    private var deadlineOrder = CircularBuffer<(HTTP2StreamID, NIODeadline)>()
+    private var deadlineTimer: Scheduled<Void>?
+    private var goAwayLastStreamID: HTTP2StreamID?
     private var sawSettings = false
+    private var unacknowledgedData = 0
+    private var flushPending = false
     private var pingTask: Scheduled<Void>?
     private var pongDeadline: Scheduled<Void>?
     private var lastActivity = NIODeadline.now()
 
-    init(events: APNsConnectionEvents, pingInterval: TimeAmount, pingTimeout: TimeAmount) {
+    init(events: APNsConnectionEvents, authority: String, pingInterval: TimeAmount, pingTimeout: TimeAmount) {
         self.events = events
+        self.authority = authority
         self.pingInterval = pingInterval
         self.pingTimeout = pingTimeout
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        if context.channel.isActive { schedulePing(context: context) }
     }
 
     func channelActive(context: ChannelHandlerContext) {
@@ -44,14 +77,106 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         context.fireChannelActive()
     }
 
-    func handlerAdded(context: ChannelHandlerContext) {
-        if context.channel.isActive { schedulePing(context: context) }
+    // MARK: Sending
+
+    /// Opens a stream for `request`. Must run on the event loop.
+    func send(_ request: APNsHTTPRequest, deadline: NIODeadline, promise: EventLoopPromise<APNsHTTPResponse>) {
+        guard let context, context.channel.isActive, goAwayLastStreamID == nil else {
+            promise.fail(APNsTransportFailure.notProcessed)
+            return
+        }
+        let streamID = nextStreamID
+        nextStreamID = HTTP2StreamID(Int32(streamID) + 2)
+        pending[streamID] = Pending(promise: promise, deadline: deadline)
+        deadlineOrder.append((streamID, deadline))
+        if deadlineTimer == nil { armDeadlineTimer() }
+
+        var headers = HPACKHeaders()
+        headers.reserveCapacity(request.headers.count + 4)
+        headers.add(name: ":method", value: request.method)
+        headers.add(name: ":scheme", value: "https")
+        headers.add(name: ":path", value: request.path, indexing: .nonIndexable)
+        headers.add(name: ":authority", value: authority)
+        headers.add(contentsOf: request.headers)
+        let hasBody = request.body.readableBytes > 0
+        let headersWritten = context.eventLoop.makePromise(of: Void.self)
+        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        headersWritten.futureResult.whenComplete { result in
+            let handler = loopBound.value
+            switch result {
+            case .success: handler.pending[streamID]?.headersWritten = true
+            // The stream never went out (GOAWAY, closed connection): APNs never saw it.
+            case .failure: handler.finish(streamID, .failure(APNsTransportFailure.notProcessed))
+            }
+        }
+        let headersFrame = HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: headers, endStream: !hasBody)))
+        context.write(wrapOutboundOut(headersFrame), promise: headersWritten)
+        if hasBody {
+            let dataFrame = HTTP2Frame(streamID: streamID, payload: .data(.init(data: .byteBuffer(request.body), endStream: true)))
+            context.write(wrapOutboundOut(dataFrame), promise: nil)
+        }
+        // Flush each request at once: with flushes deferred to a later event-loop turn, a
+        // GOAWAY arriving in between stranded DATA frames of streams the server still expected
+        // (seen in the GOAWAY test), leaving those requests to their deadline.
+        context.flush()
     }
+
+    /// Requests submitted in one event-loop turn share one flush (one TLS record, one syscall).
+    private func scheduleFlush(context: ChannelHandlerContext) {
+        guard !flushPending else { return }
+        flushPending = true
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        context.eventLoop.execute {
+            let (handler, context) = loopBound.value
+            handler.flushPending = false
+            context.flush()
+        }
+    }
+
+    private func finish(_ streamID: HTTP2StreamID, _ result: Result<APNsHTTPResponse, any Error>) {
+        guard let entry = pending.removeValue(forKey: streamID) else { return }
+        entry.promise.completeWith(result)
+        while let head = deadlineOrder.first, pending[head.0] == nil { deadlineOrder.removeFirst() }
+    }
+
+    // MARK: Receiving
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = unwrapInboundIn(data)
         lastActivity = .now()
         switch frame.payload {
+        case .headers(let payload):
+            guard pending[frame.streamID] != nil else { return }
+            if pending[frame.streamID]!.status == nil {
+                guard let value = payload.headers.first(name: ":status"), let code = Int(value) else {
+                    finish(frame.streamID, .failure(APNsTransportFailure.protocolError("response without :status")))
+                    return
+                }
+                if code >= 100, code < 200 { return }  // informational; the real answer follows
+                pending[frame.streamID]!.status = code
+                pending[frame.streamID]!.headers = payload.headers
+            }
+            if payload.endStream { complete(frame.streamID) }
+        case .data(let payload):
+            var received = 0
+            if case .byteBuffer(var buffer) = payload.data {
+                received = buffer.readableBytes
+                if pending[frame.streamID] != nil {
+                    if pending[frame.streamID]!.body == nil {
+                        pending[frame.streamID]!.body = buffer
+                    } else {
+                        pending[frame.streamID]!.body!.writeBuffer(&buffer)
+                    }
+                }
+            }
+            if payload.endStream { complete(frame.streamID) }
+            // Only after the answer is complete: writing may deliver NIOHTTP2's pending
+            // stream-closed events re-entrantly.
+            returnWindow(received, context: context)
+        case .rstStream(let code):
+            let entry = pending[frame.streamID]
+            let unprocessed = entry?.status == nil && (code == .refusedStream || entry?.headersWritten == false)
+            finish(frame.streamID, .failure(unprocessed ? APNsTransportFailure.notProcessed : APNsTransportFailure.connectionClosed))
         case .settings(.settings(let settings)):
             var limit: Int? = sawSettings ? nil : Self.defaultMaxConcurrentStreams
             for setting in settings where setting.parameter == .maxConcurrentStreams {
@@ -59,8 +184,14 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
             }
             sawSettings = true
             if let limit { events.maxConcurrentStreamsChanged(limit) }
-        case .goAway:
+        case .goAway(let lastStreamID, _, _):
+            goAwayLastStreamID = lastStreamID
+            // The pool first, so the retries below cannot lease this connection again.
             events.goAwayReceived()
+            // Streams past the server's last one were never processed: safe to send elsewhere.
+            for id in pending.keys where id > lastStreamID {
+                finish(id, .failure(APNsTransportFailure.notProcessed))
+            }
         case .ping(_, ack: true):
             pongDeadline?.cancel()
             pongDeadline = nil
@@ -69,21 +200,87 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         }
     }
 
-    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        context.write(data, promise: promise)
+    private func complete(_ streamID: HTTP2StreamID) {
+        guard let entry = pending[streamID] else { return }
+        guard let status = entry.status else {
+            finish(streamID, .failure(APNsTransportFailure.protocolError("stream ended without headers")))
+            return
+        }
+        finish(streamID, .success(APNsHTTPResponse(status: status, headers: entry.headers, body: entry.body ?? ByteBuffer())))
+    }
+
+    /// Without a stream multiplexer, the connection window is ours to return.
+    private func returnWindow(_ bytes: Int, context: ChannelHandlerContext) {
+        unacknowledgedData += bytes
+        guard unacknowledgedData >= Self.windowUpdateThreshold else { return }
+        let update = HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: unacknowledgedData))
+        unacknowledgedData = 0
+        context.write(wrapOutboundOut(update), promise: nil)
+        scheduleFlush(context: context)
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let closed = event as? StreamClosedEvent, let entry = pending[closed.streamID] {
+            if closed.reason == nil, entry.status != nil {
+                // A clean close: the answer is whole.
+                complete(closed.streamID)
+                context.fireUserInboundEventTriggered(event)
+                return
+            }
+            // Closed without a complete answer (reset, or dropped by GOAWAY).
+            let unprocessed = entry.status == nil && (!entry.headersWritten || closed.reason == .refusedStream)
+            finish(closed.streamID, .failure(unprocessed ? APNsTransportFailure.notProcessed : APNsTransportFailure.connectionClosed))
+        }
+        context.fireUserInboundEventTriggered(event)
     }
 
     func channelInactive(context: ChannelHandlerContext) {
         pingTask?.cancel()
         pongDeadline?.cancel()
+        deadlineTimer?.cancel()
+        for (id, entry) in pending {
+            finish(id, .failure(entry.headersWritten ? APNsTransportFailure.connectionClosed : APNsTransportFailure.notProcessed))
+        }
         events.closed()
         context.fireChannelInactive()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        // Connection-level errors end the connection; streams learn through their own channels.
+        if let streamError = error as? NIOHTTP2Errors.StreamError {
+            // One stream failed; the connection carries on.
+            finish(streamError.streamID, .failure(APNsTransportFailure.connectionClosed))
+            return
+        }
         context.close(promise: nil)
     }
+
+    // MARK: Deadlines
+
+    private func armDeadlineTimer() {
+        guard let context, let head = deadlineOrder.first else { return }
+        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        deadlineTimer = context.eventLoop.scheduleTask(deadline: head.1) {
+            let handler = loopBound.value
+            handler.deadlineTimer = nil
+            handler.expireDeadlines()
+        }
+    }
+
+    private func expireDeadlines() {
+        let now = NIODeadline.now()
+        while let (id, deadline) = deadlineOrder.first, deadline <= now || pending[id] == nil {
+            deadlineOrder.removeFirst()
+            guard pending[id] != nil else { continue }
+            finish(id, .failure(APNsTransportFailure.deadlineExceeded))
+            if let context {
+                context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.cancel))), promise: nil)
+                scheduleFlush(context: context)
+            }
+        }
+        armDeadlineTimer()
+    }
+
+    // MARK: Health
 
     /// PING when the connection has been quiet for `pingInterval`; close it when no ACK comes
     /// within `pingTimeout`, so a half-dead connection never holds requests.
@@ -111,137 +308,19 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
     }
 }
 
-/// One request's answer, completed at most once by whichever comes first: the stream's
-/// answer, its deadline, or the failure to open the stream at all. Confined to the event loop.
-final class APNsResponseSlot {
-    private let promise: EventLoopPromise<APNsHTTPResponse>
-    private(set) var done = false
+/// A connected, negotiated connection: its channel and the handler that carries requests.
+struct APNsConnectionHandle: Sendable {
+    let channel: Channel
+    let handler: NIOLoopBound<APNsConnectionHandler>
 
-    init(promise: EventLoopPromise<APNsHTTPResponse>) { self.promise = promise }
-
-    func complete(_ result: Result<APNsHTTPResponse, any Error>) {
-        guard !done else { return }
-        done = true
-        promise.completeWith(result)
-    }
-}
-
-/// Carries one request on one stream and completes its slot exactly once.
-final class APNsStreamHandler: ChannelDuplexHandler {
-    typealias InboundIn = HTTP2Frame.FramePayload
-    typealias OutboundIn = HTTP2Frame.FramePayload
-    typealias OutboundOut = HTTP2Frame.FramePayload
-
-    private let request: APNsHTTPRequest
-    private let authority: String
-    private let slot: APNsResponseSlot
-    private let deadline: NIODeadline
-    private var status: Int?
-    private var responseHeaders = HPACKHeaders()
-    private var body: ByteBuffer?
-    private var requestStarted = false
-    /// True once the HEADERS frame reached the connection: only then may APNs have seen the request.
-    private var headersWritten = false
-    private var timeout: Scheduled<Void>?
-
-    init(request: APNsHTTPRequest, authority: String, deadline: NIODeadline, slot: APNsResponseSlot) {
-        self.request = request
-        self.authority = authority
-        self.deadline = deadline
-        self.slot = slot
-    }
-
-    func handlerAdded(context: ChannelHandlerContext) {
-        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        timeout = context.eventLoop.scheduleTask(deadline: deadline) {
-            let (handler, context) = loopBound.value
-            handler.finish(.failure(APNsTransportFailure.deadlineExceeded))
-            context.close(promise: nil)
-        }
-        if context.channel.isActive { sendRequest(context: context) }
-    }
-
-
-    func channelActive(context: ChannelHandlerContext) {
-        sendRequest(context: context)
-        context.fireChannelActive()
-    }
-
-    private func sendRequest(context: ChannelHandlerContext) {
-        guard !requestStarted else { return }
-        requestStarted = true
-        var headers = HPACKHeaders()
-        headers.reserveCapacity(request.headers.count + 4)
-        headers.add(name: ":method", value: request.method)
-        headers.add(name: ":scheme", value: "https")
-        headers.add(name: ":path", value: request.path, indexing: .nonIndexable)
-        headers.add(name: ":authority", value: authority)
-        headers.add(contentsOf: request.headers)
-        let hasBody = request.body.readableBytes > 0
-        let headersPromise = context.eventLoop.makePromise(of: Void.self)
-        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        headersPromise.futureResult.whenSuccess { loopBound.value.headersWritten = true }
-        context.write(wrapOutboundOut(.headers(.init(headers: headers, endStream: !hasBody))), promise: headersPromise)
-        if hasBody {
-            context.write(wrapOutboundOut(.data(.init(data: .byteBuffer(request.body), endStream: true))), promise: nil)
-        }
-        context.flush()
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch unwrapInboundIn(data) {
-        case .headers(let payload):
-            if status == nil {
-                guard let value = payload.headers.first(name: ":status"), let code = Int(value) else {
-                    finish(.failure(APNsTransportFailure.protocolError("response without :status")))
-                    context.close(promise: nil)
-                    return
-                }
-                if code >= 100, code < 200 { return }  // informational; the real answer follows
-                status = code
-                responseHeaders = payload.headers
-            }
-            if payload.endStream { complete() }
-        case .data(let payload):
-            if case .byteBuffer(var buffer) = payload.data {
-                if body == nil { body = buffer } else { body!.writeBuffer(&buffer) }
-            }
-            if payload.endStream { complete() }
-        default:
-            break
-        }
-    }
-
-    private func complete() {
-        guard let status else {
-            finish(.failure(APNsTransportFailure.protocolError("stream ended without headers")))
-            return
-        }
-        finish(.success(APNsHTTPResponse(status: status, headers: responseHeaders, body: body ?? ByteBuffer())))
-    }
-
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        if !headersWritten {
-            finish(.failure(APNsTransportFailure.notProcessed))
-        } else if status == nil, let closed = error as? NIOHTTP2Errors.StreamClosed,
-            closed.errorCode == .refusedStream || closed.errorCode == .cancel
-        {
-            // Dropped by GOAWAY past its last stream id, or refused: APNs never processed it.
-            finish(.failure(APNsTransportFailure.notProcessed))
+    /// Sends a request on this connection; the promise gets the answer or a transport failure.
+    func send(_ request: APNsHTTPRequest, deadline: NIODeadline, promise: EventLoopPromise<APNsHTTPResponse>) {
+        let handler = self.handler
+        if channel.eventLoop.inEventLoop {
+            handler.value.send(request, deadline: deadline, promise: promise)
         } else {
-            finish(.failure(APNsTransportFailure.connectionClosed))
+            channel.eventLoop.execute { handler.value.send(request, deadline: deadline, promise: promise) }
         }
-        context.close(promise: nil)
-    }
-
-    func channelInactive(context: ChannelHandlerContext) {
-        finish(.failure(headersWritten ? APNsTransportFailure.connectionClosed : APNsTransportFailure.notProcessed))
-        context.fireChannelInactive()
-    }
-
-    private func finish(_ result: Result<APNsHTTPResponse, any Error>) {
-        timeout?.cancel()
-        slot.complete(result)
     }
 }
 
@@ -285,11 +364,12 @@ struct APNsConnectionFactory: Sendable {
     /// Connects, negotiates TLS and HTTP/2, and returns the channel and its multiplexer.
     func connect(
         on eventLoop: EventLoop, events: APNsConnectionEvents
-    ) -> EventLoopFuture<(Channel, NIOHTTP2Handler.StreamMultiplexer)> {
+    ) -> EventLoopFuture<APNsConnectionHandle> {
         let sslContext = self.sslContext
         let sni = serverNameForSNI
         let pingInterval = self.pingInterval
         let pingTimeout = self.pingTimeout
+        let authority = self.authority
         return ClientBootstrap(group: eventLoop)
             .connectTimeout(connectTimeout)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
@@ -301,6 +381,8 @@ struct APNsConnectionFactory: Sendable {
                     // APNs changes SETTINGS after every rejection; NIO's default flood guard would
                     // take that for an attack and close the connection.
                     configuration.controlFrameRateLimit.maximumCount = Int.max / 2
+                    // Herald builds its own headers and talks only to a TLS-authenticated APNs host.
+                    configuration.headerBlockValidation = .disabled
                     configuration.initialSettings = [
                         HTTP2Setting(parameter: .maxConcurrentStreams, value: 100),
                         HTTP2Setting(parameter: .initialWindowSize, value: 1 << 20),
@@ -308,18 +390,17 @@ struct APNsConnectionFactory: Sendable {
                     ]
                     var streams = NIOHTTP2Handler.StreamConfiguration()
                     streams.targetWindowSize = 1 << 20
-                    let multiplexer = try sync.configureHTTP2Pipeline(
-                        mode: .client, connectionConfiguration: configuration, streamConfiguration: streams
-                    ) { $0.eventLoop.makeSucceededVoidFuture() }
                     try sync.addHandler(
-                        APNsConnectionHandler(events: events, pingInterval: pingInterval, pingTimeout: pingTimeout))
-                    _ = multiplexer
+                        NIOHTTP2Handler(mode: .client, connectionConfiguration: configuration, streamConfiguration: streams))
+                    try sync.addHandler(
+                        APNsConnectionHandler(
+                            events: events, authority: authority, pingInterval: pingInterval, pingTimeout: pingTimeout))
                 }
             }
             .connect(host: host, port: port)
             .flatMap { channel in
-                channel.pipeline.handler(type: NIOHTTP2Handler.self).flatMapThrowing { handler in
-                    (channel, try handler.syncMultiplexer())
+                channel.pipeline.handler(type: APNsConnectionHandler.self).map { handler in
+                    APNsConnectionHandle(channel: channel, handler: NIOLoopBound(handler, eventLoop: channel.eventLoop))
                 }
             }
     }

@@ -12,8 +12,8 @@ import Synchronization
 final class APNsConnectionPool: Sendable {
     struct Lease: Sendable {
         let connectionID: Int
-        let multiplexer: NIOHTTP2Handler.StreamMultiplexer
-        let eventLoop: EventLoop
+        let handle: APNsConnectionHandle
+        var eventLoop: EventLoop { handle.channel.eventLoop }
     }
 
     private enum Phase { case connecting, ready, draining }
@@ -21,8 +21,7 @@ final class APNsConnectionPool: Sendable {
     private struct Connection {
         var phase: Phase = .connecting
         var eventLoop: EventLoop
-        var channel: Channel?
-        var multiplexer: NIOHTTP2Handler.StreamMultiplexer?
+        var handle: APNsConnectionHandle?
         var inFlight = 0
         /// The server's live SETTINGS_MAX_CONCURRENT_STREAMS; nil until its first SETTINGS.
         var maxStreams: Int?
@@ -47,7 +46,6 @@ final class APNsConnectionPool: Sendable {
 
     private let state = Mutex(State())
     private let factory: APNsConnectionFactory
-    var authority: String { factory.authority }
     private let group: EventLoopGroup
     let size: Int
     private let logger: Logger
@@ -148,9 +146,9 @@ final class APNsConnectionPool: Sendable {
             let load = Double(c.inFlight) / Double(limit)
             if best == nil || load < best!.load { best = (id, load) }
         }
-        guard let best, let c = s.connections[best.id], let multiplexer = c.multiplexer else { return nil }
+        guard let best, let handle = s.connections[best.id]?.handle else { return nil }
         s.connections[best.id]!.inFlight += 1
-        return Lease(connectionID: best.id, multiplexer: multiplexer, eventLoop: c.eventLoop)
+        return Lease(connectionID: best.id, handle: handle)
     }
 
     private static func serveWaiters(_ s: inout State) -> [(CheckedContinuation<Lease, any Error>, Lease)] {
@@ -197,16 +195,15 @@ final class APNsConnectionPool: Sendable {
         factory.connect(on: loop, events: events).whenComplete { [weak self] result in
             guard let self else { return }
             switch result {
-            case .success(let (channel, multiplexer)):
+            case .success(let handle):
                 let resumptions = self.state.withLock { s -> [(CheckedContinuation<Lease, any Error>, Lease)]? in
                     guard !s.shutDown, s.connections[id] != nil else { return nil }
                     s.connectFailures = 0
-                    s.connections[id]!.channel = channel
-                    s.connections[id]!.multiplexer = multiplexer
+                    s.connections[id]!.handle = handle
                     Self.promote(&s, id)
                     return Self.serveWaiters(&s)
                 }
-                if let resumptions { self.resume(resumptions) } else { channel.close(promise: nil) }
+                if let resumptions { self.resume(resumptions) } else { handle.channel.close(promise: nil) }
             case .failure(let error):
                 self.connectFailed(id, error: error)
             }
@@ -225,7 +222,7 @@ final class APNsConnectionPool: Sendable {
 
     /// A connection is ready once it is connected and the server's first SETTINGS came, in either order.
     private static func promote(_ s: inout State, _ id: Int) {
-        guard let c = s.connections[id], c.phase == .connecting, c.channel != nil, c.maxStreams != nil else { return }
+        guard let c = s.connections[id], c.phase == .connecting, c.handle != nil, c.maxStreams != nil else { return }
         s.connections[id]!.phase = .ready
     }
 
@@ -244,7 +241,7 @@ final class APNsConnectionPool: Sendable {
     private func closeIfDrained(_ id: Int) {
         let channel: Channel? = state.withLock { s in
             guard let c = s.connections[id], c.phase == .draining, c.inFlight <= 0 else { return nil }
-            return c.channel
+            return c.handle?.channel
         }
         channel?.close(promise: nil)
     }
@@ -288,7 +285,7 @@ final class APNsConnectionPool: Sendable {
     func shutdown() async {
         let (channels, waiters): ([Channel], [Waiter]) = state.withLock { s in
             s.shutDown = true
-            let channels = s.connections.values.compactMap(\.channel)
+            let channels = s.connections.values.compactMap(\.handle?.channel)
             var waiters: [Waiter] = []
             while !s.waiters.isEmpty { waiters.append(s.waiters.removeFirst()) }
             return (channels, waiters)

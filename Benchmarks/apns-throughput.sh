@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# APNs delivery throughput: `herald send --repeat` against `herald mock-apns`, next to h2load's
+# raw rate against the same simulator (the physical limit of this machine).
+#
+#   Benchmarks/apns-throughput.sh            # 60,000 pushes, concurrency 1,000 (the README table)
+#   N=20000 Benchmarks/apns-throughput.sh    # a shorter run
+#
+# Needs a release build (`swift build -c release --product herald`) and h2load
+# (`apt-get install nghttp2-client`). Everything runs on 127.0.0.1; each run is bounded by N.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=${N:-60000}
+CONCURRENCY=${CONCURRENCY:-1000}
+HERALD=${HERALD:-$(swift build -c release --product herald --show-bin-path ${SCRATCH:+--scratch-path "$SCRATCH"})/herald}
+[ -x "$HERALD" ] || { echo "build first: swift build -c release --product herald" >&2; exit 2; }
+command -v h2load >/dev/null || { echo "install h2load: apt-get install nghttp2-client" >&2; exit 2; }
+
+work=$(mktemp -d)
+trap 'kill "$mock" 2>/dev/null || true; wait "$mock" 2>/dev/null || true; rm -rf "$work"' EXIT
+"$HERALD" mock-apns --port 0 --control-port 0 --topic com.example.bench --cert-out "$work" >"$work/ready.json" 2>"$work/mock.log" &
+mock=$!
+for _ in $(seq 1 100); do [ -s "$work/ready.json" ] && break; sleep 0.1; done
+read -r port control key_id team_id key_path < <(python3 -c '
+import json,sys; d=json.load(open(sys.argv[1])); print(d["port"], d["control_port"], d["key_id"], d["team_id"], d["key_path"])' "$work/ready.json")
+
+export HERALD_APNS_URL="https://127.0.0.1:$port" HERALD_APNS_CA_FILE="$work/ca.pem" HERALD_APNS_KEY_PATH="$key_path" \
+  HERALD_APNS_KEY_ID="$key_id" HERALD_APNS_TEAM_ID="$team_id" HERALD_APNS_TOPIC=com.example.bench HERALD_LOG_LEVEL=warning
+token=$(printf '5a%.0s' $(seq 1 32))
+# A ~200-byte alert payload.
+payload='{"aps":{"alert":{"title":"New Message","body":"You have a new message from kaspa:qr…7h3x"},"sound":"default","mutable-content":1},"kasia":{"type":"contextual_message","txId":"0f4c2d9e"}}'
+printf '%s' "$payload" >"$work/payload.json"
+
+control() { curl -sf -X POST "http://127.0.0.1:$control/$1" ${2:+-d "$2"} >/dev/null; }
+
+# h2load: the same requests with a real provider token.
+jwt=$(python3 - "$key_path" "$key_id" "$team_id" <<'PY'
+import base64, json, sys, time
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
+key = serialization.load_pem_private_key(open(sys.argv[1], "rb").read(), None)
+b64 = lambda b: base64.urlsafe_b64encode(b).rstrip(b"=").decode()
+head = b64(json.dumps({"alg": "ES256", "kid": sys.argv[2]}, separators=(",", ":")).encode())
+body = b64(json.dumps({"iss": sys.argv[3], "iat": int(time.time())}, separators=(",", ":")).encode())
+r, s = decode_dss_signature(key.sign(f"{head}.{body}".encode(), ec.ECDSA(hashes.SHA256())))
+print(f"{head}.{body}." + b64(r.to_bytes(32, "big") + s.to_bytes(32, "big")))
+PY
+)
+h2=$(h2load -n "$N" -c 2 -m 500 -d "$work/payload.json" -H "authorization: bearer $jwt" -H "apns-topic: com.example.bench" \
+  -H "apns-push-type: alert" -H "apns-priority: 10" "https://127.0.0.1:$port/3/device/$token" 2>&1)
+h2_rate=$(awk '/^finished in/ {gsub(",", "", $4); print int($4)}' <<<"$h2")
+h2_ok=$(awk '/^status codes:/ {print $3}' <<<"$h2")
+control reset
+
+run() { # label, then faults as JSON objects
+  local label=$1; shift
+  control reset
+  for f in "$@"; do control faults "$f"; done
+  local out
+  out=$("$HERALD" send --token "$token" --payload-json "$payload" --repeat "$N" --concurrency "$CONCURRENCY" || true)
+  local rate accepted
+  rate=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["per_second"])' "$out")
+  accepted=$(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(d["accepted"], sum(d["rejected"].values()), sum(d.get("failed", {}).values()))' "$out")
+  printf '| %s | %s | %s / %s / %s |\n' "$label" "$rate" $accepted
+  echo "$rate" >"$work/rate-$(tr -c 'a-z0-9' '_' <<<"$label")"
+}
+
+echo "Pushes: $N, herald concurrency $CONCURRENCY, $(nproc) cores, $(date -u +%Y-%m-%d)"
+echo
+echo "| run | notifications/s | accepted / rejected / failed |"
+echo "|---|---:|---|"
+printf '| h2load -n %s -c 2 -m 500 (raw HTTP/2 limit) | %s | %s 2xx |\n' "$N" "$h2_rate" "$h2_ok"
+run "herald, 0 ms, 0% dead"
+run "herald, 0 ms, 20% dead" '{"kind":"unregistered","every":5}'
+run "herald, 20 ms, 0% dead" '{"kind":"delay","delay_ms":20}'
+run "herald, 20 ms, 20% dead" '{"kind":"delay","delay_ms":20}' '{"kind":"unregistered","every":5}'
+clean=$(cat "$work/rate-herald__0_ms__0__dead_")
+dead=$(cat "$work/rate-herald__0_ms__20__dead_")
+echo
+python3 - "$clean" "$dead" "$h2_rate" <<'PY'
+import sys
+clean, dead, h2 = map(float, sys.argv[1:])
+print(f"herald / h2load = {clean / h2:.0%} (target >= 60%); 20%-dead / clean = {dead / clean:.0%} (target >= 80%)")
+PY
