@@ -46,39 +46,61 @@ r, s = decode_dss_signature(key.sign(f"{head}.{body}".encode(), ec.ECDSA(hashes.
 print(f"{head}.{body}." + b64(r.to_bytes(32, "big") + s.to_bytes(32, "big")))
 PY
 )
-h2=$(h2load -n "$N" -c 2 -m 500 -d "$work/payload.json" -H "authorization: bearer $jwt" -H "apns-topic: com.example.bench" \
-  -H "apns-push-type: alert" -H "apns-priority: 10" "https://127.0.0.1:$port/3/device/$token" 2>&1)
-h2_rate=$(awk '/^finished in/ {gsub(",", "", $4); print int($4)}' <<<"$h2")
-h2_ok=$(awk '/^status codes:/ {print $3}' <<<"$h2")
-control reset
+h2run() {
+  local out
+  out=$(h2load -n "$N" -c 2 -m 500 -d "$work/payload.json" -H "authorization: bearer $jwt" -H "apns-topic: com.example.bench" \
+    -H "apns-push-type: alert" -H "apns-priority: 10" "https://127.0.0.1:$port/3/device/$token" 2>&1)
+  awk '/^status codes:/ {ok=$3} /^finished in/ {gsub(",", "", $4); rate=int($4)} END {print rate, ok}' <<<"$out"
+}
 
-run() { # label, then faults as JSON objects
-  local label=$1; shift
+herald_run() { # faults as JSON objects; prints "rate accepted rejected failed"
   control reset
   for f in "$@"; do control faults "$f"; done
   local out
   out=$("$HERALD" send --token "$token" --payload-json "$payload" --repeat "$N" --concurrency "$CONCURRENCY" || true)
-  local rate accepted
-  rate=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["per_second"])' "$out")
-  accepted=$(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(d["accepted"], sum(d["rejected"].values()), sum(d.get("failed", {}).values()))' "$out")
-  printf '| %s | %s | %s / %s / %s |\n' "$label" "$rate" $accepted
-  echo "$rate" >"$work/rate-$(tr -c 'a-z0-9' '_' <<<"$label")"
+  python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(d["per_second"], d["accepted"], sum(d["rejected"].values()), sum(d.get("failed", {}).values()))' "$out"
 }
 
-echo "Pushes: $N, herald concurrency $CONCURRENCY, $(nproc) cores, $(date -u +%Y-%m-%d)"
-echo
-echo "| run | notifications/s | accepted / rejected / failed |"
-echo "|---|---:|---|"
-printf '| h2load -n %s -c 2 -m 500 (raw HTTP/2 limit) | %s | %s 2xx |\n' "$N" "$h2_rate" "$h2_ok"
-run "herald, 0 ms, 0% dead"
-run "herald, 0 ms, 20% dead" '{"kind":"unregistered","every":5}'
-run "herald, 20 ms, 0% dead" '{"kind":"delay","delay_ms":20}'
-run "herald, 20 ms, 20% dead" '{"kind":"delay","delay_ms":20}' '{"kind":"unregistered","every":5}'
-clean=$(cat "$work/rate-herald__0_ms__0__dead_")
-dead=$(cat "$work/rate-herald__0_ms__20__dead_")
-echo
-python3 - "$clean" "$dead" "$h2_rate" <<'PY'
-import sys
-clean, dead, h2 = map(float, sys.argv[1:])
-print(f"herald / h2load = {clean / h2:.0%} (target >= 60%); 20%-dead / clean = {dead / clean:.0%} (target >= 80%)")
+# Rounds interleave the configurations so drift on a shared machine hits all alike.
+ROUNDS=${ROUNDS:-3}
+: >"$work/results"
+for round in $(seq 1 "$ROUNDS"); do
+  control reset
+  read -r rate ok < <(h2run); echo "h2load $rate $ok - -" >>"$work/results"
+  echo "clean $(herald_run)" >>"$work/results"
+  echo "dead20 $(herald_run '{"kind":"unregistered","every":5}')" >>"$work/results"
+  echo "delay20 $(herald_run '{"kind":"delay","delay_ms":20}')" >>"$work/results"
+  echo "delay20_dead20 $(herald_run '{"kind":"delay","delay_ms":20}' '{"kind":"unregistered","every":5}')" >>"$work/results"
+done
+
+python3 - "$work/results" "$N" "$CONCURRENCY" "$ROUNDS" <<'PY'
+import statistics, sys, collections, datetime, os
+rows = collections.defaultdict(list)
+counts = {}
+for line in open(sys.argv[1]):
+    name, rate, *rest = line.split()
+    rows[name].append(int(rate))
+    counts[name] = rest
+n, c, rounds = sys.argv[2:5]
+labels = [
+    ("h2load", f"h2load -n {n} -c 2 -m 500 (raw HTTP/2 limit)"),
+    ("clean", "herald, 0 ms latency, 0% dead tokens"),
+    ("dead20", "herald, 0 ms latency, 20% dead tokens"),
+    ("delay20", "herald, 20 ms latency, 0% dead tokens"),
+    ("delay20_dead20", "herald, 20 ms latency, 20% dead tokens"),
+]
+print(f"{n} pushes per run, herald --concurrency {c}, {os.cpu_count()} cores, median of {rounds} interleaved rounds, {datetime.date.today()}")
+print()
+print("| run | notifications/s (median) | min – max | accepted / rejected / failed (last round) |")
+print("|---|---:|---|---|")
+med = {}
+for key, label in labels:
+    v = rows[key]
+    med[key] = statistics.median(v)
+    cnt = counts[key]
+    shown = f"{cnt[0]} 2xx" if key == "h2load" else " / ".join(cnt)
+    print(f"| {label} | {int(med[key])} | {min(v)} – {max(v)} | {shown} |")
+print()
+print(f"herald / h2load = {med['clean'] / med['h2load']:.0%} (target >= 60%); "
+      f"20%-dead / clean = {med['dead20'] / med['clean']:.0%} (target >= 80%)")
 PY

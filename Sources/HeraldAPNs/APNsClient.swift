@@ -18,6 +18,9 @@ public struct APNsClientConfiguration: Sendable {
     /// PING a connection quiet for this long; close it if no ACK within `pingTimeout`.
     public var pingInterval: Duration = .seconds(60)
     public var pingTimeout: Duration = .seconds(10)
+    /// Whether TLS offers ALPN `h2`. Always true in use; tests turn it off to act like
+    /// APNs clients that speak HTTP/2 by prior knowledge.
+    var offersALPN = true
 
     public init(environment: APNsEnvironment, url: URL? = nil, trustRootsPEMFile: String? = nil) {
         self.url = url ?? environment.defaultURL
@@ -53,6 +56,7 @@ public final class APNsClient: Sendable {
         self.logger = logger
         let factory = try APNsConnectionFactory(
             url: configuration.url, trustRootsPEMFile: configuration.trustRootsPEMFile,
+            offersALPN: configuration.offersALPN,
             connectTimeout: configuration.connectTimeout, pingInterval: configuration.pingInterval,
             pingTimeout: configuration.pingTimeout)
         self.pool = APNsConnectionPool(

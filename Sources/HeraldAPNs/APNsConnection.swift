@@ -115,10 +115,7 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
             let dataFrame = HTTP2Frame(streamID: streamID, payload: .data(.init(data: .byteBuffer(request.body), endStream: true)))
             context.write(wrapOutboundOut(dataFrame), promise: nil)
         }
-        // Flush each request at once: with flushes deferred to a later event-loop turn, a
-        // GOAWAY arriving in between stranded DATA frames of streams the server still expected
-        // (seen in the GOAWAY test), leaving those requests to their deadline.
-        context.flush()
+        scheduleFlush(context: context)
     }
 
     /// Requests submitted in one event-loop turn share one flush (one TLS record, one syscall).
@@ -334,7 +331,10 @@ struct APNsConnectionFactory: Sendable {
     let pingInterval: TimeAmount
     let pingTimeout: TimeAmount
 
-    init(url: URL, trustRootsPEMFile: String?, connectTimeout: Duration, pingInterval: Duration, pingTimeout: Duration) throws {
+    init(
+        url: URL, trustRootsPEMFile: String?, offersALPN: Bool = true, connectTimeout: Duration,
+        pingInterval: Duration, pingTimeout: Duration
+    ) throws {
         guard let host = url.host, !host.isEmpty else {
             throw APNsConfigurationError(field: "HERALD_APNS_URL", message: "no host in \(url)")
         }
@@ -342,7 +342,7 @@ struct APNsConnectionFactory: Sendable {
         self.port = url.port ?? 443
         self.authority = port == 443 ? host : "\(host):\(port)"
         var tls = TLSConfiguration.makeClientConfiguration()
-        tls.applicationProtocols = ["h2"]
+        tls.applicationProtocols = offersALPN ? ["h2"] : []
         if let trustRootsPEMFile {
             tls.additionalTrustRoots = [.file(trustRootsPEMFile)]
         }

@@ -32,7 +32,7 @@ final class APNsConnectionPool: Sendable {
     private struct Waiter {
         var id: Int
         var continuation: CheckedContinuation<Lease, any Error>
-        var timeout: Scheduled<Void>?
+        var deadline: NIODeadline
     }
 
     private struct State {
@@ -40,8 +40,8 @@ final class APNsConnectionPool: Sendable {
         var waiters = CircularBuffer<Waiter>()
         var nextID = 0
         var shutDown = false
-        var connectFailures = 0
-        var lastConnectError: String?
+        /// One timer for the waiters' deadlines: waiters are FIFO with one timeout, so the head's is the next.
+        var waiterTimer: Scheduled<Void>?
     }
 
     private let state = Mutex(State())
@@ -106,10 +106,8 @@ final class APNsConnectionPool: Sendable {
                     } else if let lease = Self.takeLease(&s) {
                         result = .success(lease)
                     } else {
-                        let timeout = self.group.any().scheduleTask(deadline: deadline) {
-                            self.failWaiter(waiterID, with: APNsTransportFailure.deadlineExceeded)
-                        }
-                        s.waiters.append(Waiter(id: waiterID, continuation: continuation, timeout: timeout))
+                        s.waiters.append(Waiter(id: waiterID, continuation: continuation, deadline: deadline))
+                        if s.waiterTimer == nil { self.armWaiterTimer(&s) }
                     }
                 }
                 if let result { continuation.resume(with: result) }
@@ -134,8 +132,27 @@ final class APNsConnectionPool: Sendable {
             guard let index = s.waiters.firstIndex(where: { $0.id == id }) else { return nil }
             return s.waiters.remove(at: index)
         }
-        waiter?.timeout?.cancel()
         waiter?.continuation.resume(throwing: error)
+    }
+
+    /// Arms the timer for the head waiter's deadline. Called with the lock held.
+    private func armWaiterTimer(_ s: inout State) {
+        guard let head = s.waiters.first else {
+            s.waiterTimer = nil
+            return
+        }
+        s.waiterTimer = group.any().scheduleTask(deadline: head.deadline) { self.expireWaiters() }
+    }
+
+    private func expireWaiters() {
+        let now = NIODeadline.now()
+        let expired: [Waiter] = state.withLock { s in
+            var out: [Waiter] = []
+            while let head = s.waiters.first, head.deadline <= now { out.append(s.waiters.removeFirst()) }
+            armWaiterTimer(&s)
+            return out
+        }
+        for waiter in expired { waiter.continuation.resume(throwing: APNsTransportFailure.deadlineExceeded) }
     }
 
     /// The ready connection with the most room, or nil.
@@ -154,9 +171,7 @@ final class APNsConnectionPool: Sendable {
     private static func serveWaiters(_ s: inout State) -> [(CheckedContinuation<Lease, any Error>, Lease)] {
         var out: [(CheckedContinuation<Lease, any Error>, Lease)] = []
         while !s.waiters.isEmpty, let lease = takeLease(&s) {
-            let waiter = s.waiters.removeFirst()
-            waiter.timeout?.cancel()
-            out.append((waiter.continuation, lease))
+            out.append((s.waiters.removeFirst().continuation, lease))
         }
         return out
     }
@@ -198,7 +213,6 @@ final class APNsConnectionPool: Sendable {
             case .success(let handle):
                 let resumptions = self.state.withLock { s -> [(CheckedContinuation<Lease, any Error>, Lease)]? in
                     guard !s.shutDown, s.connections[id] != nil else { return nil }
-                    s.connectFailures = 0
                     s.connections[id]!.handle = handle
                     Self.promote(&s, id)
                     return Self.serveWaiters(&s)
@@ -266,8 +280,6 @@ final class APNsConnectionPool: Sendable {
         logger.warning("APNs connect failed", metadata: ["error": "\(error)"])
         let failed: [Waiter] = state.withLock { s in
             s.connections[id] = nil
-            s.connectFailures += 1
-            s.lastConnectError = "\(error)"
             // With nothing ready or coming, the waiters would only wait for their deadline.
             let anyAlive = s.connections.values.contains(where: \.isLive)
             guard !anyAlive else { return [] }
@@ -276,7 +288,6 @@ final class APNsConnectionPool: Sendable {
             return out
         }
         for waiter in failed {
-            waiter.timeout?.cancel()
             waiter.continuation.resume(throwing: APNsTransportFailure.connectFailed("\(error)"))
         }
     }
@@ -285,13 +296,14 @@ final class APNsConnectionPool: Sendable {
     func shutdown() async {
         let (channels, waiters): ([Channel], [Waiter]) = state.withLock { s in
             s.shutDown = true
+            s.waiterTimer?.cancel()
+            s.waiterTimer = nil
             let channels = s.connections.values.compactMap(\.handle?.channel)
             var waiters: [Waiter] = []
             while !s.waiters.isEmpty { waiters.append(s.waiters.removeFirst()) }
             return (channels, waiters)
         }
         for waiter in waiters {
-            waiter.timeout?.cancel()
             waiter.continuation.resume(throwing: APNsTransportFailure.connectFailed("client shut down"))
         }
         for channel in channels { try? await channel.close() }

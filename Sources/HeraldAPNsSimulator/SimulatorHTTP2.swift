@@ -16,6 +16,7 @@ final class SimulatorConnection {
     var activeStreams = 0
     var goingAway = false
     var lastStreamID = HTTP2StreamID.maxID
+    var highestStreamID = HTTP2StreamID(0)
     /// The handler at the socket end of the pipeline: closing there skips TLS's orderly close.
     var rawContext: ChannelHandlerContext?
 
@@ -37,16 +38,26 @@ final class SimulatorConnection {
 
     /// Counts a new stream and fires a connection fault when one is due.
     func streamOpened(_ streamID: HTTP2StreamID) {
+        highestStreamID = max(highestStreamID, streamID)
         streamsStarted += 1
         activeStreams += 1
         state.streamStarted()
         switch state.connectionFault(streams: streamsStarted) {
         case .goaway:
-            goingAway = true
-            lastStreamID = streamID
-            let frame = HTTP2Frame(
-                streamID: .rootStream, payload: .goAway(lastStreamID: streamID, errorCode: .noError, opaqueData: nil))
-            channel.writeAndFlush(frame, promise: nil)
+            // Not from inside NIOHTTP2's frame loop: a GOAWAY written re-entrantly there kept
+            // later-arriving DATA of earlier streams from their handlers. The next turn names
+            // the highest stream opened by then, so every stream it covers is answered.
+            let loopBound = NIOLoopBound(self, eventLoop: channel.eventLoop)
+            channel.eventLoop.execute {
+                let connection = loopBound.value
+                connection.goingAway = true
+                connection.lastStreamID = connection.highestStreamID
+                let frame = HTTP2Frame(
+                    streamID: .rootStream,
+                    payload: .goAway(lastStreamID: connection.highestStreamID, errorCode: .noError, opaqueData: nil))
+                connection.channel.writeAndFlush(frame, promise: nil)
+                connection.closeIfDrained()
+            }
         case .reset:
             resetConnection()
         default:
@@ -56,6 +67,11 @@ final class SimulatorConnection {
 
     func streamClosed() {
         activeStreams -= 1
+        closeIfDrained()
+    }
+
+    /// After GOAWAY, closes the connection once its last stream is answered.
+    func closeIfDrained() {
         guard goingAway, activeStreams == 0 else { return }
         // Close only once every answer has reached the socket: writes complete in order, so
         // a final GOAWAY's completion says the earlier answers went out.

@@ -28,7 +28,7 @@ struct MockAPNsCommand: AsyncParsableCommand {
     @Option(name: .customLong("topic"), help: "An accepted apns-topic (repeatable; none accepts any).")
     var topics: [String] = []
 
-    @Option(name: .customLong("cert-out"), help: "Where to write ca.pem (and the generated .p8).")
+    @Option(name: .customLong("cert-out"), help: "Where to write ca.pem, herald.env (and the generated .p8).")
     var certOut: String?
 
     func run() async throws {
@@ -39,8 +39,8 @@ struct MockAPNsCommand: AsyncParsableCommand {
         configuration.port = port
         configuration.controlPort = controlPort
         configuration.topics = Set(topics)
-        let directory = certOut ?? FileManager.default.temporaryDirectory
-            .appendingPathComponent("herald-mock-apns-\(getpid())").path
+        let directory = URL(fileURLWithPath: certOut ?? FileManager.default.temporaryDirectory
+            .appendingPathComponent("herald-mock-apns-\(getpid())").path).standardizedFileURL.path
         var output: [String: Any] = [:]
         do {
             configuration.keys = try publicKeys.map(SimulatorKey.init(argument:))
@@ -62,12 +62,34 @@ struct MockAPNsCommand: AsyncParsableCommand {
         output["port"] = simulator.port
         output["control_port"] = simulator.controlPort
         output["ca"] = caPath
+        try writeEnvironment(to: directory, port: simulator.port, caPath: caPath, output: output)
         CLIOutput.printJSON(output)
         logger.info("mock-apns listening", metadata: ["port": "\(simulator.port)", "control_port": "\(simulator.controlPort)"])
 
         _ = await SignalWaiter.waitForTermination()
         await simulator.shutdown()
         try await group.shutdownGracefully()
+    }
+}
+
+extension MockAPNsCommand {
+    /// Writes `herald.env`: `source` it and `herald send` talks to this simulator.
+    func writeEnvironment(to directory: String, port: Int, caPath: String, output: [String: Any]) throws {
+        var lines = [
+            "export HERALD_APNS_URL=https://\(host):\(port)",
+            "export HERALD_APNS_CA_FILE=\(caPath)",
+            "export HERALD_APNS_TOPIC=\(topics.first ?? "com.example.app")",
+        ]
+        if let keyPath = output["key_path"] as? String, let keyID = output["key_id"] as? String,
+            let teamID = output["team_id"] as? String
+        {
+            lines += [
+                "export HERALD_APNS_KEY_PATH=\(keyPath)", "export HERALD_APNS_KEY_ID=\(keyID)",
+                "export HERALD_APNS_TEAM_ID=\(teamID)",
+            ]
+        }
+        let path = (directory as NSString).appendingPathComponent("herald.env")
+        try (lines.joined(separator: "\n") + "\n").write(toFile: path, atomically: true, encoding: .utf8)
     }
 }
 

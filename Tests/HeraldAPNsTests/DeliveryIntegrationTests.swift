@@ -1,5 +1,5 @@
 import Foundation
-import HeraldAPNs
+@testable import HeraldAPNs
 import HeraldAPNsSimulator
 import NIOCore
 import Testing
@@ -205,6 +205,19 @@ struct DeliveryIntegrationTests {
             let results = try await sendAll(client, (0..<20).map { alert(deviceToken($0)) })
             #expect(ContinuousClock.now - started < .seconds(3))
             #expect(results.allSatisfy { $0 == .transportFailure(.deadlineExceeded) })
+            await client.shutdown()
+        }
+    }
+
+    @Test("a client that offers no ALPN gets HTTP/2 by prior knowledge, as aioapns expects")
+    func priorKnowledge() async throws {
+        try await SimulatorFixture.with { f in
+            var configuration = APNsClientConfiguration(environment: .sandbox, url: f.simulator.url, trustRootsPEMFile: f.caPath)
+            configuration.offersALPN = false
+            let client = try APNsClient(
+                configuration: configuration, tokens: APNsProviderTokenSource(key: f.key), eventLoopGroup: f.group)
+            #expect(try await client.send(alert(deviceToken(5))).action == .done)
+            #expect(f.simulator.notifications(token: deviceToken(5)).count == 1)
             await client.shutdown()
         }
     }
