@@ -104,11 +104,7 @@ public final class APNsClient: Sendable {
 
     /// Sends a raw HTTP/2 request on the pool, bypassing validation (tools and tests).
     public func execute(_ request: APNsHTTPRequest, deadline: NIODeadline) async throws -> APNsHTTPResponse {
-        let lease = try await pool.lease(deadline: deadline)
-        let promise = lease.eventLoop.makePromise(of: APNsHTTPResponse.self)
-        promise.futureResult.whenComplete { [pool] _ in pool.release(lease) }
-        lease.handle.send(request, deadline: deadline, promise: promise)
-        return try await promise.futureResult.get()
+        try await pool.submit(request, deadline: deadline).get()
     }
 
     /// Closes every connection. Call before shutting the event loop group down.
@@ -148,11 +144,17 @@ public final class APNsClient: Sendable {
         }
         var reason = APNsReason.other("HTTP \(response.status)")
         var timestamp: Date?
-        if let object = try? JSONSerialization.jsonObject(with: Data(response.body.readableBytesView)) as? [String: Any] {
-            if let text = object["reason"] as? String { reason = APNsReason(text) }
-            if let ms = object["timestamp"] as? NSNumber { timestamp = Date(timeIntervalSince1970: ms.doubleValue / 1000) }
+        if let body = try? JSONDecoder().decode(APNsErrorBody.self, from: Data(response.body.readableBytesView)) {
+            if let text = body.reason { reason = APNsReason(text) }
+            if let ms = body.timestamp { timestamp = Date(timeIntervalSince1970: ms / 1000) }
         }
         let retryAfter = response.headers.first(name: "retry-after").flatMap(Int.init).map { Duration.seconds($0) }
         return .rejected(status: response.status, reason: reason, timestamp: timestamp, retryAfter: retryAfter)
     }
+}
+
+/// Apple's error body: `{"reason": "…", "timestamp": <ms>}` (timestamp with 410 only).
+private struct APNsErrorBody: Decodable {
+    var reason: String?
+    var timestamp: Double?
 }

@@ -115,10 +115,13 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
             let dataFrame = HTTP2Frame(streamID: streamID, payload: .data(.init(data: .byteBuffer(request.body), endStream: true)))
             context.write(wrapOutboundOut(dataFrame), promise: nil)
         }
-        scheduleFlush(context: context)
+        // Flush per push. Deferring flushes to the end of the event-loop turn measured ~10%
+        // faster with every push accepted but ~15% slower with 20% dead tokens, where APNs's
+        // stream limit drops to 1 after each rejection and a delayed stream waits longer.
+        context.flush()
     }
 
-    /// Requests submitted in one event-loop turn share one flush (one TLS record, one syscall).
+    /// Control frames written in one event-loop turn share one flush.
     private func scheduleFlush(context: ChannelHandlerContext) {
         guard !flushPending else { return }
         flushPending = true

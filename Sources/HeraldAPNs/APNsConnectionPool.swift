@@ -8,6 +8,8 @@ import Synchronization
 /// Each connection has a live stream limit (the server's SETTINGS_MAX_CONCURRENT_STREAMS,
 /// which APNs lowers to 1 after a rejection); a request leases a stream on the least loaded
 /// connection with room, or waits in FIFO order until one frees or its deadline passes.
+/// Waiting requests are queued here, not suspended tasks: APNs drops the limit to 1 after
+/// every rejection, so waiting is common and must be cheap.
 /// A connection that receives GOAWAY drains and is replaced; one that closes is forgotten.
 final class APNsConnectionPool: Sendable {
     struct Lease: Sendable {
@@ -29,10 +31,11 @@ final class APNsConnectionPool: Sendable {
         var isLive: Bool { phase != .draining }
     }
 
+    /// A request waiting for a stream: dispatched by whoever frees one.
     private struct Waiter {
-        var id: Int
-        var continuation: CheckedContinuation<Lease, any Error>
+        var request: APNsHTTPRequest
         var deadline: NIODeadline
+        var promise: EventLoopPromise<APNsHTTPResponse>
     }
 
     private struct State {
@@ -80,59 +83,45 @@ final class APNsConnectionPool: Sendable {
         }
     }
 
-    // MARK: Leasing
+    // MARK: Submitting
 
-    /// Leases one stream, waiting until `deadline` at most.
-    func lease(deadline: NIODeadline) async throws -> Lease {
+    /// Sends `request` on the least-loaded connection with a free stream, or queues it (FIFO)
+    /// until one frees or `deadline` passes. The future always completes: with the answer or an
+    /// `APNsTransportFailure`.
+    func submit(_ request: APNsHTTPRequest, deadline: NIODeadline) -> EventLoopFuture<APNsHTTPResponse> {
+        let promise = group.next().makePromise(of: APNsHTTPResponse.self)
         var toOpen: [(Int, EventLoop)] = []
-        let immediate: Lease? = state.withLock { s in
+        var shutDown = false
+        let lease: Lease? = state.withLock { s in
+            if s.shutDown {
+                shutDown = true
+                return nil
+            }
             if let lease = Self.takeLease(&s) { return lease }
             toOpen = self.connectionsToOpen(&s)
+            s.waiters.append(Waiter(request: request, deadline: deadline, promise: promise))
+            if s.waiterTimer == nil { self.armWaiterTimer(&s) }
             return nil
         }
+        if shutDown { promise.fail(APNsTransportFailure.connectFailed("client shut down")) }
         open(toOpen)
-        if let immediate { return immediate }
-
-        let waiterID = state.withLock { s in
-            defer { s.nextID += 1 }
-            return s.nextID
-        }
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Lease, any Error>) in
-                var result: Result<Lease, any Error>?
-                state.withLock { s in
-                    if s.shutDown {
-                        result = .failure(APNsTransportFailure.connectFailed("client shut down"))
-                    } else if let lease = Self.takeLease(&s) {
-                        result = .success(lease)
-                    } else {
-                        s.waiters.append(Waiter(id: waiterID, continuation: continuation, deadline: deadline))
-                        if s.waiterTimer == nil { self.armWaiterTimer(&s) }
-                    }
-                }
-                if let result { continuation.resume(with: result) }
-            }
-        } onCancel: {
-            self.failWaiter(waiterID, with: CancellationError())
-        }
+        if let lease { dispatch(Waiter(request: request, deadline: deadline, promise: promise), on: lease) }
+        return promise.futureResult
     }
 
-    /// Returns a leased stream.
-    func release(_ lease: Lease) {
-        let resumptions = state.withLock { s -> [(CheckedContinuation<Lease, any Error>, Lease)] in
+    private func dispatch(_ waiter: Waiter, on lease: Lease) {
+        waiter.promise.futureResult.whenComplete { _ in self.release(lease) }
+        lease.handle.send(waiter.request, deadline: waiter.deadline, promise: waiter.promise)
+    }
+
+    /// Returns a stream; the next waiter takes it.
+    private func release(_ lease: Lease) {
+        let dispatches = state.withLock { s -> [(Waiter, Lease)] in
             s.connections[lease.connectionID]?.inFlight -= 1
             return Self.serveWaiters(&s)
         }
-        resume(resumptions)
+        dispatch(dispatches)
         closeIfDrained(lease.connectionID)
-    }
-
-    private func failWaiter(_ id: Int, with error: any Error) {
-        let waiter: Waiter? = state.withLock { s in
-            guard let index = s.waiters.firstIndex(where: { $0.id == id }) else { return nil }
-            return s.waiters.remove(at: index)
-        }
-        waiter?.continuation.resume(throwing: error)
     }
 
     /// Arms the timer for the head waiter's deadline. Called with the lock held.
@@ -152,7 +141,7 @@ final class APNsConnectionPool: Sendable {
             armWaiterTimer(&s)
             return out
         }
-        for waiter in expired { waiter.continuation.resume(throwing: APNsTransportFailure.deadlineExceeded) }
+        for waiter in expired { waiter.promise.fail(APNsTransportFailure.deadlineExceeded) }
     }
 
     /// The ready connection with the most room, or nil.
@@ -168,16 +157,16 @@ final class APNsConnectionPool: Sendable {
         return Lease(connectionID: best.id, handle: handle)
     }
 
-    private static func serveWaiters(_ s: inout State) -> [(CheckedContinuation<Lease, any Error>, Lease)] {
-        var out: [(CheckedContinuation<Lease, any Error>, Lease)] = []
+    private static func serveWaiters(_ s: inout State) -> [(Waiter, Lease)] {
+        var out: [(Waiter, Lease)] = []
         while !s.waiters.isEmpty, let lease = takeLease(&s) {
-            out.append((s.waiters.removeFirst().continuation, lease))
+            out.append((s.waiters.removeFirst(), lease))
         }
         return out
     }
 
-    private func resume(_ resumptions: [(CheckedContinuation<Lease, any Error>, Lease)]) {
-        for (continuation, lease) in resumptions { continuation.resume(returning: lease) }
+    private func dispatch(_ dispatches: [(Waiter, Lease)]) {
+        for (waiter, lease) in dispatches { dispatch(waiter, on: lease) }
     }
 
     // MARK: Connections
@@ -211,13 +200,13 @@ final class APNsConnectionPool: Sendable {
             guard let self else { return }
             switch result {
             case .success(let handle):
-                let resumptions = self.state.withLock { s -> [(CheckedContinuation<Lease, any Error>, Lease)]? in
+                let dispatches = self.state.withLock { s -> [(Waiter, Lease)]? in
                     guard !s.shutDown, s.connections[id] != nil else { return nil }
                     s.connections[id]!.handle = handle
                     Self.promote(&s, id)
                     return Self.serveWaiters(&s)
                 }
-                if let resumptions { self.resume(resumptions) } else { handle.channel.close(promise: nil) }
+                if let dispatches { self.dispatch(dispatches) } else { handle.channel.close(promise: nil) }
             case .failure(let error):
                 self.connectFailed(id, error: error)
             }
@@ -225,13 +214,13 @@ final class APNsConnectionPool: Sendable {
     }
 
     private func settingsChanged(_ id: Int, limit: Int) {
-        let resumptions = state.withLock { s -> [(CheckedContinuation<Lease, any Error>, Lease)] in
+        let dispatches = state.withLock { s -> [(Waiter, Lease)] in
             guard s.connections[id] != nil else { return [] }
             s.connections[id]!.maxStreams = max(1, limit)
             Self.promote(&s, id)
             return Self.serveWaiters(&s)
         }
-        resume(resumptions)
+        dispatch(dispatches)
     }
 
     /// A connection is ready once it is connected and the server's first SETTINGS came, in either order.
@@ -288,7 +277,7 @@ final class APNsConnectionPool: Sendable {
             return out
         }
         for waiter in failed {
-            waiter.continuation.resume(throwing: APNsTransportFailure.connectFailed("\(error)"))
+            waiter.promise.fail(APNsTransportFailure.connectFailed("\(error)"))
         }
     }
 
@@ -304,7 +293,7 @@ final class APNsConnectionPool: Sendable {
             return (channels, waiters)
         }
         for waiter in waiters {
-            waiter.continuation.resume(throwing: APNsTransportFailure.connectFailed("client shut down"))
+            waiter.promise.fail(APNsTransportFailure.connectFailed("client shut down"))
         }
         for channel in channels { try? await channel.close() }
     }
