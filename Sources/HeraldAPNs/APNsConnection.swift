@@ -10,8 +10,8 @@ import NIOSSL
 struct APNsConnectionEvents: Sendable {
     /// The server's SETTINGS_MAX_CONCURRENT_STREAMS changed (the first call means "ready").
     var maxConcurrentStreamsChanged: @Sendable (Int) -> Void
-    /// The server sent GOAWAY: no new streams on this connection.
-    var goAwayReceived: @Sendable () -> Void
+    /// No new streams on this connection: the server sent GOAWAY, or it failed its health check.
+    var retired: @Sendable () -> Void
     /// The connection closed.
     var closed: @Sendable () -> Void
 }
@@ -187,7 +187,7 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         case .goAway(let lastStreamID, _, _):
             goAwayLastStreamID = lastStreamID
             // The pool first, so the retries below cannot lease this connection again.
-            events.goAwayReceived()
+            events.retired()
             // Streams past the server's last one were never processed: safe to send elsewhere.
             for id in pending.keys where id > lastStreamID {
                 finish(id, .failure(APNsTransportFailure.notProcessed))
@@ -282,6 +282,16 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
 
     // MARK: Health
 
+    /// No PING ACK: the connection is dead. Its requests fail now (a TLS close to a silent peer
+    /// waits out its shutdown timeout first), and the pool stops using it at once.
+    private func abandon(context: ChannelHandlerContext) {
+        events.retired()
+        for (id, entry) in pending {
+            finish(id, .failure(entry.headersWritten ? APNsTransportFailure.connectionClosed : APNsTransportFailure.notProcessed))
+        }
+        context.close(promise: nil)
+    }
+
     /// PING when the connection has been quiet for `pingInterval`; close it when no ACK comes
     /// within `pingTimeout`, so a half-dead connection never holds requests.
     private func schedulePing(context: ChannelHandlerContext) {
@@ -299,9 +309,10 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         if NIODeadline.now() - lastActivity >= pingInterval, pongDeadline == nil {
             let ping = HTTP2Frame(streamID: .rootStream, payload: .ping(HTTP2PingData(withInteger: 0x4845_5241), ack: false))
             context.writeAndFlush(wrapOutboundOut(ping), promise: nil)
-            let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+            let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
             pongDeadline = context.eventLoop.scheduleTask(in: pingTimeout) {
-                loopBound.value.close(promise: nil)
+                let (handler, context) = loopBound.value
+                handler.abandon(context: context)
             }
         }
         schedulePing(context: context)
@@ -346,6 +357,8 @@ struct APNsConnectionFactory: Sendable {
         self.authority = port == 443 ? host : "\(host):\(port)"
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.applicationProtocols = offersALPN ? ["h2"] : []
+        // A dead peer never answers close_notify; do not hold a closing connection for long.
+        tls.shutdownTimeout = .seconds(1)
         if let trustRootsPEMFile {
             tls.additionalTrustRoots = [.file(trustRootsPEMFile)]
         }

@@ -193,7 +193,7 @@ final class APNsConnectionPool: Sendable {
     private func open(id: Int, on loop: EventLoop) {
         let events = APNsConnectionEvents(
             maxConcurrentStreamsChanged: { [weak self] limit in self?.settingsChanged(id, limit: limit) },
-            goAwayReceived: { [weak self] in self?.goAway(id) },
+            retired: { [weak self] in self?.retire(id) },
             closed: { [weak self] in self?.closed(id) }
         )
         factory.connect(on: loop, events: events).whenComplete { [weak self] result in
@@ -229,14 +229,14 @@ final class APNsConnectionPool: Sendable {
         s.connections[id]!.phase = .ready
     }
 
-    private func goAway(_ id: Int) {
+    private func retire(_ id: Int) {
         var toOpen: [(Int, EventLoop)] = []
         state.withLock { s in
             guard s.connections[id] != nil else { return }
             s.connections[id]!.phase = .draining
             if !s.waiters.isEmpty { toOpen = self.connectionsToOpen(&s) }
         }
-        logger.debug("APNs connection received GOAWAY; draining", metadata: ["connection": "\(id)"])
+        logger.debug("APNs connection retired (GOAWAY or failed PING); draining", metadata: ["connection": "\(id)"])
         open(toOpen)
         closeIfDrained(id)
     }

@@ -9,13 +9,15 @@ import HeraldAPNs
 /// - `delay`: hold each matching answer `delay_ms`.
 /// - `goaway`: send GOAWAY on a connection once it has carried `after_streams` streams.
 /// - `reset`: reset (TCP RST) a connection once it has carried `after_streams` streams.
+/// - `stall`: stop reading a connection once it has carried `after_streams` streams: a
+///   half-dead connection that answers nothing, PINGs included.
 ///
 /// A fault matches every request, or only those to `token`; with `every` = k only each
 /// k-th matching request; it applies `count` times (default: unlimited for token faults
-/// and delays, 1 for goaway/reset, unlimited otherwise) and for `duration_ms` if given.
+/// and delays, 1 for goaway/reset/stall, unlimited otherwise) and for `duration_ms` if given.
 public struct SimulatorFault: Codable, Sendable, Hashable {
     public enum Kind: String, Codable, Sendable {
-        case respond, unregistered, badToken = "bad_token", delay, goaway, reset
+        case respond, unregistered, badToken = "bad_token", delay, goaway, reset, stall
     }
     public var kind: Kind
     public var token: String?
@@ -65,7 +67,7 @@ public struct SimulatorFault: Codable, Sendable, Hashable {
             break
         case .delay:
             guard let delayMs, delayMs >= 0 else { throw FaultError("delay needs delay_ms >= 0") }
-        case .goaway, .reset:
+        case .goaway, .reset, .stall:
             guard let afterStreams, afterStreams >= 1 else { throw FaultError("\(kind.rawValue) needs after_streams >= 1") }
             if count == nil { fault.count = 1 }
         }
@@ -90,4 +92,9 @@ public struct SimulatorFault: Codable, Sendable, Hashable {
 struct FaultError: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
+}
+
+extension SimulatorFault.Kind {
+    /// Faults that act on a whole connection after some streams, not on one answer.
+    var isConnectionFault: Bool { self == .goaway || self == .reset || self == .stall }
 }

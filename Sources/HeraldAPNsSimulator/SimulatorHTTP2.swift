@@ -15,6 +15,8 @@ final class SimulatorConnection {
     var streamsStarted = 0
     var activeStreams = 0
     var goingAway = false
+    /// Set by a `stall` fault: the socket handler drops everything that arrives.
+    var stalled = false
     var lastStreamID = HTTP2StreamID.maxID
     var highestStreamID = HTTP2StreamID(0)
     /// The handler at the socket end of the pipeline: closing there skips TLS's orderly close.
@@ -61,6 +63,8 @@ final class SimulatorConnection {
             }
         case .reset:
             resetConnection()
+        case .stall:
+            stalled = true
         default:
             break
         }
@@ -109,6 +113,11 @@ final class SimulatorSocketHandler: ChannelDuplexHandler {
     func channelActive(context: ChannelHandlerContext) {
         connection.state.connectionOpened()
         context.fireChannelActive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !connection.stalled else { return }
+        context.fireChannelRead(data)
     }
 
     func channelInactive(context: ChannelHandlerContext) {

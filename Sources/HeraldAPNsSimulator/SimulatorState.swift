@@ -147,7 +147,7 @@ final class SimulatorState: Sendable {
             d.faults.removeAll { $0.expiresAt.map { $0 <= now } ?? false }
             for i in d.faults.indices {
                 let f = d.faults[i].fault
-                guard f.kind != .goaway, f.kind != .reset else { continue }
+                guard f.kind.isConnectionFault == false else { continue }
                 if let t = f.token, t != token { continue }
                 if f.kind == .delay {
                     if applied.delayMs != nil { continue }
@@ -168,7 +168,7 @@ final class SimulatorState: Sendable {
                     applied.response = (status, f.reason ?? SimulatorFault.defaultReason(status: status),
                                         status == 410 ? (f.timestampMs ?? Int64(now.timeIntervalSince1970 * 1000)) : nil,
                                         f.retryAfter)
-                case .goaway, .reset: break
+                case .goaway, .reset, .stall: break
                 }
             }
             d.faults.removeAll { f in f.fault.count.map { f.applied >= $0 } ?? false }
@@ -182,7 +182,7 @@ final class SimulatorState: Sendable {
             guard !d.faults.isEmpty else { return nil }
             for i in d.faults.indices {
                 let f = d.faults[i].fault
-                guard f.kind == .goaway || f.kind == .reset, let after = f.afterStreams, streams == after else { continue }
+                guard f.kind.isConnectionFault, let after = f.afterStreams, streams == after else { continue }
                 d.faults[i].applied += 1
                 let kind = f.kind
                 d.faults.removeAll { f in f.fault.count.map { f.applied >= $0 } ?? false }

@@ -19,25 +19,20 @@ public struct SimulatorTLSIdentity: Sendable {
             OrganizationName("Herald")
             CommonName("Herald APNs Simulator CA")
         }
-        let ca = try Certificate(
-            version: .v3, serialNumber: .init(), publicKey: .init(caKey.publicKey),
-            notValidBefore: now.addingTimeInterval(-3600), notValidAfter: now.addingTimeInterval(365 * 86_400),
-            issuer: caName, subject: caName, signatureAlgorithm: .ecdsaWithSHA256,
+        let ca = try makeCertificate(
+            key: caKey.publicKey, subject: caName, issuer: caName, issuerKey: caKey, now: now,
             extensions: try Certificate.Extensions {
                 Critical(BasicConstraints.isCertificateAuthority(maxPathLength: 0))
                 Critical(KeyUsage(keyCertSign: true, cRLSign: true))
-            },
-            issuerPrivateKey: .init(caKey))
-
+            })
         let leafKey = P256.Signing.PrivateKey()
-        let leafName = try DistinguishedName {
-            OrganizationName("Herald")
-            CommonName("localhost")
-        }
-        let leaf = try Certificate(
-            version: .v3, serialNumber: .init(), publicKey: .init(leafKey.publicKey),
-            notValidBefore: now.addingTimeInterval(-3600), notValidAfter: now.addingTimeInterval(365 * 86_400),
-            issuer: caName, subject: leafName, signatureAlgorithm: .ecdsaWithSHA256,
+        let leaf = try makeCertificate(
+            key: leafKey.publicKey,
+            subject: try DistinguishedName {
+                OrganizationName("Herald")
+                CommonName("localhost")
+            },
+            issuer: caName, issuerKey: caKey, now: now,
             extensions: try Certificate.Extensions {
                 Critical(BasicConstraints.notCertificateAuthority)
                 Critical(KeyUsage(digitalSignature: true))
@@ -47,12 +42,23 @@ public struct SimulatorTLSIdentity: Sendable {
                     .ipAddress(ASN1OctetString(contentBytes: [127, 0, 0, 1])),
                     .ipAddress(ASN1OctetString(contentBytes: ArraySlice([UInt8](repeating: 0, count: 15) + [1]))),
                 ])
-            },
-            issuerPrivateKey: .init(caKey))
+            })
         return SimulatorTLSIdentity(
             caPEM: try ca.serializeAsPEM().pemString,
             leafPEM: try leaf.serializeAsPEM().pemString,
             leafKeyPEM: leafKey.pemRepresentation)
+    }
+
+    /// A certificate valid from an hour ago for a year, signed with ECDSA-SHA256.
+    private static func makeCertificate(
+        key: P256.Signing.PublicKey, subject: DistinguishedName, issuer: DistinguishedName,
+        issuerKey: P256.Signing.PrivateKey, now: Date, extensions: Certificate.Extensions
+    ) throws -> Certificate {
+        try Certificate(
+            version: .v3, serialNumber: .init(), publicKey: .init(key),
+            notValidBefore: now.addingTimeInterval(-3600), notValidAfter: now.addingTimeInterval(365 * 86_400),
+            issuer: issuer, subject: subject, signatureAlgorithm: .ecdsaWithSHA256,
+            extensions: extensions, issuerPrivateKey: .init(issuerKey))
     }
 
     /// A server context offering ALPN `h2`; clients that offer no ALPN get HTTP/2 too.

@@ -209,6 +209,35 @@ struct DeliveryIntegrationTests {
         }
     }
 
+    @Test("PING finds a half-dead connection long before the request deadline, and the pool moves on")
+    func pingDetectsStall() async throws {
+        try await SimulatorFixture.with { f in
+            try f.simulator.inject(SimulatorFault(kind: .stall, afterStreams: 3))
+            var configuration = APNsClientConfiguration(environment: .sandbox, url: f.simulator.url, trustRootsPEMFile: f.caPath)
+            configuration.connections = 1
+            configuration.requestTimeout = .seconds(10)
+            configuration.pingInterval = .milliseconds(200)
+            configuration.pingTimeout = .milliseconds(300)
+            let client = try APNsClient(
+                configuration: configuration, tokens: APNsProviderTokenSource(key: f.key), eventLoopGroup: f.group)
+            for i in 0..<2 { #expect(try await client.send(alert(deviceToken(i))).action == .done) }
+            // The third stream stalls the connection: from then on no answer, no PING ACK. The
+            // push caught on it fails as soon as PING finds the connection dead (not at its
+            // 10-second deadline); the rest go out on a new connection.
+            var failures: [(APNsResult, Duration)] = []
+            for i in 2..<6 {
+                let started = ContinuousClock.now
+                let result = try await client.send(alert(deviceToken(i)))
+                if result.action != .done { failures.append((result, ContinuousClock.now - started)) }
+            }
+            #expect(failures.count == 1)
+            #expect(failures.first?.0 == .transportFailure(.connectionClosed))
+            #expect((failures.first?.1 ?? .seconds(99)) < .seconds(3))
+            #expect(f.simulator.stats.connectionsOpened == 2)
+            await client.shutdown()
+        }
+    }
+
     @Test("a client that offers no ALPN gets HTTP/2 by prior knowledge, as aioapns expects")
     func priorKnowledge() async throws {
         try await SimulatorFixture.with { f in
