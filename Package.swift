@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .library(name: "HeraldAPNs", targets: ["HeraldAPNs"]),
         .library(name: "HeraldAPNsSimulator", targets: ["HeraldAPNsSimulator"]),
+        .library(name: "HeraldCore", targets: ["HeraldCore"]),
         .executable(name: "herald", targets: ["HeraldCLI"]),
     ],
     dependencies: [
@@ -51,6 +52,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Herald's domain, no I/O: watch keys, Kaspa addresses, events, push templates.
+        .target(name: "HeraldCore", dependencies: ["HeraldAPNs"]),
         // The `herald` command.
         .executableTarget(
             name: "HeraldCLI",
@@ -75,5 +78,6 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore", "HeraldAPNs"]),
     ]
 )

@@ -1,0 +1,74 @@
+/// A JSON value whose objects keep their key order, so rendered payloads are exact bytes.
+public indirect enum JSONValue: Hashable, Sendable {
+    case null
+    case bool(Bool)
+    case int(Int64)
+    case unsigned(UInt64)
+    case double(Double)
+    case string(String)
+    case array([JSONValue])
+    case object([Field])
+
+    /// One key and value of an object, in order.
+    public struct Field: Hashable, Sendable {
+        public var key: String
+        public var value: JSONValue
+        public init(_ key: String, _ value: JSONValue) {
+            self.key = key
+            self.value = value
+        }
+    }
+
+    /// Compact UTF-8 JSON (no spaces), keys in their given order.
+    public var encoded: [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(256)
+        write(to: &out)
+        return out
+    }
+
+    func write(to out: inout [UInt8]) {
+        switch self {
+        case .null: out += Array("null".utf8)
+        case .bool(let b): out += Array((b ? "true" : "false").utf8)
+        case .int(let i): out += Array(String(i).utf8)
+        case .unsigned(let u): out += Array(String(u).utf8)
+        case .double(let d): out += Array((d.isFinite ? "\(d)" : "null").utf8)
+        case .string(let s): Self.writeString(s, to: &out)
+        case .array(let items):
+            out.append(UInt8(ascii: "["))
+            for (i, item) in items.enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                item.write(to: &out)
+            }
+            out.append(UInt8(ascii: "]"))
+        case .object(let fields):
+            out.append(UInt8(ascii: "{"))
+            for (i, field) in fields.enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                Self.writeString(field.key, to: &out)
+                out.append(UInt8(ascii: ":"))
+                field.value.write(to: &out)
+            }
+            out.append(UInt8(ascii: "}"))
+        }
+    }
+
+    static func writeString(_ s: String, to out: inout [UInt8]) {
+        let hex = Array("0123456789abcdef".utf8)
+        out.append(UInt8(ascii: "\""))
+        for byte in s.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): out += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
+            case UInt8(ascii: "\\"): out += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
+            case 0x0A: out += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
+            case 0x0D: out += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
+            case 0x09: out += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
+            case 0x00..<0x20:
+                out += Array("\\u00".utf8) + [hex[Int(byte >> 4)], hex[Int(byte & 0xf)]]
+            default: out.append(byte)
+            }
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+}

@@ -1,0 +1,128 @@
+import HeraldAPNs
+
+/// A push rendered from an event: the APNs request minus the device and topic.
+public struct RenderedPush: Hashable, Sendable {
+    public var pushType: APNsPushType
+    public var priority: APNsPriority
+    public var collapseID: String?
+    /// The exact JSON payload.
+    public var payload: [UInt8]
+
+    public init(pushType: APNsPushType, priority: APNsPriority, collapseID: String?, payload: [UInt8]) {
+        self.pushType = pushType
+        self.priority = priority
+        self.collapseID = collapseID
+        self.payload = payload
+    }
+}
+
+/// A Kasia transaction worth a push: the fields of the `kasia.*` templates (SPEC §3.2, §5).
+public struct KasiaEvent: Hashable, Sendable {
+    public enum Kind: String, Sendable, CaseIterable {
+        case handshake
+        case contextualMessage = "contextual_message"
+        case payment
+    }
+
+    public var kind: Kind
+    public var txID: String
+    public var sender: String
+    public var recipient: String?
+    public var alias: String?
+    /// Hex of the whole transaction payload.
+    public var payloadHex: String?
+    /// Unix seconds.
+    public var timestamp: Int64
+    public var daaScore: UInt64
+    /// Sompi (payments).
+    public var amount: UInt64?
+
+    public init(
+        kind: Kind, txID: String, sender: String, recipient: String? = nil, alias: String? = nil,
+        payloadHex: String? = nil, timestamp: Int64, daaScore: UInt64, amount: UInt64? = nil
+    ) {
+        self.kind = kind
+        self.txID = txID
+        self.sender = sender
+        self.recipient = recipient
+        self.alias = alias
+        self.payloadHex = payloadHex
+        self.timestamp = timestamp
+        self.daaScore = daaScore
+        self.amount = amount
+    }
+}
+
+/// The `kasia.handshake`, `kasia.contextual_message` and `kasia.payment` templates (SPEC §5).
+public enum KasiaTemplate {
+    /// The payload travels inline only up to this many hex characters (reference: ≤ 3.5 KB).
+    public static let maximumInlinePayloadCharacters = 3_500
+    /// The APNs limit for an alert push.
+    public static let maximumPushSize = APNsPushType.alert.maximumPayloadSize
+    static let sompiPerKAS: UInt64 = 100_000_000
+
+    /// Renders the push; pure.
+    ///
+    /// `payload` is inline when it is at most 3,500 characters and the whole push still fits
+    /// 4,096 bytes; otherwise `null`, and the app fetches the transaction itself.
+    public static func render(_ event: KasiaEvent) -> RenderedPush {
+        let (title, body) = alert(for: event)
+        func payload(inline: Bool) -> [UInt8] {
+            var kasia: [JSONValue.Field] = [
+                .init("type", .string(event.kind.rawValue)),
+                .init("txId", .string(event.txID)),
+                .init("sender", .string(event.sender)),
+                .init("payload", inline ? event.payloadHex.map(JSONValue.string) ?? .null : .null),
+                .init("timestamp", .int(event.timestamp)),
+                .init("daaScore", .unsigned(event.daaScore)),
+            ]
+            if let amount = event.amount { kasia.append(.init("amount", .unsigned(amount))) }
+            return JSONValue.object([
+                .init("aps", .object([
+                    .init("alert", .object([.init("title", .string(title)), .init("body", .string(body))])),
+                    .init("mutable-content", .int(1)),
+                    .init("content-available", .int(1)),
+                    .init("thread-id", .string(event.sender)),
+                ])),
+                .init("kasia", .object(kasia)),
+            ]).encoded
+        }
+        var bytes = payload(inline: false)
+        if let hex = event.payloadHex, hex.utf8.count <= maximumInlinePayloadCharacters {
+            let inline = payload(inline: true)
+            if inline.count <= maximumPushSize { bytes = inline }
+        }
+        return RenderedPush(pushType: .alert, priority: .immediate, collapseID: event.txID, payload: bytes)
+    }
+
+    /// The alert's title and body.
+    public static func alert(for event: KasiaEvent) -> (title: String, body: String) {
+        let from = shortAddress(event.sender)
+        switch event.kind {
+        case .contextualMessage:
+            return ("New Message", "From \(from)")
+        case .handshake:
+            return ("New Contact Request", "From \(from)")
+        case .payment:
+            guard let amount = event.amount else { return ("Payment Received", "From \(from)") }
+            return ("Payment Received", "\(formatKAS(sompi: amount)) KAS from \(from)")
+        }
+    }
+
+    /// First 8 characters, `...`, last 6 (SPEC §5); short strings stay whole.
+    public static func shortAddress(_ address: String) -> String {
+        guard address.count > 14 + 3 else { return address }
+        return String(address.prefix(8)) + "..." + String(address.suffix(6))
+    }
+
+    /// Sompi as KAS with up to 8 decimals, trailing zeros trimmed: 150000000 → "1.5".
+    public static func formatKAS(sompi: UInt64) -> String {
+        let whole = sompi / sompiPerKAS
+        let fraction = sompi % sompiPerKAS
+        guard fraction > 0 else { return String(whole) }
+        var digits = String(fraction)
+        digits = String(repeating: "0", count: 8 - digits.count) + digits
+        while digits.last == "0" { digits.removeLast() }
+        return "\(whole).\(digits)"
+    }
+}
