@@ -53,7 +53,10 @@ let package = Package(
             ]
         ),
         // Herald's domain, no I/O: watch keys, Kaspa addresses, events, push templates.
-        .target(name: "HeraldCore", dependencies: ["HeraldAPNs"]),
+        .target(
+            name: "HeraldCore",
+            dependencies: ["HeraldAPNs", .product(name: "NIOCore", package: "swift-nio")]
+        ),
         // The `herald` command.
         .executableTarget(
             name: "HeraldCLI",

@@ -72,3 +72,34 @@ public indirect enum JSONValue: Hashable, Sendable {
         out.append(UInt8(ascii: "\""))
     }
 }
+
+extension JSONValue: Decodable {
+    /// Decodes any JSON; object keys are sorted, so the same input always renders the same bytes.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
+            self = .null
+        } else if let b = try? container.decode(Bool.self) {
+            self = .bool(b)
+        } else if let i = try? container.decode(Int64.self) {
+            self = .int(i)
+        } else if let u = try? container.decode(UInt64.self) {
+            self = .unsigned(u)
+        } else if let d = try? container.decode(Double.self) {
+            self = .double(d)
+        } else if let s = try? container.decode(String.self) {
+            self = .string(s)
+        } else if let a = try? container.decode([JSONValue].self) {
+            self = .array(a)
+        } else {
+            let o = try container.decode([String: JSONValue].self)
+            self = .object(o.keys.sorted().map { Field($0, o[$0]!) })
+        }
+    }
+
+    /// The object's fields, or nil for other values.
+    public var objectFields: [Field]? {
+        if case .object(let fields) = self { return fields }
+        return nil
+    }
+}

@@ -1,0 +1,113 @@
+import Foundation
+import HeraldAPNs
+
+/// The push services Herald delivers to.
+public enum Platform: String, Hashable, Sendable, CaseIterable, Codable {
+    /// Apple (APNs).
+    case ios
+    /// Google (FCM).
+    case android
+}
+
+/// A device's push token, normalised and checked for its platform (SPEC §1).
+public struct DeviceToken: Hashable, Sendable, CustomStringConvertible {
+    /// The longest FCM token accepted.
+    public static let maximumFCMLength = 4_096
+
+    public let platform: Platform
+    /// APNs: lowercase hex. FCM: as given.
+    public let value: String
+
+    public init(_ text: String, platform: Platform) throws(DeviceTokenError) {
+        switch platform {
+        case .ios:
+            let lower = text.lowercased()
+            guard APNsDeviceToken.isWellFormed(Substring(lower)) else { throw .notAPNsHex }
+            value = lower
+        case .android:
+            guard !text.isEmpty, text.utf8.count <= Self.maximumFCMLength,
+                text.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7f })
+            else { throw .notFCMToken }
+            value = text
+        }
+        self.platform = platform
+    }
+
+    /// Log-safe: the first 8 characters and an ellipsis.
+    public var description: String { APNsDeviceToken.redacted(value) }
+}
+
+public enum DeviceTokenError: Error, Hashable, Sendable, CustomStringConvertible {
+    case notAPNsHex, notFCMToken
+    public var description: String {
+        switch self {
+        case .notAPNsHex: "an APNs token is \(APNsDeviceToken.minimumLength)+ hexadecimal characters"
+        case .notFCMToken: "an FCM token is 1 to \(DeviceToken.maximumFCMLength) printable ASCII characters"
+        }
+    }
+}
+
+/// Kasia's per-peer filter: a device hears a peer's contextual messages only under these aliases.
+public struct ContextualRoute: Hashable, Sendable {
+    /// Aliases allowed per route (SPEC §3.1, configurable).
+    public static let defaultMaximumAliases = 100
+    public static let maximumAliasLength = 128
+
+    public var peer: KaspaAddress
+    public var aliases: Set<String>
+
+    public init(peer: KaspaAddress, aliases: some Sequence<String>, maximumAliases: Int = defaultMaximumAliases)
+        throws(WatchSetError)
+    {
+        let set = Set(aliases)
+        guard set.count <= maximumAliases else { throw .tooManyAliases(limit: maximumAliases) }
+        for alias in set where alias.isEmpty || alias.utf8.count > Self.maximumAliasLength || alias.contains(":") {
+            throw .invalidAlias(alias)
+        }
+        self.peer = peer
+        self.aliases = set
+    }
+}
+
+/// What one device listens for (SPEC §3.1, §5): re-registering replaces it whole.
+public struct WatchSet: Hashable, Sendable {
+    /// Watch keys per device (SPEC §3.1, configurable).
+    public static let defaultMaximumKeys = 1_000
+
+    /// `watched_addresses` and other watch keys: whose activity the device follows.
+    public var watched: Set<WatchKey>
+    /// `addresses`: the device's own Kaspa addresses (payments and handshakes to them).
+    public var own: Set<KaspaAddress>
+    public var routes: [KaspaAddress: Set<String>]
+
+    public init(
+        watched: some Sequence<WatchKey>, own: some Sequence<KaspaAddress> = [], routes: [ContextualRoute] = [],
+        maximumKeys: Int = defaultMaximumKeys
+    ) throws(WatchSetError) {
+        let watched = Set(watched)
+        let own = Set(own)
+        guard watched.count + own.count <= maximumKeys else { throw .tooManyKeys(limit: maximumKeys) }
+        self.watched = watched
+        self.own = own
+        var merged: [KaspaAddress: Set<String>] = [:]
+        for route in routes { merged[route.peer, default: []].formUnion(route.aliases) }
+        self.routes = merged
+    }
+
+    /// An empty watch set.
+    public static let empty = try! WatchSet(watched: [WatchKey]())
+}
+
+public enum WatchSetError: Error, Hashable, Sendable, CustomStringConvertible {
+    case tooManyKeys(limit: Int)
+    case tooManyAliases(limit: Int)
+    case invalidAlias(String)
+
+    public var description: String {
+        switch self {
+        case .tooManyKeys(let limit): "at most \(limit) watch keys per device"
+        case .tooManyAliases(let limit): "at most \(limit) aliases per contextual route"
+        case .invalidAlias: "an alias is 1 to \(ContextualRoute.maximumAliasLength) bytes without ':'"
+        }
+    }
+}
