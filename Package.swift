@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "HeraldAPNs", targets: ["HeraldAPNs"]),
         .library(name: "HeraldAPNsSimulator", targets: ["HeraldAPNsSimulator"]),
         .library(name: "HeraldCore", targets: ["HeraldCore"]),
+        .library(name: "HeraldStore", targets: ["HeraldStore"]),
         .executable(name: "herald", targets: ["HeraldCLI"]),
     ],
     dependencies: [
@@ -19,6 +20,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
     ],
     targets: [
         // The APNs provider: JWT, HTTP/2 connection pool, validation, classification.
@@ -57,6 +59,11 @@ let package = Package(
             name: "HeraldCore",
             dependencies: ["HeraldAPNs", .product(name: "NIOCore", package: "swift-nio")]
         ),
+        // Durable state behind a `Store` protocol; SQLite (one file, WAL) here.
+        .target(
+            name: "HeraldStore",
+            dependencies: ["HeraldCore", "HeraldAPNs", .product(name: "GRDB", package: "GRDB.swift")]
+        ),
         // The `herald` command.
         .executableTarget(
             name: "HeraldCLI",
@@ -82,5 +89,6 @@ let package = Package(
             ]
         ),
         .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore", "HeraldAPNs"]),
+        .testTarget(name: "HeraldStoreTests", dependencies: ["HeraldStore", "HeraldCore", "HeraldAPNs"]),
     ]
 )

@@ -1,0 +1,350 @@
+import Foundation
+import GRDB
+import HeraldAPNs
+import HeraldCore
+
+/// The `Store` on one SQLite file in WAL mode. Its SQL is the kind PostgreSQL also runs, so
+/// the PostgreSQL store can share the statements.
+public final class SQLiteStore: Store {
+    private let pool: DatabasePool
+
+    /// Opens (creating if needed) the database at `path`. Call `migrate()` before use.
+    public init(path: String) throws {
+        var configuration = Configuration()
+        configuration.foreignKeysEnabled = true
+        configuration.busyMode = .timeout(10)
+        pool = try DatabasePool(path: path, configuration: configuration)
+    }
+
+    public func migrate() async throws {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in try db.execute(sql: Schema.v1) }
+        try migrator.migrate(pool)
+    }
+
+    // MARK: Registrations
+
+    public func register(_ r: Registration, now: Date) async throws -> DeviceRecord {
+        try await pool.write { db in
+            let ms = now.milliseconds
+            try db.execute(sql: "INSERT INTO apps (id, created_at) VALUES (?, ?) ON CONFLICT (id) DO NOTHING", arguments: [r.app, ms])
+            try db.execute(
+                sql: """
+                    INSERT INTO devices (app_id, platform, token, environment, device_id, created_at, updated_at, last_seen)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (app_id, token) DO UPDATE SET platform = excluded.platform,
+                      environment = excluded.environment, device_id = excluded.device_id,
+                      updated_at = excluded.updated_at, last_seen = excluded.last_seen, disabled_reason = NULL
+                    """,
+                arguments: [r.app, r.token.platform.rawValue, r.token.value, r.environment.rawValue, r.deviceID, ms, ms, ms])
+            let device = try Self.device(db, app: r.app, token: r.token.value)!
+            try Self.replaceWatchSet(db, deviceRowID: device.rowID, with: r.watchSet)
+            return device
+        }
+    }
+
+    public func updateWatchSet(app: String, token: String, watchSet: WatchSet, now: Date) async throws -> Bool {
+        try await pool.write { db in
+            guard let device = try Self.device(db, app: app, token: token) else { return false }
+            try db.execute(
+                sql: "UPDATE devices SET updated_at = ?, last_seen = ? WHERE id = ?",
+                arguments: [now.milliseconds, now.milliseconds, device.rowID])
+            try Self.replaceWatchSet(db, deviceRowID: device.rowID, with: watchSet)
+            return true
+        }
+    }
+
+    public func unregister(app: String, token: String) async throws -> Bool {
+        try await pool.write { db in
+            try db.execute(sql: "DELETE FROM devices WHERE app_id = ? AND token = ?", arguments: [app, token])
+            return db.changesCount > 0
+        }
+    }
+
+    public func status(app: String, token: String, now: Date) async throws -> (DeviceRecord, WatchSet)? {
+        try await pool.write { db in
+            try db.execute(
+                sql: "UPDATE devices SET last_seen = ? WHERE app_id = ? AND token = ?",
+                arguments: [now.milliseconds, app, token])
+            guard let device = try Self.device(db, app: app, token: token) else { return nil }
+            return (device, try Self.watchSets(db, for: [device.rowID])[device.rowID] ?? .empty)
+        }
+    }
+
+    public func devices(app: String, watching key: String) async throws -> [(DeviceRecord, WatchSet)] {
+        try await pool.read { db in
+            let devices = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT d.* FROM devices d WHERE d.app_id = ? AND d.disabled_reason IS NULL AND d.id IN (
+                      SELECT device_row FROM watch_keys WHERE key = ?
+                      UNION SELECT device_row FROM contextual_routes WHERE peer = ?)
+                    ORDER BY d.id
+                    """,
+                arguments: [app, key, key]
+            ).map(Self.deviceRecord)
+            let sets = try Self.watchSets(db, for: devices.map(\.rowID))
+            return devices.map { ($0, sets[$0.rowID] ?? .empty) }
+        }
+    }
+
+    public func devices(app: String, tokens: [String]) async throws -> [DeviceRecord] {
+        guard !tokens.isEmpty else { return [] }
+        return try await pool.read { db in
+            let marks = Array(repeating: "?", count: tokens.count).joined(separator: ",")
+            return try Row.fetchAll(
+                db,
+                sql: "SELECT * FROM devices WHERE app_id = ? AND disabled_reason IS NULL AND token IN (\(marks)) ORDER BY id",
+                arguments: StatementArguments([app] + tokens)
+            ).map(Self.deviceRecord)
+        }
+    }
+
+    // MARK: Events
+
+    public func enqueue(_ events: [NewEvent], checkpoint: ChainCheckpoint?, now: Date) async throws -> [String: Int] {
+        try await pool.write { db in
+            var created: [String: Int] = [:]
+            let ms = now.milliseconds
+            let insertDelivery = try db.cachedStatement(
+                sql: """
+                    INSERT INTO deliveries (event_id, device_row, app_id, state, attempts, next_attempt_at, apns_id, expires_at, created_at, updated_at)
+                    VALUES (?, ?, ?, 'pending', 0, ?, ?, ?, ?, ?)
+                    """)
+            for event in events {
+                if let key = event.dedupeKey,
+                    try Bool.fetchOne(db, sql: "SELECT 1 FROM events WHERE dedupe_key = ?", arguments: [key]) == true
+                {
+                    continue
+                }
+                try db.execute(sql: "INSERT INTO apps (id, created_at) VALUES (?, ?) ON CONFLICT (id) DO NOTHING", arguments: [event.app, ms])
+                try db.execute(
+                    sql: """
+                        INSERT INTO events (id, app_id, template, push_type, priority, collapse_id, payload, created_at, expires_at, dedupe_key)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        """,
+                    arguments: [
+                        event.id, event.app, event.template, event.push.pushType.rawValue, event.push.priority.rawValue,
+                        event.push.collapseID, Data(event.push.payload), ms, event.expiresAt.milliseconds, event.dedupeKey,
+                    ])
+                for row in Set(event.deviceRowIDs).sorted() {
+                    try insertDelivery.execute(arguments: [
+                        event.id, row, event.app, ms, UUID().uuidString.lowercased(), event.expiresAt.milliseconds, ms, ms,
+                    ])
+                }
+                created[event.id] = Set(event.deviceRowIDs).count
+            }
+            if let checkpoint {
+                try db.execute(
+                    sql: """
+                        INSERT INTO chain_checkpoints (source, block_hash, daa_score, updated_at) VALUES (?, ?, ?, ?)
+                        ON CONFLICT (source) DO UPDATE SET block_hash = excluded.block_hash,
+                          daa_score = excluded.daa_score, updated_at = excluded.updated_at
+                        """,
+                    arguments: [checkpoint.source, checkpoint.blockHash, Int64(bitPattern: checkpoint.daaScore), ms])
+            }
+            return created
+        }
+    }
+
+    public func checkpoint(source: String) async throws -> ChainCheckpoint? {
+        try await pool.read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM chain_checkpoints WHERE source = ?", arguments: [source]).map {
+                ChainCheckpoint(source: $0["source"], blockHash: $0["block_hash"], daaScore: UInt64(bitPattern: $0["daa_score"]))
+            }
+        }
+    }
+
+    // MARK: Outbox
+
+    public func claimDue(limit: Int, now: Date, lease: Duration) async throws -> [ClaimedDelivery] {
+        try await pool.write { db in
+            let ms = now.milliseconds
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT dl.id AS dl_id, dl.event_id, dl.apns_id, dl.attempts, dl.expires_at AS dl_expires_at,
+                           e.push_type, e.priority, e.collapse_id, e.payload, d.*
+                    FROM deliveries dl
+                    JOIN events e ON e.id = dl.event_id
+                    JOIN devices d ON d.id = dl.device_row
+                    WHERE dl.id IN (
+                      SELECT id FROM deliveries WHERE state = 'pending' AND next_attempt_at <= ?
+                      UNION SELECT id FROM deliveries WHERE state = 'sending' AND lease_until <= ?)
+                    ORDER BY dl.next_attempt_at, dl.id
+                    LIMIT ?
+                    """,
+                arguments: [ms, ms, limit])
+            let leaseUntil = ms + Int64(lease.seconds * 1000)
+            let claim = try db.cachedStatement(
+                sql: "UPDATE deliveries SET state = 'sending', lease_until = ?, attempts = attempts + 1, updated_at = ? WHERE id = ?")
+            return try rows.map { row in
+                let id: Int64 = row["dl_id"]
+                try claim.execute(arguments: [leaseUntil, ms, id])
+                let data: Data = row["payload"]
+                return ClaimedDelivery(
+                    id: id, eventID: row["event_id"], device: Self.deviceRecord(row),
+                    push: RenderedPush(
+                        pushType: APNsPushType(rawValue: row["push_type"]) ?? .alert,
+                        priority: APNsPriority(rawValue: row["priority"]) ?? .immediate,
+                        collapseID: row["collapse_id"], payload: Array(data)),
+                    apnsID: UUID(uuidString: row["apns_id"]) ?? UUID(),
+                    attempt: (row["attempts"] as Int) + 1,
+                    expiresAt: Date(milliseconds: row["dl_expires_at"]))
+            }
+        }
+    }
+
+    public func complete(_ outcomes: [DeliveryOutcome], now: Date) async throws {
+        guard !outcomes.isEmpty else { return }
+        try await pool.write { db in
+            let ms = now.milliseconds
+            for outcome in outcomes {
+                switch outcome {
+                case .sent(let id):
+                    try Self.setState(db, id, .sent, reason: nil, now: ms)
+                case .retry(let id, let at, let reason):
+                    try db.execute(
+                        sql: "UPDATE deliveries SET state = 'pending', next_attempt_at = ?, last_reason = ?, lease_until = NULL, updated_at = ? WHERE id = ?",
+                        arguments: [at.milliseconds, reason, ms, id])
+                case .failed(let id, let reason):
+                    try Self.setState(db, id, .failed, reason: reason, now: ms)
+                case .expired(let id):
+                    try Self.setState(db, id, .expired, reason: "expired", now: ms)
+                case .tokenDead(let id, let deviceRowID, let since, let reason):
+                    try Self.setState(db, id, .failed, reason: reason, now: ms)
+                    if let since {
+                        // Compare-and-delete: a registration after APNs's timestamp keeps the device.
+                        try db.execute(
+                            sql: "DELETE FROM devices WHERE id = ? AND updated_at <= ?",
+                            arguments: [deviceRowID, since.milliseconds])
+                    } else {
+                        try db.execute(
+                            sql: "UPDATE devices SET disabled_reason = ? WHERE id = ?", arguments: [reason, deviceRowID])
+                        try db.execute(
+                            sql: """
+                                UPDATE deliveries SET state = 'dropped', last_reason = ?, lease_until = NULL, updated_at = ?
+                                WHERE device_row = ? AND state IN ('pending', 'sending') AND id <> ?
+                                """,
+                            arguments: [reason, ms, deviceRowID, id])
+                    }
+                }
+            }
+        }
+    }
+
+    public func expire(now: Date) async throws -> Int {
+        try await pool.write { db in
+            try db.execute(
+                sql: "UPDATE deliveries SET state = 'expired', last_reason = 'expired', lease_until = NULL, updated_at = ? WHERE state = 'pending' AND expires_at <= ?",
+                arguments: [now.milliseconds, now.milliseconds])
+            return db.changesCount
+        }
+    }
+
+    // MARK: Operations
+
+    public func deleteStaleDevices(lastSeenBefore: Date) async throws -> Int {
+        try await pool.write { db in
+            try db.execute(sql: "DELETE FROM devices WHERE last_seen < ?", arguments: [lastSeenBefore.milliseconds])
+            return db.changesCount
+        }
+    }
+
+    public func stats() async throws -> StoreStats {
+        try await pool.read { db in
+            var stats = StoreStats()
+            for row in try Row.fetchAll(db, sql: "SELECT app_id, platform, COUNT(*) AS n FROM devices GROUP BY app_id, platform") {
+                stats.devices[row["app_id"], default: [:]][row["platform"]] = row["n"]
+            }
+            for row in try Row.fetchAll(db, sql: "SELECT state, COUNT(*) AS n FROM deliveries GROUP BY state") {
+                if let state = DeliveryState(rawValue: row["state"]) { stats.deliveries[state] = row["n"] }
+            }
+            for row in try Row.fetchAll(
+                db, sql: "SELECT last_reason, COUNT(*) AS n FROM deliveries WHERE state IN ('failed', 'dropped') GROUP BY last_reason")
+            {
+                stats.failureReasons[row["last_reason"] ?? "unknown"] = row["n"]
+            }
+            stats.oldestPending = try Int64.fetchOne(db, sql: "SELECT MIN(created_at) FROM deliveries WHERE state IN ('pending', 'sending')")
+                .map(Date.init(milliseconds:))
+            return stats
+        }
+    }
+
+    // MARK: Rows
+
+    private static func device(_ db: Database, app: String, token: String) throws -> DeviceRecord? {
+        try Row.fetchOne(db, sql: "SELECT * FROM devices WHERE app_id = ? AND token = ?", arguments: [app, token]).map(deviceRecord)
+    }
+
+    private static func deviceRecord(_ row: Row) -> DeviceRecord {
+        DeviceRecord(
+            rowID: row["id"], app: row["app_id"], platform: Platform(rawValue: row["platform"]) ?? .ios,
+            token: row["token"], environment: APNsEnvironment(rawValue: row["environment"]) ?? .sandbox,
+            deviceID: row["device_id"], createdAt: Date(milliseconds: row["created_at"]),
+            updatedAt: Date(milliseconds: row["updated_at"]), lastSeen: Date(milliseconds: row["last_seen"]),
+            disabledReason: row["disabled_reason"])
+    }
+
+    private static func setState(_ db: Database, _ id: Int64, _ state: DeliveryState, reason: String?, now: Int64) throws {
+        try db.execute(
+            sql: "UPDATE deliveries SET state = ?, last_reason = ?, lease_until = NULL, updated_at = ? WHERE id = ?",
+            arguments: [state.rawValue, reason, now, id])
+    }
+
+    private static func replaceWatchSet(_ db: Database, deviceRowID: Int64, with set: WatchSet) throws {
+        try db.execute(sql: "DELETE FROM watch_keys WHERE device_row = ?", arguments: [deviceRowID])
+        try db.execute(sql: "DELETE FROM contextual_routes WHERE device_row = ?", arguments: [deviceRowID])
+        let key = try db.cachedStatement(sql: "INSERT INTO watch_keys (device_row, role, key) VALUES (?, ?, ?)")
+        for watched in set.watched { try key.execute(arguments: [deviceRowID, "watch", watched.description]) }
+        for own in set.own { try key.execute(arguments: [deviceRowID, "own", own.string]) }
+        let route = try db.cachedStatement(sql: "INSERT INTO contextual_routes (device_row, peer, alias) VALUES (?, ?, ?)")
+        for (peer, aliases) in set.routes {
+            for alias in aliases { try route.execute(arguments: [deviceRowID, peer.string, alias]) }
+        }
+    }
+
+    /// Watch sets of several devices at once. Stored keys were validated when registered.
+    private static func watchSets(_ db: Database, for rowIDs: [Int64]) throws -> [Int64: WatchSet] {
+        guard !rowIDs.isEmpty else { return [:] }
+        var watched: [Int64: [WatchKey]] = [:]
+        var own: [Int64: [KaspaAddress]] = [:]
+        var routes: [Int64: [KaspaAddress: [String]]] = [:]
+        for chunk in stride(from: 0, to: rowIDs.count, by: 500).map({ Array(rowIDs[$0..<min($0 + 500, rowIDs.count)]) }) {
+            let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
+            for row in try Row.fetchAll(
+                db, sql: "SELECT device_row, role, key FROM watch_keys WHERE device_row IN (\(marks))",
+                arguments: StatementArguments(chunk))
+            {
+                let id: Int64 = row["device_row"]
+                let text: String = row["key"]
+                if row["role"] == "own" {
+                    if let address = try? KaspaAddress(text) { own[id, default: []].append(address) }
+                } else if let key = try? WatchKey(text) {
+                    watched[id, default: []].append(key)
+                }
+            }
+            for row in try Row.fetchAll(
+                db, sql: "SELECT device_row, peer, alias FROM contextual_routes WHERE device_row IN (\(marks))",
+                arguments: StatementArguments(chunk))
+            {
+                if let peer = try? KaspaAddress(row["peer"] as String) {
+                    routes[row["device_row"], default: [:]][peer, default: []].append(row["alias"])
+                }
+            }
+        }
+        var out: [Int64: WatchSet] = [:]
+        for id in rowIDs {
+            let deviceRoutes = (routes[id] ?? [:]).compactMap { try? ContextualRoute(peer: $0.key, aliases: $0.value, maximumAliases: .max) }
+            out[id] = try? WatchSet(watched: watched[id] ?? [], own: own[id] ?? [], routes: deviceRoutes, maximumKeys: .max)
+        }
+        return out
+    }
+}
+
+extension Date {
+    /// Unix milliseconds, as stored (Apple's 410 timestamps are milliseconds too).
+    var milliseconds: Int64 { Int64((timeIntervalSince1970 * 1000).rounded()) }
+
+    init(milliseconds: Int64) { self.init(timeIntervalSince1970: Double(milliseconds) / 1000) }
+}

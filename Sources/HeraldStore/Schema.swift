@@ -1,0 +1,75 @@
+/// The schema, by version. Times are unix milliseconds (BIGINT), text ids, and SQL that
+/// PostgreSQL runs as well (its store maps INTEGER PRIMARY KEY to BIGSERIAL and BLOB to BYTEA).
+enum Schema {
+    static let v1 = """
+        CREATE TABLE apps (
+          id TEXT PRIMARY KEY,
+          created_at BIGINT NOT NULL
+        );
+        CREATE TABLE devices (
+          id INTEGER PRIMARY KEY,
+          app_id TEXT NOT NULL REFERENCES apps (id),
+          platform TEXT NOT NULL,
+          token TEXT NOT NULL,
+          environment TEXT NOT NULL,
+          device_id TEXT,
+          created_at BIGINT NOT NULL,
+          updated_at BIGINT NOT NULL,
+          last_seen BIGINT NOT NULL,
+          disabled_reason TEXT,
+          UNIQUE (app_id, token)
+        );
+        CREATE INDEX devices_device_id ON devices (app_id, device_id);
+        CREATE INDEX devices_last_seen ON devices (last_seen);
+        CREATE TABLE watch_keys (
+          device_row BIGINT NOT NULL REFERENCES devices (id) ON DELETE CASCADE,
+          role TEXT NOT NULL,
+          key TEXT NOT NULL,
+          PRIMARY KEY (device_row, role, key)
+        );
+        CREATE INDEX watch_keys_key ON watch_keys (key);
+        CREATE TABLE contextual_routes (
+          device_row BIGINT NOT NULL REFERENCES devices (id) ON DELETE CASCADE,
+          peer TEXT NOT NULL,
+          alias TEXT NOT NULL,
+          PRIMARY KEY (device_row, peer, alias)
+        );
+        CREATE INDEX contextual_routes_peer ON contextual_routes (peer);
+        CREATE TABLE events (
+          id TEXT PRIMARY KEY,
+          app_id TEXT NOT NULL REFERENCES apps (id),
+          template TEXT NOT NULL,
+          push_type TEXT NOT NULL,
+          priority INTEGER NOT NULL,
+          collapse_id TEXT,
+          payload BLOB NOT NULL,
+          created_at BIGINT NOT NULL,
+          expires_at BIGINT NOT NULL,
+          dedupe_key TEXT UNIQUE
+        );
+        CREATE TABLE deliveries (
+          id INTEGER PRIMARY KEY,
+          event_id TEXT NOT NULL REFERENCES events (id) ON DELETE CASCADE,
+          device_row BIGINT NOT NULL REFERENCES devices (id) ON DELETE CASCADE,
+          app_id TEXT NOT NULL,
+          state TEXT NOT NULL,
+          attempts INTEGER NOT NULL,
+          next_attempt_at BIGINT NOT NULL,
+          lease_until BIGINT,
+          apns_id TEXT NOT NULL,
+          last_reason TEXT,
+          expires_at BIGINT NOT NULL,
+          created_at BIGINT NOT NULL,
+          updated_at BIGINT NOT NULL
+        );
+        CREATE INDEX deliveries_due ON deliveries (state, next_attempt_at);
+        CREATE INDEX deliveries_lease ON deliveries (state, lease_until);
+        CREATE INDEX deliveries_device ON deliveries (device_row, state);
+        CREATE TABLE chain_checkpoints (
+          source TEXT PRIMARY KEY,
+          block_hash TEXT NOT NULL,
+          daa_score BIGINT NOT NULL,
+          updated_at BIGINT NOT NULL
+        );
+        """
+}

@@ -1,0 +1,148 @@
+import Foundation
+import HeraldAPNs
+import HeraldCore
+
+/// A registered device as stored.
+public struct DeviceRecord: Hashable, Sendable {
+    /// The store's own id for the device.
+    public var rowID: Int64
+    public var app: String
+    public var platform: Platform
+    /// Normalised (APNs: lowercase hex).
+    public var token: String
+    public var environment: APNsEnvironment
+    /// An app-chosen stable id (SafeWhisper's X-Device-ID).
+    public var deviceID: String?
+    public var createdAt: Date
+    /// The last registration; a 410 older than this keeps the device.
+    public var updatedAt: Date
+    public var lastSeen: Date
+    /// Set when APNs called the token bad for its app and environment.
+    public var disabledReason: String?
+}
+
+/// What a registration says about a device.
+public struct Registration: Sendable {
+    public var app: String
+    public var token: DeviceToken
+    public var environment: APNsEnvironment
+    public var deviceID: String?
+    public var watchSet: WatchSet
+
+    public init(app: String, token: DeviceToken, environment: APNsEnvironment, deviceID: String? = nil, watchSet: WatchSet) {
+        self.app = app
+        self.token = token
+        self.environment = environment
+        self.deviceID = deviceID
+        self.watchSet = watchSet
+    }
+}
+
+/// An accepted event with its rendered push and the devices it goes to.
+public struct NewEvent: Sendable {
+    public var id: String
+    public var app: String
+    public var template: String
+    public var push: RenderedPush
+    public var expiresAt: Date
+    /// `DeviceRecord.rowID`s; one delivery each.
+    public var deviceRowIDs: [Int64]
+    /// The chain source's id for what produced it (a txid): the same one is never accepted twice.
+    public var dedupeKey: String?
+
+    public init(id: String, app: String, template: String, push: RenderedPush, expiresAt: Date, deviceRowIDs: [Int64], dedupeKey: String? = nil) {
+        self.id = id
+        self.app = app
+        self.template = template
+        self.push = push
+        self.expiresAt = expiresAt
+        self.deviceRowIDs = deviceRowIDs
+        self.dedupeKey = dedupeKey
+    }
+}
+
+/// Where a chain source got to; saved with the events it produced.
+public struct ChainCheckpoint: Hashable, Sendable {
+    public var source: String
+    public var blockHash: String
+    public var daaScore: UInt64
+
+    public init(source: String, blockHash: String, daaScore: UInt64) {
+        self.source = source
+        self.blockHash = blockHash
+        self.daaScore = daaScore
+    }
+}
+
+/// A delivery handed to a sender, leased until `leaseUntil`.
+public struct ClaimedDelivery: Hashable, Sendable {
+    public var id: Int64
+    public var eventID: String
+    public var device: DeviceRecord
+    public var push: RenderedPush
+    /// Kept across retries, so a delivery has one identity at APNs.
+    public var apnsID: UUID
+    /// Including this one.
+    public var attempt: Int
+    public var expiresAt: Date
+}
+
+/// What became of a claimed delivery.
+public enum DeliveryOutcome: Hashable, Sendable {
+    case sent(id: Int64)
+    case retry(id: Int64, at: Date, reason: String)
+    case failed(id: Int64, reason: String)
+    case expired(id: Int64)
+    /// 410 with APNs's timestamp: delete the device unless it registered again after `since`.
+    /// 400 BadDeviceToken (no timestamp): disable it for its environment and drop its pending deliveries.
+    case tokenDead(id: Int64, deviceRowID: Int64, since: Date?, reason: String)
+}
+
+/// Delivery states.
+public enum DeliveryState: String, Sendable, CaseIterable {
+    case pending, sending, sent, failed, expired, dropped
+}
+
+/// Counts for `/v1/stats`.
+public struct StoreStats: Hashable, Sendable {
+    /// app → platform → devices.
+    public var devices: [String: [String: Int]] = [:]
+    public var deliveries: [DeliveryState: Int] = [:]
+    public var failureReasons: [String: Int] = [:]
+    public var oldestPending: Date?
+}
+
+/// Herald's durable state. Every method is one transaction: it happens whole or not at all.
+public protocol Store: Sendable {
+    /// Brings the schema to the current version.
+    func migrate() async throws
+
+    /// Creates or updates the device for (app, token), replacing its watch set; revives a disabled one.
+    func register(_ registration: Registration, now: Date) async throws -> DeviceRecord
+    /// Replaces the watch set of a registered device; false when there is none.
+    func updateWatchSet(app: String, token: String, watchSet: WatchSet, now: Date) async throws -> Bool
+    /// Removes a device; false when there was none.
+    func unregister(app: String, token: String) async throws -> Bool
+    /// A device and its watch set, marking it seen.
+    func status(app: String, token: String, now: Date) async throws -> (DeviceRecord, WatchSet)?
+    /// Enabled devices of `app` with `key` among their watch keys or own addresses, or with routes for it.
+    func devices(app: String, watching key: String) async throws -> [(DeviceRecord, WatchSet)]
+    /// Enabled devices of `app` by token.
+    func devices(app: String, tokens: [String]) async throws -> [DeviceRecord]
+
+    /// Commits events and their deliveries (and a chain checkpoint) together. Events whose
+    /// dedupe key was seen before are skipped. Returns the deliveries created per event id.
+    func enqueue(_ events: [NewEvent], checkpoint: ChainCheckpoint?, now: Date) async throws -> [String: Int]
+    func checkpoint(source: String) async throws -> ChainCheckpoint?
+
+    /// Leases up to `limit` due deliveries (pending and due, or sending with an expired lease).
+    func claimDue(limit: Int, now: Date, lease: Duration) async throws -> [ClaimedDelivery]
+    /// Applies outcomes of claimed deliveries.
+    func complete(_ outcomes: [DeliveryOutcome], now: Date) async throws
+    /// Marks pending deliveries past their expiration; returns how many.
+    func expire(now: Date) async throws -> Int
+
+    /// Removes devices not seen since `lastSeenBefore`; returns how many.
+    func deleteStaleDevices(lastSeenBefore: Date) async throws -> Int
+    func stats() async throws -> StoreStats
+}

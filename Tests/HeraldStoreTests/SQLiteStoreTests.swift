@@ -1,0 +1,208 @@
+import Foundation
+import HeraldAPNs
+import HeraldCore
+import HeraldStore
+import Testing
+
+/// A store on a fresh SQLite file, removed afterwards.
+func withStore<T>(_ body: (SQLiteStore, String) async throws -> T) async throws -> T {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-store-\(UUID())")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let path = directory.appendingPathComponent("herald.sqlite").path
+    let store = try SQLiteStore(path: path)
+    try await store.migrate()
+    return try await body(store, path)
+}
+
+private func address(_ byte: UInt8) -> KaspaAddress {
+    try! KaspaAddress(prefix: .mainnet, version: .publicKey, payload: [UInt8](repeating: byte, count: 32))
+}
+
+private func token(_ i: Int) -> DeviceToken {
+    let hex = String(i, radix: 16)
+    return try! DeviceToken(String(repeating: "0", count: 64 - hex.count) + hex, platform: .ios)
+}
+
+private func registration(_ i: Int, app: String = "kasia", watching keys: [WatchKey], own: [KaspaAddress] = [],
+                          routes: [ContextualRoute] = []) throws -> Registration {
+    Registration(app: app, token: token(i), environment: .sandbox, deviceID: "device-\(i)",
+                 watchSet: try WatchSet(watched: keys, own: own, routes: routes))
+}
+
+private let t0 = Date(timeIntervalSince1970: 1_760_000_000)
+private let push = RenderedPush(pushType: .alert, priority: .immediate, collapseID: "c", payload: Array(#"{"aps":{"alert":"hi"}}"#.utf8))
+
+private func event(_ id: String, rows: [Int64], dedupe: String? = nil, expires: Date = t0.addingTimeInterval(86_400)) -> NewEvent {
+    NewEvent(id: id, app: "kasia", template: "custom", push: push, expiresAt: expires, deviceRowIDs: rows, dedupeKey: dedupe)
+}
+
+@Suite("SQLite store: registrations")
+struct StoreRegistrationTests {
+    @Test("register, status, re-register replaces the watch set, update, unregister")
+    func lifecycle() async throws {
+        try await withStore { store, _ in
+            let d = try await store.register(try registration(1, watching: [.kaspaAddress(address(1)), .kaspaAddress(address(2))]), now: t0)
+            #expect(d.token == token(1).value && d.deviceID == "device-1" && d.environment == .sandbox)
+            var status = try #require(try await store.status(app: "kasia", token: token(1).value, now: t0.addingTimeInterval(5)))
+            #expect(status.1.watched == [.kaspaAddress(address(1)), .kaspaAddress(address(2))])
+            #expect(status.0.lastSeen == t0.addingTimeInterval(5))
+
+            let again = try await store.register(try registration(1, watching: [.kaspaAddress(address(3))]), now: t0.addingTimeInterval(10))
+            #expect(again.rowID == d.rowID && again.createdAt == t0 && again.updatedAt == t0.addingTimeInterval(10))
+            status = try #require(try await store.status(app: "kasia", token: token(1).value, now: t0))
+            #expect(status.1.watched == [.kaspaAddress(address(3))])
+
+            #expect(try await store.updateWatchSet(app: "kasia", token: token(1).value, watchSet: try WatchSet(watched: [WatchKey.session("s")]), now: t0))
+            #expect(try await store.updateWatchSet(app: "kasia", token: token(2).value, watchSet: .empty, now: t0) == false)
+            #expect(try await store.status(app: "kasia", token: token(1).value, now: t0)?.1.watched == [.session("s")])
+
+            #expect(try await store.unregister(app: "kasia", token: token(1).value))
+            #expect(try await store.unregister(app: "kasia", token: token(1).value) == false)
+            #expect(try await store.status(app: "kasia", token: token(1).value, now: t0) == nil)
+            #expect(try await store.devices(app: "kasia", watching: WatchKey.session("s").description).isEmpty)
+        }
+    }
+
+    @Test("routing lookups: by watch key, own address and route peer; per app")
+    func lookups() async throws {
+        try await withStore { store, _ in
+            let a = address(0xA), b = address(0xB)
+            _ = try await store.register(try registration(1, watching: [.kaspaAddress(a)]), now: t0)
+            _ = try await store.register(try registration(2, watching: [], own: [a]), now: t0)
+            _ = try await store.register(try registration(3, watching: [], routes: [ContextualRoute(peer: a, aliases: ["x", "y"])]), now: t0)
+            _ = try await store.register(try registration(4, app: "other", watching: [.kaspaAddress(a)]), now: t0)
+            _ = try await store.register(try registration(5, watching: [.kaspaAddress(b)]), now: t0)
+            let found = try await store.devices(app: "kasia", watching: a.string)
+            #expect(found.map(\.0.token) == [token(1).value, token(2).value, token(3).value])
+            #expect(found[1].1.own == [a])
+            #expect(found[2].1.routes[a] == ["x", "y"])
+            #expect(try await store.devices(app: "kasia", tokens: [token(5).value, token(4).value, "ff"]).map(\.token) == [token(5).value])
+        }
+    }
+}
+
+@Suite("SQLite store: events and the outbox")
+struct StoreOutboxTests {
+    @Test("enqueue is durable across reopening, dedupes, and commits the checkpoint with its events")
+    func enqueueDurable() async throws {
+        try await withStore { store, path in
+            let d1 = try await store.register(try registration(1, watching: []), now: t0)
+            let d2 = try await store.register(try registration(2, watching: []), now: t0)
+            let checkpoint = ChainCheckpoint(source: "kaspa", blockHash: "abc", daaScore: 42)
+            let created = try await store.enqueue(
+                [event("e1", rows: [d1.rowID, d2.rowID, d1.rowID], dedupe: "tx1")], checkpoint: checkpoint, now: t0)
+            #expect(created == ["e1": 2])
+            #expect(try await store.enqueue([event("e2", rows: [d1.rowID], dedupe: "tx1")], checkpoint: nil, now: t0) == [:])
+
+            let reopened = try SQLiteStore(path: path)
+            try await reopened.migrate()
+            #expect(try await reopened.checkpoint(source: "kaspa") == checkpoint)
+            #expect(try await reopened.stats().deliveries[.pending] == 2)
+        }
+    }
+
+    @Test("a batch with a bad device reference writes nothing")
+    func allOrNothing() async throws {
+        try await withStore { store, _ in
+            let d1 = try await store.register(try registration(1, watching: []), now: t0)
+            await #expect(throws: (any Error).self) {
+                try await store.enqueue([event("ok", rows: [d1.rowID]), event("bad", rows: [999_999])], checkpoint: nil, now: t0)
+            }
+            #expect(try await store.stats().deliveries.isEmpty)
+            #expect(try await store.enqueue([event("ok", rows: [d1.rowID])], checkpoint: nil, now: t0) == ["ok": 1])
+        }
+    }
+
+    @Test("claims lease deliveries; an expired lease (a crashed sender) makes them due again with the same apns-id")
+    func claimAndLease() async throws {
+        try await withStore { store, _ in
+            let rows = try await (1...3).asyncMap { try await store.register(try registration($0, watching: []), now: t0).rowID }
+            _ = try await store.enqueue([event("e", rows: rows)], checkpoint: nil, now: t0)
+            let first = try await store.claimDue(limit: 2, now: t0, lease: .seconds(30))
+            #expect(first.count == 2 && first.allSatisfy { $0.attempt == 1 && $0.push == push })
+            let second = try await store.claimDue(limit: 10, now: t0.addingTimeInterval(1), lease: .seconds(30))
+            #expect(second.count == 1)
+            #expect(try await store.claimDue(limit: 10, now: t0.addingTimeInterval(2), lease: .seconds(30)).isEmpty)
+            // The sender died: after the lease, the same deliveries come back, attempt 2, same apns-id.
+            let again = try await store.claimDue(limit: 10, now: t0.addingTimeInterval(30.5), lease: .seconds(30))
+            #expect(Set(again.map(\.id)) == Set(first.map(\.id)))
+            #expect(Set(again.map(\.apnsID)) == Set(first.map(\.apnsID)))
+            #expect(again.allSatisfy { $0.attempt == 2 })
+        }
+    }
+
+    @Test("outcomes: sent, retry at a time, failed, expired")
+    func outcomes() async throws {
+        try await withStore { store, _ in
+            let rows = try await (1...4).asyncMap { try await store.register(try registration($0, watching: []), now: t0).rowID }
+            _ = try await store.enqueue([event("e", rows: rows)], checkpoint: nil, now: t0)
+            let c = try await store.claimDue(limit: 10, now: t0, lease: .seconds(30))
+            try await store.complete([
+                .sent(id: c[0].id), .retry(id: c[1].id, at: t0.addingTimeInterval(60), reason: "ServiceUnavailable"),
+                .failed(id: c[2].id, reason: "TopicDisallowed"), .expired(id: c[3].id),
+            ], now: t0)
+            #expect(try await store.claimDue(limit: 10, now: t0.addingTimeInterval(59), lease: .seconds(30)).isEmpty)
+            #expect(try await store.claimDue(limit: 10, now: t0.addingTimeInterval(60), lease: .seconds(30)).map(\.id) == [c[1].id])
+            let stats = try await store.stats()
+            #expect(stats.deliveries[.sent] == 1 && stats.deliveries[.failed] == 1 && stats.deliveries[.expired] == 1)
+            #expect(stats.failureReasons["TopicDisallowed"] == 1)
+        }
+    }
+
+    @Test("410 compare-and-delete: older than the last registration keeps the device, newer deletes it")
+    func compareAndDelete() async throws {
+        try await withStore { store, _ in
+            let d = try await store.register(try registration(1, watching: [.session("s")]), now: t0)
+            _ = try await store.enqueue([event("e1", rows: [d.rowID])], checkpoint: nil, now: t0)
+            var c = try await store.claimDue(limit: 1, now: t0, lease: .seconds(30))
+            // APNs saw the token die before the device registered: keep it.
+            try await store.complete([.tokenDead(id: c[0].id, deviceRowID: d.rowID, since: t0.addingTimeInterval(-60), reason: "Unregistered")], now: t0)
+            #expect(try await store.status(app: "kasia", token: d.token, now: t0) != nil)
+
+            _ = try await store.enqueue([event("e2", rows: [d.rowID])], checkpoint: nil, now: t0)
+            c = try await store.claimDue(limit: 1, now: t0, lease: .seconds(30))
+            try await store.complete([.tokenDead(id: c[0].id, deviceRowID: d.rowID, since: t0.addingTimeInterval(60), reason: "Unregistered")], now: t0)
+            #expect(try await store.status(app: "kasia", token: d.token, now: t0) == nil)
+            #expect(try await store.devices(app: "kasia", watching: "session:s").isEmpty)
+        }
+    }
+
+    @Test("a bad token disables the device and drops its pending deliveries; registering again revives it")
+    func badToken() async throws {
+        try await withStore { store, _ in
+            let d = try await store.register(try registration(1, watching: [.session("s")]), now: t0)
+            _ = try await store.enqueue([event("e1", rows: [d.rowID]), event("e2", rows: [d.rowID])], checkpoint: nil, now: t0)
+            let c = try await store.claimDue(limit: 1, now: t0, lease: .seconds(30))
+            try await store.complete([.tokenDead(id: c[0].id, deviceRowID: d.rowID, since: nil, reason: "BadDeviceToken")], now: t0)
+            #expect(try await store.devices(app: "kasia", watching: "session:s").isEmpty)
+            #expect(try await store.claimDue(limit: 10, now: t0.addingTimeInterval(3_600), lease: .seconds(30)).isEmpty)
+            let stats = try await store.stats()
+            #expect(stats.deliveries[.failed] == 1 && stats.deliveries[.dropped] == 1)
+            _ = try await store.register(try registration(1, watching: [.session("s")]), now: t0.addingTimeInterval(5))
+            #expect(try await store.devices(app: "kasia", watching: "session:s").count == 1)
+        }
+    }
+
+    @Test("expiry and stale-device cleanup count what they remove")
+    func expiryAndCleanup() async throws {
+        try await withStore { store, _ in
+            let d1 = try await store.register(try registration(1, watching: []), now: t0)
+            let d2 = try await store.register(try registration(2, watching: []), now: t0.addingTimeInterval(86_400 * 100))
+            _ = try await store.enqueue([event("e", rows: [d1.rowID, d2.rowID], expires: t0.addingTimeInterval(60))], checkpoint: nil, now: t0)
+            #expect(try await store.expire(now: t0.addingTimeInterval(59)) == 0)
+            #expect(try await store.expire(now: t0.addingTimeInterval(60)) == 2)
+            #expect(try await store.claimDue(limit: 10, now: t0.addingTimeInterval(61), lease: .seconds(30)).isEmpty)
+            #expect(try await store.deleteStaleDevices(lastSeenBefore: t0.addingTimeInterval(86_400 * 90)) == 1)
+            #expect(try await store.stats().devices == ["kasia": ["ios": 1]])
+        }
+    }
+}
+
+extension Sequence {
+    func asyncMap<T>(_ transform: (Element) async throws -> T) async rethrows -> [T] {
+        var out: [T] = []
+        for element in self { out.append(try await transform(element)) }
+        return out
+    }
+}
