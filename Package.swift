@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "HeraldAPNsSimulator", targets: ["HeraldAPNsSimulator"]),
         .library(name: "HeraldCore", targets: ["HeraldCore"]),
         .library(name: "HeraldStore", targets: ["HeraldStore"]),
+        .library(name: "HeraldServer", targets: ["HeraldServer"]),
         .executable(name: "herald", targets: ["HeraldCLI"]),
     ],
     dependencies: [
@@ -21,6 +22,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
     ],
     targets: [
         // The APNs provider: JWT, HTTP/2 connection pool, validation, classification.
@@ -64,6 +66,15 @@ let package = Package(
             name: "HeraldStore",
             dependencies: ["HeraldCore", "HeraldAPNs", .product(name: "GRDB", package: "GRDB.swift")]
         ),
+        // The HTTP API (Hummingbird 2) on top of the store and core.
+        .target(
+            name: "HeraldServer",
+            dependencies: [
+                "HeraldCore", "HeraldStore", "HeraldAPNs",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // The `herald` command.
         .executableTarget(
             name: "HeraldCLI",
@@ -90,5 +101,13 @@ let package = Package(
         ),
         .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore", "HeraldAPNs"]),
         .testTarget(name: "HeraldStoreTests", dependencies: ["HeraldStore", "HeraldCore", "HeraldAPNs"]),
+        .testTarget(
+            name: "HeraldServerTests",
+            dependencies: [
+                "HeraldServer", "HeraldStore", "HeraldCore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ]
+        ),
     ]
 )

@@ -1,0 +1,190 @@
+import Foundation
+import HeraldAPNs
+import HeraldCore
+import HeraldStore
+import Hummingbird
+
+/// Settings of the HTTP API.
+public struct APIConfiguration: Sendable {
+    /// The app a request serves when it names none (the single-app case).
+    public var defaultApp = "default"
+    /// SPEC §3: 64 KiB.
+    public var maximumBodySize = 65_536
+    /// SPEC §3.1: 1,000 watch keys per device, 100 aliases per route.
+    public var maximumWatchKeys = WatchSet.defaultMaximumKeys
+    public var maximumAliases = ContextualRoute.defaultMaximumAliases
+    /// `HERALD_REGISTRATION_KEYS`: when set, registration needs one of them as a bearer.
+    public var registrationKeys: Set<String> = []
+
+    public init() {}
+}
+
+/// SPEC §3.1, the native registration API (shapes from reference/kasia-push-plan.md):
+/// `POST /v1/push/register`, `PUT /v1/push/update`, `DELETE /v1/push/unregister`, `GET /v1/push/status`.
+public struct RegistrationAPI: Sendable {
+    public let store: any Store
+    public let configuration: APIConfiguration
+    public let now: @Sendable () -> Date
+
+    public init(store: any Store, configuration: APIConfiguration, now: @escaping @Sendable () -> Date = { Date() }) {
+        self.store = store
+        self.configuration = configuration
+        self.now = now
+    }
+
+    struct RouteBody: Decodable {
+        var peer_address: String?
+        var aliases: [String]?
+    }
+
+    struct RegisterBody: Decodable {
+        var device_token: String?
+        var platform: String?
+        var watched_addresses: [String]?
+        var addresses: [String]?
+        var contextual_routes: [RouteBody]?
+        var environment: String?
+        var app: String?
+        var device_id: String?
+    }
+
+    struct UpdateBody: Decodable {
+        var device_token: String?
+        var watched_addresses: [String]?
+        var addresses: [String]?
+        var contextual_routes: [RouteBody]?
+        var app: String?
+    }
+
+    struct TokenBody: Decodable {
+        var device_token: String?
+        var app: String?
+    }
+
+    public func addRoutes<Context: RequestContext>(to router: Router<Context>) {
+        router.post("/v1/push/register") { request, _ in try await register(request) }
+        router.put("/v1/push/update") { request, _ in try await update(request) }
+        router.delete("/v1/push/unregister") { request, _ in try await unregister(request) }
+        router.get("/v1/push/status") { request, _ in try await status(request) }
+    }
+
+    func register(_ request: Request) async throws -> Response {
+        try authorize(request)
+        let body = try await JSONBody.decode(RegisterBody.self, from: request, limit: configuration.maximumBodySize)
+        guard let platformText = body.platform else { throw APIError.missing("platform") }
+        guard let platform = Platform(rawValue: platformText) else {
+            throw APIError.invalid("platform", "platform is ios or android")
+        }
+        let token = try deviceToken(body.device_token, platform: platform)
+        var environment = APNsEnvironment.sandbox
+        if let text = body.environment {
+            guard let parsed = APNsEnvironment(rawValue: text) else {
+                throw APIError.invalid("environment", "environment is production or sandbox")
+            }
+            environment = parsed
+        }
+        if let id = body.device_id, id.isEmpty || id.utf8.count > 256 {
+            throw APIError.invalid("device_id", "device_id is 1 to 256 bytes")
+        }
+        let watchSet = try self.watchSet(watched: body.watched_addresses, own: body.addresses, routes: body.contextual_routes)
+        let registration = Registration(
+            app: try app(body.app), token: token, environment: environment, deviceID: body.device_id, watchSet: watchSet)
+        _ = try await store.register(registration, now: now())
+        return try Self.json(["registered": true, "watched_addresses": watchSet.watched.count])
+    }
+
+    func update(_ request: Request) async throws -> Response {
+        try authorize(request)
+        let body = try await JSONBody.decode(UpdateBody.self, from: request, limit: configuration.maximumBodySize)
+        guard let token = body.device_token else { throw APIError.missing("device_token") }
+        let watchSet = try self.watchSet(watched: body.watched_addresses, own: body.addresses, routes: body.contextual_routes)
+        guard try await store.updateWatchSet(app: try app(body.app), token: token.lowercased(), watchSet: watchSet, now: now()) else {
+            throw APIError(.notFound, code: "not_registered", message: "no device with this token", field: "device_token")
+        }
+        return try Self.json(["updated": true, "watched_addresses": watchSet.watched.count])
+    }
+
+    func unregister(_ request: Request) async throws -> Response {
+        try authorize(request)
+        let body = try await JSONBody.decode(TokenBody.self, from: request, limit: configuration.maximumBodySize)
+        guard let token = body.device_token else { throw APIError.missing("device_token") }
+        let removed = try await store.unregister(app: try app(body.app), token: token.lowercased())
+        return try Self.json(["unregistered": removed])
+    }
+
+    func status(_ request: Request) async throws -> Response {
+        try authorize(request)
+        guard let token = request.uri.queryParameters.get("device_token"), !token.isEmpty else {
+            throw APIError.missing("device_token")
+        }
+        let app = try app(request.uri.queryParameters.get("app"))
+        guard let (device, watchSet) = try await store.status(app: app, token: token.lowercased(), now: now()) else {
+            return try Self.json(["registered": false, "watched_addresses": [String](), "last_seen": NSNull()])
+        }
+        return try Self.json([
+            "registered": true,
+            "watched_addresses": watchSet.watched.map(\.description).sorted(),
+            "last_seen": Int64(device.lastSeen.timeIntervalSince1970),
+        ])
+    }
+
+    // MARK: Validation
+
+    private func authorize(_ request: Request) throws {
+        guard !configuration.registrationKeys.isEmpty else { return }
+        guard let header = request.headers[.authorization], header.lowercased().hasPrefix("bearer "),
+            configuration.registrationKeys.contains(String(header.dropFirst("bearer ".count)))
+        else {
+            throw APIError(.unauthorized, code: "unauthorized", message: "a registration key is required as a bearer token")
+        }
+    }
+
+    private func app(_ name: String?) throws -> String {
+        guard let name else { return configuration.defaultApp }
+        guard !name.isEmpty, name.utf8.count <= 64 else { throw APIError.invalid("app", "app is 1 to 64 bytes") }
+        return name
+    }
+
+    private func deviceToken(_ text: String?, platform: Platform) throws -> DeviceToken {
+        guard let text else { throw APIError.missing("device_token") }
+        do {
+            return try DeviceToken(text, platform: platform)
+        } catch {
+            throw APIError.invalid("device_token", error.description)
+        }
+    }
+
+    private func watchSet(watched: [String]?, own: [String]?, routes: [RouteBody]?) throws -> WatchSet {
+        guard let watched else { throw APIError.missing("watched_addresses") }
+        let total = watched.count + (own?.count ?? 0)
+        guard total <= configuration.maximumWatchKeys else {
+            throw APIError.invalid("watched_addresses", "at most \(configuration.maximumWatchKeys) watch keys per device")
+        }
+        let keys = try watched.enumerated().map { i, text in
+            do { return try WatchKey(text) } catch { throw APIError.invalid("watched_addresses[\(i)]", "\(error)") }
+        }
+        let addresses = try (own ?? []).enumerated().map { i, text in
+            do { return try KaspaAddress(text) } catch { throw APIError.invalid("addresses[\(i)]", "not a Kaspa address: \(error)") }
+        }
+        let parsedRoutes = try (routes ?? []).enumerated().map { i, route in
+            guard let peerText = route.peer_address else { throw APIError.missing("contextual_routes[\(i)].peer_address") }
+            let peer: KaspaAddress
+            do { peer = try KaspaAddress(peerText) } catch {
+                throw APIError.invalid("contextual_routes[\(i)].peer_address", "not a Kaspa address: \(error)")
+            }
+            do {
+                return try ContextualRoute(peer: peer, aliases: route.aliases ?? [], maximumAliases: configuration.maximumAliases)
+            } catch {
+                throw APIError.invalid("contextual_routes[\(i)].aliases", "\(error)")
+            }
+        }
+        return try WatchSet(watched: keys, own: addresses, routes: parsedRoutes, maximumKeys: .max)
+    }
+
+    static func json(_ object: [String: Any], status: HTTPResponse.Status = .ok) throws -> Response {
+        let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json"
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+}
