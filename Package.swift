@@ -81,6 +81,10 @@ let package = Package(
             dependencies: [
                 "HeraldAPNs",
                 "HeraldAPNsSimulator",
+                "HeraldCore",
+                "HeraldStore",
+                "HeraldServer",
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -99,6 +103,8 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // Tests that start the `herald` binary as separate processes.
+        .testTarget(name: "HeraldCLITests", dependencies: []),
         .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore", "HeraldAPNs"]),
         .testTarget(name: "HeraldStoreTests", dependencies: ["HeraldStore", "HeraldCore", "HeraldAPNs"]),
         .testTarget(

@@ -89,13 +89,21 @@ public final class SQLiteStore: Store {
     }
 
     public func devices(app: String, tokens: [String]) async throws -> [DeviceRecord] {
-        guard !tokens.isEmpty else { return [] }
+        try await devices(app: app, column: "token", in: tokens)
+    }
+
+    public func devices(app: String, deviceIDs: [String]) async throws -> [DeviceRecord] {
+        try await devices(app: app, column: "device_id", in: deviceIDs)
+    }
+
+    private func devices(app: String, column: String, in values: [String]) async throws -> [DeviceRecord] {
+        guard !values.isEmpty else { return [] }
         return try await pool.read { db in
-            let marks = Array(repeating: "?", count: tokens.count).joined(separator: ",")
+            let marks = Array(repeating: "?", count: values.count).joined(separator: ",")
             return try Row.fetchAll(
                 db,
-                sql: "SELECT * FROM devices WHERE app_id = ? AND disabled_reason IS NULL AND token IN (\(marks)) ORDER BY id",
-                arguments: StatementArguments([app] + tokens)
+                sql: "SELECT * FROM devices WHERE app_id = ? AND disabled_reason IS NULL AND \(column) IN (\(marks)) ORDER BY id",
+                arguments: StatementArguments([app] + values)
             ).map(Self.deviceRecord)
         }
     }

@@ -129,6 +129,8 @@ public protocol Store: Sendable {
     func devices(app: String, watching key: String) async throws -> [(DeviceRecord, WatchSet)]
     /// Enabled devices of `app` by token.
     func devices(app: String, tokens: [String]) async throws -> [DeviceRecord]
+    /// Enabled devices of `app` by their app-chosen `device_id`.
+    func devices(app: String, deviceIDs: [String]) async throws -> [DeviceRecord]
 
     /// Commits events and their deliveries (and a chain checkpoint) together. Events whose
     /// dedupe key was seen before are skipped. Returns the deliveries created per event id.

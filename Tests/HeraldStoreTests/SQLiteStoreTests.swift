@@ -78,6 +78,7 @@ struct StoreRegistrationTests {
             #expect(found[1].1.own == [a])
             #expect(found[2].1.routes[a] == ["x", "y"])
             #expect(try await store.devices(app: "kasia", tokens: [token(5).value, token(4).value, "ff"]).map(\.token) == [token(5).value])
+            #expect(try await store.devices(app: "kasia", deviceIDs: ["device-2", "device-4", "nope"]).map(\.token) == [token(2).value])
         }
     }
 }

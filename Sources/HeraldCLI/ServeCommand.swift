@@ -1,0 +1,121 @@
+import ArgumentParser
+import Crypto
+import Foundation
+import HeraldAPNs
+import HeraldAPNsSimulator
+import HeraldServer
+import HeraldStore
+import Hummingbird
+import Logging
+import NIOCore
+import NIOPosix
+
+/// `herald serve`: the gateway, configured by SPEC §7's environment.
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Run the gateway (HERALD_* environment; with no APNs credentials, the built-in APNs simulator).")
+
+    func run() async throws {
+        CLILogging.bootstrap()
+        let logger = Logger(label: "herald")
+        let env = ProcessInfo.processInfo.environment
+        let settings: ServeSettings
+        do {
+            settings = try ServeSettings(environment: env)
+        } catch let error as InvalidInput {
+            CLIOutput.printJSON(["status": "invalid", "field": error.field, "error": error.message])
+            throw ExitCode(2)
+        } catch let error as APNsConfigurationError {
+            CLIOutput.printJSON(["status": "invalid", "field": error.field, "error": error.message])
+            throw ExitCode(2)
+        }
+
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
+        let store = try SQLiteStore(path: settings.databasePath)
+        try await store.migrate()
+
+        var simulator: APNsSimulator?
+        let client: APNsClient
+        let topic: String
+        if let apns = settings.apns {
+            let key = try apns.loadSigningKey()
+            client = try APNsClient(
+                configuration: apns.clientConfiguration(), tokens: APNsProviderTokenSource(key: key), eventLoopGroup: group,
+                logger: Logger(label: "herald.apns"))
+            topic = apns.topic
+        } else {
+            // No Apple credentials: an in-process simulator with an ephemeral key, on loopback.
+            let key = APNsSigningKey(privateKey: P256.Signing.PrivateKey(), keyID: "HERALDSIM0", teamID: "HERALDSIM0")
+            var configuration = APNsSimulatorConfiguration()
+            configuration.port = 0
+            configuration.controlPort = env["HERALD_SIMULATOR_CONTROL_PORT"].flatMap(Int.init) ?? 0
+            configuration.keys = [SimulatorKey(keyID: key.keyID, teamID: key.teamID, publicKey: key.publicKey)]
+            let sim = try await APNsSimulator.start(configuration: configuration, eventLoopGroup: group)
+            let caPath = try sim.writeCA(to: FileManager.default.temporaryDirectory.appendingPathComponent("herald-\(getpid())").path)
+            client = try APNsClient(
+                configuration: APNsClientConfiguration(environment: .sandbox, url: sim.url, trustRootsPEMFile: caPath),
+                tokens: APNsProviderTokenSource(key: key), eventLoopGroup: group, logger: Logger(label: "herald.apns"))
+            topic = env["HERALD_APNS_TOPIC"].flatMap { $0.isEmpty ? nil : $0 } ?? "com.example.herald"
+            simulator = sim
+            logger.warning(
+                "No APNs credentials (HERALD_APNS_*): pushes go to the built-in APNs SIMULATOR, not to Apple",
+                metadata: ["simulator": "\(sim.url)", "control": "http://127.0.0.1:\(sim.controlPort)"])
+        }
+
+        let outbox = Outbox(store: store, provider: APNsPushProvider(client: client, topic: topic), logger: Logger(label: "herald.outbox"))
+        let router = Gateway.router(
+            store: store, configuration: settings.api, publishKeys: settings.publishKeys, outbox: outbox)
+        let app = Application(
+            router: router,
+            configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "Herald"),
+            eventLoopGroupProvider: .shared(group), logger: logger)
+        logger.info("herald serve", metadata: ["http": "\(settings.host):\(settings.port)", "database": "\(settings.databasePath)"])
+
+        let outboxTask = Task { await outbox.run() }
+        // Stops accepting on SIGINT/SIGTERM; the outbox then finishes its batch in flight.
+        try await app.runService(gracefulShutdownSignals: [.sigterm, .sigint])
+        outboxTask.cancel()
+        await outboxTask.value
+        await client.shutdown()
+        await simulator?.shutdown()
+        try await group.shutdownGracefully()
+    }
+}
+
+/// `herald serve`'s settings from SPEC §7's environment.
+struct ServeSettings {
+    var host = "127.0.0.1"
+    var port = 8080
+    var databasePath = "herald.sqlite"
+    var publishKeys: Set<String> = []
+    var api = APIConfiguration()
+    var apns: APNsSettings?
+
+    init(environment env: [String: String]) throws {
+        if let h = env["HERALD_HTTP_HOST"], !h.isEmpty { host = h }
+        if let p = env["HERALD_HTTP_PORT"], !p.isEmpty {
+            guard let parsed = Int(p), (0...65_535).contains(parsed) else {
+                throw InvalidInput(field: "HERALD_HTTP_PORT", message: "is a port number, not \(p)")
+            }
+            port = parsed
+        }
+        if let url = env["HERALD_DATABASE_URL"], !url.isEmpty {
+            if url.hasPrefix("sqlite:") {
+                databasePath = String(url.dropFirst("sqlite:".count))
+                guard !databasePath.isEmpty else { throw InvalidInput(field: "HERALD_DATABASE_URL", message: "sqlite: needs a path") }
+            } else if url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") {
+                throw InvalidInput(field: "HERALD_DATABASE_URL", message: "the PostgreSQL store is not built yet; use sqlite:<path>")
+            } else {
+                throw InvalidInput(field: "HERALD_DATABASE_URL", message: "is sqlite:<path> or postgres://…")
+            }
+        }
+        publishKeys = Self.list(env["HERALD_PUBLISH_KEYS"])
+        api.registrationKeys = Self.list(env["HERALD_REGISTRATION_KEYS"])
+        apns = try APNsSettings.fromEnvironment(env)
+    }
+
+    static func list(_ value: String?) -> Set<String> {
+        Set((value ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
+    }
+}

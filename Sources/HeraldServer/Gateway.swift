@@ -1,0 +1,36 @@
+import Foundation
+import HeraldStore
+import Hummingbird
+
+/// The whole HTTP API of SPEC §3 on one router.
+public enum Gateway {
+    public static func router(
+        store: any Store, configuration: APIConfiguration, publishKeys: Set<String>, outbox: Outbox?
+    ) -> Router<BasicRequestContext> {
+        let router = Router()
+        RegistrationAPI(store: store, configuration: configuration).addRoutes(to: router)
+        PublishAPI(store: store, configuration: configuration, publishKeys: publishKeys, onEnqueued: { outbox?.notify() })
+            .addRoutes(to: router)
+        router.get("/healthz") { _, _ in try RegistrationAPI.json(["status": "ok"]) }
+        router.get("/readyz") { _, _ in
+            do {
+                _ = try await store.stats()
+                return try RegistrationAPI.json(["ready": true])
+            } catch {
+                throw APIError(.serviceUnavailable, code: "not_ready", message: "the store is not reachable")
+            }
+        }
+        router.get("/v1/stats") { _, _ in
+            let stats = try await store.stats()
+            let queued = (stats.deliveries[.pending] ?? 0) + (stats.deliveries[.sending] ?? 0)
+            return try RegistrationAPI.json([
+                "registrations": stats.devices,
+                "deliveries": Dictionary(uniqueKeysWithValues: stats.deliveries.map { ($0.key.rawValue, $0.value) }),
+                "failure_reasons": stats.failureReasons,
+                "queue_depth": queued,
+                "oldest_pending_age_seconds": stats.oldestPending.map { max(0, Int(Date().timeIntervalSince($0))) } as Any? ?? NSNull(),
+            ])
+        }
+        return router
+    }
+}

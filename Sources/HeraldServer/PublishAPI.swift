@@ -1,0 +1,207 @@
+import Foundation
+import HeraldAPNs
+import HeraldCore
+import HeraldStore
+import Hummingbird
+
+/// SPEC §3.2: `POST /v1/events` and `POST /v1/events:batch`, behind a publisher key.
+/// Answers only once the events and their deliveries are committed; never waits on APNs.
+public struct PublishAPI: Sendable {
+    public let store: any Store
+    public let configuration: APIConfiguration
+    /// `HERALD_PUBLISH_KEYS`.
+    public let publishKeys: Set<String>
+    /// Called after a commit so the outbox looks at once.
+    public let onEnqueued: @Sendable () -> Void
+    public let now: @Sendable () -> Date
+    /// Events per batch (SPEC §3.2).
+    public static let maximumBatch = 1_000
+    /// Default time to live (SPEC §2: 24 h).
+    public static let defaultLifetime: TimeInterval = 86_400
+
+    public init(
+        store: any Store, configuration: APIConfiguration, publishKeys: Set<String>,
+        onEnqueued: @escaping @Sendable () -> Void = {}, now: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.store = store
+        self.configuration = configuration
+        self.publishKeys = publishKeys
+        self.onEnqueued = onEnqueued
+        self.now = now
+    }
+
+    struct Targets: Decodable {
+        var keys: [String]?
+        var device_ids: [String]?
+        var tokens: [String]?
+    }
+
+    struct EventBody: Decodable {
+        var app: String?
+        var template: String?
+        var targets: Targets?
+        var exclude_device_ids: [String]?
+        var fields: JSONValue?
+        var priority: Int?
+        var expiration: Int64?
+        var collapse_id: String?
+    }
+
+    struct KasiaFields: Decodable {
+        var tx_id: String?
+        var sender: String?
+        var recipient: String?
+        var alias: String?
+        var payload: String?
+        var timestamp: Int64?
+        var daa_score: UInt64?
+        var amount: UInt64?
+    }
+
+    struct BatchBody: Decodable {
+        var events: [EventBody]?
+    }
+
+    /// A validated, routed event, ready to commit.
+    struct Prepared {
+        var event: NewEvent
+        var unknownTokens: [String]
+    }
+
+    public func addRoutes<Context: RequestContext>(to router: Router<Context>) {
+        router.post("/v1/events") { request, _ in
+            try authorize(request)
+            let body = try await JSONBody.decode(EventBody.self, from: request, limit: configuration.maximumBodySize)
+            let prepared = try await prepare(body, field: "")
+            _ = try await store.enqueue([prepared.event], checkpoint: nil, now: now())
+            onEnqueued()
+            return try RegistrationAPI.json(
+                ["event_id": prepared.event.id, "deliveries": prepared.event.deviceRowIDs.count, "unknown_tokens": prepared.unknownTokens],
+                status: .accepted)
+        }
+        router.post("/v1/events:batch") { request, _ in
+            try authorize(request)
+            let body = try await JSONBody.decode(BatchBody.self, from: request, limit: configuration.maximumBodySize)
+            guard let events = body.events else { throw APIError.missing("events") }
+            guard !events.isEmpty, events.count <= Self.maximumBatch else {
+                throw APIError.invalid("events", "a batch has 1 to \(Self.maximumBatch) events")
+            }
+            var prepared: [Prepared] = []
+            for (i, event) in events.enumerated() { prepared.append(try await prepare(event, field: "events[\(i)].")) }
+            _ = try await store.enqueue(prepared.map(\.event), checkpoint: nil, now: now())
+            onEnqueued()
+            return try RegistrationAPI.json(
+                ["events": prepared.map { ["event_id": $0.event.id, "deliveries": $0.event.deviceRowIDs.count] }],
+                status: .accepted)
+        }
+    }
+
+    private func authorize(_ request: Request) throws {
+        guard let header = request.headers[.authorization], header.lowercased().hasPrefix("bearer "),
+            publishKeys.contains(String(header.dropFirst("bearer ".count)))
+        else {
+            throw APIError(.unauthorized, code: "unauthorized", message: "a publisher key is required as a bearer token")
+        }
+    }
+
+    /// Validates, renders and routes one event.
+    func prepare(_ body: EventBody, field prefix: String) async throws -> Prepared {
+        let app = body.app ?? configuration.defaultApp
+        guard let template = body.template else { throw APIError.missing(prefix + "template") }
+        guard let fields = body.fields, fields.objectFields != nil else {
+            throw APIError.invalid(prefix + "fields", "fields is a JSON object")
+        }
+        var priority: APNsPriority?
+        if let value = body.priority {
+            guard let parsed = APNsPriority(rawValue: value) else { throw APIError.invalid(prefix + "priority", "priority is 10, 5 or 1") }
+            priority = parsed
+        }
+        let nowDate = now()
+        let expiresAt = body.expiration.map { Date(timeIntervalSince1970: TimeInterval($0)) }
+            ?? nowDate.addingTimeInterval(Self.defaultLifetime)
+        guard expiresAt > nowDate else { throw APIError.invalid(prefix + "expiration", "expiration is in the past") }
+
+        let push: RenderedPush
+        var kasia: KasiaEvent?
+        switch template {
+        case "custom":
+            let map = Dictionary(fields.objectFields!.map { ($0.key, $0.value) }, uniquingKeysWith: { a, _ in a })
+            guard let aps = map["aps"] else { throw APIError.missing(prefix + "fields.aps") }
+            var pushType: APNsPushType?
+            if let value = map["push_type"] {
+                guard case .string(let text) = value, let parsed = APNsPushType(rawValue: text) else {
+                    throw APIError.invalid(prefix + "fields.push_type", "push_type is one of Apple's apns-push-type values")
+                }
+                pushType = parsed
+            }
+            do {
+                push = try CustomTemplate.render(aps: aps, data: map["data"], pushType: pushType, priority: priority, collapseID: body.collapse_id)
+            } catch {
+                throw APIError.invalid(prefix + error.field, error.message)
+            }
+        case "kasia.handshake", "kasia.contextual_message", "kasia.payment":
+            let event = try kasiaEvent(template: template, fields: fields, prefix: prefix)
+            kasia = event
+            push = KasiaTemplate.render(event)
+        default:
+            throw APIError.invalid(prefix + "template", "unknown template \(template)")
+        }
+
+        var devices: [DeviceRecord] = []
+        var unknownTokens: [String] = []
+        if let targets = body.targets {
+            for (i, key) in (targets.keys ?? []).enumerated() {
+                let parsed: WatchKey
+                do { parsed = try WatchKey(key) } catch { throw APIError.invalid(prefix + "targets.keys[\(i)]", "\(error)") }
+                devices += try await store.devices(app: app, watching: parsed.description).map(\.0)
+            }
+            let tokens = (targets.tokens ?? []).map { $0.lowercased() }
+            let known = try await store.devices(app: app, tokens: tokens)
+            unknownTokens = tokens.filter { t in !known.contains { $0.token == t } }
+            devices += known
+            devices += try await store.devices(app: app, deviceIDs: targets.device_ids ?? [])
+        } else if let kasia {
+            guard let key = KasiaRouting.lookupKey(for: kasia) else {
+                throw APIError.missing(prefix + "fields.recipient")
+            }
+            devices = try await store.devices(app: app, watching: key)
+                .filter { KasiaRouting.accepts(kasia, watchSet: $0.1) }.map(\.0)
+        } else {
+            throw APIError.missing(prefix + "targets")
+        }
+        let excluded = Set(body.exclude_device_ids ?? [])
+        let rows = devices.filter { $0.platform == .ios && !($0.deviceID.map(excluded.contains) ?? false) }.map(\.rowID)
+        let event = NewEvent(
+            id: UUID().uuidString.lowercased(), app: app, template: template, push: push, expiresAt: expiresAt,
+            deviceRowIDs: Array(Set(rows)).sorted())
+        return Prepared(event: event, unknownTokens: unknownTokens)
+    }
+
+    private func kasiaEvent(template: String, fields: JSONValue, prefix: String) throws -> KasiaEvent {
+        let f: KasiaFields
+        do {
+            f = try JSONDecoder().decode(KasiaFields.self, from: Data(fields.encoded))
+        } catch let error as DecodingError {
+            var apiError = JSONBody.apiError(error)
+            apiError.field = prefix + "fields." + (apiError.field ?? "")
+            throw apiError
+        }
+        func isHex(_ s: String) -> Bool { s.utf8.count % 2 == 0 && s.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) } }
+        guard let txID = f.tx_id else { throw APIError.missing(prefix + "fields.tx_id") }
+        guard txID.utf8.count == 64, isHex(txID) else { throw APIError.invalid(prefix + "fields.tx_id", "tx_id is 64 lowercase hex characters") }
+        guard let sender = f.sender else { throw APIError.missing(prefix + "fields.sender") }
+        guard (try? KaspaAddress(sender)) != nil else { throw APIError.invalid(prefix + "fields.sender", "sender is not a Kaspa address") }
+        if let recipient = f.recipient, (try? KaspaAddress(recipient)) == nil {
+            throw APIError.invalid(prefix + "fields.recipient", "recipient is not a Kaspa address")
+        }
+        if let payload = f.payload, !isHex(payload) {
+            throw APIError.invalid(prefix + "fields.payload", "payload is the lowercase hex of the transaction payload")
+        }
+        guard let timestamp = f.timestamp else { throw APIError.missing(prefix + "fields.timestamp") }
+        guard let daaScore = f.daa_score else { throw APIError.missing(prefix + "fields.daa_score") }
+        let kind = KasiaEvent.Kind(rawValue: String(template.dropFirst("kasia.".count)))!
+        return KasiaEvent(
+            kind: kind, txID: txID, sender: sender, recipient: f.recipient, alias: f.alias, payloadHex: f.payload,
+            timestamp: timestamp, daaScore: daaScore, amount: f.amount)
+    }
+}
