@@ -21,6 +21,8 @@ public struct APNsClientConfiguration: Sendable {
     /// Whether TLS offers ALPN `h2`. Always true in use; tests turn it off to act like
     /// APNs clients that speak HTTP/2 by prior knowledge.
     var offersALPN = true
+    /// The last stream id a connection uses before it is retired; tests lower it.
+    var lastUsableStreamID = APNsConnectionHandler.lastUsableStreamID
 
     public init(environment: APNsEnvironment, url: URL? = nil, trustRootsPEMFile: String? = nil) {
         self.url = url ?? environment.defaultURL
@@ -58,7 +60,7 @@ public final class APNsClient: Sendable {
             url: configuration.url, trustRootsPEMFile: configuration.trustRootsPEMFile,
             offersALPN: configuration.offersALPN,
             connectTimeout: configuration.connectTimeout, pingInterval: configuration.pingInterval,
-            pingTimeout: configuration.pingTimeout)
+            pingTimeout: configuration.pingTimeout, lastUsableStreamID: configuration.lastUsableStreamID)
         self.pool = APNsConnectionPool(
             factory: factory, group: eventLoopGroup, size: configuration.connections, logger: logger)
     }

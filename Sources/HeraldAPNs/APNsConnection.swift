@@ -29,6 +29,8 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
 
     /// What HTTP/2 assumes when a server's SETTINGS names no limit: unlimited; we cap it.
     static let defaultMaxConcurrentStreams = 1_000
+    /// Past this stream id the connection is retired (HTTP/2 ids end at 2^31 - 1).
+    static let lastUsableStreamID = Int32.max - 1_000
     /// Give the server back its connection window once this much DATA has arrived.
     static let windowUpdateThreshold = 32_768
 
@@ -43,6 +45,7 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
 
     private let events: APNsConnectionEvents
     private let authority: String
+    private let lastUsableStreamID: Int32
     private let pingInterval: TimeAmount
     private let pingTimeout: TimeAmount
     private var context: ChannelHandlerContext?
@@ -60,9 +63,13 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
     private var pongDeadline: Scheduled<Void>?
     private var lastActivity = NIODeadline.now()
 
-    init(events: APNsConnectionEvents, authority: String, pingInterval: TimeAmount, pingTimeout: TimeAmount) {
+    init(
+        events: APNsConnectionEvents, authority: String, pingInterval: TimeAmount, pingTimeout: TimeAmount,
+        lastUsableStreamID: Int32 = APNsConnectionHandler.lastUsableStreamID
+    ) {
         self.events = events
         self.authority = authority
+        self.lastUsableStreamID = lastUsableStreamID
         self.pingInterval = pingInterval
         self.pingTimeout = pingTimeout
     }
@@ -87,6 +94,10 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         }
         let streamID = nextStreamID
         nextStreamID = HTTP2StreamID(Int32(streamID) + 2)
+        if Int32(nextStreamID) > lastUsableStreamID {
+            // Stream ids are never reused (RFC 9113 §5.1.1): retire the connection before they run out.
+            retireForStreamIDs(context: context)
+        }
         pending[streamID] = Pending(promise: promise, deadline: deadline)
         deadlineOrder.append((streamID, deadline))
         if deadlineTimer == nil { armDeadlineTimer() }
@@ -282,6 +293,12 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
 
     // MARK: Health
 
+    private func retireForStreamIDs(context: ChannelHandlerContext) {
+        goAwayLastStreamID = nextStreamID
+        events.retired()
+        // Streams already open finish; the pool closes the connection once they have.
+    }
+
     /// No PING ACK: the connection is dead. Its requests fail now (a TLS close to a silent peer
     /// waits out its shutdown timeout first), and the pool stops using it at once.
     private func abandon(context: ChannelHandlerContext) {
@@ -344,11 +361,13 @@ struct APNsConnectionFactory: Sendable {
     let connectTimeout: TimeAmount
     let pingInterval: TimeAmount
     let pingTimeout: TimeAmount
+    let lastUsableStreamID: Int32
 
     init(
         url: URL, trustRootsPEMFile: String?, offersALPN: Bool = true, connectTimeout: Duration,
-        pingInterval: Duration, pingTimeout: Duration
+        pingInterval: Duration, pingTimeout: Duration, lastUsableStreamID: Int32 = APNsConnectionHandler.lastUsableStreamID
     ) throws {
+        self.lastUsableStreamID = lastUsableStreamID
         guard let host = url.host, !host.isEmpty else {
             throw APNsConfigurationError(field: "HERALD_APNS_URL", message: "no host in \(url)")
         }
@@ -386,6 +405,7 @@ struct APNsConnectionFactory: Sendable {
         let pingInterval = self.pingInterval
         let pingTimeout = self.pingTimeout
         let authority = self.authority
+        let lastUsableStreamID = self.lastUsableStreamID
         return ClientBootstrap(group: eventLoop)
             .connectTimeout(connectTimeout)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
@@ -410,7 +430,8 @@ struct APNsConnectionFactory: Sendable {
                         NIOHTTP2Handler(mode: .client, connectionConfiguration: configuration, streamConfiguration: streams))
                     try sync.addHandler(
                         APNsConnectionHandler(
-                            events: events, authority: authority, pingInterval: pingInterval, pingTimeout: pingTimeout))
+                            events: events, authority: authority, pingInterval: pingInterval, pingTimeout: pingTimeout,
+                            lastUsableStreamID: lastUsableStreamID))
                 }
             }
             .connect(host: host, port: port)

@@ -35,6 +35,12 @@ public struct DeviceToken: Hashable, Sendable, CustomStringConvertible {
 
     /// Log-safe: the first 8 characters and an ellipsis.
     public var description: String { APNsDeviceToken.redacted(value) }
+
+    /// The stored form of a token given without its platform (lookups): APNs tokens are hex and
+    /// stored lowercase; anything else (FCM) is case-sensitive and kept as is.
+    public static func lookupForm(_ text: String) -> String {
+        APNsDeviceToken.isHex(Substring(text)) ? text.lowercased() : text
+    }
 }
 
 public enum DeviceTokenError: Error, Hashable, Sendable, CustomStringConvertible {

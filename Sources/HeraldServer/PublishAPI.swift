@@ -155,7 +155,7 @@ public struct PublishAPI: Sendable {
                 do { parsed = try WatchKey(key) } catch { throw APIError.invalid(prefix + "targets.keys[\(i)]", "\(error)") }
                 devices += try await store.devices(app: app, watching: parsed.description).map(\.0)
             }
-            let tokens = (targets.tokens ?? []).map { $0.lowercased() }
+            let tokens = (targets.tokens ?? []).map(DeviceToken.lookupForm)
             let known = try await store.devices(app: app, tokens: tokens)
             unknownTokens = tokens.filter { t in !known.contains { $0.token == t } }
             devices += known

@@ -98,7 +98,7 @@ public struct RegistrationAPI: Sendable {
         let body = try await JSONBody.decode(UpdateBody.self, from: request, limit: configuration.maximumBodySize)
         guard let token = body.device_token else { throw APIError.missing("device_token") }
         let watchSet = try self.watchSet(watched: body.watched_addresses, own: body.addresses, routes: body.contextual_routes)
-        guard try await store.updateWatchSet(app: try app(body.app), token: token.lowercased(), watchSet: watchSet, now: now()) else {
+        guard try await store.updateWatchSet(app: try app(body.app), token: DeviceToken.lookupForm(token), watchSet: watchSet, now: now()) else {
             throw APIError(.notFound, code: "not_registered", message: "no device with this token", field: "device_token")
         }
         return try Self.json(["updated": true, "watched_addresses": watchSet.watched.count])
@@ -108,7 +108,7 @@ public struct RegistrationAPI: Sendable {
         try authorize(request)
         let body = try await JSONBody.decode(TokenBody.self, from: request, limit: configuration.maximumBodySize)
         guard let token = body.device_token else { throw APIError.missing("device_token") }
-        let removed = try await store.unregister(app: try app(body.app), token: token.lowercased())
+        let removed = try await store.unregister(app: try app(body.app), token: DeviceToken.lookupForm(token))
         return try Self.json(["unregistered": removed])
     }
 
@@ -118,7 +118,7 @@ public struct RegistrationAPI: Sendable {
             throw APIError.missing("device_token")
         }
         let app = try app(request.uri.queryParameters.get("app"))
-        guard let (device, watchSet) = try await store.status(app: app, token: token.lowercased(), now: now()) else {
+        guard let (device, watchSet) = try await store.status(app: app, token: DeviceToken.lookupForm(token), now: now()) else {
             return try Self.json(["registered": false, "watched_addresses": [String](), "last_seen": NSNull()])
         }
         return try Self.json([

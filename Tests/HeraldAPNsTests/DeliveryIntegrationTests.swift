@@ -238,6 +238,22 @@ struct DeliveryIntegrationTests {
         }
     }
 
+    @Test("a connection that runs out of stream ids is retired and replaced without losing a push")
+    func streamIDExhaustion() async throws {
+        try await SimulatorFixture.with { f in
+            var configuration = APNsClientConfiguration(environment: .sandbox, url: f.simulator.url, trustRootsPEMFile: f.caPath)
+            configuration.connections = 1
+            configuration.lastUsableStreamID = 21  // ten streams per connection
+            let client = try APNsClient(
+                configuration: configuration, tokens: APNsProviderTokenSource(key: f.key), eventLoopGroup: f.group)
+            let results = try await sendAll(client, (0..<45).map { alert(deviceToken($0)) }, concurrency: 5)
+            #expect(results.allSatisfy { $0.action == .done })
+            #expect(f.simulator.notifications().count == 45)
+            #expect(f.simulator.stats.connectionsOpened >= 5)
+            await client.shutdown()
+        }
+    }
+
     @Test("a client that offers no ALPN gets HTTP/2 by prior knowledge, as aioapns expects")
     func priorKnowledge() async throws {
         try await SimulatorFixture.with { f in

@@ -151,3 +151,12 @@ struct CustomTemplateTests {
         } throws: { ($0 as? TemplateError)?.field == field }
     }
 }
+
+@Suite("Token lookups")
+struct TokenLookupTests {
+    @Test("hex tokens are looked up lowercase; FCM tokens keep their case")
+    func lookupForm() {
+        #expect(DeviceToken.lookupForm("ABCDEF01") == "abcdef01")
+        #expect(DeviceToken.lookupForm("fcm-Token_ABC:1") == "fcm-Token_ABC:1")
+    }
+}
