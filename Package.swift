@@ -104,7 +104,7 @@ let package = Package(
             ]
         ),
         // Tests that start the `herald` binary as separate processes.
-        .testTarget(name: "HeraldCLITests", dependencies: []),
+        .testTarget(name: "HeraldCLITests", dependencies: ["HeraldStore", "HeraldCore", "HeraldAPNs"]),
         .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore", "HeraldAPNs"]),
         .testTarget(name: "HeraldStoreTests", dependencies: ["HeraldStore", "HeraldCore", "HeraldAPNs"]),
         .testTarget(

@@ -10,7 +10,10 @@ struct Herald: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "herald",
         abstract: "Herald: a self-hosted push gateway for end-to-end-encrypted messaging apps.",
-        subcommands: [ServeCommand.self, MockAPNsCommand.self, SendCommand.self, VersionCommand.self]
+        subcommands: [
+            ServeCommand.self, MigrateCommand.self, CleanupCommand.self, MockAPNsCommand.self, SendCommand.self,
+            VersionCommand.self,
+        ]
     )
 
     /// Bad input exits 2 (SPEC §8), not ArgumentParser's 64; help still exits 0.

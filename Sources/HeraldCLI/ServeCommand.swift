@@ -20,16 +20,7 @@ struct ServeCommand: AsyncParsableCommand {
         CLILogging.bootstrap()
         let logger = Logger(label: "herald")
         let env = ProcessInfo.processInfo.environment
-        let settings: ServeSettings
-        do {
-            settings = try ServeSettings(environment: env)
-        } catch let error as InvalidInput {
-            CLIOutput.printJSON(["status": "invalid", "field": error.field, "error": error.message])
-            throw ExitCode(2)
-        } catch let error as APNsConfigurationError {
-            CLIOutput.printJSON(["status": "invalid", "field": error.field, "error": error.message])
-            throw ExitCode(2)
-        }
+        let settings = try ServeSettings.load()
 
         let group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
         let store = try SQLiteStore(path: settings.databasePath)
@@ -63,7 +54,9 @@ struct ServeCommand: AsyncParsableCommand {
                 metadata: ["simulator": "\(sim.url)", "control": "http://127.0.0.1:\(sim.controlPort)"])
         }
 
-        let outbox = Outbox(store: store, provider: APNsPushProvider(client: client, topic: topic), logger: Logger(label: "herald.outbox"))
+        let outbox = Outbox(
+            store: store, provider: APNsPushProvider(client: client, topic: topic), lease: settings.outboxLease,
+            logger: Logger(label: "herald.outbox"))
         let router = Gateway.router(
             store: store, configuration: settings.api, publishKeys: settings.publishKeys, outbox: outbox)
         let app = Application(
@@ -91,6 +84,25 @@ struct ServeSettings {
     var publishKeys: Set<String> = []
     var api = APIConfiguration()
     var apns: APNsSettings?
+    /// `HERALD_STALE_AFTER_DAYS` (SPEC §4.2, default 90).
+    var staleAfterDays = 90
+    /// `HERALD_OUTBOX_LEASE_SECONDS`: how long a claimed delivery stays with this process before
+    /// another may take it (a crashed process's deliveries come back after it). Default 30 s,
+    /// three times the APNs request deadline.
+    var outboxLease: Duration = .seconds(30)
+
+    /// Reads the process environment; bad values print `{"status":"invalid",…}` and exit 2.
+    static func load() throws -> ServeSettings {
+        do {
+            return try ServeSettings(environment: ProcessInfo.processInfo.environment)
+        } catch let error as InvalidInput {
+            CLIOutput.printJSON(["status": "invalid", "field": error.field, "error": error.message])
+            throw ExitCode(2)
+        } catch let error as APNsConfigurationError {
+            CLIOutput.printJSON(["status": "invalid", "field": error.field, "error": error.message])
+            throw ExitCode(2)
+        }
+    }
 
     init(environment env: [String: String]) throws {
         if let h = env["HERALD_HTTP_HOST"], !h.isEmpty { host = h }
@@ -109,6 +121,18 @@ struct ServeSettings {
             } else {
                 throw InvalidInput(field: "HERALD_DATABASE_URL", message: "is sqlite:<path> or postgres://…")
             }
+        }
+        if let days = env["HERALD_STALE_AFTER_DAYS"], !days.isEmpty {
+            guard let parsed = Int(days), parsed >= 1 else {
+                throw InvalidInput(field: "HERALD_STALE_AFTER_DAYS", message: "is a whole number of days, 1 or more")
+            }
+            staleAfterDays = parsed
+        }
+        if let lease = env["HERALD_OUTBOX_LEASE_SECONDS"], !lease.isEmpty {
+            guard let parsed = Int(lease), parsed >= 1 else {
+                throw InvalidInput(field: "HERALD_OUTBOX_LEASE_SECONDS", message: "is a whole number of seconds, 1 or more")
+            }
+            outboxLease = .seconds(parsed)
         }
         publishKeys = Self.list(env["HERALD_PUBLISH_KEYS"])
         api.registrationKeys = Self.list(env["HERALD_REGISTRATION_KEYS"])

@@ -50,7 +50,7 @@ public struct Outbox: Sendable {
 
     public init(
         store: any Store, provider: any PushProvider, retryPolicy: RetryPolicy = RetryPolicy(), batchSize: Int = 500,
-        lease: Duration = .seconds(60), idleInterval: Duration = .milliseconds(200), logger: Logger = Logger(label: "herald.outbox")
+        lease: Duration = .seconds(30), idleInterval: Duration = .milliseconds(200), logger: Logger = Logger(label: "herald.outbox")
     ) {
         self.store = store
         self.provider = provider

@@ -1,0 +1,30 @@
+import ArgumentParser
+import Foundation
+import HeraldStore
+
+/// `herald migrate`: brings the database schema to this version's, then exits.
+struct MigrateCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "migrate", abstract: "Apply database migrations (HERALD_DATABASE_URL).")
+
+    func run() async throws {
+        let settings = try ServeSettings.load()
+        let store = try SQLiteStore(path: settings.databasePath)
+        try await store.migrate()
+        CLIOutput.printJSON(["migrated": true, "database": settings.databasePath])
+    }
+}
+
+/// `herald cleanup`: removes devices not seen for `HERALD_STALE_AFTER_DAYS` (default 90), prints the count.
+struct CleanupCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "cleanup", abstract: "Remove devices not seen for HERALD_STALE_AFTER_DAYS days (default 90).")
+
+    func run() async throws {
+        let settings = try ServeSettings.load()
+        let store = try SQLiteStore(path: settings.databasePath)
+        try await store.migrate()
+        let removed = try await store.deleteStaleDevices(
+            lastSeenBefore: Date().addingTimeInterval(-Double(settings.staleAfterDays) * 86_400))
+        CLIOutput.printJSON(["removed": removed, "stale_after_days": settings.staleAfterDays])
+    }
+}
