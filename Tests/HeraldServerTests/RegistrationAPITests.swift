@@ -22,8 +22,7 @@ func withRegistrationServer(
     try await store.migrate()
     var configuration = APIConfiguration()
     configure(&configuration)
-    let router = Router()
-    RegistrationAPI(store: store, configuration: configuration).addRoutes(to: router)
+    let router = Gateway.router(store: store, configuration: configuration, publishKeys: ["pk"], outbox: nil)
     try await Application(router: router).test(.live) { client in try await body(client, store) }
 }
 

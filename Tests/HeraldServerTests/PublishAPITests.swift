@@ -1,0 +1,78 @@
+import Foundation
+import HeraldCore
+import HeraldServer
+import HeraldStore
+import Hummingbird
+import HummingbirdTesting
+import Testing
+
+let txID = String(repeating: "0f", count: 32)
+let publisher: HTTPFields = [.contentType: "application/json", .authorization: "Bearer pk"]
+
+func kasiaBody(_ fields: String, template: String = "kasia.contextual_message") -> String {
+    #"{"template":"\#(template)","fields":{\#(fields)}}"#
+}
+
+let goodKasiaFields = #""tx_id":"\#(txID)","sender":"\#(kaspaA)","alias":"a1","timestamp":1704067200,"daa_score":1"#
+
+let badPublishRequests: [BadRequest] = [
+    BadRequest("no publisher key", .post, "/v1/events", kasiaBody(goodKasiaFields), .unauthorized, field: nil),
+    BadRequest("wrong publisher key", .post, "/v1/events", kasiaBody(goodKasiaFields),
+               headers: [.contentType: "application/json", .authorization: "Bearer nope"], .unauthorized, field: nil),
+    BadRequest("not JSON", .post, "/v1/events", "{", headers: publisher, field: "body"),
+    BadRequest("unknown template", .post, "/v1/events", #"{"template":"sms","targets":{"tokens":[]},"fields":{}}"#, headers: publisher, field: "template"),
+    BadRequest("template missing", .post, "/v1/events", #"{"fields":{}}"#, headers: publisher, field: "template"),
+    BadRequest("fields not an object", .post, "/v1/events", #"{"template":"custom","fields":[]}"#, headers: publisher, field: "fields"),
+    BadRequest("custom without aps", .post, "/v1/events", #"{"template":"custom","targets":{"keys":["session:x"]},"fields":{"data":{}}}"#, headers: publisher, field: "fields.aps"),
+    BadRequest("custom background with alert", .post, "/v1/events", #"{"template":"custom","targets":{"keys":["session:x"]},"fields":{"aps":{"alert":"x"},"push_type":"background"}}"#, headers: publisher, field: "fields.push_type"),
+    BadRequest("custom without targets", .post, "/v1/events", #"{"template":"custom","fields":{"aps":{"alert":"x"}}}"#, headers: publisher, field: "targets"),
+    BadRequest("bad target key", .post, "/v1/events", #"{"template":"custom","targets":{"keys":["\#(badKaspa)"]},"fields":{"aps":{"alert":"x"}}}"#, headers: publisher, field: "targets.keys[0]"),
+    BadRequest("bad priority", .post, "/v1/events", #"{"template":"custom","priority":7,"targets":{"keys":["session:x"]},"fields":{"aps":{"alert":"x"}}}"#, headers: publisher, field: "priority"),
+    BadRequest("expired", .post, "/v1/events", #"{"template":"custom","expiration":1,"targets":{"keys":["session:x"]},"fields":{"aps":{"alert":"x"}}}"#, headers: publisher, field: "expiration"),
+    BadRequest("kasia tx_id not hex", .post, "/v1/events", kasiaBody(goodKasiaFields.replacingOccurrences(of: txID, with: "xyz")), headers: publisher, field: "fields.tx_id"),
+    BadRequest("kasia bad sender checksum", .post, "/v1/events", kasiaBody(goodKasiaFields.replacingOccurrences(of: kaspaA, with: badKaspa)), headers: publisher, field: "fields.sender"),
+    BadRequest("kasia timestamp a string", .post, "/v1/events", kasiaBody(goodKasiaFields.replacingOccurrences(of: "1704067200", with: #""soon""#)), headers: publisher, field: "fields.timestamp"),
+    BadRequest("kasia payload not hex", .post, "/v1/events", kasiaBody(goodKasiaFields + #","payload":"zz""#), headers: publisher, field: "fields.payload"),
+    BadRequest("kasia payment without recipient", .post, "/v1/events", kasiaBody(goodKasiaFields, template: "kasia.payment"), headers: publisher, field: "fields.recipient"),
+    BadRequest("batch with one bad event", .post, "/v1/events:batch",
+               #"{"events":[\#(kasiaBody(goodKasiaFields)),{"template":"nope","fields":{}}]}"#, headers: publisher, field: "events[1].template"),
+    BadRequest("empty batch", .post, "/v1/events:batch", #"{"events":[]}"#, headers: publisher, field: "events"),
+]
+
+@Suite("/v1/events: bad input is refused, names the field, and enqueues nothing", .serialized)
+struct PublishBadInputTests {
+    @Test("malformed publishes", arguments: badPublishRequests)
+    func refused(request: BadRequest) async throws {
+        try await withRegistrationServer { client, store in
+            _ = try await send(client, .post, "/v1/push/register",
+                #"{"device_token":"\#(token1)","platform":"ios","watched_addresses":["\#(kaspaA)","session:x"]}"#)
+            let r = try await send(client, request.method, request.uri, request.body, headers: request.headers)
+            #expect(r.status == request.status)
+            let error = try #require(try json(r)["error"] as? [String: Any])
+            #expect(error["field"] as? String == request.field)
+            #expect(try await store.stats().deliveries.isEmpty)
+        }
+    }
+
+    @Test("a good publish answers 202 after the commit, with deliveries and unknown tokens")
+    func accepted() async throws {
+        try await withRegistrationServer { client, store in
+            _ = try await send(client, .post, "/v1/push/register",
+                #"{"device_token":"\#(token1)","platform":"ios","watched_addresses":["\#(kaspaA)"]}"#)
+            var r = try await send(client, .post, "/v1/events", kasiaBody(goodKasiaFields), headers: publisher)
+            #expect(r.status == .accepted)
+            #expect(try json(r)["deliveries"] as? Int == 1)
+            #expect(try await store.stats().deliveries[.pending] == 1)
+            let other = String(repeating: "cd", count: 32)
+            r = try await send(client, .post, "/v1/events",
+                #"{"template":"custom","targets":{"tokens":["\#(token1.uppercased())","\#(other)"]},"fields":{"aps":{"alert":"x"}}}"#,
+                headers: publisher)
+            #expect(try json(r)["unknown_tokens"] as? [String] == [other])
+            r = try await send(client, .post, "/v1/events:batch",
+                #"{"events":[\#(kasiaBody(goodKasiaFields)),\#(kasiaBody(goodKasiaFields))]}"#, headers: publisher)
+            #expect(r.status == .accepted)
+            #expect((try json(r)["events"] as? [[String: Any]])?.count == 2)
+            #expect(try await store.stats().deliveries[.pending] == 4)
+        }
+    }
+}
