@@ -12,6 +12,11 @@ public enum Gateway {
         PublishAPI(store: store, configuration: configuration, publishKeys: publishKeys, onEnqueued: { outbox?.notify() })
             .addRoutes(to: router)
         router.get("/healthz") { _, _ in try RegistrationAPI.json(["status": "ok"]) }
+        router.get("/openapi.json") { _, _ in
+            var headers = HTTPFields()
+            headers[.contentType] = "application/json"
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: OpenAPIDocument.json)))
+        }
         router.get("/readyz") { _, _ in
             do {
                 _ = try await store.stats()

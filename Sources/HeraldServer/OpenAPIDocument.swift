@@ -1,0 +1,126 @@
+/// The OpenAPI 3.1 description of Herald's HTTP API, served at `GET /openapi.json`.
+/// A test checks it lists exactly the routes the gateway serves.
+public enum OpenAPIDocument {
+    public static let json = #"""
+    {
+      "openapi": "3.1.0",
+      "info": {
+        "title": "Herald",
+        "version": "0.1.0",
+        "description": "Self-hosted push gateway for end-to-end-encrypted messaging apps. Errors are {\"error\": {\"code\", \"message\", \"field\"}}; bodies are limited to 64 KiB."
+      },
+      "paths": {
+        "/v1/push/register": {
+          "post": {
+            "summary": "Register a device and replace its watch set",
+            "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Registration"}}}},
+            "responses": {
+              "200": {"description": "Registered", "content": {"application/json": {"schema": {"type": "object", "properties": {"registered": {"type": "boolean"}, "watched_addresses": {"type": "integer"}}}}}},
+              "400": {"$ref": "#/components/responses/Error"}, "401": {"$ref": "#/components/responses/Error"},
+              "413": {"$ref": "#/components/responses/Error"}, "415": {"$ref": "#/components/responses/Error"}
+            }
+          }
+        },
+        "/v1/push/update": {
+          "put": {
+            "summary": "Replace the watch set of a registered device",
+            "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/WatchSetUpdate"}}}},
+            "responses": {
+              "200": {"description": "Updated", "content": {"application/json": {"schema": {"type": "object", "properties": {"updated": {"type": "boolean"}, "watched_addresses": {"type": "integer"}}}}}},
+              "400": {"$ref": "#/components/responses/Error"}, "404": {"$ref": "#/components/responses/Error"}
+            }
+          }
+        },
+        "/v1/push/unregister": {
+          "delete": {
+            "summary": "Remove a device (idempotent)",
+            "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["device_token"], "properties": {"device_token": {"type": "string"}, "app": {"type": "string"}}}}}},
+            "responses": {
+              "200": {"description": "Done", "content": {"application/json": {"schema": {"type": "object", "properties": {"unregistered": {"type": "boolean"}}}}}},
+              "400": {"$ref": "#/components/responses/Error"}
+            }
+          }
+        },
+        "/v1/push/status": {
+          "get": {
+            "summary": "A device's registration",
+            "parameters": [
+              {"name": "device_token", "in": "query", "required": true, "schema": {"type": "string"}},
+              {"name": "app", "in": "query", "required": false, "schema": {"type": "string"}}
+            ],
+            "responses": {
+              "200": {"description": "Status", "content": {"application/json": {"schema": {"type": "object", "properties": {"registered": {"type": "boolean"}, "watched_addresses": {"type": "array", "items": {"type": "string"}}, "last_seen": {"type": ["integer", "null"], "description": "unix seconds"}}}}}},
+              "400": {"$ref": "#/components/responses/Error"}
+            }
+          }
+        },
+        "/v1/events": {
+          "post": {
+            "summary": "Publish an event (answers once it is durable; never waits on APNs)",
+            "security": [{"publisherKey": []}],
+            "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Event"}}}},
+            "responses": {
+              "202": {"description": "Accepted", "content": {"application/json": {"schema": {"type": "object", "properties": {"event_id": {"type": "string"}, "deliveries": {"type": "integer"}, "unknown_tokens": {"type": "array", "items": {"type": "string"}}}}}}},
+              "400": {"$ref": "#/components/responses/Error"}, "401": {"$ref": "#/components/responses/Error"}, "413": {"$ref": "#/components/responses/Error"}
+            }
+          }
+        },
+        "/v1/events:batch": {
+          "post": {
+            "summary": "Publish up to 1,000 events, all or nothing",
+            "security": [{"publisherKey": []}],
+            "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["events"], "properties": {"events": {"type": "array", "minItems": 1, "maxItems": 1000, "items": {"$ref": "#/components/schemas/Event"}}}}}}},
+            "responses": {
+              "202": {"description": "Accepted", "content": {"application/json": {"schema": {"type": "object", "properties": {"events": {"type": "array", "items": {"type": "object", "properties": {"event_id": {"type": "string"}, "deliveries": {"type": "integer"}}}}}}}}},
+              "400": {"$ref": "#/components/responses/Error"}, "401": {"$ref": "#/components/responses/Error"}, "413": {"$ref": "#/components/responses/Error"}
+            }
+          }
+        },
+        "/healthz": {"get": {"summary": "Liveness", "responses": {"200": {"description": "Alive"}}}},
+        "/readyz": {"get": {"summary": "Readiness: the store is reachable", "responses": {"200": {"description": "Ready"}, "503": {"$ref": "#/components/responses/Error"}}}},
+        "/v1/stats": {"get": {"summary": "Registrations, deliveries by state and reason, queue depth, oldest pending age", "responses": {"200": {"description": "Stats"}}}},
+        "/openapi.json": {"get": {"summary": "This document", "responses": {"200": {"description": "OpenAPI 3.1"}}}}
+      },
+      "components": {
+        "securitySchemes": {"publisherKey": {"type": "http", "scheme": "bearer"}},
+        "responses": {
+          "Error": {"description": "An error naming the field at fault", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+        },
+        "schemas": {
+          "Error": {"type": "object", "required": ["error"], "properties": {"error": {"type": "object", "required": ["code", "message"], "properties": {"code": {"type": "string"}, "message": {"type": "string"}, "field": {"type": "string"}}}}},
+          "ContextualRoute": {"type": "object", "required": ["peer_address"], "properties": {"peer_address": {"type": "string"}, "aliases": {"type": "array", "maxItems": 100, "items": {"type": "string"}}}},
+          "Registration": {
+            "type": "object", "required": ["device_token", "platform", "watched_addresses"],
+            "properties": {
+              "device_token": {"type": "string"}, "platform": {"enum": ["ios", "android"]},
+              "watched_addresses": {"type": "array", "maxItems": 1000, "items": {"type": "string", "description": "a Kaspa address, conv:<hash>, session:<id> or user:<id>"}},
+              "addresses": {"type": "array", "items": {"type": "string"}},
+              "contextual_routes": {"type": "array", "items": {"$ref": "#/components/schemas/ContextualRoute"}},
+              "environment": {"enum": ["production", "sandbox"]}, "app": {"type": "string"}, "device_id": {"type": "string"}
+            }
+          },
+          "WatchSetUpdate": {
+            "type": "object", "required": ["device_token", "watched_addresses"],
+            "properties": {
+              "device_token": {"type": "string"}, "watched_addresses": {"type": "array", "items": {"type": "string"}},
+              "addresses": {"type": "array", "items": {"type": "string"}},
+              "contextual_routes": {"type": "array", "items": {"$ref": "#/components/schemas/ContextualRoute"}}, "app": {"type": "string"}
+            }
+          },
+          "Event": {
+            "type": "object", "required": ["template", "fields"],
+            "properties": {
+              "app": {"type": "string"},
+              "template": {"enum": ["custom", "kasia.handshake", "kasia.contextual_message", "kasia.payment"]},
+              "targets": {"type": "object", "properties": {"keys": {"type": "array", "items": {"type": "string"}}, "device_ids": {"type": "array", "items": {"type": "string"}}, "tokens": {"type": "array", "items": {"type": "string"}}}},
+              "exclude_device_ids": {"type": "array", "items": {"type": "string"}},
+              "fields": {"type": "object", "description": "custom: {aps, data?, push_type?}; kasia.*: {tx_id, sender, recipient?, alias?, payload?, timestamp, daa_score, amount?}"},
+              "priority": {"enum": [10, 5, 1]}, "expiration": {"type": "integer", "description": "unix seconds; default now + 24 h"},
+              "collapse_id": {"type": "string", "maxLength": 64}
+            }
+          }
+        }
+      }
+    }
+    """#
+}
