@@ -54,11 +54,12 @@ struct ServeCommand: AsyncParsableCommand {
                 metadata: ["simulator": "\(sim.url)", "control": "http://127.0.0.1:\(sim.controlPort)"])
         }
 
+        let metrics = HeraldMetrics.prometheus()
         let outbox = Outbox(
             store: store, provider: APNsPushProvider(client: client, topic: topic), lease: settings.outboxLease,
-            logger: Logger(label: "herald.outbox"))
+            logger: Logger(label: "herald.outbox"), metrics: metrics.0)
         let router = Gateway.router(
-            store: store, configuration: settings.api, publishKeys: settings.publishKeys, outbox: outbox)
+            store: store, configuration: settings.api, publishKeys: settings.publishKeys, outbox: outbox, metrics: metrics)
         let app = Application(
             router: router,
             configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "Herald"),

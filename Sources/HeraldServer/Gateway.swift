@@ -1,16 +1,27 @@
 import Foundation
 import HeraldStore
 import Hummingbird
+import Prometheus
 
 /// The whole HTTP API of SPEC §3 on one router.
 public enum Gateway {
+    /// - Parameter metrics: the registry `/metrics` renders, and the metrics fed into it.
     public static func router(
-        store: any Store, configuration: APIConfiguration, publishKeys: Set<String>, outbox: Outbox?
+        store: any Store, configuration: APIConfiguration, publishKeys: Set<String>, outbox: Outbox?,
+        metrics: (HeraldMetrics, PrometheusCollectorRegistry) = HeraldMetrics.prometheus()
     ) -> Router<BasicRequestContext> {
         let router = Router()
         RegistrationAPI(store: store, configuration: configuration).addRoutes(to: router)
-        PublishAPI(store: store, configuration: configuration, publishKeys: publishKeys, onEnqueued: { outbox?.notify() })
-            .addRoutes(to: router)
+        PublishAPI(
+            store: store, configuration: configuration, publishKeys: publishKeys, onEnqueued: { outbox?.notify() },
+            metrics: metrics.0
+        ).addRoutes(to: router)
+        let registry = metrics.1
+        router.get("/metrics") { _, _ in
+            var headers = HTTPFields()
+            headers[.contentType] = "text/plain; version=0.0.4"
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
+        }
         router.get("/healthz") { _, _ in try RegistrationAPI.json(["status": "ok"]) }
         router.get("/openapi.json") { _, _ in
             var headers = HTTPFields()

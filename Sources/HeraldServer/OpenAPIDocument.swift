@@ -79,7 +79,8 @@ public enum OpenAPIDocument {
         "/healthz": {"get": {"summary": "Liveness", "responses": {"200": {"description": "Alive"}}}},
         "/readyz": {"get": {"summary": "Readiness: the store is reachable", "responses": {"200": {"description": "Ready"}, "503": {"$ref": "#/components/responses/Error"}}}},
         "/v1/stats": {"get": {"summary": "Registrations, deliveries by state and reason, queue depth, oldest pending age", "responses": {"200": {"description": "Stats"}}}},
-        "/openapi.json": {"get": {"summary": "This document", "responses": {"200": {"description": "OpenAPI 3.1"}}}}
+        "/openapi.json": {"get": {"summary": "This document", "responses": {"200": {"description": "OpenAPI 3.1"}}}},
+        "/metrics": {"get": {"summary": "Prometheus text: events accepted, deliveries created, delivery attempts by outcome and reason, refused APNs credentials", "responses": {"200": {"description": "Prometheus exposition format"}}}}
       },
       "components": {
         "securitySchemes": {"publisherKey": {"type": "http", "scheme": "bearer"}},

@@ -46,12 +46,15 @@ public struct Outbox: Sendable {
     public let lease: Duration
     public let idleInterval: Duration
     public let logger: Logger
+    public let metrics: HeraldMetrics?
     private let wakeup = Wakeup()
 
     public init(
         store: any Store, provider: any PushProvider, retryPolicy: RetryPolicy = RetryPolicy(), batchSize: Int = 500,
-        lease: Duration = .seconds(30), idleInterval: Duration = .milliseconds(200), logger: Logger = Logger(label: "herald.outbox")
+        lease: Duration = .seconds(30), idleInterval: Duration = .milliseconds(200), logger: Logger = Logger(label: "herald.outbox"),
+        metrics: HeraldMetrics? = nil
     ) {
+        self.metrics = metrics
         self.store = store
         self.provider = provider
         self.retryPolicy = retryPolicy
@@ -105,6 +108,20 @@ public struct Outbox: Sendable {
 
     /// One delivery: send it, and turn APNs's answer into what the store records.
     func outcome(for delivery: ClaimedDelivery) async -> DeliveryOutcome {
+        let outcome = await decide(delivery)
+        if let metrics {
+            switch outcome {
+            case .sent: metrics.deliveryAttempt(outcome: "sent", reason: "accepted")
+            case .retry(_, _, let reason): metrics.deliveryAttempt(outcome: "retry", reason: reason)
+            case .failed(_, let reason): metrics.deliveryAttempt(outcome: "failed", reason: reason)
+            case .expired: metrics.deliveryAttempt(outcome: "expired", reason: "expired")
+            case .tokenDead(_, _, _, let reason): metrics.deliveryAttempt(outcome: "token_dead", reason: reason)
+            }
+        }
+        return outcome
+    }
+
+    private func decide(_ delivery: ClaimedDelivery) async -> DeliveryOutcome {
         if delivery.expiresAt <= Date() { return .expired(id: delivery.id) }
         let result = await provider.send(delivery)
         let reason: String = switch result {
@@ -125,6 +142,7 @@ public struct Outbox: Sendable {
             // The client already refreshed and retried once; try again later, backing off.
             let delay = retryPolicy.delay(afterAttempt: delivery.attempt)
             logger.error("APNs refused the provider token", metadata: ["reason": "\(reason)"])
+            metrics?.credentialsRefused()
             return .retry(id: delivery.id, at: Date().addingTimeInterval(delay.seconds), reason: reason)
         case .shrinkPayload, .fail:
             return .failed(id: delivery.id, reason: reason)

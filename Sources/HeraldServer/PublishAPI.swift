@@ -14,6 +14,7 @@ public struct PublishAPI: Sendable {
     /// Called after a commit so the outbox looks at once.
     public let onEnqueued: @Sendable () -> Void
     public let now: @Sendable () -> Date
+    public let metrics: HeraldMetrics?
     /// Events per batch (SPEC §3.2).
     public static let maximumBatch = 1_000
     /// Default time to live (SPEC §2: 24 h).
@@ -21,8 +22,10 @@ public struct PublishAPI: Sendable {
 
     public init(
         store: any Store, configuration: APIConfiguration, publishKeys: Set<String>,
-        onEnqueued: @escaping @Sendable () -> Void = {}, now: @escaping @Sendable () -> Date = { Date() }
+        onEnqueued: @escaping @Sendable () -> Void = {}, now: @escaping @Sendable () -> Date = { Date() },
+        metrics: HeraldMetrics? = nil
     ) {
+        self.metrics = metrics
         self.store = store
         self.configuration = configuration
         self.publishKeys = publishKeys
@@ -74,6 +77,7 @@ public struct PublishAPI: Sendable {
             let body = try await JSONBody.decode(EventBody.self, from: request, limit: configuration.maximumBodySize)
             let prepared = try await prepare(body, field: "")
             _ = try await store.enqueue([prepared.event], checkpoint: nil, now: now())
+            metrics?.eventsAccepted(template: prepared.event.template, deliveries: prepared.event.deviceRowIDs.count)
             onEnqueued()
             return try RegistrationAPI.json(
                 ["event_id": prepared.event.id, "deliveries": prepared.event.deviceRowIDs.count, "unknown_tokens": prepared.unknownTokens],
@@ -89,6 +93,7 @@ public struct PublishAPI: Sendable {
             var prepared: [Prepared] = []
             for (i, event) in events.enumerated() { prepared.append(try await prepare(event, field: "events[\(i)].")) }
             _ = try await store.enqueue(prepared.map(\.event), checkpoint: nil, now: now())
+            for p in prepared { metrics?.eventsAccepted(template: p.event.template, deliveries: p.event.deviceRowIDs.count) }
             onEnqueued()
             return try RegistrationAPI.json(
                 ["events": prepared.map { ["event_id": $0.event.id, "deliveries": $0.event.deviceRowIDs.count] }],

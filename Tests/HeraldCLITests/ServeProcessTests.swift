@@ -71,6 +71,9 @@ struct ServeProcessTests {
         #expect(push["collapse_id"] as? String == txID)
         #expect(push["payload"] as? String == #"{"aps":{"alert":{"title":"New Message","body":"From kaspa:qp...70xmfj"},"mutable-content":1,"content-available":1,"thread-id":"\#(sender)"},"kasia":{"type":"contextual_message","txId":"\#(txID)","sender":"\#(sender)","payload":"636970685f6d73673a","timestamp":1704067200,"daaScore":12345678}}"#)
 
+        let (_, metrics) = try await Self.call("GET", api + "/metrics", nil)
+        #expect(metrics.contains(#"herald_delivery_attempts_total{outcome="sent",reason="accepted"} 1"#), "\(metrics)")
+
         serve.terminate()  // SIGTERM
         serve.waitUntilExit()
         #expect(serve.terminationStatus == 0)

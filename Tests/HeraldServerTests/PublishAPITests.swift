@@ -73,6 +73,9 @@ struct PublishBadInputTests {
             #expect(r.status == .accepted)
             #expect((try json(r)["events"] as? [[String: Any]])?.count == 2)
             #expect(try await store.stats().deliveries[.pending] == 4)
+            let metrics = String(buffer: try await send(client, .get, "/metrics").body)
+            #expect(metrics.contains(#"herald_events_accepted_total{template="kasia.contextual_message"} 3"#))
+            #expect(metrics.contains("herald_deliveries_created_total 4"))
         }
     }
 }
