@@ -67,4 +67,62 @@ struct OutboxIntegrationTests {
         await simulator.shutdown()
         try await group.shutdownGracefully()
     }
+
+    @Test("410: a timestamp older than the last registration keeps the device; a newer one deletes it")
+    func unregisteredOrdering() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-410-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        let key = APNsSigningKey(privateKey: P256.Signing.PrivateKey(), keyID: "GONE000001", teamID: "TEAM000001")
+        var simConfig = APNsSimulatorConfiguration()
+        simConfig.port = 0
+        simConfig.controlPort = 0
+        simConfig.keys = [SimulatorKey(keyID: key.keyID, teamID: key.teamID, publicKey: key.publicKey)]
+        let simulator = try await APNsSimulator.start(configuration: simConfig, eventLoopGroup: group)
+        let client = try APNsClient(
+            configuration: APNsClientConfiguration(
+                environment: .sandbox, url: simulator.url, trustRootsPEMFile: try simulator.writeCA(to: directory.path)),
+            tokens: APNsProviderTokenSource(key: key), eventLoopGroup: group)
+        let store = try SQLiteStore(path: directory.appendingPathComponent("herald.sqlite").path)
+        try await store.migrate()
+
+        let registered = Date()
+        let keep = String(repeating: "0a", count: 32), gone = String(repeating: "0b", count: 32)
+        var rows: [Int64] = []
+        for token in [keep, gone] {
+            rows.append(try await store.register(
+                Registration(app: "default", token: try DeviceToken(token, platform: .ios), environment: .sandbox,
+                             watchSet: try WatchSet(watched: [WatchKey.session("s")])),
+                now: registered).rowID)
+        }
+        let ms = Int64(registered.timeIntervalSince1970 * 1000)
+        try simulator.inject(SimulatorFault(kind: .unregistered, token: keep, timestampMs: ms - 60_000))
+        try simulator.inject(SimulatorFault(kind: .unregistered, token: gone, timestampMs: ms + 60_000))
+        let push = RenderedPush(pushType: .alert, priority: .immediate, collapseID: nil, payload: Array(#"{"aps":{"alert":"x"}}"#.utf8))
+        _ = try await store.enqueue(
+            [NewEvent(id: "e", app: "default", template: "custom", push: push, expiresAt: registered.addingTimeInterval(3_600), deviceRowIDs: rows)],
+            checkpoint: nil, now: registered)
+
+        let outbox = Outbox(store: store, provider: APNsPushProvider(client: client, topic: "com.example.gone"))
+        let running = Task { await outbox.run() }
+        let started = ContinuousClock.now
+        // Done when both 410s are recorded: the kept device's delivery failed, the other device is gone
+        // (its deliveries with it).
+        while ContinuousClock.now - started < .seconds(20) {
+            let failed = try await store.stats().deliveries[.failed] ?? 0
+            let goneDevice = try await store.status(app: "default", token: gone, now: Date())
+            if failed == 1, goneDevice == nil { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        running.cancel()
+        await running.value
+
+        #expect(simulator.stats.reasons["Unregistered"] == 2)
+        #expect(try await store.status(app: "default", token: keep, now: Date()) != nil)
+        #expect(try await store.status(app: "default", token: gone, now: Date()) == nil)
+        await client.shutdown()
+        await simulator.shutdown()
+        try await group.shutdownGracefully()
+    }
 }
