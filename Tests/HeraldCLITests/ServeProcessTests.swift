@@ -48,21 +48,21 @@ struct ServeProcessTests {
         let sender = "kaspa:qp0l70zd5x85ttwd6jv7g3s3a8llzj96d8dncn4zmhv4tlzx5k2jyqh70xmfj"
         let txID = String(repeating: "0f", count: 32)
 
-        var (status, body) = try await Self.call("POST", api + "/v1/push/register",
+        var (status, body) = try await http("POST", api + "/v1/push/register",
             #"{"device_token":"\#(token)","platform":"ios","watched_addresses":["\#(sender)"]}"#)
-        #expect(status == 200 && body == #"{"registered":true,"watched_addresses":1}"#)
-        (status, _) = try await Self.call("POST", api + "/v1/events",
+        #expect(status == 200 && String(decoding: body, as: UTF8.self) == #"{"registered":true,"watched_addresses":1}"#)
+        (status, _) = try await http("POST", api + "/v1/events",
             #"{"template":"kasia.contextual_message","fields":{"tx_id":"\#(txID)","sender":"\#(sender)","alias":"a1","payload":"636970685f6d73673a","timestamp":1704067200,"daa_score":12345678}}"#,
             bearer: "publisher-key")
         #expect(status == 202)
-        (status, _) = try await Self.call("POST", api + "/v1/events", #"{"template":"custom","targets":{"tokens":["\#(token)"]},"fields":{"aps":{"alert":"x"}}}"#)
+        (status, _) = try await http("POST", api + "/v1/events", #"{"template":"custom","targets":{"tokens":["\#(token)"]},"fields":{"aps":{"alert":"x"}}}"#)
         #expect(status == 401)
 
         // The push reaches the simulator over TLS + HTTP/2.
         var notifications: [[String: Any]] = []
         for _ in 0..<100 {
-            let (_, text) = try await Self.call("GET", "http://127.0.0.1:\(controlPort!)/notifications?token=\(token)", nil)
-            notifications = (try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])?["notifications"] as? [[String: Any]] ?? []
+            let (_, data) = try await http("GET", "http://127.0.0.1:\(controlPort!)/notifications?token=\(token)")
+            notifications = (try JSONSerialization.jsonObject(with: data) as? [String: Any])?["notifications"] as? [[String: Any]] ?? []
             if !notifications.isEmpty { break }
             try await Task.sleep(for: .milliseconds(100))
         }
@@ -71,7 +71,7 @@ struct ServeProcessTests {
         #expect(push["collapse_id"] as? String == txID)
         #expect(push["payload"] as? String == #"{"aps":{"alert":{"title":"New Message","body":"From kaspa:qp...70xmfj"},"mutable-content":1,"content-available":1,"thread-id":"\#(sender)"},"kasia":{"type":"contextual_message","txId":"\#(txID)","sender":"\#(sender)","payload":"636970685f6d73673a","timestamp":1704067200,"daaScore":12345678}}"#)
 
-        let (_, metrics) = try await Self.call("GET", api + "/metrics", nil)
+        let metrics = String(decoding: try await http("GET", api + "/metrics").1, as: UTF8.self)
         #expect(metrics.contains(#"herald_delivery_attempts_total{outcome="sent",reason="accepted"} 1"#), "\(metrics)")
 
         serve.terminate()  // SIGTERM
@@ -82,17 +82,5 @@ struct ServeProcessTests {
     static func port(in log: String, after marker: String) -> Int? {
         guard let range = log.range(of: marker) else { return nil }
         return Int(log[range.upperBound...].prefix(while: \.isNumber))
-    }
-
-    static func call(_ method: String, _ url: String, _ body: String?, bearer: String? = nil) async throws -> (Int, String) {
-        var request = URLRequest(url: URL(string: url)!)
-        request.httpMethod = method
-        if let body {
-            request.httpBody = Data(body.utf8)
-            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        }
-        if let bearer { request.setValue("Bearer \(bearer)", forHTTPHeaderField: "Authorization") }
-        let (data, response) = try await URLSession.shared.data(for: request)
-        return ((response as? HTTPURLResponse)?.statusCode ?? 0, String(decoding: data, as: UTF8.self))
     }
 }
