@@ -56,6 +56,14 @@ enum CLILogging {
 }
 
 enum CLIOutput {
+    /// Bad input (SPEC §8): one JSON line naming the field, then exit 2.
+    static func invalid(field: String, message: String, reason: String? = nil) -> ExitCode {
+        var line = ["status": "invalid", "field": field, "error": message]
+        if let reason { line["reason"] = reason }
+        printJSON(line)
+        return ExitCode(2)
+    }
+
     /// Prints one JSON line with sorted keys and flushes it.
     static func printJSON(_ object: [String: Any]) {
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)

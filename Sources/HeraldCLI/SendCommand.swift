@@ -48,14 +48,11 @@ struct SendCommand: AsyncParsableCommand {
             guard concurrency >= 1 else { throw InvalidInput(field: "--concurrency", message: "is at least 1") }
             guard connections >= 1 else { throw InvalidInput(field: "--connections", message: "is at least 1") }
         } catch let error as APNsValidationError {
-            CLIOutput.printJSON(["status": "invalid", "field": error.field, "reason": error.reason.rawValue, "error": error.message])
-            throw ExitCode(2)
+            throw CLIOutput.invalid(field: error.field, message: error.message, reason: error.reason.rawValue)
         } catch let error as APNsConfigurationError {
-            CLIOutput.printJSON(["status": "invalid", "field": error.field, "error": error.message])
-            throw ExitCode(2)
+            throw CLIOutput.invalid(field: error.field, message: error.message)
         } catch let error as InvalidInput {
-            CLIOutput.printJSON(["status": "invalid", "field": error.field, "error": error.message])
-            throw ExitCode(2)
+            throw CLIOutput.invalid(field: error.field, message: error.message)
         }
 
         let group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)

@@ -97,11 +97,9 @@ struct ServeSettings {
         do {
             return try ServeSettings(environment: ProcessInfo.processInfo.environment)
         } catch let error as InvalidInput {
-            CLIOutput.printJSON(["status": "invalid", "field": error.field, "error": error.message])
-            throw ExitCode(2)
+            throw CLIOutput.invalid(field: error.field, message: error.message)
         } catch let error as APNsConfigurationError {
-            CLIOutput.printJSON(["status": "invalid", "field": error.field, "error": error.message])
-            throw ExitCode(2)
+            throw CLIOutput.invalid(field: error.field, message: error.message)
         }
     }
 
