@@ -15,14 +15,12 @@ final class APNsConnectionPool: Sendable {
     struct Lease: Sendable {
         let connectionID: Int
         let handle: APNsConnectionHandle
-        var eventLoop: EventLoop { handle.channel.eventLoop }
     }
 
     private enum Phase { case connecting, ready, draining }
 
     private struct Connection {
         var phase: Phase = .connecting
-        var eventLoop: EventLoop
         var handle: APNsConnectionHandle?
         var inFlight = 0
         /// The server's live SETTINGS_MAX_CONCURRENT_STREAMS; nil until its first SETTINGS.
@@ -180,7 +178,7 @@ final class APNsConnectionPool: Sendable {
             let id = s.nextID
             s.nextID += 1
             let loop = group.next()
-            s.connections[id] = Connection(eventLoop: loop)
+            s.connections[id] = Connection()
             out.append((id, loop))
         }
         return out

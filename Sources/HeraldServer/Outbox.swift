@@ -48,6 +48,8 @@ public struct Outbox: Sendable {
     public let logger: Logger
     public let metrics: HeraldMetrics?
     private let wakeup = Wakeup()
+    /// How often unclaimed deliveries past their expiration are marked expired.
+    static let expirySweepInterval: TimeInterval = 10
 
     public init(
         store: any Store, provider: any PushProvider, retryPolicy: RetryPolicy = RetryPolicy(), batchSize: Int = 500,
@@ -69,10 +71,16 @@ public struct Outbox: Sendable {
 
     /// Runs until the task is cancelled; the batch in flight finishes first.
     public func run() async {
+        var nextExpirySweep = Date.distantPast
         while !Task.isCancelled {
             do {
                 let now = Date()
-                if try await store.expire(now: now) > 0 { logger.debug("expired deliveries dropped") }
+                // Deliveries already past their expiration are dropped when claimed; the sweep only
+                // keeps unclaimed ones from lingering, so it need not run before every claim.
+                if now >= nextExpirySweep {
+                    if try await store.expire(now: now) > 0 { logger.debug("expired deliveries dropped") }
+                    nextExpirySweep = now.addingTimeInterval(Self.expirySweepInterval)
+                }
                 let claimed = try await store.claimDue(limit: batchSize, now: now, lease: lease)
                 if claimed.isEmpty {
                     // Sleep until notified or the idle interval passes (retries come due on their own).

@@ -158,7 +158,7 @@ public struct PublishAPI: Sendable {
             for (i, key) in (targets.keys ?? []).enumerated() {
                 let parsed: WatchKey
                 do { parsed = try WatchKey(key) } catch { throw APIError.invalid(prefix + "targets.keys[\(i)]", "\(error)") }
-                devices += try await store.devices(app: app, watching: parsed.description).map(\.0)
+                devices += try await store.devices(app: app, watching: parsed.description)
             }
             let tokens = (targets.tokens ?? []).map(DeviceToken.lookupForm)
             let known = try await store.devices(app: app, tokens: tokens)
@@ -169,8 +169,9 @@ public struct PublishAPI: Sendable {
             guard let key = KasiaRouting.lookupKey(for: kasia) else {
                 throw APIError.missing(prefix + "fields.recipient")
             }
-            devices = try await store.devices(app: app, watching: key)
-                .filter { KasiaRouting.accepts(kasia, watchSet: $0.1) }.map(\.0)
+            let candidates = try await store.devices(app: app, watching: key)
+            let sets = try await store.watchSets(rowIDs: candidates.map(\.rowID))
+            devices = candidates.filter { KasiaRouting.accepts(kasia, watchSet: sets[$0.rowID] ?? .empty) }
         } else {
             throw APIError.missing(prefix + "targets")
         }

@@ -71,9 +71,9 @@ public final class SQLiteStore: Store {
         }
     }
 
-    public func devices(app: String, watching key: String) async throws -> [(DeviceRecord, WatchSet)] {
+    public func devices(app: String, watching key: String) async throws -> [DeviceRecord] {
         try await pool.read { db in
-            let devices = try Row.fetchAll(
+            try Row.fetchAll(
                 db,
                 sql: """
                     SELECT d.* FROM devices d WHERE d.app_id = ? AND d.disabled_reason IS NULL AND d.id IN (
@@ -83,9 +83,11 @@ public final class SQLiteStore: Store {
                     """,
                 arguments: [app, key, key]
             ).map(Self.deviceRecord)
-            let sets = try Self.watchSets(db, for: devices.map(\.rowID))
-            return devices.map { ($0, sets[$0.rowID] ?? .empty) }
         }
+    }
+
+    public func watchSets(rowIDs: [Int64]) async throws -> [Int64: WatchSet] {
+        try await pool.read { db in try Self.watchSets(db, for: rowIDs) }
     }
 
     public func devices(app: String, tokens: [String]) async throws -> [DeviceRecord] {

@@ -126,7 +126,9 @@ public protocol Store: Sendable {
     /// A device and its watch set, marking it seen.
     func status(app: String, token: String, now: Date) async throws -> (DeviceRecord, WatchSet)?
     /// Enabled devices of `app` with `key` among their watch keys or own addresses, or with routes for it.
-    func devices(app: String, watching key: String) async throws -> [(DeviceRecord, WatchSet)]
+    func devices(app: String, watching key: String) async throws -> [DeviceRecord]
+    /// The watch sets of devices, by `DeviceRecord.rowID` (for routing rules that need them).
+    func watchSets(rowIDs: [Int64]) async throws -> [Int64: WatchSet]
     /// Enabled devices of `app` by token.
     func devices(app: String, tokens: [String]) async throws -> [DeviceRecord]
     /// Enabled devices of `app` by their app-chosen `device_id`.

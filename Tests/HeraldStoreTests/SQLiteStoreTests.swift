@@ -74,9 +74,10 @@ struct StoreRegistrationTests {
             _ = try await store.register(try registration(4, app: "other", watching: [.kaspaAddress(a)]), now: t0)
             _ = try await store.register(try registration(5, watching: [.kaspaAddress(b)]), now: t0)
             let found = try await store.devices(app: "kasia", watching: a.string)
-            #expect(found.map(\.0.token) == [token(1).value, token(2).value, token(3).value])
-            #expect(found[1].1.own == [a])
-            #expect(found[2].1.routes[a] == ["x", "y"])
+            #expect(found.map(\.token) == [token(1).value, token(2).value, token(3).value])
+            let sets = try await store.watchSets(rowIDs: found.map(\.rowID))
+            #expect(sets[found[1].rowID]?.own == [a])
+            #expect(sets[found[2].rowID]?.routes[a] == ["x", "y"])
             #expect(try await store.devices(app: "kasia", tokens: [token(5).value, token(4).value, "ff"]).map(\.token) == [token(5).value])
             #expect(try await store.devices(app: "kasia", deviceIDs: ["device-2", "device-4", "nope"]).map(\.token) == [token(2).value])
         }
