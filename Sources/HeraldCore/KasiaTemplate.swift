@@ -1,21 +1,5 @@
 import HeraldAPNs
 
-/// A push rendered from an event: the APNs request minus the device and topic.
-public struct RenderedPush: Hashable, Sendable {
-    public var pushType: APNsPushType
-    public var priority: APNsPriority
-    public var collapseID: String?
-    /// The exact JSON payload.
-    public var payload: [UInt8]
-
-    public init(pushType: APNsPushType, priority: APNsPriority, collapseID: String?, payload: [UInt8]) {
-        self.pushType = pushType
-        self.priority = priority
-        self.collapseID = collapseID
-        self.payload = payload
-    }
-}
-
 /// A Kasia transaction worth a push: the fields of the `kasia.*` templates (SPEC §3.2, §5).
 public struct KasiaEvent: Hashable, Sendable {
     public enum Kind: String, Sendable, CaseIterable {

@@ -13,7 +13,7 @@ public enum Gateway {
         let router = Router()
         RegistrationAPI(store: store, configuration: configuration).addRoutes(to: router)
         PublishAPI(
-            store: store, configuration: configuration, publishKeys: publishKeys, onEnqueued: { outbox?.notify() },
+            store: store, configuration: configuration, publishKeys: publishKeys, onEnqueued: { outbox?.notify(app: $0) },
             metrics: metrics.0
         ).addRoutes(to: router)
         let registry = metrics.1

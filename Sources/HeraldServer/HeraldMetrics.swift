@@ -31,4 +31,9 @@ public struct HeraldMetrics: Sendable {
     func credentialsRefused() {
         Counter(label: "herald_apns_credentials_refused_total", factory: factory).increment()
     }
+
+    /// 1 while an app's sends are paused because APNs refused its credentials.
+    func sendsPaused(app: String, _ paused: Bool) {
+        Gauge(label: "herald_app_sends_paused", dimensions: [("app", app)], factory: factory).record(paused ? 1 : 0)
+    }
 }

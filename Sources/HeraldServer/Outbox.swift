@@ -35,90 +35,171 @@ public struct APNsPushProvider: PushProvider {
     }
 }
 
-/// The outbox: claims due deliveries in batches, sends them, and records what APNs said.
-/// Publishing never waits on it; a crash leaves leased deliveries that come back after the lease.
+/// One app's share of the outbox: its push provider and its own limit of deliveries in flight,
+/// so one app's outage or slow APNs key cannot hold back another app's pushes.
+public struct OutboxLane: Sendable {
+    public var app: String
+    public var provider: any PushProvider
+    /// Deliveries of this app in flight at once (one claimed batch).
+    public var maximumInFlight: Int
+
+    public init(app: String, provider: any PushProvider, maximumInFlight: Int = 500) {
+        self.app = app
+        self.provider = provider
+        self.maximumInFlight = maximumInFlight
+    }
+}
+
+/// The outbox: one lane per app claims that app's due deliveries in batches, sends them, and
+/// records what APNs said. Publishing never waits on it; a crash leaves leased deliveries that
+/// come back after the lease.
 public struct Outbox: Sendable {
     public let store: any Store
-    public let provider: any PushProvider
+    public let lanes: [OutboxLane]
     public let retryPolicy: RetryPolicy
-    /// Deliveries in flight at once.
-    public let batchSize: Int
     public let lease: Duration
     public let idleInterval: Duration
+    /// How long an app's sends pause after APNs refuses a freshly minted provider token (SPEC §2);
+    /// doubles on each further refusal up to the upper bound. One delivery probes when it ends.
+    public let credentialsPause: ClosedRange<Duration>
     public let logger: Logger
     public let metrics: HeraldMetrics?
-    private let wakeup = Wakeup()
+    private let wakeups: [String: Wakeup]
     /// How often unclaimed deliveries past their expiration are marked expired.
     static let expirySweepInterval: TimeInterval = 10
 
     public init(
-        store: any Store, provider: any PushProvider, retryPolicy: RetryPolicy = RetryPolicy(), batchSize: Int = 500,
-        lease: Duration = .seconds(30), idleInterval: Duration = .milliseconds(200), logger: Logger = Logger(label: "herald.outbox"),
-        metrics: HeraldMetrics? = nil
+        store: any Store, lanes: [OutboxLane], retryPolicy: RetryPolicy = RetryPolicy(), lease: Duration = .seconds(30),
+        idleInterval: Duration = .milliseconds(200), credentialsPause: ClosedRange<Duration> = .seconds(60) ... .seconds(1_200),
+        logger: Logger = Logger(label: "herald.outbox"), metrics: HeraldMetrics? = nil
     ) {
-        self.metrics = metrics
         self.store = store
-        self.provider = provider
+        self.lanes = lanes
         self.retryPolicy = retryPolicy
-        self.batchSize = batchSize
         self.lease = lease
         self.idleInterval = idleInterval
+        self.credentialsPause = credentialsPause
         self.logger = logger
+        self.metrics = metrics
+        self.wakeups = Dictionary(lanes.map { ($0.app, Wakeup()) }, uniquingKeysWith: { first, _ in first })
     }
 
-    /// Tells the outbox new deliveries are waiting.
-    public func notify() { wakeup.signal() }
+    /// One app's outbox.
+    public init(
+        store: any Store, app: String = "default", provider: any PushProvider, retryPolicy: RetryPolicy = RetryPolicy(),
+        batchSize: Int = 500, lease: Duration = .seconds(30), idleInterval: Duration = .milliseconds(200),
+        logger: Logger = Logger(label: "herald.outbox"), metrics: HeraldMetrics? = nil
+    ) {
+        self.init(
+            store: store, lanes: [OutboxLane(app: app, provider: provider, maximumInFlight: batchSize)],
+            retryPolicy: retryPolicy, lease: lease, idleInterval: idleInterval, logger: logger, metrics: metrics)
+    }
 
-    /// Runs until the task is cancelled; the batch in flight finishes first.
+    /// Tells the outbox new deliveries of `app` are waiting.
+    public func notify(app: String) { wakeups[app]?.signal() }
+
+    /// Runs every lane until the task is cancelled; each lane's batch in flight finishes first.
     public func run() async {
-        var nextExpirySweep = Date.distantPast
+        await withTaskGroup(of: Void.self) { group in
+            for lane in lanes {
+                group.addTask { await run(lane) }
+            }
+            group.addTask { await sweepExpired() }
+        }
+    }
+
+    /// Marks unclaimed deliveries past their expiration. Claimed ones past it are dropped at send
+    /// time, so this only keeps them from lingering and need not run before every claim.
+    private func sweepExpired() async {
         while !Task.isCancelled {
             do {
-                let now = Date()
-                // Deliveries already past their expiration are dropped when claimed; the sweep only
-                // keeps unclaimed ones from lingering, so it need not run before every claim.
-                if now >= nextExpirySweep {
-                    if try await store.expire(now: now) > 0 { logger.debug("expired deliveries dropped") }
-                    nextExpirySweep = now.addingTimeInterval(Self.expirySweepInterval)
+                if try await store.expire(now: Date()) > 0 { logger.debug("expired deliveries dropped") }
+            } catch {
+                if Task.isCancelled { return }
+                logger.error("outbox store error", metadata: ["error": "\(error)"])
+            }
+            try? await Task.sleep(for: .seconds(Self.expirySweepInterval))
+        }
+    }
+
+    private func run(_ lane: OutboxLane) async {
+        let wakeup = wakeups[lane.app]!
+        var pause = LanePause()
+        while !Task.isCancelled {
+            do {
+                if let until = pause.until {
+                    try await Task.sleep(for: .seconds(max(0, until.timeIntervalSinceNow)))
+                    pause.until = nil
                 }
-                let claimed = try await store.claimDue(limit: batchSize, now: now, lease: lease)
+                // After a pause one delivery probes the credentials before the lane opens again.
+                let limit = pause.refusals > 0 ? 1 : lane.maximumInFlight
+                let claimed = try await store.claimDue(app: lane.app, limit: limit, now: Date(), lease: lease)
                 if claimed.isEmpty {
-                    // Sleep until notified or the idle interval passes (retries come due on their own).
-                    await withTaskGroup(of: Void.self) { group in
-                        group.addTask { await wakeup.wait() }
-                        group.addTask {
-                            try? await Task.sleep(for: idleInterval)
-                            wakeup.signal()
-                        }
-                        await group.next()
-                        group.cancelAll()
-                    }
+                    await sleep(on: wakeup)
                     continue
                 }
-                let outcomes = await withTaskGroup(of: DeliveryOutcome.self) { group in
+                let attempts = await withTaskGroup(of: Attempt.self) { group in
                     for delivery in claimed {
-                        group.addTask { await outcome(for: delivery) }
+                        group.addTask { await attempt(delivery, provider: lane.provider) }
                     }
-                    var all: [DeliveryOutcome] = []
-                    for await o in group { all.append(o) }
+                    var all: [Attempt] = []
+                    all.reserveCapacity(claimed.count)
+                    for await a in group { all.append(a) }
                     return all
+                }
+                var outcomes = attempts.map(\.outcome)
+                if attempts.contains(where: \.credentialsRefused) {
+                    let until = Date().addingTimeInterval(pause.refused(within: credentialsPause).seconds)
+                    pause.until = until
+                    // Every refused delivery waits out the pause instead of its own back-off.
+                    outcomes = zip(attempts, outcomes).map { a, o in
+                        guard a.credentialsRefused, case .retry(let id, _, let reason) = o else { return o }
+                        return .retry(id: id, at: until, reason: reason)
+                    }
+                    logger.critical(
+                        "APNs refused a fresh provider token: pausing this app's sends",
+                        metadata: ["app": "\(lane.app)", "seconds": "\(Int(until.timeIntervalSinceNow.rounded()))"])
+                    metrics?.sendsPaused(app: lane.app, true)
+                } else if pause.refusals > 0, attempts.contains(where: { if case .sent = $0.outcome { true } else { false } }) {
+                    pause = LanePause()
+                    logger.notice("APNs accepted the provider token again: sends resumed", metadata: ["app": "\(lane.app)"])
+                    metrics?.sendsPaused(app: lane.app, false)
                 }
                 try await store.complete(outcomes, now: Date())
             } catch is CancellationError {
                 return
             } catch {
                 if Task.isCancelled { return }
-                logger.error("outbox store error", metadata: ["error": "\(error)"])
+                logger.error("outbox store error", metadata: ["app": "\(lane.app)", "error": "\(error)"])
                 try? await Task.sleep(for: idleInterval)
             }
         }
     }
 
-    /// One delivery: send it, and turn APNs's answer into what the store records.
-    func outcome(for delivery: ClaimedDelivery) async -> DeliveryOutcome {
-        let outcome = await decide(delivery)
+    /// Sleeps until notified or the idle interval passes (retries come due on their own).
+    private func sleep(on wakeup: Wakeup) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await wakeup.wait() }
+            group.addTask {
+                try? await Task.sleep(for: idleInterval)
+                wakeup.signal()
+            }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+
+    /// One delivery's attempt: what the store records, and whether APNs refused the credentials.
+    struct Attempt: Sendable {
+        var outcome: DeliveryOutcome
+        var credentialsRefused = false
+    }
+
+    /// Sends one delivery and turns APNs's answer into what the store records.
+    func attempt(_ delivery: ClaimedDelivery, provider: any PushProvider) async -> Attempt {
+        let attempt = await decide(delivery, provider: provider, mayShrink: true)
         if let metrics {
-            switch outcome {
+            switch attempt.outcome {
             case .sent: metrics.deliveryAttempt(outcome: "sent", reason: "accepted")
             case .retry(_, _, let reason): metrics.deliveryAttempt(outcome: "retry", reason: reason)
             case .failed(_, let reason): metrics.deliveryAttempt(outcome: "failed", reason: reason)
@@ -126,11 +207,11 @@ public struct Outbox: Sendable {
             case .tokenDead(_, _, _, let reason): metrics.deliveryAttempt(outcome: "token_dead", reason: reason)
             }
         }
-        return outcome
+        return attempt
     }
 
-    private func decide(_ delivery: ClaimedDelivery) async -> DeliveryOutcome {
-        if delivery.expiresAt <= Date() { return .expired(id: delivery.id) }
+    private func decide(_ delivery: ClaimedDelivery, provider: any PushProvider, mayShrink: Bool) async -> Attempt {
+        if delivery.expiresAt <= Date() { return Attempt(outcome: .expired(id: delivery.id)) }
         let result = await provider.send(delivery)
         let reason: String = switch result {
         case .accepted: "accepted"
@@ -139,22 +220,48 @@ public struct Outbox: Sendable {
         }
         switch result.action {
         case .done:
-            return .sent(id: delivery.id)
+            return Attempt(outcome: .sent(id: delivery.id))
         case .retry(let after, _):
             let delay = retryPolicy.delay(afterAttempt: delivery.attempt, retryAfter: after)
-            return .retry(id: delivery.id, at: Date().addingTimeInterval(delay.seconds), reason: reason)
+            return Attempt(outcome: .retry(id: delivery.id, at: Date().addingTimeInterval(delay.seconds), reason: reason))
         case .tokenDead(let since):
             logger.info("APNs token dead", metadata: ["token": "\(APNsDeviceToken.redacted(delivery.device.token))", "reason": "\(reason)"])
-            return .tokenDead(id: delivery.id, deviceRowID: delivery.device.rowID, since: since, reason: reason)
+            return Attempt(outcome: .tokenDead(id: delivery.id, deviceRowID: delivery.device.rowID, since: since, reason: reason))
         case .refreshCredentials:
-            // The client already refreshed and retried once; try again later, backing off.
-            let delay = retryPolicy.delay(afterAttempt: delivery.attempt)
-            logger.error("APNs refused the provider token", metadata: ["reason": "\(reason)"])
+            // The client already minted a new token (if the 20-minute floor allowed) and retried once.
             metrics?.credentialsRefused()
-            return .retry(id: delivery.id, at: Date().addingTimeInterval(delay.seconds), reason: reason)
-        case .shrinkPayload, .fail:
-            return .failed(id: delivery.id, reason: reason)
+            let delay = retryPolicy.delay(afterAttempt: delivery.attempt)
+            return Attempt(
+                outcome: .retry(id: delivery.id, at: Date().addingTimeInterval(delay.seconds), reason: reason),
+                credentialsRefused: true)
+        case .shrinkPayload:
+            // SPEC §2: a template bug; send a smaller push once, else fail.
+            guard mayShrink, let smaller = delivery.push.shrunk() else {
+                return Attempt(outcome: .failed(id: delivery.id, reason: reason))
+            }
+            logger.warning("APNs said the payload is too large: retrying once with a smaller one", metadata: [
+                "event": "\(delivery.eventID)", "bytes": "\(delivery.push.payload.count)", "smaller": "\(smaller.payload.count)",
+            ])
+            var retry = delivery
+            retry.push = smaller
+            return await decide(retry, provider: provider, mayShrink: false)
+        case .fail:
+            return Attempt(outcome: .failed(id: delivery.id, reason: reason))
         }
+    }
+}
+
+/// A lane's pause after refused credentials.
+struct LanePause {
+    /// Refusals since the lane last delivered.
+    var refusals = 0
+    var until: Date?
+
+    /// Counts a refusal and returns how long to pause: the lower bound, doubling, up to the upper.
+    mutating func refused(within bounds: ClosedRange<Duration>) -> Duration {
+        refusals += 1
+        let factor = Double(1 << min(refusals - 1, 20))
+        return .seconds(min(bounds.upperBound.seconds, bounds.lowerBound.seconds * factor))
     }
 }
 

@@ -11,8 +11,8 @@ public struct PublishAPI: Sendable {
     public let configuration: APIConfiguration
     /// `HERALD_PUBLISH_KEYS`.
     public let publishKeys: Set<String>
-    /// Called after a commit so the outbox looks at once.
-    public let onEnqueued: @Sendable () -> Void
+    /// Called with the app after a commit so its outbox lane looks at once.
+    public let onEnqueued: @Sendable (_ app: String) -> Void
     public let now: @Sendable () -> Date
     public let metrics: HeraldMetrics?
     /// Events per batch (SPEC §3.2).
@@ -22,7 +22,7 @@ public struct PublishAPI: Sendable {
 
     public init(
         store: any Store, configuration: APIConfiguration, publishKeys: Set<String>,
-        onEnqueued: @escaping @Sendable () -> Void = {}, now: @escaping @Sendable () -> Date = { Date() },
+        onEnqueued: @escaping @Sendable (_ app: String) -> Void = { _ in }, now: @escaping @Sendable () -> Date = { Date() },
         metrics: HeraldMetrics? = nil
     ) {
         self.metrics = metrics
@@ -78,7 +78,7 @@ public struct PublishAPI: Sendable {
             let prepared = try await prepare(body, field: "")
             _ = try await store.enqueue([prepared.event], checkpoint: nil, now: now())
             metrics?.eventsAccepted(template: prepared.event.template, deliveries: prepared.event.deviceRowIDs.count)
-            onEnqueued()
+            onEnqueued(prepared.event.app)
             return try RegistrationAPI.json(
                 ["event_id": prepared.event.id, "deliveries": prepared.event.deviceRowIDs.count, "unknown_tokens": prepared.unknownTokens],
                 status: .accepted)
@@ -94,7 +94,7 @@ public struct PublishAPI: Sendable {
             for (i, event) in events.enumerated() { prepared.append(try await prepare(event, field: "events[\(i)].")) }
             _ = try await store.enqueue(prepared.map(\.event), checkpoint: nil, now: now())
             for p in prepared { metrics?.eventsAccepted(template: p.event.template, deliveries: p.event.deviceRowIDs.count) }
-            onEnqueued()
+            for app in Set(prepared.map(\.event.app)) { onEnqueued(app) }
             return try RegistrationAPI.json(
                 ["events": prepared.map { ["event_id": $0.event.id, "deliveries": $0.event.deviceRowIDs.count] }],
                 status: .accepted)

@@ -19,6 +19,7 @@ public final class SQLiteStore: Store {
     public func migrate() async throws {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in try db.execute(sql: Schema.v1) }
+        migrator.registerMigration("v2") { db in try db.execute(sql: Schema.v2) }
         try migrator.migrate(pool)
     }
 
@@ -167,7 +168,7 @@ public final class SQLiteStore: Store {
 
     // MARK: Outbox
 
-    public func claimDue(limit: Int, now: Date, lease: Duration) async throws -> [ClaimedDelivery] {
+    public func claimDue(app: String, limit: Int, now: Date, lease: Duration) async throws -> [ClaimedDelivery] {
         try await pool.write { db in
             let ms = now.milliseconds
             let rows = try Row.fetchAll(
@@ -179,12 +180,12 @@ public final class SQLiteStore: Store {
                     JOIN events e ON e.id = dl.event_id
                     JOIN devices d ON d.id = dl.device_row
                     WHERE dl.id IN (
-                      SELECT id FROM deliveries WHERE state = 'pending' AND next_attempt_at <= ?
-                      UNION SELECT id FROM deliveries WHERE state = 'sending' AND lease_until <= ?)
+                      SELECT id FROM deliveries WHERE app_id = ? AND state = 'pending' AND next_attempt_at <= ?
+                      UNION SELECT id FROM deliveries WHERE app_id = ? AND state = 'sending' AND lease_until <= ?)
                     ORDER BY dl.next_attempt_at, dl.id
                     LIMIT ?
                     """,
-                arguments: [ms, ms, limit])
+                arguments: [app, ms, app, ms, limit])
             let leaseUntil = ms + Int64(lease.seconds * 1000)
             let claim = try db.cachedStatement(
                 sql: "UPDATE deliveries SET state = 'sending', lease_until = ?, attempts = attempts + 1, updated_at = ? WHERE id = ?")

@@ -72,4 +72,11 @@ enum Schema {
           updated_at BIGINT NOT NULL
         );
         """
+
+    /// Each app's outbox lane claims only its own deliveries.
+    static let v2 = """
+        CREATE INDEX deliveries_app_due ON deliveries (app_id, state, next_attempt_at);
+        CREATE INDEX deliveries_app_lease ON deliveries (app_id, state, lease_until);
+        DROP INDEX deliveries_lease;
+        """
 }

@@ -139,8 +139,8 @@ public protocol Store: Sendable {
     func enqueue(_ events: [NewEvent], checkpoint: ChainCheckpoint?, now: Date) async throws -> [String: Int]
     func checkpoint(source: String) async throws -> ChainCheckpoint?
 
-    /// Leases up to `limit` due deliveries (pending and due, or sending with an expired lease).
-    func claimDue(limit: Int, now: Date, lease: Duration) async throws -> [ClaimedDelivery]
+    /// Leases up to `limit` of `app`'s due deliveries (pending and due, or sending with an expired lease).
+    func claimDue(app: String, limit: Int, now: Date, lease: Duration) async throws -> [ClaimedDelivery]
     /// Applies outcomes of claimed deliveries.
     func complete(_ outcomes: [DeliveryOutcome], now: Date) async throws
     /// Marks pending deliveries past their expiration; returns how many.

@@ -44,6 +44,13 @@ final class HeraldProcess: @unchecked Sendable {
         Foundation.kill(process.processIdentifier, signal)
         process.waitUntilExit()
     }
+
+    /// Everything the process wrote to standard error, once it has exited.
+    func fullLog() -> String {
+        process.waitUntilExit()
+        log += String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        return log
+    }
 }
 
 func http(_ method: String, _ url: String, _ body: String? = nil, bearer: String? = nil) async throws -> (Int, Data) {

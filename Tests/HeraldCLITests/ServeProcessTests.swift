@@ -8,79 +8,93 @@ import FoundationNetworking
 /// `herald serve` as a child process, as a user runs it: defaults (SQLite file, built-in simulator).
 @Suite("herald serve, as a process", .serialized)
 struct ServeProcessTests {
-    @Test("register, publish, and the push arrives at the built-in simulator; SIGTERM exits 0")
+    static let sender = "kaspa:qp0l70zd5x85ttwd6jv7g3s3a8llzj96d8dncn4zmhv4tlzx5k2jyqh70xmfj"
+
+    static func kasiaEvent(txID: String, payload: String) -> String {
+        #"{"template":"kasia.contextual_message","fields":{"tx_id":"\#(txID)","sender":"\#(sender)","alias":"a1","payload":"\#(payload)","timestamp":1704067200,"daa_score":12345678}}"#
+    }
+
+    @Test("register, publish, and the exact pushes arrive at the built-in simulator; no full token in the log; SIGTERM exits 0")
     func endToEnd() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-serve-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
 
-        let serve = Process()
-        serve.executableURL = try heraldExecutable()
-        serve.arguments = ["serve"]
-        var env = ProcessInfo.processInfo.environment
-        for key in env.keys where key.hasPrefix("HERALD_") { env[key] = nil }
-        env["HERALD_DATABASE_URL"] = "sqlite:" + directory.appendingPathComponent("herald.sqlite").path
-        env["HERALD_HTTP_PORT"] = "0"
-        env["HERALD_PUBLISH_KEYS"] = "publisher-key"
-        serve.environment = env
-        let errors = Pipe()
-        serve.standardError = errors
-        serve.standardOutput = FileHandle.nullDevice
-        try serve.run()
-        defer { if serve.isRunning { serve.terminate() } }
-
+        let publisherKey = "publisher-key-0123456789abcdef"
+        let serve = try HeraldProcess(["serve"], environment: [
+            "HERALD_DATABASE_URL": "sqlite:" + directory.appendingPathComponent("herald.sqlite").path,
+            "HERALD_HTTP_PORT": "0", "HERALD_PUBLISH_KEYS": publisherKey,
+            // Everything Herald and its libraries log, so the check below sees every line.
+            "HERALD_LOG_LEVEL": "trace",
+        ])
+        defer { if serve.process.isRunning { serve.kill(SIGKILL) } }
         // The log says where the API and the simulator's control port are.
-        var log = ""
-        var httpPort: Int?
-        var controlPort: Int?
-        let started = Date()
-        while httpPort == nil || controlPort == nil {
-            guard Date().timeIntervalSince(started) < 30 else { throw CLIError("herald serve did not start: \(log)") }
-            let chunk = errors.fileHandleForReading.availableData
-            if chunk.isEmpty { throw CLIError("herald serve exited: \(log)") }
-            log += String(decoding: chunk, as: UTF8.self)
-            httpPort = Self.port(in: log, after: "listening on 127.0.0.1:")
-            controlPort = Self.port(in: log, after: "control=http://127.0.0.1:")
-        }
-        #expect(log.contains("SIMULATOR"))
-        let api = "http://127.0.0.1:\(httpPort!)"
+        let api = "http://127.0.0.1:\(try serve.port(after: "listening on 127.0.0.1:"))"
+        let control = "http://127.0.0.1:\(try serve.port(after: "control=http://127.0.0.1:"))"
+        #expect(serve.log.contains("SIMULATOR"))
+
         let token = String(repeating: "ab", count: 32)
-        let sender = "kaspa:qp0l70zd5x85ttwd6jv7g3s3a8llzj96d8dncn4zmhv4tlzx5k2jyqh70xmfj"
+        let gone = String(repeating: "cd", count: 32)
         let txID = String(repeating: "0f", count: 32)
+        let (atLimit, overLimit) = (String(repeating: "1e", count: 32), String(repeating: "2e", count: 32))
+        for device in [token, gone] {
+            let (status, body) = try await http("POST", api + "/v1/push/register",
+                #"{"device_token":"\#(device)","platform":"ios","watched_addresses":["\#(Self.sender)"]}"#)
+            #expect(status == 200 && String(decoding: body, as: UTF8.self) == #"{"registered":true,"watched_addresses":1}"#)
+        }
+        // APNs says the second device's token is gone.
+        _ = try await http("POST", control + "/faults", #"{"kind":"unregistered","token":"\#(gone)","timestamp_ms":\#(Int64(Date().timeIntervalSince1970 * 1000) + 60_000)}"#)
+        for (id, payload) in [(txID, "636970685f6d73673a"), (atLimit, String(repeating: "ab", count: 1_750)),
+                              (overLimit, String(repeating: "ab", count: 1_751))] {
+            let (status, _) = try await http("POST", api + "/v1/events", Self.kasiaEvent(txID: id, payload: payload), bearer: publisherKey)
+            #expect(status == 202)
+        }
+        // Rejected input is not logged with its token either.
+        let badToken = String(repeating: "ef", count: 31) + "zz"
+        let (bad, _) = try await http("POST", api + "/v1/push/register",
+            #"{"device_token":"\#(badToken)","platform":"ios","watched_addresses":["\#(Self.sender)"]}"#)
+        #expect(bad == 400)
+        let (unauthorized, _) = try await http("POST", api + "/v1/events", #"{"template":"custom","targets":{"tokens":["\#(token)"]},"fields":{"aps":{"alert":"x"}}}"#)
+        #expect(unauthorized == 401)
 
-        var (status, body) = try await http("POST", api + "/v1/push/register",
-            #"{"device_token":"\#(token)","platform":"ios","watched_addresses":["\#(sender)"]}"#)
-        #expect(status == 200 && String(decoding: body, as: UTF8.self) == #"{"registered":true,"watched_addresses":1}"#)
-        (status, _) = try await http("POST", api + "/v1/events",
-            #"{"template":"kasia.contextual_message","fields":{"tx_id":"\#(txID)","sender":"\#(sender)","alias":"a1","payload":"636970685f6d73673a","timestamp":1704067200,"daa_score":12345678}}"#,
-            bearer: "publisher-key")
-        #expect(status == 202)
-        (status, _) = try await http("POST", api + "/v1/events", #"{"template":"custom","targets":{"tokens":["\#(token)"]},"fields":{"aps":{"alert":"x"}}}"#)
-        #expect(status == 401)
-
-        // The push reaches the simulator over TLS + HTTP/2.
+        // The pushes reach the simulator over TLS + HTTP/2.
         var notifications: [[String: Any]] = []
         for _ in 0..<100 {
-            let (_, data) = try await http("GET", "http://127.0.0.1:\(controlPort!)/notifications?token=\(token)")
+            let (_, data) = try await http("GET", control + "/notifications?token=\(token)")
             notifications = (try JSONSerialization.jsonObject(with: data) as? [String: Any])?["notifications"] as? [[String: Any]] ?? []
-            if !notifications.isEmpty { break }
+            if notifications.count == 3 { break }
             try await Task.sleep(for: .milliseconds(100))
         }
-        let push = try #require(notifications.first)
-        #expect(notifications.count == 1)
-        #expect(push["collapse_id"] as? String == txID)
-        #expect(push["payload"] as? String == #"{"aps":{"alert":{"title":"New Message","body":"From kaspa:qp...70xmfj"},"mutable-content":1,"content-available":1,"thread-id":"\#(sender)"},"kasia":{"type":"contextual_message","txId":"\#(txID)","sender":"\#(sender)","payload":"636970685f6d73673a","timestamp":1704067200,"daaScore":12345678}}"#)
+        #expect(notifications.count == 3)
+        func payload(_ collapseID: String) throws -> String {
+            try #require(notifications.first { $0["collapse_id"] as? String == collapseID }?["payload"] as? String)
+        }
+        func expected(_ id: String, _ inline: String) -> String {
+            #"{"aps":{"alert":{"title":"New Message","body":"From kaspa:qp...70xmfj"},"mutable-content":1,"content-available":1,"thread-id":"\#(Self.sender)"},"kasia":{"type":"contextual_message","txId":"\#(id)","sender":"\#(Self.sender)","payload":\#(inline),"timestamp":1704067200,"daaScore":12345678}}"#
+        }
+        #expect(try payload(txID) == expected(txID, #""636970685f6d73673a""#))
+        // Inline at 3,500 characters, null at 3,502 (SPEC §5).
+        #expect(try payload(atLimit) == expected(atLimit, "\"" + String(repeating: "ab", count: 1_750) + "\""))
+        #expect(try payload(overLimit) == expected(overLimit, "null"))
 
+        // The gone device's 410 (newer than its registration) removes it.
+        var removed = false
+        for _ in 0..<100 where !removed {
+            let (_, data) = try await http("GET", api + "/v1/push/status?device_token=\(gone)")
+            removed = (try JSONSerialization.jsonObject(with: data) as? [String: Any])?["registered"] as? Bool == false
+            if !removed { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(removed)
         let metrics = String(decoding: try await http("GET", api + "/metrics").1, as: UTF8.self)
-        #expect(metrics.contains(#"herald_delivery_attempts_total{outcome="sent",reason="accepted"} 1"#), "\(metrics)")
+        #expect(metrics.contains(#"herald_delivery_attempts_total{outcome="sent",reason="accepted"} 3"#), "\(metrics)")
 
-        serve.terminate()  // SIGTERM
-        serve.waitUntilExit()
-        #expect(serve.terminationStatus == 0)
-    }
-
-    static func port(in log: String, after marker: String) -> Int? {
-        guard let range = log.range(of: marker) else { return nil }
-        return Int(log[range.upperBound...].prefix(while: \.isNumber))
+        serve.kill(SIGTERM)
+        #expect(serve.process.terminationStatus == 0)
+        // Tokens appear in the log only as their first 8 characters and "…"; the publisher key never.
+        let log = serve.fullLog()
+        #expect(log.contains(String(gone.prefix(8)) + "…"), "the token-dead line names the device by its prefix")
+        for secret in [token, gone, badToken, publisherKey] {
+            #expect(!log.contains(secret), "the log carries \(secret.prefix(8))… in full")
+        }
     }
 }

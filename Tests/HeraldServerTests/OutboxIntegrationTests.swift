@@ -13,27 +13,33 @@ struct OutboxHarness {
     let directory: URL
     let group: MultiThreadedEventLoopGroup
     let simulator: APNsSimulator
-    let client: APNsClient
+    /// One client per key, each with its own connections; the simulator knows every key.
+    let clients: [APNsClient]
     let store: SQLiteStore
+    var client: APNsClient { clients[0] }
 
-    static func with(_ body: (OutboxHarness) async throws -> Void) async throws {
+    static func with(keys: Int = 1, _ body: (OutboxHarness) async throws -> Void) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-outbox-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
-        let key = APNsSigningKey(privateKey: P256.Signing.PrivateKey(), keyID: "OUTBOX0001", teamID: "TEAM000001")
+        let signingKeys = (0..<keys).map {
+            APNsSigningKey(privateKey: P256.Signing.PrivateKey(), keyID: "OUTBOX000\($0)", teamID: "TEAM000001")
+        }
         var configuration = APNsSimulatorConfiguration()
         configuration.port = 0
         configuration.controlPort = 0
-        configuration.keys = [SimulatorKey(keyID: key.keyID, teamID: key.teamID, publicKey: key.publicKey)]
+        configuration.keys = signingKeys.map { SimulatorKey(keyID: $0.keyID, teamID: $0.teamID, publicKey: $0.publicKey) }
         let simulator = try await APNsSimulator.start(configuration: configuration, eventLoopGroup: group)
-        let client = try APNsClient(
-            configuration: APNsClientConfiguration(
-                environment: .sandbox, url: simulator.url, trustRootsPEMFile: try simulator.writeCA(to: directory.path)),
-            tokens: APNsProviderTokenSource(key: key), eventLoopGroup: group)
+        let ca = try simulator.writeCA(to: directory.path)
+        let clients = try signingKeys.map { key in
+            try APNsClient(
+                configuration: APNsClientConfiguration(environment: .sandbox, url: simulator.url, trustRootsPEMFile: ca),
+                tokens: APNsProviderTokenSource(key: key), eventLoopGroup: group)
+        }
         let store = try SQLiteStore(path: directory.appendingPathComponent("herald.sqlite").path)
         try await store.migrate()
-        let harness = OutboxHarness(directory: directory, group: group, simulator: simulator, client: client, store: store)
+        let harness = OutboxHarness(directory: directory, group: group, simulator: simulator, clients: clients, store: store)
         do {
             try await body(harness)
         } catch {
@@ -43,8 +49,40 @@ struct OutboxHarness {
         await harness.close()
     }
 
+    /// Registers `count` devices of `app` with tokens numbered from `first`; returns their row ids and tokens.
+    func register(app: String, count: Int, first: Int = 0) async throws -> (rows: [Int64], tokens: [String]) {
+        var rows: [Int64] = [], tokens: [String] = []
+        for i in first..<(first + count) {
+            let hex = String(i, radix: 16)
+            let token = String(repeating: "0", count: 64 - hex.count) + hex
+            tokens.append(token)
+            rows.append(try await store.register(
+                Registration(app: app, token: try DeviceToken(token, platform: .ios), environment: .sandbox, watchSet: .empty),
+                now: Date()).rowID)
+        }
+        return (rows, tokens)
+    }
+
+    /// Commits one event of `app` to `rows`.
+    func enqueue(app: String, rows: [Int64], push: RenderedPush = OutboxHarness.alert, id: String = UUID().uuidString) async throws {
+        _ = try await store.enqueue(
+            [NewEvent(id: id, app: app, template: "custom", push: push, expiresAt: Date().addingTimeInterval(3_600), deviceRowIDs: rows)],
+            checkpoint: nil, now: Date())
+    }
+
+    static let alert = RenderedPush(pushType: .alert, priority: .immediate, collapseID: nil, payload: Array(#"{"aps":{"alert":"x"}}"#.utf8))
+
+    /// Waits until `done` holds or `limit` passes.
+    func wait(upTo limit: Duration, until done: () async throws -> Bool) async rethrows {
+        let started = ContinuousClock.now
+        while ContinuousClock.now - started < limit {
+            if try await done() { return }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
     func close() async {
-        await client.shutdown()
+        for client in clients { await client.shutdown() }
         await simulator.shutdown()
         try? await group.shutdownGracefully()
     }
@@ -58,18 +96,9 @@ struct OutboxIntegrationTests {
         try await OutboxHarness.with { h in
             let (simulator, client, store) = (h.simulator, h.client, h.store)
             let devices = 100
-            var rows: [Int64] = []
-            for i in 0..<devices {
-                let hex = String(i, radix: 16)
-                let token = try DeviceToken(String(repeating: "0", count: 64 - hex.count) + hex, platform: .ios)
-                rows.append(try await store.register(
-                    Registration(app: "default", token: token, environment: .sandbox, watchSet: .empty), now: Date()).rowID)
-            }
+            let rows = try await h.register(app: "default", count: devices).rows
             try simulator.inject(SimulatorFault(kind: .respond, status: 503, reason: "ServiceUnavailable", durationMs: 30_000))
-            let push = RenderedPush(pushType: .alert, priority: .immediate, collapseID: nil, payload: Array(#"{"aps":{"alert":"x"}}"#.utf8))
-            _ = try await store.enqueue(
-                [NewEvent(id: "e", app: "default", template: "custom", push: push, expiresAt: Date().addingTimeInterval(3_600), deviceRowIDs: rows)],
-                checkpoint: nil, now: Date())
+            try await h.enqueue(app: "default", rows: rows, id: "e")
 
             // SPEC's back-off (1 s base, full jitter) with an 8-second cap, so recovery takes seconds in a test.
             let outbox = Outbox(

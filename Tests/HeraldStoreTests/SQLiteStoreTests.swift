@@ -121,13 +121,13 @@ struct StoreOutboxTests {
         try await withStore { store, _ in
             let rows = try await (1...3).asyncMap { try await store.register(try registration($0, watching: []), now: t0).rowID }
             _ = try await store.enqueue([event("e", rows: rows)], checkpoint: nil, now: t0)
-            let first = try await store.claimDue(limit: 2, now: t0, lease: .seconds(30))
+            let first = try await store.claimDue(app: "kasia", limit: 2, now: t0, lease: .seconds(30))
             #expect(first.count == 2 && first.allSatisfy { $0.attempt == 1 && $0.push == push })
-            let second = try await store.claimDue(limit: 10, now: t0.addingTimeInterval(1), lease: .seconds(30))
+            let second = try await store.claimDue(app: "kasia", limit: 10, now: t0.addingTimeInterval(1), lease: .seconds(30))
             #expect(second.count == 1)
-            #expect(try await store.claimDue(limit: 10, now: t0.addingTimeInterval(2), lease: .seconds(30)).isEmpty)
+            #expect(try await store.claimDue(app: "kasia", limit: 10, now: t0.addingTimeInterval(2), lease: .seconds(30)).isEmpty)
             // The sender died: after the lease, the same deliveries come back, attempt 2, same apns-id.
-            let again = try await store.claimDue(limit: 10, now: t0.addingTimeInterval(30.5), lease: .seconds(30))
+            let again = try await store.claimDue(app: "kasia", limit: 10, now: t0.addingTimeInterval(30.5), lease: .seconds(30))
             #expect(Set(again.map(\.id)) == Set(first.map(\.id)))
             #expect(Set(again.map(\.apnsID)) == Set(first.map(\.apnsID)))
             #expect(again.allSatisfy { $0.attempt == 2 })
@@ -139,13 +139,13 @@ struct StoreOutboxTests {
         try await withStore { store, _ in
             let rows = try await (1...4).asyncMap { try await store.register(try registration($0, watching: []), now: t0).rowID }
             _ = try await store.enqueue([event("e", rows: rows)], checkpoint: nil, now: t0)
-            let c = try await store.claimDue(limit: 10, now: t0, lease: .seconds(30))
+            let c = try await store.claimDue(app: "kasia", limit: 10, now: t0, lease: .seconds(30))
             try await store.complete([
                 .sent(id: c[0].id), .retry(id: c[1].id, at: t0.addingTimeInterval(60), reason: "ServiceUnavailable"),
                 .failed(id: c[2].id, reason: "TopicDisallowed"), .expired(id: c[3].id),
             ], now: t0)
-            #expect(try await store.claimDue(limit: 10, now: t0.addingTimeInterval(59), lease: .seconds(30)).isEmpty)
-            #expect(try await store.claimDue(limit: 10, now: t0.addingTimeInterval(60), lease: .seconds(30)).map(\.id) == [c[1].id])
+            #expect(try await store.claimDue(app: "kasia", limit: 10, now: t0.addingTimeInterval(59), lease: .seconds(30)).isEmpty)
+            #expect(try await store.claimDue(app: "kasia", limit: 10, now: t0.addingTimeInterval(60), lease: .seconds(30)).map(\.id) == [c[1].id])
             let stats = try await store.stats()
             #expect(stats.deliveries[.sent] == 1 && stats.deliveries[.failed] == 1 && stats.deliveries[.expired] == 1)
             #expect(stats.failureReasons["TopicDisallowed"] == 1)
@@ -157,13 +157,13 @@ struct StoreOutboxTests {
         try await withStore { store, _ in
             let d = try await store.register(try registration(1, watching: [.session("s")]), now: t0)
             _ = try await store.enqueue([event("e1", rows: [d.rowID])], checkpoint: nil, now: t0)
-            var c = try await store.claimDue(limit: 1, now: t0, lease: .seconds(30))
+            var c = try await store.claimDue(app: "kasia", limit: 1, now: t0, lease: .seconds(30))
             // APNs saw the token die before the device registered: keep it.
             try await store.complete([.tokenDead(id: c[0].id, deviceRowID: d.rowID, since: t0.addingTimeInterval(-60), reason: "Unregistered")], now: t0)
             #expect(try await store.status(app: "kasia", token: d.token, now: t0) != nil)
 
             _ = try await store.enqueue([event("e2", rows: [d.rowID])], checkpoint: nil, now: t0)
-            c = try await store.claimDue(limit: 1, now: t0, lease: .seconds(30))
+            c = try await store.claimDue(app: "kasia", limit: 1, now: t0, lease: .seconds(30))
             try await store.complete([.tokenDead(id: c[0].id, deviceRowID: d.rowID, since: t0.addingTimeInterval(60), reason: "Unregistered")], now: t0)
             #expect(try await store.status(app: "kasia", token: d.token, now: t0) == nil)
             #expect(try await store.devices(app: "kasia", watching: "session:s").isEmpty)
@@ -175,10 +175,10 @@ struct StoreOutboxTests {
         try await withStore { store, _ in
             let d = try await store.register(try registration(1, watching: [.session("s")]), now: t0)
             _ = try await store.enqueue([event("e1", rows: [d.rowID]), event("e2", rows: [d.rowID])], checkpoint: nil, now: t0)
-            let c = try await store.claimDue(limit: 1, now: t0, lease: .seconds(30))
+            let c = try await store.claimDue(app: "kasia", limit: 1, now: t0, lease: .seconds(30))
             try await store.complete([.tokenDead(id: c[0].id, deviceRowID: d.rowID, since: nil, reason: "BadDeviceToken")], now: t0)
             #expect(try await store.devices(app: "kasia", watching: "session:s").isEmpty)
-            #expect(try await store.claimDue(limit: 10, now: t0.addingTimeInterval(3_600), lease: .seconds(30)).isEmpty)
+            #expect(try await store.claimDue(app: "kasia", limit: 10, now: t0.addingTimeInterval(3_600), lease: .seconds(30)).isEmpty)
             let stats = try await store.stats()
             #expect(stats.deliveries[.failed] == 1 && stats.deliveries[.dropped] == 1)
             _ = try await store.register(try registration(1, watching: [.session("s")]), now: t0.addingTimeInterval(5))
@@ -194,7 +194,7 @@ struct StoreOutboxTests {
             _ = try await store.enqueue([event("e", rows: [d1.rowID, d2.rowID], expires: t0.addingTimeInterval(60))], checkpoint: nil, now: t0)
             #expect(try await store.expire(now: t0.addingTimeInterval(59)) == 0)
             #expect(try await store.expire(now: t0.addingTimeInterval(60)) == 2)
-            #expect(try await store.claimDue(limit: 10, now: t0.addingTimeInterval(61), lease: .seconds(30)).isEmpty)
+            #expect(try await store.claimDue(app: "kasia", limit: 10, now: t0.addingTimeInterval(61), lease: .seconds(30)).isEmpty)
             #expect(try await store.deleteStaleDevices(lastSeenBefore: t0.addingTimeInterval(86_400 * 90)) == 1)
             #expect(try await store.stats().devices == ["kasia": ["ios": 1]])
         }

@@ -1,0 +1,69 @@
+import Foundation
+import HeraldAPNs
+
+/// A push rendered from an event: the APNs request minus the device and topic.
+public struct RenderedPush: Hashable, Sendable {
+    public var pushType: APNsPushType
+    public var priority: APNsPriority
+    public var collapseID: String?
+    /// The exact JSON payload.
+    public var payload: [UInt8]
+
+    public init(pushType: APNsPushType, priority: APNsPriority, collapseID: String?, payload: [UInt8]) {
+        self.pushType = pushType
+        self.priority = priority
+        self.collapseID = collapseID
+        self.payload = payload
+    }
+}
+
+extension RenderedPush {
+    /// The shorter alert body keeps at least this many characters.
+    static let minimumTruncatedBody = 16
+
+    /// A smaller push for a 413 PayloadTooLarge (SPEC §2: drop optional fields, truncate the body),
+    /// or nil when nothing can be dropped. Optional is the Kasia inline `payload` (the app fetches the
+    /// transaction when it is null); the body is then cut to half, ending in "…". Keys come out sorted.
+    public func shrunk() -> RenderedPush? {
+        guard var root = try? JSONDecoder().decode(JSONValue.self, from: Data(payload)), root.objectFields != nil else {
+            return nil
+        }
+        if case .string = root[path: ["kasia", "payload"]] {
+            root[path: ["kasia", "payload"]] = .null
+        } else if case .string(let body) = root[path: ["aps", "alert", "body"]], body.count > Self.minimumTruncatedBody {
+            root[path: ["aps", "alert", "body"]] = .string(Self.truncated(body))
+        } else if case .string(let alert) = root[path: ["aps", "alert"]], alert.count > Self.minimumTruncatedBody {
+            root[path: ["aps", "alert"]] = .string(Self.truncated(alert))
+        } else {
+            return nil
+        }
+        var smaller = self
+        smaller.payload = root.encoded
+        return smaller
+    }
+
+    private static func truncated(_ text: String) -> String {
+        String(text.prefix(max(minimumTruncatedBody, text.count / 2))) + "…"
+    }
+}
+
+extension JSONValue {
+    /// The value at a path of object keys; nil where a key is missing or a value is not an object.
+    /// Setting a path that does not exist changes nothing.
+    subscript(path path: [String]) -> JSONValue? {
+        get {
+            guard let key = path.first else { return self }
+            guard let field = objectFields?.first(where: { $0.key == key }) else { return nil }
+            return field.value[path: Array(path.dropFirst())]
+        }
+        set {
+            guard let key = path.first else {
+                if let newValue { self = newValue }
+                return
+            }
+            guard var fields = objectFields, let i = fields.firstIndex(where: { $0.key == key }) else { return }
+            fields[i].value[path: Array(path.dropFirst())] = newValue
+            self = .object(fields)
+        }
+    }
+}
