@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "HeraldStore", targets: ["HeraldStore"]),
         .library(name: "HeraldServer", targets: ["HeraldServer"]),
         .executable(name: "herald", targets: ["HeraldCLI"]),
+        .executable(name: "herald-bench", targets: ["HeraldBench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
@@ -25,6 +26,7 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
     ],
     targets: [
         // The APNs provider: JWT, HTTP/2 connection pool, validation, classification.
@@ -94,6 +96,19 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
+        ),
+        // `herald-bench`: the gateway's benchmarks (README → Performance).
+        .executableTarget(
+            name: "HeraldBench",
+            dependencies: [
+                "HeraldAPNs", "HeraldAPNsSimulator", "HeraldCore", "HeraldStore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            path: "Benchmarks/HeraldBench"
         ),
         .testTarget(
             name: "HeraldAPNsTests",

@@ -75,7 +75,7 @@ public struct PublishAPI: Sendable {
         router.post("/v1/events") { request, _ in
             try authorize(request)
             let body = try await JSONBody.decode(EventBody.self, from: request, limit: configuration.maximumBodySize)
-            let prepared = try await prepare(body, field: "")
+            let prepared = try await route([try validate(body, field: "")])[0]
             _ = try await store.enqueue([prepared.event], checkpoint: nil, now: now())
             metrics?.eventsAccepted(template: prepared.event.template, deliveries: prepared.event.deviceRowIDs.count)
             onEnqueued(prepared.event.app)
@@ -90,8 +90,7 @@ public struct PublishAPI: Sendable {
             guard !events.isEmpty, events.count <= Self.maximumBatch else {
                 throw APIError.invalid("events", "a batch has 1 to \(Self.maximumBatch) events")
             }
-            var prepared: [Prepared] = []
-            for (i, event) in events.enumerated() { prepared.append(try await prepare(event, field: "events[\(i)].")) }
+            let prepared = try await route(events.enumerated().map { i, event in try validate(event, field: "events[\(i)].") })
             _ = try await store.enqueue(prepared.map(\.event), checkpoint: nil, now: now())
             for p in prepared { metrics?.eventsAccepted(template: p.event.template, deliveries: p.event.deviceRowIDs.count) }
             for app in Set(prepared.map(\.event.app)) { onEnqueued(app) }
@@ -109,8 +108,23 @@ public struct PublishAPI: Sendable {
         }
     }
 
-    /// Validates, renders and routes one event.
-    func prepare(_ body: EventBody, field prefix: String) async throws -> Prepared {
+    /// An event validated and rendered, not yet routed.
+    struct Draft {
+        var app: String
+        var template: String
+        var push: RenderedPush
+        var kasia: KasiaEvent?
+        var expiresAt: Date
+        var keys: [WatchKey]
+        /// In lookup form.
+        var tokens: [String]
+        var deviceIDs: [String]
+        var excluded: Set<String>
+        var prefix: String
+    }
+
+    /// Validates and renders one event (no I/O).
+    func validate(_ body: EventBody, field prefix: String) throws -> Draft {
         let app = body.app ?? configuration.defaultApp
         guard let template = body.template else { throw APIError.missing(prefix + "template") }
         guard let fields = body.fields, fields.objectFields != nil else {
@@ -152,35 +166,57 @@ public struct PublishAPI: Sendable {
             throw APIError.invalid(prefix + "template", "unknown template \(template)")
         }
 
-        var devices: [DeviceRecord] = []
-        var unknownTokens: [String] = []
+        var keys: [WatchKey] = []
         if let targets = body.targets {
             for (i, key) in (targets.keys ?? []).enumerated() {
-                let parsed: WatchKey
-                do { parsed = try WatchKey(key) } catch { throw APIError.invalid(prefix + "targets.keys[\(i)]", "\(error)") }
-                devices += try await store.devices(app: app, watching: parsed.description)
+                do { keys.append(try WatchKey(key)) } catch { throw APIError.invalid(prefix + "targets.keys[\(i)]", "\(error)") }
             }
-            let tokens = (targets.tokens ?? []).map(DeviceToken.lookupForm)
-            let known = try await store.devices(app: app, tokens: tokens)
-            unknownTokens = tokens.filter { t in !known.contains { $0.token == t } }
-            devices += known
-            devices += try await store.devices(app: app, deviceIDs: targets.device_ids ?? [])
         } else if let kasia {
-            guard let key = KasiaRouting.lookupKey(for: kasia) else {
-                throw APIError.missing(prefix + "fields.recipient")
-            }
-            let candidates = try await store.devices(app: app, watching: key)
-            let sets = try await store.watchSets(rowIDs: candidates.map(\.rowID))
-            devices = candidates.filter { KasiaRouting.accepts(kasia, watchSet: sets[$0.rowID] ?? .empty) }
+            guard KasiaRouting.lookupKey(for: kasia) != nil else { throw APIError.missing(prefix + "fields.recipient") }
         } else {
             throw APIError.missing(prefix + "targets")
         }
-        let excluded = Set(body.exclude_device_ids ?? [])
-        let rows = devices.filter { $0.platform == .ios && !($0.deviceID.map(excluded.contains) ?? false) }.map(\.rowID)
-        let event = NewEvent(
-            id: UUID().uuidString.lowercased(), app: app, template: template, push: push, expiresAt: expiresAt,
-            deviceRowIDs: Array(Set(rows)).sorted())
-        return Prepared(event: event, unknownTokens: unknownTokens)
+        return Draft(
+            app: app, template: template, push: push, kasia: body.targets == nil ? kasia : nil, expiresAt: expiresAt, keys: keys,
+            tokens: (body.targets?.tokens ?? []).map(DeviceToken.lookupForm), deviceIDs: body.targets?.device_ids ?? [],
+            excluded: Set(body.exclude_device_ids ?? []), prefix: prefix)
+    }
+
+    /// Routes validated events to their devices. Token and device-id targets are looked up once
+    /// per app for the whole batch, not once per event.
+    func route(_ drafts: [Draft]) async throws -> [Prepared] {
+        var byToken: [String: [String: DeviceRecord]] = [:]
+        var byDeviceID: [String: [String: [DeviceRecord]]] = [:]
+        for app in Set(drafts.map(\.app)) {
+            let inApp = drafts.filter { $0.app == app }
+            let tokens = Array(Set(inApp.flatMap(\.tokens)))
+            byToken[app] = Dictionary(try await store.devices(app: app, tokens: tokens).map { ($0.token, $0) }) { a, _ in a }
+            let ids = Array(Set(inApp.flatMap(\.deviceIDs)))
+            byDeviceID[app] = Dictionary(grouping: try await store.devices(app: app, deviceIDs: ids)) { $0.deviceID ?? "" }
+        }
+        var prepared: [Prepared] = []
+        prepared.reserveCapacity(drafts.count)
+        for draft in drafts {
+            var devices: [DeviceRecord] = []
+            if let kasia = draft.kasia, let key = KasiaRouting.lookupKey(for: kasia) {
+                let candidates = try await store.devices(app: draft.app, watching: key)
+                let sets = try await store.watchSets(rowIDs: candidates.map(\.rowID))
+                devices = candidates.filter { KasiaRouting.accepts(kasia, watchSet: sets[$0.rowID] ?? .empty) }
+            }
+            for key in draft.keys {
+                devices += try await store.devices(app: draft.app, watching: key.description)
+            }
+            let known = byToken[draft.app] ?? [:]
+            devices += draft.tokens.compactMap { known[$0] }
+            devices += draft.deviceIDs.flatMap { byDeviceID[draft.app]?[$0] ?? [] }
+            let unknownTokens = draft.tokens.filter { known[$0] == nil }
+            let rows = devices.filter { $0.platform == .ios && !($0.deviceID.map(draft.excluded.contains) ?? false) }.map(\.rowID)
+            let event = NewEvent(
+                id: UUID().uuidString.lowercased(), app: draft.app, template: draft.template, push: draft.push,
+                expiresAt: draft.expiresAt, deviceRowIDs: Array(Set(rows)).sorted())
+            prepared.append(Prepared(event: event, unknownTokens: unknownTokens))
+        }
+        return prepared
     }
 
     private func kasiaEvent(template: String, fields: JSONValue, prefix: String) throws -> KasiaEvent {

@@ -117,8 +117,9 @@ public protocol Store: Sendable {
     /// Brings the schema to the current version.
     func migrate() async throws
 
-    /// Creates or updates the device for (app, token), replacing its watch set; revives a disabled one.
-    func register(_ registration: Registration, now: Date) async throws -> DeviceRecord
+    /// Creates or updates the device for each (app, token), replacing its watch set and reviving a
+    /// disabled one; all in one transaction (bulk imports). Returns the records in order.
+    func register(_ registrations: [Registration], now: Date) async throws -> [DeviceRecord]
     /// Replaces the watch set of a registered device; false when there is none.
     func updateWatchSet(app: String, token: String, watchSet: WatchSet, now: Date) async throws -> Bool
     /// Removes a device; false when there was none.
@@ -149,4 +150,11 @@ public protocol Store: Sendable {
     /// Removes devices not seen since `lastSeenBefore`; returns how many.
     func deleteStaleDevices(lastSeenBefore: Date) async throws -> Int
     func stats() async throws -> StoreStats
+}
+
+extension Store {
+    /// Creates or updates the device for (app, token), replacing its watch set; revives a disabled one.
+    public func register(_ registration: Registration, now: Date) async throws -> DeviceRecord {
+        try await register([registration], now: now)[0]
+    }
 }

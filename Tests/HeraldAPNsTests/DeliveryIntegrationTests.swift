@@ -143,8 +143,9 @@ struct DeliveryIntegrationTests {
             for i in stride(from: 0, to: total, by: 10) {
                 try f.simulator.inject(SimulatorFault(kind: .unregistered, token: deviceToken(i), timestampMs: 1_700_000_000_000))
             }
-            let client = try f.makeClient(connections: 2, timeout: .seconds(30))
-            let started = ContinuousClock.now
+            // A stall would end requests at their deadline as transport failures, which the exact
+            // counts below catch; the deadline is generous so a loaded machine is not taken for one.
+            let client = try f.makeClient(connections: 2, timeout: .seconds(120))
             let results = try await sendAll(client, (0..<total).map { alert(deviceToken($0)) }, concurrency: 500)
             let accepted = results.filter { $0.action == .done }.count
             let dead = results.filter { if case .tokenDead = $0.action { return true } else { return false } }.count
@@ -153,7 +154,6 @@ struct DeliveryIntegrationTests {
             // Every request went exactly once: no retries, no transport failures.
             #expect(f.simulator.stats.streams == total)
             #expect(f.simulator.stats.accepted == total * 9 / 10)
-            #expect(ContinuousClock.now - started < .seconds(30))
             await client.shutdown()
         }
     }

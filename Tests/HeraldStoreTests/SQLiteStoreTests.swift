@@ -39,6 +39,21 @@ private func event(_ id: String, rows: [Int64], dedupe: String? = nil, expires: 
 
 @Suite("SQLite store: registrations")
 struct StoreRegistrationTests {
+    @Test("a bulk registration stores every device and its watch set; a repeated token ends with its last watch set")
+    func bulk() async throws {
+        try await withStore { store, _ in
+            let records = try await store.register([
+                try registration(1, watching: [.session("a")]), try registration(2, app: "other", watching: [.session("b")]),
+                try registration(1, watching: [.session("c")]),
+            ], now: t0)
+            #expect(records.map(\.token) == [token(1).value, token(2).value, token(1).value])
+            #expect(records[0].rowID == records[2].rowID)
+            #expect(try await store.status(app: "kasia", token: token(1).value, now: t0)?.1.watched == [.session("c")])
+            #expect(try await store.devices(app: "other", watching: "session:b").map(\.token) == [token(2).value])
+            #expect(try await store.stats().devices == ["kasia": ["ios": 1], "other": ["ios": 1]])
+        }
+    }
+
     @Test("register, status, re-register replaces the watch set, update, unregister")
     func lifecycle() async throws {
         try await withStore { store, _ in
@@ -113,6 +128,27 @@ struct StoreOutboxTests {
             }
             #expect(try await store.stats().deliveries.isEmpty)
             #expect(try await store.enqueue([event("ok", rows: [d1.rowID])], checkpoint: nil, now: t0) == ["ok": 1])
+        }
+    }
+
+    @Test("concurrent enqueues commit together; one caller's bad batch fails only that caller")
+    func groupCommit() async throws {
+        try await withStore { store, _ in
+            let d1 = try await store.register(try registration(1, watching: []), now: t0)
+            let results = await withTaskGroup(of: (Int, Bool).self) { group in
+                for i in 0..<50 {
+                    group.addTask {
+                        let rows: [Int64] = i == 17 ? [d1.rowID, 999_999] : [d1.rowID]
+                        let ok = (try? await store.enqueue([event("e\(i)", rows: rows)], checkpoint: nil, now: t0)) == ["e\(i)": 1]
+                        return (i, ok)
+                    }
+                }
+                var all: [Int: Bool] = [:]
+                for await (i, ok) in group { all[i] = ok }
+                return all
+            }
+            #expect(results.filter { !$0.value }.map(\.key) == [17])
+            #expect(try await store.stats().deliveries[.pending] == 49)
         }
     }
 
@@ -206,5 +242,31 @@ extension Sequence {
         var out: [T] = []
         for element in self { out.append(try await transform(element)) }
         return out
+    }
+}
+
+@Suite("apns-ids of deliveries")
+struct APNsIDTests {
+    @Test("one event's deliveries get distinct, well-formed apns-ids; another event's differ")
+    func distinct() async throws {
+        try await withStore { store, _ in
+            var rows: [Int64] = []
+            for i in 0..<300 { rows.append(try await store.register(try registration(i, watching: [.session("s")]), now: t0).rowID) }
+            _ = try await store.enqueue([event("a", rows: rows), event("b", rows: rows)], checkpoint: nil, now: t0)
+            let claimed = try await store.claimDue(app: "kasia", limit: 1_000, now: t0, lease: .seconds(30))
+            #expect(claimed.count == 600)
+            #expect(Set(claimed.map(\.apnsID)).count == 600)
+        }
+    }
+}
+
+@Suite("SQLite durability")
+struct SQLiteDurabilityTests {
+    @Test("the store syncs the WAL at every commit (synchronous = FULL), so a 2xx survives power loss")
+    func synchronousFull() async throws {
+        try await withStore { store, _ in
+            let mode = try await store.synchronousMode()
+            #expect(mode == 2)
+        }
     }
 }

@@ -1,0 +1,215 @@
+import ArgumentParser
+import Foundation
+import HeraldAPNs
+import HeraldCore
+
+/// `herald-bench`: the gateway's benchmarks (README → Performance). Each runs a release
+/// `herald serve` against a fresh SQLite file and an in-process APNs simulator, on loopback.
+@main
+struct HeraldBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "herald-bench",
+        abstract: "Gateway benchmarks: publish throughput, publish-to-APNs latency, fan-out, memory.",
+        subcommands: [PublishThroughput.self, PublishLatency.self, FanOut.self, Memory.self])
+}
+
+struct RigOptions: ParsableArguments {
+    @Option(help: "The herald binary (a release build).")
+    var herald = ".build/release/herald"
+}
+
+/// Durable publish throughput: events accepted per second through `/v1/events:batch`, one device each.
+struct PublishThroughput: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "publish")
+    @OptionGroup var rig: RigOptions
+    @Option(help: "Registered devices; event i goes to device i mod devices.") var devices = 20_000
+    @Option(help: "Events to publish.") var events = 60_000
+    @Option(help: "Events per batch request (the 64 KiB body limit holds about 600).") var batch = 250
+    @Option(help: "Batch requests in flight at once.") var concurrency = 4
+
+    func run() async throws {
+        let rig = try await Rig(heraldPath: self.rig.herald)
+        do {
+            try await rig.prefill(devices: devices) { .session("s\($0)") }
+            try await rig.launch()
+            let (devices, batch, events) = (devices, batch, events)
+            let batches = stride(from: 0, to: events, by: batch).map { start in
+                #"{"events":["# + (start..<min(events, start + batch)).map { Rig.customEvent(device: $0 % devices) }.joined(separator: ",") + "]}"
+            }
+            let started = ContinuousClock.now
+            let refused = try await withThrowingTaskGroup(of: Int.self) { group in
+                var next = 0
+                var refused = 0
+                for _ in 0..<concurrency where next < batches.count {
+                    let body = batches[next]
+                    next += 1
+                    group.addTask { try await rig.post("/v1/events:batch", body) == 202 ? 0 : 1 }
+                }
+                while let r = try await group.next() {
+                    refused += r
+                    if next < batches.count {
+                        let body = batches[next]
+                        next += 1
+                        group.addTask { try await rig.post("/v1/events:batch", body) == 202 ? 0 : 1 }
+                    }
+                }
+                return refused
+            }
+            let accepted = (ContinuousClock.now - started).seconds
+            let delivered = try await rig.waitForAccepted(events, timeout: .seconds(600))
+            let drained = (ContinuousClock.now - started).seconds
+            report([
+                "benchmark": "publish", "events": events, "batch": batch, "concurrency": concurrency,
+                "refused_batches": refused, "accept_seconds": accepted, "events_per_second": Int(Double(events) / accepted),
+                "all_delivered": delivered, "delivered_per_second": Int(Double(rig.simulator.stats.accepted) / drained),
+            ])
+        } catch {
+            await rig.shutdown()
+            throw error
+        }
+        await rig.shutdown()
+    }
+}
+
+/// End-to-end latency: single events published open-loop at a fixed rate, each to its own
+/// device; latency runs from the moment an event was due to be sent to the push's arrival at
+/// the simulator (so a stalled sender counts against it). 1 ms resolution.
+struct PublishLatency: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "latency")
+    @OptionGroup var rig: RigOptions
+    @Option(help: "Events per second.") var rate = 1_000
+    @Option(help: "Seconds of measured load (after 2 s of warm-up).") var seconds = 10
+
+    func run() async throws {
+        let rig = try await Rig(heraldPath: self.rig.herald)
+        let warmup = 2 * rate, measured = seconds * rate
+        do {
+            try await rig.prefill(devices: warmup + measured) { .session("s\($0)") }
+            try await rig.launch()
+            _ = try await openLoop(rig, devices: 0..<warmup)
+            _ = try await rig.waitForAccepted(warmup, timeout: .seconds(60))
+            let wallStart = Date().timeIntervalSince1970 * 1000
+            let answers = try await openLoop(rig, devices: warmup..<(warmup + measured))
+            let refused = answers.filter { !$0.accepted }.count
+            let answered = answers.map(\.milliseconds).sorted()
+            let complete = try await rig.waitForAccepted(warmup + measured, timeout: .seconds(120))
+            var latencies: [Double] = []
+            for n in rig.simulator.notifications() {
+                guard let i = Int(n.token, radix: 16), i >= warmup else { continue }
+                let due = wallStart + Double(i - warmup) * 1000 / Double(rate)
+                latencies.append(Double(n.receivedAtMs) - due)
+            }
+            latencies.sort()
+            report([
+                "benchmark": "latency", "rate": rate, "events": measured, "refused": refused, "arrived": latencies.count,
+                "all_arrived": complete, "p50_ms": tenths(percentile(latencies, 0.5)), "p99_ms": tenths(percentile(latencies, 0.99)),
+                "max_ms": tenths(latencies.last ?? .nan),
+                "publish_p50_ms": tenths(percentile(answered, 0.5)), "publish_p99_ms": tenths(percentile(answered, 0.99)),
+            ])
+        } catch {
+            await rig.shutdown()
+            throw error
+        }
+        await rig.shutdown()
+    }
+
+    private func tenths(_ ms: Double) -> Double { (ms * 10).rounded() / 10 }
+
+    /// Sends one event per device at `rate`, each at its due time, without waiting for answers;
+    /// returns each answer and how long after its due time it came.
+    private func openLoop(_ rig: Rig, devices: Range<Int>) async throws -> [(accepted: Bool, milliseconds: Double)] {
+        let start = ContinuousClock.now
+        let interval = Duration.seconds(1) / rate
+        return try await withThrowingTaskGroup(of: (Bool, Double).self) { group in
+            for (n, i) in devices.enumerated() {
+                let due = start + interval * n
+                try await Task.sleep(until: due, clock: .continuous)
+                group.addTask {
+                    let status = try await rig.post("/v1/events", Rig.customEvent(device: i))
+                    return (status == 202, (ContinuousClock.now - due).seconds * 1000)
+                }
+            }
+            var answers: [(accepted: Bool, milliseconds: Double)] = []
+            for try await answer in group { answers.append(answer) }
+            return answers
+        }
+    }
+}
+
+/// Fan-out: one event to every device watching one key.
+struct FanOut: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "fanout")
+    @OptionGroup var rig: RigOptions
+    @Option(help: "Devices watching the key.") var devices = 100_000
+
+    func run() async throws {
+        let rig = try await Rig(heraldPath: self.rig.herald)
+        do {
+            try await rig.prefill(devices: devices) { _ in .session("fan") }
+            try await rig.launch()
+            let started = ContinuousClock.now
+            let status = try await rig.post(
+                "/v1/events", #"{"template":"custom","targets":{"keys":["session:fan"]},"fields":{"aps":{"alert":"to all"}}}"#)
+            let committed = (ContinuousClock.now - started).seconds
+            let complete = try await rig.waitForAccepted(devices, timeout: .seconds(600))
+            let delivered = (ContinuousClock.now - started).seconds
+            report([
+                "benchmark": "fanout", "devices": devices, "status": status, "commit_seconds": committed,
+                "all_delivered": complete, "delivered_seconds": delivered,
+                "delivered_per_second": Int(Double(rig.simulator.stats.accepted) / delivered),
+            ])
+        } catch {
+            await rig.shutdown()
+            throw error
+        }
+        await rig.shutdown()
+    }
+}
+
+/// Memory: the resident size of `herald serve` with many registered devices, idle and after work.
+struct Memory: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "memory")
+    @OptionGroup var rig: RigOptions
+    @Option(help: "Registered devices.") var devices = 1_000_000
+    @Option(help: "Registrations and events sent through the API after start.") var work = 10_000
+
+    func run() async throws {
+        let rig = try await Rig(heraldPath: self.rig.herald)
+        do {
+            let prefillStart = ContinuousClock.now
+            try await rig.prefill(devices: devices) { .session("s\($0)") }
+            let prefill = (ContinuousClock.now - prefillStart).seconds
+            try await rig.launch()
+            try await Task.sleep(for: .seconds(2))
+            let idle = try rig.memory()
+            // Registrations, then events to devices spread over the whole table.
+            let work = work
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for worker in 0..<8 {
+                    group.addTask {
+                        for i in stride(from: worker, to: work, by: 8) {
+                            _ = try await rig.post("/v1/push/register", #"{"device_token":"\#(Rig.token(devices + i))","platform":"ios","watched_addresses":["session:w\#(i)"]}"#, publisher: false)
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            for start in stride(from: 0, to: work, by: 250) {
+                let body = #"{"events":["# + (start..<min(work, start + 250)).map {
+                    Rig.customEvent(device: ($0 * 7_919) % devices)
+                }.joined(separator: ",") + "]}"
+                _ = try await rig.post("/v1/events:batch", body)
+            }
+            let complete = try await rig.waitForAccepted(work, timeout: .seconds(300))
+            let busy = try rig.memory()
+            report([
+                "benchmark": "memory", "devices": devices, "prefill_seconds": prefill, "idle_rss_mib": idle.rss / 1024,
+                "after_work_rss_mib": busy.rss / 1024, "peak_rss_mib": busy.peak / 1024, "work": work, "all_delivered": complete,
+            ])
+        } catch {
+            await rig.shutdown()
+            throw error
+        }
+        await rig.shutdown()
+    }
+}

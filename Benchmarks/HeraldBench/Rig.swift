@@ -1,0 +1,171 @@
+import AsyncHTTPClient
+import Crypto
+import Foundation
+import HeraldAPNs
+import HeraldAPNsSimulator
+import HeraldCore
+import HeraldStore
+import NIOCore
+import NIOPosix
+
+/// A benchmark's setup: `herald serve` as a child process on a fresh SQLite file, delivering over
+/// TLS + HTTP/2 to an APNs simulator inside this process (so arrival times share one clock).
+/// `launch()` sets the process and address once, before any concurrent use: hence unchecked.
+final class Rig: @unchecked Sendable {
+    let directory: URL
+    let group: MultiThreadedEventLoopGroup
+    let simulator: APNsSimulator
+    let databasePath: String
+    let http: HTTPClient
+    private let heraldPath: String
+    private let keyPath: String
+    private let key: APNsSigningKey
+    private var serve: Process?
+    private(set) var api = ""
+    static let publishKey = "bench-publish-key"
+    static let topic = "com.example.bench"
+
+    init(heraldPath: String) async throws {
+        guard FileManager.default.isExecutableFile(atPath: heraldPath) else {
+            throw BenchError("\(heraldPath) is not an executable: build it with `swift build -c release --product herald`")
+        }
+        self.heraldPath = heraldPath
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-bench-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
+        let privateKey = P256.Signing.PrivateKey()
+        key = APNsSigningKey(privateKey: privateKey, keyID: "BENCH00001", teamID: "BENCHTEAM1")
+        keyPath = directory.appendingPathComponent("AuthKey_BENCH00001.p8").path
+        try Data(privateKey.pemRepresentation.utf8).write(to: URL(fileURLWithPath: keyPath))
+        var configuration = APNsSimulatorConfiguration()
+        configuration.port = 0
+        configuration.controlPort = 0
+        configuration.keys = [SimulatorKey(keyID: key.keyID, teamID: key.teamID, publicKey: key.publicKey)]
+        simulator = try await APNsSimulator.start(configuration: configuration, eventLoopGroup: group)
+        databasePath = directory.appendingPathComponent("herald.sqlite").path
+        var httpConfiguration = HTTPClient.Configuration()
+        httpConfiguration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 64)
+        http = HTTPClient(eventLoopGroupProvider: .shared(group), configuration: httpConfiguration)
+    }
+
+    /// Registers `count` devices straight into the database file (before `herald serve` starts),
+    /// in transactions of 10,000; device `i` has token `Rig.token(i)` and watches `watch(i)`.
+    func prefill(devices count: Int, watching watch: (Int) -> WatchKey) async throws {
+        let store = try SQLiteStore(path: databasePath)
+        try await store.migrate()
+        let now = Date()
+        for start in stride(from: 0, to: count, by: 10_000) {
+            let batch = try (start..<min(count, start + 10_000)).map { i in
+                Registration(
+                    app: "default", token: try DeviceToken(Self.token(i), platform: .ios), environment: .sandbox,
+                    watchSet: try WatchSet(watched: [watch(i)]))
+            }
+            _ = try await store.register(batch, now: now)
+        }
+    }
+
+    /// Starts `herald serve` and waits until it listens.
+    func launch() async throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: heraldPath)
+        process.arguments = ["serve"]
+        var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("HERALD_") }
+        env.merge([
+            "HERALD_DATABASE_URL": "sqlite:" + databasePath, "HERALD_HTTP_PORT": "0", "HERALD_PUBLISH_KEYS": Self.publishKey,
+            "HERALD_APNS_KEY_PATH": keyPath, "HERALD_APNS_KEY_ID": key.keyID, "HERALD_APNS_TEAM_ID": key.teamID,
+            "HERALD_APNS_TOPIC": Self.topic, "HERALD_APNS_ENVIRONMENT": "sandbox",
+            "HERALD_APNS_URL": simulator.url.absoluteString,
+            "HERALD_APNS_CA_FILE": try simulator.writeCA(to: directory.path),
+        ]) { _, new in new }
+        process.environment = env
+        let logPath = directory.appendingPathComponent("serve.log").path
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        serve = process
+        let marker = "listening on 127.0.0.1:"
+        let started = ContinuousClock.now
+        while ContinuousClock.now - started < .seconds(60) {
+            let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+            if let range = log.range(of: marker), let port = Int(log[range.upperBound...].prefix(while: \.isNumber)) {
+                api = "http://127.0.0.1:\(port)"
+                return
+            }
+            guard process.isRunning else { throw BenchError("herald serve exited: \(log)") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw BenchError("herald serve did not start within 60 s")
+    }
+
+    /// POSTs JSON to the gateway; returns the status.
+    func post(_ path: String, _ body: String, publisher: Bool = true) async throws -> Int {
+        var request = HTTPClientRequest(url: api + path)
+        request.method = .POST
+        request.headers.add(name: "content-type", value: "application/json")
+        if publisher { request.headers.add(name: "authorization", value: "Bearer \(Self.publishKey)") }
+        request.body = .bytes(ByteBuffer(string: body))
+        let response = try await http.execute(request, timeout: .seconds(60))
+        _ = try await response.body.collect(upTo: 1 << 20)
+        return Int(response.status.code)
+    }
+
+    /// Resident and peak resident memory of `herald serve`, in KiB (Linux /proc).
+    func memory() throws -> (rss: Int, peak: Int) {
+        guard let pid = serve?.processIdentifier else { throw BenchError("herald serve is not running") }
+        let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+        func field(_ name: String) -> Int {
+            let line = status.split(separator: "\n").first { $0.hasPrefix(name + ":") } ?? ""
+            return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+        }
+        return (field("VmRSS"), field("VmHWM"))
+    }
+
+    /// Waits until the simulator has accepted `count` pushes; false on timeout.
+    func waitForAccepted(_ count: Int, timeout: Duration) async throws -> Bool {
+        let started = ContinuousClock.now
+        while simulator.stats.accepted < count {
+            guard ContinuousClock.now - started < timeout else { return false }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        return true
+    }
+
+    func shutdown() async {
+        if let serve, serve.isRunning {
+            serve.terminate()
+            serve.waitUntilExit()
+        }
+        try? await http.shutdown()
+        await simulator.shutdown()
+        try? await group.shutdownGracefully()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    static func token(_ i: Int) -> String {
+        let hex = String(i, radix: 16)
+        return String(repeating: "0", count: 64 - hex.count) + hex
+    }
+
+    /// A `custom` event for one device, as `/v1/events` takes it.
+    static func customEvent(device i: Int) -> String {
+        #"{"template":"custom","targets":{"tokens":["\#(token(i))"]},"fields":{"aps":{"alert":"n\#(i)"}}}"#
+    }
+}
+
+struct BenchError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Percentiles of a sample.
+func percentile(_ sorted: [Double], _ p: Double) -> Double {
+    guard !sorted.isEmpty else { return .nan }
+    return sorted[min(sorted.count - 1, Int((Double(sorted.count) * p).rounded(.up)) - 1)]
+}
+
+/// Prints one result line as JSON (sorted keys), for the README's table.
+func report(_ fields: [String: Any]) {
+    let data = (try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])) ?? Data()
+    print(String(decoding: data, as: UTF8.self))
+}
