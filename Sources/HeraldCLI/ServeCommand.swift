@@ -26,52 +26,74 @@ struct ServeCommand: AsyncParsableCommand {
         let store = try SQLiteStore(path: settings.databasePath)
         try await store.migrate()
 
+        // Apps without Apple credentials share one in-process simulator, each with its own ephemeral key.
+        let simulated = settings.apps.filter { $0.apns == nil }
         var simulator: APNsSimulator?
-        let client: APNsClient
-        let topic: String
-        if let apns = settings.apns {
-            let key = try apns.loadSigningKey()
-            client = try APNsClient(
-                configuration: apns.clientConfiguration(), tokens: APNsProviderTokenSource(key: key), eventLoopGroup: group,
-                logger: Logger(label: "herald.apns"))
-            topic = apns.topic
-        } else {
-            // No Apple credentials: an in-process simulator with an ephemeral key, on loopback.
-            let key = APNsSigningKey(privateKey: P256.Signing.PrivateKey(), keyID: "HERALDSIM0", teamID: "HERALDSIM0")
+        var simulatorKeys: [String: APNsSigningKey] = [:]
+        var simulatorCA: String?
+        if !simulated.isEmpty {
+            for (i, app) in simulated.enumerated() {
+                simulatorKeys[app.settings.id] = APNsSigningKey(
+                    privateKey: P256.Signing.PrivateKey(), keyID: String(format: "HERALDSIM%d", i), teamID: "HERALDSIM0")
+            }
             var configuration = APNsSimulatorConfiguration()
             configuration.port = 0
             configuration.controlPort = env["HERALD_SIMULATOR_CONTROL_PORT"].flatMap(Int.init) ?? 0
-            configuration.keys = [SimulatorKey(keyID: key.keyID, teamID: key.teamID, publicKey: key.publicKey)]
+            configuration.keys = simulatorKeys.values.map { SimulatorKey(keyID: $0.keyID, teamID: $0.teamID, publicKey: $0.publicKey) }
             let sim = try await APNsSimulator.start(configuration: configuration, eventLoopGroup: group)
-            let caPath = try sim.writeCA(to: FileManager.default.temporaryDirectory.appendingPathComponent("herald-\(getpid())").path)
-            client = try APNsClient(
-                configuration: APNsClientConfiguration(environment: .sandbox, url: sim.url, trustRootsPEMFile: caPath),
-                tokens: APNsProviderTokenSource(key: key), eventLoopGroup: group, logger: Logger(label: "herald.apns"))
-            topic = env["HERALD_APNS_TOPIC"].flatMap { $0.isEmpty ? nil : $0 } ?? "com.example.herald"
+            simulatorCA = try sim.writeCA(to: FileManager.default.temporaryDirectory.appendingPathComponent("herald-\(getpid())").path)
             simulator = sim
             logger.warning(
                 "No APNs credentials (HERALD_APNS_*): pushes go to the built-in APNs SIMULATOR, not to Apple",
-                metadata: ["simulator": "\(sim.url)", "control": "http://127.0.0.1:\(sim.controlPort)"])
+                metadata: [
+                    "apps": "\(simulated.map(\.settings.id).joined(separator: ","))", "simulator": "\(sim.url)",
+                    "control": "http://127.0.0.1:\(sim.controlPort)",
+                ])
+        }
+
+        // One APNs client (key, JWT, connections) and one outbox lane per app.
+        var clients: [APNsClient] = []
+        var lanes: [OutboxLane] = []
+        for app in settings.apps {
+            let client: APNsClient
+            let topic: String
+            if let apns = app.apns {
+                client = try APNsClient(
+                    configuration: apns.clientConfiguration(), tokens: APNsProviderTokenSource(key: try apns.loadSigningKey()),
+                    eventLoopGroup: group, logger: Logger(label: "herald.apns"))
+                topic = apns.topic
+            } else {
+                client = try APNsClient(
+                    configuration: APNsClientConfiguration(environment: .sandbox, url: simulator!.url, trustRootsPEMFile: simulatorCA),
+                    tokens: APNsProviderTokenSource(key: simulatorKeys[app.settings.id]!), eventLoopGroup: group,
+                    logger: Logger(label: "herald.apns"))
+                topic = app.simulatorTopic
+            }
+            clients.append(client)
+            lanes.append(OutboxLane(app: app.settings.id, provider: APNsPushProvider(client: client, topic: topic)))
         }
 
         let metrics = HeraldMetrics.prometheus()
         let outbox = Outbox(
-            store: store, provider: APNsPushProvider(client: client, topic: topic), lease: settings.outboxLease,
-            logger: Logger(label: "herald.outbox"), metrics: metrics.0)
-        let router = Gateway.router(
-            store: store, configuration: settings.api, publishKeys: settings.publishKeys, outbox: outbox, metrics: metrics)
+            store: store, lanes: lanes, lease: settings.outboxLease, logger: Logger(label: "herald.outbox"), metrics: metrics.0)
+        var api = APIConfiguration()
+        api.apps = AppDirectory(settings.apps.map(\.settings))
+        let router = Gateway.router(store: store, configuration: api, outbox: outbox, metrics: metrics)
         let app = Application(
             router: router,
             configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "Herald"),
             eventLoopGroupProvider: .shared(group), logger: logger)
-        logger.info("herald serve", metadata: ["http": "\(settings.host):\(settings.port)", "database": "\(settings.databasePath)"])
+        logger.info("herald serve", metadata: [
+            "http": "\(settings.host):\(settings.port)", "database": "\(settings.databasePath)",
+            "apps": "\(settings.apps.map(\.settings.id).joined(separator: ","))",
+        ])
 
         let outboxTask = Task { await outbox.run() }
         // Stops accepting on SIGINT/SIGTERM; the outbox then finishes its batch in flight.
         try await app.runService(gracefulShutdownSignals: [.sigterm, .sigint])
         outboxTask.cancel()
         await outboxTask.value
-        await client.shutdown()
+        for client in clients { await client.shutdown() }
         await simulator?.shutdown()
         try await group.shutdownGracefully()
     }
@@ -82,9 +104,8 @@ struct ServeSettings {
     var host = "127.0.0.1"
     var port = 8080
     var databasePath = "herald.sqlite"
-    var publishKeys: Set<String> = []
-    var api = APIConfiguration()
-    var apns: APNsSettings?
+    /// From `HERALD_CONFIG`, or the single app "default" of SPEC §7's variables.
+    var apps: [ConfigFile.App] = []
     /// `HERALD_STALE_AFTER_DAYS` (SPEC §4.2, default 90).
     var staleAfterDays = 90
     /// `HERALD_OUTBOX_LEASE_SECONDS`: how long a claimed delivery stays with this process before
@@ -104,14 +125,15 @@ struct ServeSettings {
     }
 
     init(environment env: [String: String]) throws {
-        if let h = env["HERALD_HTTP_HOST"], !h.isEmpty { host = h }
-        if let p = env["HERALD_HTTP_PORT"], !p.isEmpty {
+        let file = try env["HERALD_CONFIG"].flatMap { $0.isEmpty ? nil : $0 }.map(ConfigFile.load(path:))
+        if let h = file?.httpHost ?? env["HERALD_HTTP_HOST"], !h.isEmpty { host = h }
+        if let p = file?.httpPort.map(String.init) ?? env["HERALD_HTTP_PORT"], !p.isEmpty {
             guard let parsed = Int(p), (0...65_535).contains(parsed) else {
                 throw InvalidInput(field: "HERALD_HTTP_PORT", message: "is a port number, not \(p)")
             }
             port = parsed
         }
-        if let url = env["HERALD_DATABASE_URL"], !url.isEmpty {
+        if let url = file?.databaseURL ?? env["HERALD_DATABASE_URL"], !url.isEmpty {
             if url.hasPrefix("sqlite:") {
                 databasePath = String(url.dropFirst("sqlite:".count))
                 guard !databasePath.isEmpty else { throw InvalidInput(field: "HERALD_DATABASE_URL", message: "sqlite: needs a path") }
@@ -121,22 +143,36 @@ struct ServeSettings {
                 throw InvalidInput(field: "HERALD_DATABASE_URL", message: "is sqlite:<path> or postgres://…")
             }
         }
-        if let days = env["HERALD_STALE_AFTER_DAYS"], !days.isEmpty {
+        if let days = file?.staleAfterDays.map(String.init) ?? env["HERALD_STALE_AFTER_DAYS"], !days.isEmpty {
             guard let parsed = Int(days), parsed >= 1 else {
                 throw InvalidInput(field: "HERALD_STALE_AFTER_DAYS", message: "is a whole number of days, 1 or more")
             }
             staleAfterDays = parsed
         }
         if let lease = env["HERALD_OUTBOX_LEASE_SECONDS"], !lease.isEmpty {
-            guard let parsed = Int(lease), parsed >= 1 else {
-                throw InvalidInput(field: "HERALD_OUTBOX_LEASE_SECONDS", message: "is a whole number of seconds, 1 or more")
+            // A lease shorter than a send's deadline would let another worker take a push still in flight.
+            guard let parsed = Int(lease), parsed >= Self.minimumLeaseSeconds else {
+                throw InvalidInput(
+                    field: "HERALD_OUTBOX_LEASE_SECONDS",
+                    message: "is a whole number of seconds, \(Self.minimumLeaseSeconds) or more (a push's APNs deadline is 10 s)")
             }
             outboxLease = .seconds(parsed)
         }
-        publishKeys = Self.list(env["HERALD_PUBLISH_KEYS"])
-        api.registrationKeys = Self.list(env["HERALD_REGISTRATION_KEYS"])
-        apns = try APNsSettings.fromEnvironment(env)
+        if let file {
+            apps = file.apps
+        } else {
+            let registrationKeys = Self.list(env["HERALD_REGISTRATION_KEYS"])
+            let settings = AppSettings(
+                id: "default", publishKeys: Self.list(env["HERALD_PUBLISH_KEYS"]),
+                registration: registrationKeys.isEmpty ? .open : .bearer(registrationKeys))
+            var app = ConfigFile.App(settings: settings, apns: try APNsSettings.fromEnvironment(env))
+            app.simulatorTopic = env["HERALD_APNS_TOPIC"].flatMap { $0.isEmpty ? nil : $0 } ?? "com.example.herald"
+            apps = [app]
+        }
     }
+
+    /// The APNs request deadline (10 s) and a margin for the store.
+    static let minimumLeaseSeconds = 15
 
     static func list(_ value: String?) -> Set<String> {
         Set((value ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })

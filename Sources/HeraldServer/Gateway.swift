@@ -7,13 +7,13 @@ import Prometheus
 public enum Gateway {
     /// - Parameter metrics: the registry `/metrics` renders, and the metrics fed into it.
     public static func router(
-        store: any Store, configuration: APIConfiguration, publishKeys: Set<String>, outbox: Outbox?,
+        store: any Store, configuration: APIConfiguration, outbox: Outbox?,
         metrics: (HeraldMetrics, PrometheusCollectorRegistry) = HeraldMetrics.prometheus()
     ) -> Router<BasicRequestContext> {
         let router = Router()
         RegistrationAPI(store: store, configuration: configuration).addRoutes(to: router)
         PublishAPI(
-            store: store, configuration: configuration, publishKeys: publishKeys, onEnqueued: { outbox?.notify(app: $0) },
+            store: store, configuration: configuration, onEnqueued: { outbox?.notify(app: $0) },
             metrics: metrics.0
         ).addRoutes(to: router)
         let registry = metrics.1

@@ -40,13 +40,16 @@ public struct APNsPushProvider: PushProvider {
 public struct OutboxLane: Sendable {
     public var app: String
     public var provider: any PushProvider
-    /// Deliveries of this app in flight at once (one claimed batch).
+    /// Deliveries of this app in flight at once, over all its workers.
     public var maximumInFlight: Int
+    /// Workers claiming and sending concurrently, each up to `maximumInFlight / workers` at a time.
+    public var workers: Int
 
-    public init(app: String, provider: any PushProvider, maximumInFlight: Int = 500) {
+    public init(app: String, provider: any PushProvider, maximumInFlight: Int = 500, workers: Int = 4) {
         self.app = app
         self.provider = provider
         self.maximumInFlight = maximumInFlight
+        self.workers = max(1, workers)
     }
 }
 
@@ -123,18 +126,35 @@ public struct Outbox: Sendable {
     }
 
     private func run(_ lane: OutboxLane) async {
+        let state = LaneState()
+        let batch = max(1, lane.maximumInFlight / lane.workers)
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<lane.workers {
+                group.addTask { await work(lane, state: state, batch: batch) }
+            }
+        }
+    }
+
+    /// One of a lane's workers: claim a batch, send it, record the outcomes, again. Several per
+    /// lane, so a new event is claimed by an idle worker while others wait on APNs or the store.
+    private func work(_ lane: OutboxLane, state: LaneState, batch: Int) async {
         let wakeup = wakeups[lane.app]!
-        var pause = LanePause()
         while !Task.isCancelled {
             do {
-                if let until = pause.until {
-                    try await Task.sleep(for: .seconds(max(0, until.timeIntervalSinceNow)))
-                    pause.until = nil
+                let limit: Int
+                switch state.permit(now: Date()) {
+                case .wait(let seconds):
+                    try await Task.sleep(for: .seconds(seconds))
+                    continue
+                case .probe:
+                    limit = 1
+                case .open:
+                    limit = batch
                 }
-                // After a pause one delivery probes the credentials before the lane opens again.
-                let limit = pause.refusals > 0 ? 1 : lane.maximumInFlight
+                let probing = limit == 1 && batch > 1
                 let claimed = try await store.claimDue(app: lane.app, limit: limit, now: Date(), lease: lease)
                 if claimed.isEmpty {
+                    if probing { state.probeEnded(delivered: false) }
                     await sleep(on: wakeup)
                     continue
                 }
@@ -149,8 +169,7 @@ public struct Outbox: Sendable {
                 }
                 var outcomes = attempts.map(\.outcome)
                 if attempts.contains(where: \.credentialsRefused) {
-                    let until = Date().addingTimeInterval(pause.refused(within: credentialsPause).seconds)
-                    pause.until = until
+                    let until = Date().addingTimeInterval(state.refused(within: credentialsPause).seconds)
                     // Every refused delivery waits out the pause instead of its own back-off.
                     outcomes = zip(attempts, outcomes).map { a, o in
                         guard a.credentialsRefused, case .retry(let id, _, let reason) = o else { return o }
@@ -160,10 +179,12 @@ public struct Outbox: Sendable {
                         "APNs refused a fresh provider token: pausing this app's sends",
                         metadata: ["app": "\(lane.app)", "seconds": "\(Int(until.timeIntervalSinceNow.rounded()))"])
                     metrics?.sendsPaused(app: lane.app, true)
-                } else if pause.refusals > 0, attempts.contains(where: { if case .sent = $0.outcome { true } else { false } }) {
-                    pause = LanePause()
-                    logger.notice("APNs accepted the provider token again: sends resumed", metadata: ["app": "\(lane.app)"])
-                    metrics?.sendsPaused(app: lane.app, false)
+                } else if probing || state.isPaused {
+                    let delivered = attempts.contains { if case .sent = $0.outcome { true } else { false } }
+                    if state.probeEnded(delivered: delivered) {
+                        logger.notice("APNs accepted the provider token again: sends resumed", metadata: ["app": "\(lane.app)"])
+                        metrics?.sendsPaused(app: lane.app, false)
+                    }
                 }
                 try await store.complete(outcomes, now: Date())
             } catch is CancellationError {
@@ -178,15 +199,7 @@ public struct Outbox: Sendable {
 
     /// Sleeps until notified or the idle interval passes (retries come due on their own).
     private func sleep(on wakeup: Wakeup) async {
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { await wakeup.wait() }
-            group.addTask {
-                try? await Task.sleep(for: idleInterval)
-                wakeup.signal()
-            }
-            await group.next()
-            group.cancelAll()
-        }
+        await wakeup.wait(timeout: idleInterval)
     }
 
     /// One delivery's attempt: what the store records, and whether APNs refused the credentials.
@@ -251,51 +264,128 @@ public struct Outbox: Sendable {
     }
 }
 
-/// A lane's pause after refused credentials.
-struct LanePause {
-    /// Refusals since the lane last delivered.
-    var refusals = 0
-    var until: Date?
+/// A lane's pause after refused credentials, shared by its workers.
+final class LaneState: Sendable {
+    enum Permit: Equatable {
+        /// Paused, or another worker is probing: look again after this many seconds.
+        case wait(TimeInterval)
+        /// The pause is over: send one delivery to see whether APNs takes the credentials now.
+        case probe
+        case open
+    }
+
+    private struct State {
+        /// Refusals since the lane last delivered.
+        var refusals = 0
+        var until: Date?
+        var probing = false
+    }
+    private let state = Mutex(State())
+    /// How often a waiting worker looks again while another probes.
+    static let probeCheckInterval: TimeInterval = 0.1
+
+    var isPaused: Bool { state.withLock { $0.refusals > 0 } }
+
+    func permit(now: Date) -> Permit {
+        state.withLock { s in
+            guard s.refusals > 0 else { return .open }
+            if let until = s.until, until > now { return .wait(until.timeIntervalSince(now)) }
+            if s.probing { return .wait(Self.probeCheckInterval) }
+            s.probing = true
+            return .probe
+        }
+    }
 
     /// Counts a refusal and returns how long to pause: the lower bound, doubling, up to the upper.
-    mutating func refused(within bounds: ClosedRange<Duration>) -> Duration {
-        refusals += 1
-        let factor = Double(1 << min(refusals - 1, 20))
-        return .seconds(min(bounds.upperBound.seconds, bounds.lowerBound.seconds * factor))
+    func refused(within bounds: ClosedRange<Duration>) -> Duration {
+        state.withLock { s in
+            s.refusals += 1
+            s.probing = false
+            let factor = Double(1 << min(s.refusals - 1, 20))
+            let pause = Duration.seconds(min(bounds.upperBound.seconds, bounds.lowerBound.seconds * factor))
+            s.until = Date().addingTimeInterval(pause.seconds)
+            return pause
+        }
+    }
+
+    /// Ends a probe; a delivered one reopens the lane. Returns whether it did.
+    @discardableResult
+    func probeEnded(delivered: Bool) -> Bool {
+        state.withLock { s in
+            s.probing = false
+            guard delivered, s.refusals > 0 else { return false }
+            s = State()
+            return true
+        }
     }
 }
 
-/// A signal one waiter can sleep on; a signal with no waiter is kept for the next wait.
+/// A signal the workers of a lane sleep on: it wakes every waiting worker, and a signal
+/// with no waiter is kept for the next wait.
 final class Wakeup: Sendable {
     private struct State {
         var pending = false
-        var waiter: CheckedContinuation<Void, Never>?
+        var nextID = 0
+        var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
+        /// Waits whose timeout came before they started waiting.
+        var expired: Set<Int> = []
     }
     private let state = Mutex(State())
 
     func signal() {
-        let waiter = state.withLock { s -> CheckedContinuation<Void, Never>? in
-            guard let w = s.waiter else {
+        let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+            guard !s.waiters.isEmpty else {
                 s.pending = true
-                return nil
+                return []
             }
-            s.waiter = nil
-            return w
+            defer { s.waiters = [:] }
+            return Array(s.waiters.values)
         }
-        waiter?.resume()
+        for waiter in waiters { waiter.resume() }
     }
 
-    func wait() async {
+    /// Returns on a signal, or after `timeout` (waking nobody else).
+    func wait(timeout: Duration) async {
+        let id = state.withLock { s -> Int in
+            s.nextID += 1
+            return s.nextID
+        }
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.wait(id: id) }
+            group.addTask {
+                // Ends the wait on timeout, and on cancellation (a waiter already woken is recorded
+                // as expired, and forgotten below).
+                try? await Task.sleep(for: timeout)
+                self.stopWaiting(id: id)
+            }
+            await group.next()
+            group.cancelAll()
+        }
+        _ = state.withLock { $0.expired.remove(id) }
+    }
+
+    private func wait(id: Int) async {
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
             let now = state.withLock { s -> Bool in
+                if s.expired.remove(id) != nil { return true }
                 if s.pending {
                     s.pending = false
                     return true
                 }
-                s.waiter = c
+                s.waiters[id] = c
                 return false
             }
             if now { c.resume() }
         }
+    }
+
+    private func stopWaiting(id: Int) {
+        let waiter = state.withLock { s -> CheckedContinuation<Void, Never>? in
+            if let waiter = s.waiters.removeValue(forKey: id) { return waiter }
+            // Not waiting yet, or already woken by a signal: a late start must not wait.
+            s.expired.insert(id)
+            return nil
+        }
+        waiter?.resume()
     }
 }

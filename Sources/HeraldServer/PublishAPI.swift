@@ -9,8 +9,6 @@ import Hummingbird
 public struct PublishAPI: Sendable {
     public let store: any Store
     public let configuration: APIConfiguration
-    /// `HERALD_PUBLISH_KEYS`.
-    public let publishKeys: Set<String>
     /// Called with the app after a commit so its outbox lane looks at once.
     public let onEnqueued: @Sendable (_ app: String) -> Void
     public let now: @Sendable () -> Date
@@ -21,14 +19,13 @@ public struct PublishAPI: Sendable {
     public static let defaultLifetime: TimeInterval = 86_400
 
     public init(
-        store: any Store, configuration: APIConfiguration, publishKeys: Set<String>,
+        store: any Store, configuration: APIConfiguration,
         onEnqueued: @escaping @Sendable (_ app: String) -> Void = { _ in }, now: @escaping @Sendable () -> Date = { Date() },
         metrics: HeraldMetrics? = nil
     ) {
         self.metrics = metrics
         self.store = store
         self.configuration = configuration
-        self.publishKeys = publishKeys
         self.onEnqueued = onEnqueued
         self.now = now
     }
@@ -73,9 +70,9 @@ public struct PublishAPI: Sendable {
 
     public func addRoutes<Context: RequestContext>(to router: Router<Context>) {
         router.post("/v1/events") { request, _ in
-            try authorize(request)
+            let key = try configuration.apps.publisherKey(request)
             let body = try await JSONBody.decode(EventBody.self, from: request, limit: configuration.maximumBodySize)
-            let prepared = try await route([try validate(body, field: "")])[0]
+            let prepared = try await route([try validate(body, field: "", publisherKey: key)])[0]
             _ = try await store.enqueue([prepared.event], checkpoint: nil, now: now())
             metrics?.eventsAccepted(template: prepared.event.template, deliveries: prepared.event.deviceRowIDs.count)
             onEnqueued(prepared.event.app)
@@ -84,27 +81,19 @@ public struct PublishAPI: Sendable {
                 status: .accepted)
         }
         router.post("/v1/events:batch") { request, _ in
-            try authorize(request)
+            let key = try configuration.apps.publisherKey(request)
             let body = try await JSONBody.decode(BatchBody.self, from: request, limit: configuration.maximumBodySize)
             guard let events = body.events else { throw APIError.missing("events") }
             guard !events.isEmpty, events.count <= Self.maximumBatch else {
                 throw APIError.invalid("events", "a batch has 1 to \(Self.maximumBatch) events")
             }
-            let prepared = try await route(events.enumerated().map { i, event in try validate(event, field: "events[\(i)].") })
+            let prepared = try await route(events.enumerated().map { i, event in try validate(event, field: "events[\(i)].", publisherKey: key) })
             _ = try await store.enqueue(prepared.map(\.event), checkpoint: nil, now: now())
             for p in prepared { metrics?.eventsAccepted(template: p.event.template, deliveries: p.event.deviceRowIDs.count) }
             for app in Set(prepared.map(\.event.app)) { onEnqueued(app) }
             return try RegistrationAPI.json(
                 ["events": prepared.map { ["event_id": $0.event.id, "deliveries": $0.event.deviceRowIDs.count] }],
                 status: .accepted)
-        }
-    }
-
-    private func authorize(_ request: Request) throws {
-        guard let header = request.headers[.authorization], header.lowercased().hasPrefix("bearer "),
-            publishKeys.contains(String(header.dropFirst("bearer ".count)))
-        else {
-            throw APIError(.unauthorized, code: "unauthorized", message: "a publisher key is required as a bearer token")
         }
     }
 
@@ -124,8 +113,8 @@ public struct PublishAPI: Sendable {
     }
 
     /// Validates and renders one event (no I/O).
-    func validate(_ body: EventBody, field prefix: String) throws -> Draft {
-        let app = body.app ?? configuration.defaultApp
+    func validate(_ body: EventBody, field prefix: String, publisherKey: String) throws -> Draft {
+        let app = try configuration.apps.publisherApp(key: publisherKey, requested: body.app, field: prefix + "app").id
         guard let template = body.template else { throw APIError.missing(prefix + "template") }
         guard let fields = body.fields, fields.objectFields != nil else {
             throw APIError.invalid(prefix + "fields", "fields is a JSON object")

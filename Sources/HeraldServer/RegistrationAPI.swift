@@ -6,16 +6,13 @@ import Hummingbird
 
 /// Settings of the HTTP API.
 public struct APIConfiguration: Sendable {
-    /// The app a request serves when it names none (the single-app case).
-    public var defaultApp = "default"
+    /// The apps served, their publisher keys and registration policies.
+    public var apps = AppDirectory.single()
     /// SPEC §3: 64 KiB.
     public var maximumBodySize = 65_536
     /// SPEC §3.1: 1,000 watch keys per device, 100 aliases per route.
     public var maximumWatchKeys = WatchSet.defaultMaximumKeys
     public var maximumAliases = ContextualRoute.defaultMaximumAliases
-    /// `HERALD_REGISTRATION_KEYS`: when set, registration needs one of them as a bearer.
-    public var registrationKeys: Set<String> = []
-
     public init() {}
 }
 
@@ -69,8 +66,8 @@ public struct RegistrationAPI: Sendable {
     }
 
     func register(_ request: Request) async throws -> Response {
-        try authorize(request)
         let body = try await JSONBody.decode(RegisterBody.self, from: request, limit: configuration.maximumBodySize)
+        let app = try authorized(request, app: body.app)
         guard let platformText = body.platform else { throw APIError.missing("platform") }
         guard let platform = Platform(rawValue: platformText) else {
             throw APIError.invalid("platform", "platform is ios or android")
@@ -88,36 +85,35 @@ public struct RegistrationAPI: Sendable {
         }
         let watchSet = try self.watchSet(watched: body.watched_addresses, own: body.addresses, routes: body.contextual_routes)
         let registration = Registration(
-            app: try app(body.app), token: token, environment: environment, deviceID: body.device_id, watchSet: watchSet)
+            app: app, token: token, environment: environment, deviceID: body.device_id, watchSet: watchSet)
         _ = try await store.register(registration, now: now())
         return try Self.json(["registered": true, "watched_addresses": watchSet.watched.count])
     }
 
     func update(_ request: Request) async throws -> Response {
-        try authorize(request)
         let body = try await JSONBody.decode(UpdateBody.self, from: request, limit: configuration.maximumBodySize)
+        let app = try authorized(request, app: body.app)
         guard let token = body.device_token else { throw APIError.missing("device_token") }
         let watchSet = try self.watchSet(watched: body.watched_addresses, own: body.addresses, routes: body.contextual_routes)
-        guard try await store.updateWatchSet(app: try app(body.app), token: DeviceToken.lookupForm(token), watchSet: watchSet, now: now()) else {
+        guard try await store.updateWatchSet(app: app, token: DeviceToken.lookupForm(token), watchSet: watchSet, now: now()) else {
             throw APIError(.notFound, code: "not_registered", message: "no device with this token", field: "device_token")
         }
         return try Self.json(["updated": true, "watched_addresses": watchSet.watched.count])
     }
 
     func unregister(_ request: Request) async throws -> Response {
-        try authorize(request)
         let body = try await JSONBody.decode(TokenBody.self, from: request, limit: configuration.maximumBodySize)
+        let app = try authorized(request, app: body.app)
         guard let token = body.device_token else { throw APIError.missing("device_token") }
-        let removed = try await store.unregister(app: try app(body.app), token: DeviceToken.lookupForm(token))
+        let removed = try await store.unregister(app: app, token: DeviceToken.lookupForm(token))
         return try Self.json(["unregistered": removed])
     }
 
     func status(_ request: Request) async throws -> Response {
-        try authorize(request)
+        let app = try authorized(request, app: request.uri.queryParameters.get("app").map { String($0) })
         guard let token = request.uri.queryParameters.get("device_token"), !token.isEmpty else {
             throw APIError.missing("device_token")
         }
-        let app = try app(request.uri.queryParameters.get("app"))
         guard let (device, watchSet) = try await store.status(app: app, token: DeviceToken.lookupForm(token), now: now()) else {
             return try Self.json(["registered": false, "watched_addresses": [String](), "last_seen": NSNull()])
         }
@@ -130,19 +126,11 @@ public struct RegistrationAPI: Sendable {
 
     // MARK: Validation
 
-    private func authorize(_ request: Request) throws {
-        guard !configuration.registrationKeys.isEmpty else { return }
-        guard let header = request.headers[.authorization], header.lowercased().hasPrefix("bearer "),
-            configuration.registrationKeys.contains(String(header.dropFirst("bearer ".count)))
-        else {
-            throw APIError(.unauthorized, code: "unauthorized", message: "a registration key is required as a bearer token")
-        }
-    }
-
-    private func app(_ name: String?) throws -> String {
-        guard let name else { return configuration.defaultApp }
-        guard !name.isEmpty, name.utf8.count <= 64 else { throw APIError.invalid("app", "app is 1 to 64 bytes") }
-        return name
+    /// The app the request names (or the only one), once its registration policy admits the request.
+    private func authorized(_ request: Request, app requested: String?) throws -> String {
+        let app = try configuration.apps.resolve(requested)
+        try configuration.apps.authorizeRegistration(request, for: app)
+        return app.id
     }
 
     private func deviceToken(_ text: String?, platform: Platform) throws -> DeviceToken {

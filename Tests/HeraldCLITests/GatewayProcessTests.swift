@@ -115,7 +115,7 @@ struct GatewayProcessTests {
             "HERALD_APNS_URL": "https://127.0.0.1:\(ready["port"] as! Int)", "HERALD_APNS_CA_FILE": ready["ca"] as! String,
             "HERALD_APNS_KEY_PATH": ready["key_path"] as! String, "HERALD_APNS_KEY_ID": ready["key_id"] as! String,
             "HERALD_APNS_TEAM_ID": ready["team_id"] as! String, "HERALD_APNS_TOPIC": "com.example.crash",
-            "HERALD_OUTBOX_LEASE_SECONDS": "5",
+            "HERALD_OUTBOX_LEASE_SECONDS": "15",
         ]
 
         var serve = try HeraldProcess(["serve"], environment: env)

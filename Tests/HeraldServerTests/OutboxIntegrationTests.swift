@@ -18,7 +18,7 @@ struct OutboxHarness {
     let store: SQLiteStore
     var client: APNsClient { clients[0] }
 
-    static func with(keys: Int = 1, _ body: (OutboxHarness) async throws -> Void) async throws {
+    static func with(keys: Int = 1, requestTimeout: Duration = .seconds(10), _ body: (OutboxHarness) async throws -> Void) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-outbox-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -33,9 +33,9 @@ struct OutboxHarness {
         let simulator = try await APNsSimulator.start(configuration: configuration, eventLoopGroup: group)
         let ca = try simulator.writeCA(to: directory.path)
         let clients = try signingKeys.map { key in
-            try APNsClient(
-                configuration: APNsClientConfiguration(environment: .sandbox, url: simulator.url, trustRootsPEMFile: ca),
-                tokens: APNsProviderTokenSource(key: key), eventLoopGroup: group)
+            var configuration = APNsClientConfiguration(environment: .sandbox, url: simulator.url, trustRootsPEMFile: ca)
+            configuration.requestTimeout = requestTimeout
+            return try APNsClient(configuration: configuration, tokens: APNsProviderTokenSource(key: key), eventLoopGroup: group)
         }
         let store = try SQLiteStore(path: directory.appendingPathComponent("herald.sqlite").path)
         try await store.migrate()

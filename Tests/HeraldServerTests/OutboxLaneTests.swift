@@ -11,12 +11,13 @@ import Testing
 struct OutboxLaneTests {
     @Test("one app's stalled APNs does not hold back another app's pushes")
     func lanesIsolateApps() async throws {
-        try await OutboxHarness.with(keys: 2) { h in
+        // The slow app's pushes may wait 16 s for their answers (below): a deadline that allows it.
+        try await OutboxHarness.with(keys: 2, requestTimeout: .seconds(30)) { h in
             let slow = try await h.register(app: "slow", count: 200)
             let fast = try await h.register(app: "fast", count: 200, first: 1_000)
-            // The slow app's APNs answers each push after 4 s.
+            // The slow app's APNs answers each push after 8 s.
             for token in slow.tokens {
-                _ = try h.simulator.inject(SimulatorFault(kind: .delay, token: token, delayMs: 4_000))
+                _ = try h.simulator.inject(SimulatorFault(kind: .delay, token: token, delayMs: 8_000))
             }
             try await h.enqueue(app: "slow", rows: slow.rows)
             try await h.enqueue(app: "fast", rows: fast.rows)
@@ -27,15 +28,16 @@ struct OutboxLaneTests {
             ])
             let running = Task { await outbox.run() }
             let started = ContinuousClock.now
-            // Sent before the slow app's first answer: only the fast app's pushes can be.
-            await h.wait(upTo: .seconds(3)) { (try? await h.store.stats().deliveries[.sent]) == 200 }
+            // No slow push can be marked sent before its 8-second answer: 200 sent before then are
+            // the fast app's, delivered while every slow one was still held.
+            await h.wait(upTo: .seconds(7)) { (try? await h.store.stats().deliveries[.sent]) == 200 }
             let fastDone = ContinuousClock.now - started
             let fastAtSimulator = h.simulator.notifications().filter { $0.topic == "com.example.fast" }.count
-            try await h.wait(upTo: .seconds(20)) { try await h.store.stats().deliveries[.sent] == 400 }
+            try await h.wait(upTo: .seconds(40)) { try await h.store.stats().deliveries[.sent] == 400 }
             running.cancel()
             await running.value
 
-            #expect(fastDone < .seconds(3), "the fast app waited \(fastDone)")
+            #expect(fastDone < .seconds(7), "the fast app waited \(fastDone)")
             #expect(fastAtSimulator == 200)
             #expect(try await h.store.stats().deliveries[.sent] == 400)
             #expect(Set(h.simulator.notifications().filter { $0.topic == "com.example.slow" }.map(\.keyID)) == ["OUTBOX0000"])
@@ -71,6 +73,7 @@ struct OutboxLaneTests {
             let running = Task { await outbox.run() }
             await h.wait(upTo: .seconds(5)) {
                 h.simulator.notifications().count == 20 && (h.simulator.stats.reasons["InvalidProviderToken"] ?? 0) >= 20
+                    && paused()?.hasPrefix("1") == true
             }
             let fineDelivered = h.simulator.notifications().filter { $0.topic == "com.example.fine" }.count
             let pausedGauge = paused()

@@ -21,8 +21,9 @@ func withRegistrationServer(
     let store = try SQLiteStore(path: directory.appendingPathComponent("herald.sqlite").path)
     try await store.migrate()
     var configuration = APIConfiguration()
+    configuration.apps = .single(AppSettings(id: "default", publishKeys: ["pk"]))
     configure(&configuration)
-    let router = Gateway.router(store: store, configuration: configuration, publishKeys: ["pk"], outbox: nil)
+    let router = Gateway.router(store: store, configuration: configuration, outbox: nil)
     try await Application(router: router).test(.live) { client in try await body(client, store) }
 }
 
@@ -155,6 +156,7 @@ let badRegistrationRequests: [BadRequest] = [
     BadRequest("update with a bad address", .put, "/v1/push/update", #"{"device_token":"\#(token1)","watched_addresses":["\#(badKaspa)"]}"#, field: "watched_addresses[0]"),
     BadRequest("unregister without token", .delete, "/v1/push/unregister", #"{}"#, field: "device_token"),
     BadRequest("status without token", .get, "/v1/push/status", nil, field: "device_token"),
+    BadRequest("an app this instance does not serve", #"{"device_token":"\#(token1)","platform":"ios","watched_addresses":[],"app":"other"}"#, field: "app"),
     BadRequest("app name too long", #"{"device_token":"\#(token1)","platform":"ios","watched_addresses":[],"app":"\#(String(repeating: "a", count: 65))"}"#, field: "app"),
 ]
 
@@ -181,7 +183,7 @@ struct RegistrationBadInputTests {
 
     @Test("registration keys: 401 without or with a wrong bearer, 200 with a right one")
     func registrationKeys() async throws {
-        try await withRegistrationServer(configure: { $0.registrationKeys = ["k-123"] }) { client, store in
+        try await withRegistrationServer(configure: { $0.apps = .single(AppSettings(id: "default", publishKeys: ["pk"], registration: .bearer(["k-123"]))) }) { client, store in
             let body = #"{"device_token":"\#(token1)","platform":"ios","watched_addresses":[]}"#
             var r = try await send(client, .post, "/v1/push/register", body)
             #expect(r.status == .unauthorized)

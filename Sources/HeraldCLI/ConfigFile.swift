@@ -1,0 +1,168 @@
+import Foundation
+import HeraldAPNs
+import HeraldServer
+import Yams
+
+/// `HERALD_CONFIG`: the YAML file for several apps in one instance (SPEC §7). Every key is
+/// checked: a file that does not parse, an unknown key or an unreadable `.p8` is refused with
+/// the file and the field named.
+///
+/// ```yaml
+/// http_port: 8080                      # optional: http_host, http_port, database_url, stale_after_days
+/// apps:
+///   - id: kasia
+///     apns: {key_path: AuthKey_ABC.p8, key_id: ABC1234567, team_id: TEAM123456, topic: com.kasia.app, environment: production}
+///     publish_keys: [kasia-backend-key]
+///     registration: {policy: open}      # or {policy: bearer, keys: [...]}
+/// ```
+struct ConfigFile {
+    /// One app: who may use it, and its APNs credentials (none: the built-in simulator).
+    struct App {
+        var settings: AppSettings
+        var apns: APNsSettings?
+        /// The `apns-topic` used with the built-in simulator (no `apns` block).
+        var simulatorTopic: String
+
+        init(settings: AppSettings, apns: APNsSettings?) {
+            self.settings = settings
+            self.apns = apns
+            simulatorTopic = "com.example." + settings.id
+        }
+    }
+
+    var apps: [App] = []
+    var httpHost: String?
+    var httpPort: Int?
+    var databaseURL: String?
+    var staleAfterDays: Int?
+
+    static let topKeys: Set<String> = ["apps", "http_host", "http_port", "database_url", "stale_after_days"]
+    static let appKeys: Set<String> = ["id", "apns", "publish_keys", "registration"]
+    static let apnsKeys: Set<String> = ["key_path", "key_id", "team_id", "topic", "environment", "url", "ca_file"]
+    static let registrationKeys: Set<String> = ["policy", "keys"]
+    /// The `HERALD_APNS_*` variable each `apns` key stands for (their checks are shared).
+    static let apnsVariables = [
+        "key_path": "HERALD_APNS_KEY_PATH", "key_id": "HERALD_APNS_KEY_ID", "team_id": "HERALD_APNS_TEAM_ID",
+        "topic": "HERALD_APNS_TOPIC", "environment": "HERALD_APNS_ENVIRONMENT", "url": "HERALD_APNS_URL",
+        "ca_file": "HERALD_APNS_CA_FILE",
+    ]
+
+    /// Reads and checks the file at `path`.
+    static func load(path: String) throws -> ConfigFile {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+            throw InvalidInput(field: "HERALD_CONFIG", message: "\(path) is not a readable file")
+        }
+        let root: Any?
+        do {
+            root = try Yams.load(yaml: text)
+        } catch {
+            throw InvalidInput(field: "HERALD_CONFIG", message: "\(path) is not valid YAML: \(error)")
+        }
+        let reader = Reader(path: path)
+        let top = try reader.map(root, at: "", keys: topKeys)
+        var file = ConfigFile()
+        file.httpHost = try reader.string(top["http_host"], at: "http_host")
+        file.httpPort = try reader.int(top["http_port"], at: "http_port", in: 0...65_535)
+        file.databaseURL = try reader.string(top["database_url"], at: "database_url")
+        file.staleAfterDays = try reader.int(top["stale_after_days"], at: "stale_after_days", in: 1...36_500)
+        guard let apps = top["apps"] as? [Any], !apps.isEmpty else {
+            throw reader.error(at: "apps", "is a list of one or more apps")
+        }
+        var seen = Set<String>()
+        for (i, value) in apps.enumerated() {
+            let at = "apps[\(i)]"
+            let app = try reader.map(value, at: at, keys: appKeys)
+            guard let id = try reader.string(app["id"], at: at + ".id"), !id.isEmpty, id.utf8.count <= 64 else {
+                throw reader.error(at: at + ".id", "is required: 1 to 64 characters")
+            }
+            guard seen.insert(id).inserted else { throw reader.error(at: at + ".id", "\(id) is used by an earlier app") }
+            var settings = AppSettings(id: id, publishKeys: Set(try reader.strings(app["publish_keys"], at: at + ".publish_keys")))
+            if let registration = app["registration"] {
+                let r = try reader.map(registration, at: at + ".registration", keys: registrationKeys)
+                let keys = try reader.strings(r["keys"], at: at + ".registration.keys")
+                switch try reader.string(r["policy"], at: at + ".registration.policy") {
+                case "open", nil:
+                    guard keys.isEmpty else { throw reader.error(at: at + ".registration.keys", "only with policy: bearer") }
+                case "bearer":
+                    guard !keys.isEmpty else { throw reader.error(at: at + ".registration.keys", "policy bearer needs one or more keys") }
+                    settings.registration = .bearer(Set(keys))
+                case let other?:
+                    throw reader.error(at: at + ".registration.policy", "is open or bearer, not \(other)")
+                }
+            }
+            var apns: APNsSettings?
+            if let value = app["apns"] {
+                apns = try reader.apns(value, at: at + ".apns")
+            }
+            file.apps.append(App(settings: settings, apns: apns))
+        }
+        return file
+    }
+
+    /// Walks the parsed YAML, naming the file and the field in every error.
+    struct Reader {
+        var path: String
+
+        func error(at field: String, _ message: String) -> InvalidInput {
+            InvalidInput(field: field, message: "\(path): \(field) \(message)")
+        }
+
+        func map(_ value: Any?, at field: String, keys: Set<String>) throws -> [String: Any] {
+            guard let map = value as? [String: Any] else {
+                throw error(at: field.isEmpty ? "(top level)" : field, "is a mapping")
+            }
+            for key in map.keys.sorted() where !keys.contains(key) {
+                let name = field.isEmpty ? key : field + "." + key
+                throw error(at: name, "is not a known key (known: \(keys.sorted().joined(separator: ", ")))")
+            }
+            return map
+        }
+
+        func string(_ value: Any?, at field: String) throws -> String? {
+            guard let value else { return nil }
+            // YAML reads an all-digit id (a team id) as a number; it is still the text that was written.
+            if let number = value as? Int { return String(number) }
+            guard let text = value as? String else { throw error(at: field, "is a string") }
+            return text
+        }
+
+        func strings(_ value: Any?, at field: String) throws -> [String] {
+            guard let value else { return [] }
+            guard let list = value as? [Any] else { throw error(at: field, "is a list of strings") }
+            return try list.enumerated().map { i, item in
+                guard let text = item as? String, !text.isEmpty else { throw error(at: "\(field)[\(i)]", "is a non-empty string") }
+                return text
+            }
+        }
+
+        func int(_ value: Any?, at field: String, in range: ClosedRange<Int>) throws -> Int? {
+            guard let value else { return nil }
+            guard let number = value as? Int, range.contains(number) else {
+                throw error(at: field, "is a whole number from \(range.lowerBound) to \(range.upperBound)")
+            }
+            return number
+        }
+
+        /// The `apns` block, checked like SPEC §7's variables, and its key loaded.
+        func apns(_ value: Any, at field: String) throws -> APNsSettings {
+            let block = try map(value, at: field, keys: ConfigFile.apnsKeys)
+            var env: [String: String] = [:]
+            for (key, variable) in ConfigFile.apnsVariables {
+                if let text = try string(block[key], at: field + "." + key) { env[variable] = text }
+            }
+            func yamlField(_ variable: String) -> String {
+                field + "." + (ConfigFile.apnsVariables.first { $0.value == variable }?.key ?? variable)
+            }
+            do {
+                guard let settings = try APNsSettings.fromEnvironment(env) else {
+                    throw error(at: field + ".key_path", "is required (with key_id, team_id and topic)")
+                }
+                _ = try settings.loadSigningKey()
+                return settings
+            } catch let failure as APNsConfigurationError {
+                let message = failure.message.replacingOccurrences(of: "HERALD_APNS_* credentials", with: "apns keys")
+                throw error(at: yamlField(failure.field), message)
+            }
+        }
+    }
+}

@@ -1,0 +1,90 @@
+import HeraldCore
+import Hummingbird
+
+/// How an app's devices may register.
+public enum RegistrationPolicy: Sendable, Hashable {
+    /// Anyone may register a device (the app's own users call the API directly).
+    case open
+    /// Registration needs one of these keys as a bearer token.
+    case bearer(Set<String>)
+}
+
+/// One app served by this instance: who may publish to it and register with it.
+public struct AppSettings: Sendable {
+    public var id: String
+    /// Bearer keys accepted on `/v1/events` for this app.
+    public var publishKeys: Set<String>
+    public var registration: RegistrationPolicy
+
+    public init(id: String, publishKeys: Set<String> = [], registration: RegistrationPolicy = .open) {
+        self.id = id
+        self.publishKeys = publishKeys
+        self.registration = registration
+    }
+}
+
+/// The apps of one instance, and which one a request serves.
+public struct AppDirectory: Sendable {
+    /// In configuration order.
+    public let apps: [AppSettings]
+    private let byID: [String: AppSettings]
+
+    /// - Precondition: ids are unique (the configuration checks it).
+    public init(_ apps: [AppSettings]) {
+        self.apps = apps
+        byID = Dictionary(apps.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// The single-app instance of SPEC §7's environment.
+    public static func single(_ app: AppSettings = AppSettings(id: "default")) -> AppDirectory { AppDirectory([app]) }
+
+    public subscript(id: String) -> AppSettings? { byID[id] }
+
+    /// The app a request names in `field`, or the only app when it names none.
+    /// - Throws: 400 naming `field` for an unknown app, or for none when there are several.
+    public func resolve(_ requested: String?, field: String = "app") throws -> AppSettings {
+        if let requested {
+            guard let app = byID[requested] else { throw APIError.invalid(field, "no app \(requested) on this instance") }
+            return app
+        }
+        guard apps.count == 1 else { throw APIError.missing(field) }
+        return apps[0]
+    }
+
+    /// Checks the request's bearer token against `app`'s registration policy.
+    public func authorizeRegistration(_ request: Request, for app: AppSettings) throws {
+        guard case .bearer(let keys) = app.registration else { return }
+        guard let key = Self.bearer(request), keys.contains(key) else {
+            throw APIError(.unauthorized, code: "unauthorized", message: "a registration key of app \(app.id) is required as a bearer token")
+        }
+    }
+
+    /// The request's publisher key. - Throws: 401 when it carries none of any app's.
+    public func publisherKey(_ request: Request) throws -> String {
+        guard let key = Self.bearer(request), apps.contains(where: { $0.publishKeys.contains(key) }) else {
+            throw APIError(.unauthorized, code: "unauthorized", message: "a publisher key is required as a bearer token")
+        }
+        return key
+    }
+
+    /// The app an event published with `key` goes to: the one it names in `field` (403 unless the
+    /// key is one of that app's), or the key's own app when it names none.
+    public func publisherApp(key: String, requested: String?, field: String) throws -> AppSettings {
+        guard let requested else {
+            guard let own = apps.first(where: { $0.publishKeys.contains(key) }) else {
+                throw APIError(.unauthorized, code: "unauthorized", message: "a publisher key is required as a bearer token")
+            }
+            return own
+        }
+        let app = try resolve(requested, field: field)
+        guard app.publishKeys.contains(key) else {
+            throw APIError(.forbidden, code: "forbidden", message: "this publisher key is not one of app \(app.id)'s", field: field)
+        }
+        return app
+    }
+
+    static func bearer(_ request: Request) -> String? {
+        guard let header = request.headers[.authorization], header.lowercased().hasPrefix("bearer ") else { return nil }
+        return String(header.dropFirst("bearer ".count))
+    }
+}
