@@ -1,0 +1,104 @@
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A `HERALD_CONFIG` file `herald serve` must refuse, and the field it must name.
+struct BadConfig: CustomTestStringConvertible, Sendable {
+    var name: String
+    var yaml: String?
+    var field: String
+    var testDescription: String { name }
+}
+
+let badConfigs: [BadConfig] = [
+    BadConfig(name: "no such file", yaml: nil, field: "HERALD_CONFIG"),
+    BadConfig(name: "not YAML", yaml: "apps: [", field: "HERALD_CONFIG"),
+    BadConfig(name: "not a mapping", yaml: "- just\n- a list", field: "(top level)"),
+    BadConfig(name: "unknown top-level key", yaml: "apps: [{id: a}]\nlisten: 80", field: "listen"),
+    BadConfig(name: "no apps", yaml: "apps: []", field: "apps"),
+    BadConfig(name: "unknown app key", yaml: "apps:\n  - id: a\n    topic: com.example.a", field: "apps[0].topic"),
+    BadConfig(name: "app without id", yaml: "apps:\n  - publish_keys: [k]", field: "apps[0].id"),
+    BadConfig(name: "two apps with one id", yaml: "apps:\n  - id: a\n  - id: a", field: "apps[1].id"),
+    BadConfig(name: "publish key not a string", yaml: "apps:\n  - id: a\n    publish_keys: [[k]]", field: "apps[0].publish_keys[0]"),
+    BadConfig(name: "unknown registration policy", yaml: "apps:\n  - id: a\n    registration: {policy: maybe}", field: "apps[0].registration.policy"),
+    BadConfig(name: "bearer without keys", yaml: "apps:\n  - id: a\n    registration: {policy: bearer}", field: "apps[0].registration.keys"),
+    BadConfig(name: "unknown apns key", yaml: "apps:\n  - id: a\n    apns: {key_file: k.p8}", field: "apps[0].apns.key_file"),
+    BadConfig(name: "apns without key_id", yaml: "apps:\n  - id: a\n    apns: {key_path: k.p8, team_id: T, topic: t}", field: "apps[0].apns.key_id"),
+    BadConfig(name: "unreadable .p8", yaml: "apps:\n  - id: a\n    apns: {key_path: /nonexistent/AuthKey.p8, key_id: K, team_id: T, topic: t}", field: "apps[0].apns.key_path"),
+    BadConfig(name: "bad apns environment", yaml: "apps:\n  - id: a\n    apns: {key_path: k.p8, key_id: K, team_id: T, topic: t, environment: staging}", field: "apps[0].apns.environment"),
+    BadConfig(name: "port out of range", yaml: "http_port: 70000\napps: [{id: a}]", field: "http_port"),
+]
+
+@Suite("HERALD_CONFIG: several apps per instance", .serialized)
+struct ConfigFileTests {
+    @Test("a bad file is refused at start, naming the file and the field", arguments: badConfigs)
+    func refused(config: BadConfig) throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-config-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("herald.yaml").path
+        if let yaml = config.yaml { try Data(yaml.utf8).write(to: URL(fileURLWithPath: path)) }
+        let (code, json) = try runHerald(["serve"], environment: [
+            "HERALD_CONFIG": path, "HERALD_HTTP_PORT": "0",
+            "HERALD_DATABASE_URL": "sqlite:" + directory.appendingPathComponent("herald.sqlite").path,
+        ])
+        #expect(code == 2)
+        #expect(json["status"] as? String == "invalid")
+        #expect(json["field"] as? String == config.field, "\(json)")
+        #expect((json["error"] as? String)?.contains(path) == true, "\(json)")
+        #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("herald.sqlite").path))
+    }
+
+    @Test("two apps from the file, each with its own publisher key, registration policy and topic")
+    func twoAppsFromFile() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-config-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("herald.yaml").path
+        try Data("""
+            # Two apps, both on the built-in simulator (no apns block).
+            http_port: 0
+            database_url: sqlite:\(directory.appendingPathComponent("herald.sqlite").path)
+            apps:
+              - id: ghosttalk
+                publish_keys: [ghost-key]
+              - id: claudiator
+                publish_keys: [claude-key]
+                registration: {policy: bearer, keys: [claude-registrar]}
+            """.utf8).write(to: URL(fileURLWithPath: path))
+        let serve = try HeraldProcess(["serve"], environment: ["HERALD_CONFIG": path])
+        defer { if serve.process.isRunning { serve.kill(SIGKILL) } }
+        let api = "http://127.0.0.1:\(try serve.port(after: "listening on 127.0.0.1:"))"
+        let control = "http://127.0.0.1:\(try serve.port(after: "control=http://127.0.0.1:"))"
+
+        let (ghost, claude) = (String(repeating: "6a", count: 32), String(repeating: "7b", count: 32))
+        var (status, _) = try await http("POST", api + "/v1/push/register",
+            #"{"device_token":"\#(ghost)","platform":"ios","watched_addresses":["session:g"],"app":"ghosttalk"}"#)
+        #expect(status == 200)
+        (status, _) = try await http("POST", api + "/v1/push/register",
+            #"{"device_token":"\#(claude)","platform":"ios","watched_addresses":["session:c"],"app":"claudiator"}"#)
+        #expect(status == 401)
+        (status, _) = try await http("POST", api + "/v1/push/register",
+            #"{"device_token":"\#(claude)","platform":"ios","watched_addresses":["session:c"],"app":"claudiator"}"#,
+            bearer: "claude-registrar")
+        #expect(status == 200)
+        for (key, target) in [("ghost-key", "session:g"), ("claude-key", "session:c")] {
+            (status, _) = try await http("POST", api + "/v1/events",
+                #"{"template":"custom","targets":{"keys":["\#(target)"]},"fields":{"aps":{"alert":"hi"}}}"#, bearer: key)
+            #expect(status == 202)
+        }
+        var topics: [String: String] = [:]
+        for _ in 0..<100 where topics.count < 2 {
+            let (_, data) = try await http("GET", control + "/notifications")
+            let list = (try JSONSerialization.jsonObject(with: data) as? [String: Any])?["notifications"] as? [[String: Any]] ?? []
+            for n in list { topics[n["token"] as? String ?? ""] = n["topic"] as? String }
+            if topics.count < 2 { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(topics == [ghost: "com.example.ghosttalk", claude: "com.example.claudiator"])
+        serve.kill(SIGTERM)
+        #expect(serve.process.terminationStatus == 0)
+    }
+}
