@@ -54,6 +54,17 @@ struct ServeProcessTests {
         let (bad, _) = try await http("POST", api + "/v1/push/register",
             #"{"device_token":"\#(badToken)","platform":"ios","watched_addresses":["\#(Self.sender)"]}"#)
         #expect(bad == 400)
+        // A handshake and a payment, addressed by token; a custom push with data keys and a collapse id.
+        let (handshakeID, paymentID) = (String(repeating: "3e", count: 32), String(repeating: "4e", count: 32))
+        let expiration = Int(Date().timeIntervalSince1970) + 3_600
+        for body in [
+            #"{"template":"kasia.handshake","targets":{"tokens":["\#(token)"]},"fields":{"tx_id":"\#(handshakeID)","sender":"\#(Self.sender)","payload":"ab","timestamp":1704067200,"daa_score":7}}"#,
+            #"{"template":"kasia.payment","targets":{"tokens":["\#(token)"]},"fields":{"tx_id":"\#(paymentID)","sender":"\#(Self.sender)","timestamp":1704067200,"daa_score":8,"amount":150000000}}"#,
+            #"{"template":"custom","collapse_id":"c-1","expiration":\#(expiration),"targets":{"tokens":["\#(token)"]},"fields":{"aps":{"alert":{"title":"T","body":"B"},"sound":"default"},"data":{"k":"v","n":1}}}"#,
+        ] {
+            let (status, _) = try await http("POST", api + "/v1/events", body, bearer: publisherKey)
+            #expect(status == 202)
+        }
         let (unauthorized, _) = try await http("POST", api + "/v1/events", #"{"template":"custom","targets":{"tokens":["\#(token)"]},"fields":{"aps":{"alert":"x"}}}"#)
         #expect(unauthorized == 401)
 
@@ -62,10 +73,10 @@ struct ServeProcessTests {
         for _ in 0..<100 {
             let (_, data) = try await http("GET", control + "/notifications?token=\(token)")
             notifications = (try JSONSerialization.jsonObject(with: data) as? [String: Any])?["notifications"] as? [[String: Any]] ?? []
-            if notifications.count == 3 { break }
+            if notifications.count == 6 { break }
             try await Task.sleep(for: .milliseconds(100))
         }
-        #expect(notifications.count == 3)
+        #expect(notifications.count == 6)
         func payload(_ collapseID: String) throws -> String {
             try #require(notifications.first { $0["collapse_id"] as? String == collapseID }?["payload"] as? String)
         }
@@ -76,6 +87,16 @@ struct ServeProcessTests {
         // Inline at 3,500 characters, null at 3,502 (SPEC §5).
         #expect(try payload(atLimit) == expected(atLimit, "\"" + String(repeating: "ab", count: 1_750) + "\""))
         #expect(try payload(overLimit) == expected(overLimit, "null"))
+        #expect(try payload(handshakeID) == #"{"aps":{"alert":{"title":"New Contact Request","body":"From kaspa:qp...70xmfj"},"mutable-content":1,"content-available":1,"thread-id":"\#(Self.sender)"},"kasia":{"type":"handshake","txId":"\#(handshakeID)","sender":"\#(Self.sender)","payload":"ab","timestamp":1704067200,"daaScore":7}}"#)
+        #expect(try payload(paymentID) == #"{"aps":{"alert":{"title":"Payment Received","body":"1.5 KAS from kaspa:qp...70xmfj"},"mutable-content":1,"content-available":1,"thread-id":"\#(Self.sender)"},"kasia":{"type":"payment","txId":"\#(paymentID)","sender":"\#(Self.sender)","payload":null,"timestamp":1704067200,"daaScore":8,"amount":150000000}}"#)
+        // The caller's keys come out sorted (one input, one byte string); data keys at the top level.
+        #expect(try payload("c-1") == #"{"aps":{"alert":{"body":"B","title":"T"},"sound":"default"},"k":"v","n":1}"#)
+        // The headers APNs saw: topic, push type, priority, expiration.
+        for n in notifications {
+            #expect(n["topic"] as? String == "com.example.herald")
+            #expect(n["push_type"] as? String == "alert" && n["priority"] as? Int == 10)
+        }
+        #expect(notifications.first { $0["collapse_id"] as? String == "c-1" }?["expiration"] as? Int == expiration)
 
         // The gone device's 410 (newer than its registration) removes it.
         var removed = false
@@ -86,7 +107,7 @@ struct ServeProcessTests {
         }
         #expect(removed)
         let metrics = String(decoding: try await http("GET", api + "/metrics").1, as: UTF8.self)
-        #expect(metrics.contains(#"herald_delivery_attempts_total{outcome="sent",reason="accepted"} 3"#), "\(metrics)")
+        #expect(metrics.contains(#"herald_delivery_attempts_total{outcome="sent",reason="accepted"} 6"#), "\(metrics)")
 
         serve.kill(SIGTERM)
         #expect(serve.process.terminationStatus == 0)
