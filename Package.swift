@@ -28,6 +28,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
     ],
     targets: [
         // The APNs provider: JWT, HTTP/2 connection pool, validation, classification.
@@ -64,7 +65,9 @@ let package = Package(
         // Herald's domain, no I/O: watch keys, Kaspa addresses, events, push templates.
         .target(
             name: "HeraldCore",
-            dependencies: ["HeraldAPNs", .product(name: "NIOCore", package: "swift-nio")]
+            dependencies: [
+                "HeraldAPNs", .product(name: "NIOCore", package: "swift-nio"), .product(name: "Crypto", package: "swift-crypto"),
+            ]
         ),
         // Durable state behind a `Store` protocol; SQLite (one file, WAL) here.
         .target(
@@ -77,6 +80,8 @@ let package = Package(
             dependencies: [
                 "HeraldCore", "HeraldStore", "HeraldAPNs",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

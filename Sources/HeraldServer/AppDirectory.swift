@@ -1,4 +1,5 @@
 import HeraldCore
+import HTTPTypes
 import Hummingbird
 
 /// How an app's devices may register.
@@ -82,6 +83,19 @@ public struct AppDirectory: Sendable {
         }
         return app
     }
+
+    /// The app a compatibility route (SPEC §4) serves: the `X-Herald-App` header, else the
+    /// `/apps/<id>` prefix of the path, else the only app.
+    public func compatibilityApp(_ request: Request, prefix: String?) throws -> AppSettings {
+        if let header = request.headers[Self.appHeader] { return try resolve(header, field: "X-Herald-App") }
+        if let prefix { return try resolve(prefix, field: "app") }
+        guard apps.count == 1 else {
+            throw APIError(.badRequest, code: "missing_field", message: "name the app: X-Herald-App or /apps/<id>/…", field: "X-Herald-App")
+        }
+        return apps[0]
+    }
+
+    static let appHeader = HTTPField.Name("X-Herald-App")!
 
     static func bearer(_ request: Request) -> String? {
         guard let header = request.headers[.authorization], header.lowercased().hasPrefix("bearer ") else { return nil }

@@ -12,6 +12,7 @@ public enum Gateway {
     ) -> Router<BasicRequestContext> {
         let router = Router()
         RegistrationAPI(store: store, configuration: configuration).addRoutes(to: router)
+        SafeWhisperAPI(store: store, configuration: configuration).addRoutes(to: router)
         PublishAPI(
             store: store, configuration: configuration, onEnqueued: { outbox?.notify(app: $0) },
             metrics: metrics.0

@@ -54,6 +54,48 @@ public enum OpenAPIDocument {
             }
           }
         },
+        "/api/devices/token": {
+          "post": {
+            "summary": "SafeWhisper (SPEC 4.1): register the device's APNs token; it becomes the device's only token, and moves here from another device id",
+            "parameters": [{"name": "X-Device-ID", "in": "header", "required": true, "schema": {"type": "string"}}, {"name": "X-Herald-App", "in": "header", "required": false, "schema": {"type": "string"}}],
+            "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["apnsToken"], "properties": {"apnsToken": {"type": "string"}}}}}},
+            "responses": {
+              "201": {"description": "Registered", "content": {"application/json": {"schema": {"type": "object", "properties": {"id": {"type": "string", "format": "uuid"}}}}}},
+              "400": {"$ref": "#/components/responses/Error"}, "401": {"$ref": "#/components/responses/Error"}
+            }
+          }
+        },
+        "/apps/{app}/api/devices/token": {
+          "post": {
+            "summary": "SafeWhisper (SPEC 4.1): register the device's APNs token; it becomes the device's only token, and moves here from another device id",
+            "parameters": [{"name": "app", "in": "path", "required": true, "schema": {"type": "string"}}, {"name": "X-Device-ID", "in": "header", "required": true, "schema": {"type": "string"}}, {"name": "X-Herald-App", "in": "header", "required": false, "schema": {"type": "string"}}],
+            "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["apnsToken"], "properties": {"apnsToken": {"type": "string"}}}}}},
+            "responses": {
+              "201": {"description": "Registered", "content": {"application/json": {"schema": {"type": "object", "properties": {"id": {"type": "string", "format": "uuid"}}}}}},
+              "400": {"$ref": "#/components/responses/Error"}, "401": {"$ref": "#/components/responses/Error"}
+            }
+          }
+        },
+        "/api/devices/logout": {
+          "post": {
+            "summary": "SafeWhisper (SPEC 4.1): log the device out, removing all its tokens",
+            "parameters": [{"name": "X-Device-ID", "in": "header", "required": true, "schema": {"type": "string"}}, {"name": "X-Herald-App", "in": "header", "required": false, "schema": {"type": "string"}}],
+            "responses": {
+              "200": {"description": "Logged out", "content": {"application/json": {"schema": {"type": "object", "properties": {"removed": {"type": "integer"}}}}}},
+              "400": {"$ref": "#/components/responses/Error"}, "401": {"$ref": "#/components/responses/Error"}
+            }
+          }
+        },
+        "/apps/{app}/api/devices/logout": {
+          "post": {
+            "summary": "SafeWhisper (SPEC 4.1): log the device out, removing all its tokens",
+            "parameters": [{"name": "app", "in": "path", "required": true, "schema": {"type": "string"}}, {"name": "X-Device-ID", "in": "header", "required": true, "schema": {"type": "string"}}, {"name": "X-Herald-App", "in": "header", "required": false, "schema": {"type": "string"}}],
+            "responses": {
+              "200": {"description": "Logged out", "content": {"application/json": {"schema": {"type": "object", "properties": {"removed": {"type": "integer"}}}}}},
+              "400": {"$ref": "#/components/responses/Error"}, "401": {"$ref": "#/components/responses/Error"}
+            }
+          }
+        },
         "/v1/events": {
           "post": {
             "summary": "Publish an event (answers once it is durable; never waits on APNs)",
@@ -112,7 +154,7 @@ public enum OpenAPIDocument {
             "type": "object", "required": ["template", "fields"],
             "properties": {
               "app": {"type": "string"},
-              "template": {"enum": ["custom", "kasia.handshake", "kasia.contextual_message", "kasia.payment"]},
+              "template": {"enum": ["custom", "kasia.handshake", "kasia.contextual_message", "kasia.payment", "conversation.silent"]},
               "targets": {"type": "object", "properties": {"keys": {"type": "array", "items": {"type": "string"}}, "device_ids": {"type": "array", "items": {"type": "string"}}, "tokens": {"type": "array", "items": {"type": "string"}}}},
               "exclude_device_ids": {"type": "array", "items": {"type": "string"}},
               "fields": {"type": "object", "description": "custom: {aps, data?, push_type?}; kasia.*: {tx_id, sender, recipient?, alias?, payload?, timestamp, daa_score, amount?}"},

@@ -151,6 +151,13 @@ public struct PublishAPI: Sendable {
             let event = try kasiaEvent(template: template, fields: fields, prefix: prefix)
             kasia = event
             push = KasiaTemplate.render(event)
+        case "conversation.silent":
+            guard case .string(let conversation)? = fields.objectFields?.first(where: { $0.key == "conversation_id" })?.value,
+                !conversation.isEmpty, conversation.utf8.count <= 1_024
+            else {
+                throw APIError.invalid(prefix + "fields.conversation_id", "conversation_id is a string of 1 to 1,024 bytes")
+            }
+            push = ConversationSilentTemplate.render(conversationID: conversation)
         default:
             throw APIError.invalid(prefix + "template", "unknown template \(template)")
         }

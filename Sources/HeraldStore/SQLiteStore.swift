@@ -54,6 +54,11 @@ public final class SQLiteStore: Store {
                 try upsert.execute(arguments: [r.app, r.token.platform.rawValue, r.token.value, r.environment.rawValue, r.deviceID, ms, ms, ms])
                 let device = try Self.device(db, app: r.app, token: r.token.value)!
                 try Self.replaceWatchSet(db, deviceRowID: device.rowID, with: r.watchSet)
+                if r.replacesDeviceTokens, let deviceID = r.deviceID {
+                    try db.execute(
+                        sql: "DELETE FROM devices WHERE app_id = ? AND device_id = ? AND id <> ?",
+                        arguments: [r.app, deviceID, device.rowID])
+                }
                 return device
             }
         }
@@ -67,6 +72,13 @@ public final class SQLiteStore: Store {
                 arguments: [now.milliseconds, now.milliseconds, device.rowID])
             try Self.replaceWatchSet(db, deviceRowID: device.rowID, with: watchSet)
             return true
+        }
+    }
+
+    public func unregister(app: String, deviceID: String) async throws -> Int {
+        try await pool.write { db in
+            try db.execute(sql: "DELETE FROM devices WHERE app_id = ? AND device_id = ?", arguments: [app, deviceID])
+            return db.changesCount
         }
     }
 

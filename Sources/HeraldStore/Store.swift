@@ -28,13 +28,20 @@ public struct Registration: Sendable {
     public var environment: APNsEnvironment
     public var deviceID: String?
     public var watchSet: WatchSet
+    /// The token is now the only one of `deviceID` (SafeWhisper's device switch): other devices
+    /// of the app with that device id are removed in the same transaction.
+    public var replacesDeviceTokens: Bool
 
-    public init(app: String, token: DeviceToken, environment: APNsEnvironment, deviceID: String? = nil, watchSet: WatchSet) {
+    public init(
+        app: String, token: DeviceToken, environment: APNsEnvironment, deviceID: String? = nil, watchSet: WatchSet,
+        replacesDeviceTokens: Bool = false
+    ) {
         self.app = app
         self.token = token
         self.environment = environment
         self.deviceID = deviceID
         self.watchSet = watchSet
+        self.replacesDeviceTokens = replacesDeviceTokens
     }
 }
 
@@ -124,6 +131,8 @@ public protocol Store: Sendable {
     func updateWatchSet(app: String, token: String, watchSet: WatchSet, now: Date) async throws -> Bool
     /// Removes a device; false when there was none.
     func unregister(app: String, token: String) async throws -> Bool
+    /// Removes every device of `app` with this app-chosen device id (a logout); returns how many.
+    func unregister(app: String, deviceID: String) async throws -> Int
     /// A device and its watch set, marking it seen.
     func status(app: String, token: String, now: Date) async throws -> (DeviceRecord, WatchSet)?
     /// Enabled devices of `app` with `key` among their watch keys or own addresses, or with routes for it.

@@ -1,0 +1,24 @@
+import Crypto
+import HeraldAPNs
+
+/// SafeWhisper's `conversation.silent` template (SPEC §4.1): a background push that says only
+/// which conversation changed, as the first 32 hex characters of SHA-256(conversation id).
+/// No content, no sender, nothing else.
+public enum ConversationSilentTemplate {
+    /// Renders `{"aps":{"content-available":1},"c":"<hash>"}`, background, priority 5.
+    public static func render(conversationID: String) -> RenderedPush {
+        let payload = JSONValue.object([
+            .init("aps", .object([.init("content-available", .int(1))])),
+            .init("c", .string(hash(conversationID))),
+        ]).encoded
+        return RenderedPush(pushType: .background, priority: .considerate, collapseID: nil, payload: payload)
+    }
+
+    /// The first 32 lowercase hex characters of SHA-256 of the id's UTF-8 bytes.
+    public static func hash(_ conversationID: String) -> String {
+        SHA256.hash(data: Array(conversationID.utf8)).prefix(16).map { byte in
+            let hex = String(byte, radix: 16)
+            return byte < 16 ? "0" + hex : hex
+        }.joined()
+    }
+}
