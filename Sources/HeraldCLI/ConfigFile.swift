@@ -1,5 +1,6 @@
 import Foundation
 import HeraldAPNs
+import HeraldCore
 import HeraldServer
 import Yams
 
@@ -21,12 +22,16 @@ struct ConfigFile {
         var settings: AppSettings
         var apns: APNsSettings?
         /// The `apns-topic` used with the built-in simulator (no `apns` block).
-        var simulatorTopic: String
+        var simulatorTopic: String {
+            didSet { if apns == nil { settings.topic = simulatorTopic } }
+        }
 
         init(settings: AppSettings, apns: APNsSettings?) {
             self.settings = settings
             self.apns = apns
             simulatorTopic = "com.example." + settings.id
+            self.settings.topic = apns?.topic ?? simulatorTopic
+            self.settings.production = apns?.environment == .production
         }
     }
 
@@ -37,7 +42,9 @@ struct ConfigFile {
     var staleAfterDays: Int?
 
     static let topKeys: Set<String> = ["apps", "http_host", "http_port", "database_url", "stale_after_days"]
-    static let appKeys: Set<String> = ["id", "apns", "publish_keys", "registration"]
+    static let appKeys: Set<String> = ["id", "apns", "publish_keys", "registration", "agent_event", "ghosttalk"]
+    static let agentEventKeys: Set<String> = ["stop", "permission_prompt", "idle_prompt", "other", "other_without_message"]
+    static let textKeys: Set<String> = ["title", "body"]
     static let apnsKeys: Set<String> = ["key_path", "key_id", "team_id", "topic", "environment", "url", "ca_file"]
     static let registrationKeys: Set<String> = ["policy", "keys"]
     /// The `HERALD_APNS_*` variable each `apns` key stands for (their checks are shared).
@@ -88,6 +95,16 @@ struct ConfigFile {
                     settings.registration = .bearer(Set(keys))
                 case let other?:
                     throw reader.error(at: at + ".registration.policy", "is open or bearer, not \(other)")
+                }
+            }
+            if let value = app["agent_event"] {
+                settings.agentEventTexts = try reader.agentEventTexts(value, at: at + ".agent_event")
+            }
+            if let value = app["ghosttalk"] {
+                let ghost = try reader.map(value, at: at + ".ghosttalk", keys: ["send_enabled"])
+                if let enabled = ghost["send_enabled"] {
+                    guard let flag = enabled as? Bool else { throw reader.error(at: at + ".ghosttalk.send_enabled", "is true or false") }
+                    settings.ghostTalkSendEnabled = flag
                 }
             }
             var apns: APNsSettings?
@@ -141,6 +158,27 @@ struct ConfigFile {
                 throw error(at: field, "is a whole number from \(range.lowerBound) to \(range.upperBound)")
             }
             return number
+        }
+
+        /// `agent_event`: the app's own titles and bodies, row by row of Claudiator's table.
+        func agentEventTexts(_ value: Any, at field: String) throws -> AgentEventTemplate.Texts {
+            let block = try map(value, at: field, keys: ConfigFile.agentEventKeys)
+            var texts = AgentEventTemplate.Texts()
+            func text(_ key: String, _ current: AgentEventTemplate.Text) throws -> AgentEventTemplate.Text {
+                guard let value = block[key] else { return current }
+                let row = try map(value, at: field + "." + key, keys: ConfigFile.textKeys)
+                return AgentEventTemplate.Text(
+                    title: try string(row["title"], at: field + "." + key + ".title") ?? current.title,
+                    body: try string(row["body"], at: field + "." + key + ".body") ?? current.body)
+            }
+            texts.stop = try text("stop", texts.stop)
+            texts.permissionPrompt = try text("permission_prompt", texts.permissionPrompt)
+            texts.idlePrompt = try text("idle_prompt", texts.idlePrompt)
+            texts.other = try text("other", texts.other)
+            if let fallback = try string(block["other_without_message"], at: field + ".other_without_message") {
+                texts.otherWithoutMessage = fallback
+            }
+            return texts
         }
 
         /// The `apns` block, checked like SPEC §7's variables, and its key loaded.

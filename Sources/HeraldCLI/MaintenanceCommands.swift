@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HeraldServer
 import HeraldStore
 
 /// `herald migrate`: brings the database schema to this version's, then exits.
@@ -23,8 +24,7 @@ struct CleanupCommand: AsyncParsableCommand {
         let settings = try ServeSettings.load()
         let store = try SQLiteStore(path: settings.databasePath)
         try await store.migrate()
-        let removed = try await store.deleteStaleDevices(
-            lastSeenBefore: Date().addingTimeInterval(-Double(settings.staleAfterDays) * 86_400))
+        let removed = try await StaleDeviceCleanup(store: store, staleAfterDays: settings.staleAfterDays).once()
         CLIOutput.printJSON(["removed": removed, "stale_after_days": settings.staleAfterDays])
     }
 }

@@ -89,10 +89,16 @@ struct ServeCommand: AsyncParsableCommand {
         ])
 
         let outboxTask = Task { await outbox.run() }
+        let cleanup = StaleDeviceCleanup(store: store, staleAfterDays: settings.staleAfterDays)
+        let removed = try await cleanup.once()
+        logger.info("stale devices removed", metadata: ["removed": "\(removed)", "stale_after_days": "\(settings.staleAfterDays)"])
+        let cleanupTask = Task { await cleanup.run() }
         // Stops accepting on SIGINT/SIGTERM; the outbox then finishes its batch in flight.
         try await app.runService(gracefulShutdownSignals: [.sigterm, .sigint])
+        cleanupTask.cancel()
         outboxTask.cancel()
         await outboxTask.value
+        await cleanupTask.value
         for client in clients { await client.shutdown() }
         await simulator?.shutdown()
         try await group.shutdownGracefully()
@@ -162,9 +168,11 @@ struct ServeSettings {
             apps = file.apps
         } else {
             let registrationKeys = Self.list(env["HERALD_REGISTRATION_KEYS"])
-            let settings = AppSettings(
+            var settings = AppSettings(
                 id: "default", publishKeys: Self.list(env["HERALD_PUBLISH_KEYS"]),
                 registration: registrationKeys.isEmpty ? .open : .bearer(registrationKeys))
+            // GhostTalk's testing-only /apns/send.
+            settings.ghostTalkSendEnabled = ["1", "true", "yes"].contains(env["HERALD_GHOSTTALK_SEND_ENABLED"]?.lowercased() ?? "")
             var app = ConfigFile.App(settings: settings, apns: try APNsSettings.fromEnvironment(env))
             app.simulatorTopic = env["HERALD_APNS_TOPIC"].flatMap { $0.isEmpty ? nil : $0 } ?? "com.example.herald"
             apps = [app]

@@ -16,11 +16,23 @@ public struct AppSettings: Sendable {
     /// Bearer keys accepted on `/v1/events` for this app.
     public var publishKeys: Set<String>
     public var registration: RegistrationPolicy
+    /// The app's `apns-topic` and whether it pushes to production (GhostTalk's `/apns/stats`).
+    public var topic: String
+    public var production: Bool
+    /// Titles and bodies of `agent.event` (Claudiator's table unless overridden).
+    public var agentEventTexts = AgentEventTemplate.Texts()
+    /// GhostTalk's testing-only `POST /apns/send` (off unless enabled; always behind a publisher key).
+    public var ghostTalkSendEnabled = false
 
-    public init(id: String, publishKeys: Set<String> = [], registration: RegistrationPolicy = .open) {
+    public init(
+        id: String, publishKeys: Set<String> = [], registration: RegistrationPolicy = .open, topic: String? = nil,
+        production: Bool = false
+    ) {
         self.id = id
         self.publishKeys = publishKeys
         self.registration = registration
+        self.topic = topic ?? "com.example." + id
+        self.production = production
     }
 }
 

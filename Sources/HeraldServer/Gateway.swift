@@ -13,10 +13,11 @@ public enum Gateway {
         let router = Router()
         RegistrationAPI(store: store, configuration: configuration).addRoutes(to: router)
         SafeWhisperAPI(store: store, configuration: configuration).addRoutes(to: router)
-        PublishAPI(
-            store: store, configuration: configuration, onEnqueued: { outbox?.notify(app: $0) },
-            metrics: metrics.0
-        ).addRoutes(to: router)
+        ClaudiatorAPI(store: store, configuration: configuration).addRoutes(to: router)
+        let publisher = PublishAPI(
+            store: store, configuration: configuration, onEnqueued: { outbox?.notify(app: $0) }, metrics: metrics.0)
+        publisher.addRoutes(to: router)
+        GhostTalkAPI(store: store, configuration: configuration, publisher: publisher).addRoutes(to: router)
         let registry = metrics.1
         router.get("/metrics") { _, _ in
             var headers = HTTPFields()

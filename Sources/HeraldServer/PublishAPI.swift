@@ -45,6 +45,12 @@ public struct PublishAPI: Sendable {
         var priority: Int?
         var expiration: Int64?
         var collapse_id: String?
+
+        init(app: String?, template: String, fields: JSONValue) {
+            self.app = app
+            self.template = template
+            self.fields = fields
+        }
     }
 
     struct KasiaFields: Decodable {
@@ -72,10 +78,7 @@ public struct PublishAPI: Sendable {
         router.post("/v1/events") { request, _ in
             let key = try configuration.apps.publisherKey(request)
             let body = try await JSONBody.decode(EventBody.self, from: request, limit: configuration.maximumBodySize)
-            let prepared = try await route([try validate(body, field: "", publisherKey: key)])[0]
-            _ = try await store.enqueue([prepared.event], checkpoint: nil, now: now())
-            metrics?.eventsAccepted(template: prepared.event.template, deliveries: prepared.event.deviceRowIDs.count)
-            onEnqueued(prepared.event.app)
+            let prepared = try await publish([body], publisherKey: key)[0]
             return try RegistrationAPI.json(
                 ["event_id": prepared.event.id, "deliveries": prepared.event.deviceRowIDs.count, "unknown_tokens": prepared.unknownTokens],
                 status: .accepted)
@@ -87,14 +90,25 @@ public struct PublishAPI: Sendable {
             guard !events.isEmpty, events.count <= Self.maximumBatch else {
                 throw APIError.invalid("events", "a batch has 1 to \(Self.maximumBatch) events")
             }
-            let prepared = try await route(events.enumerated().map { i, event in try validate(event, field: "events[\(i)].", publisherKey: key) })
-            _ = try await store.enqueue(prepared.map(\.event), checkpoint: nil, now: now())
-            for p in prepared { metrics?.eventsAccepted(template: p.event.template, deliveries: p.event.deviceRowIDs.count) }
-            for app in Set(prepared.map(\.event.app)) { onEnqueued(app) }
+            let prepared = try await publish(events, publisherKey: key, fieldPrefix: { "events[\($0)]." })
             return try RegistrationAPI.json(
                 ["events": prepared.map { ["event_id": $0.event.id, "deliveries": $0.event.deviceRowIDs.count] }],
                 status: .accepted)
         }
+    }
+
+    /// Validates, routes and commits events (all or none), then tells the outbox. Every way in
+    /// (`/v1/events`, `:batch`, the compatibility routes) publishes through here.
+    func publish(
+        _ bodies: [EventBody], publisherKey: String, fieldPrefix: (Int) -> String = { _ in "" }
+    ) async throws -> [Prepared] {
+        let prepared = try await route(bodies.enumerated().map { i, body in
+            try validate(body, field: fieldPrefix(i), publisherKey: publisherKey)
+        })
+        _ = try await store.enqueue(prepared.map(\.event), checkpoint: nil, now: now())
+        for p in prepared { metrics?.eventsAccepted(template: p.event.template, deliveries: p.event.deviceRowIDs.count) }
+        for app in Set(prepared.map(\.event.app)) { onEnqueued(app) }
+        return prepared
     }
 
     /// An event validated and rendered, not yet routed.
@@ -103,6 +117,8 @@ public struct PublishAPI: Sendable {
         var template: String
         var push: RenderedPush
         var kasia: KasiaEvent?
+        /// Every iOS device of the app (`agent.event` without targets).
+        var allDevices: Bool
         var expiresAt: Date
         var keys: [WatchKey]
         /// In lookup form.
@@ -114,7 +130,11 @@ public struct PublishAPI: Sendable {
 
     /// Validates and renders one event (no I/O).
     func validate(_ body: EventBody, field prefix: String, publisherKey: String) throws -> Draft {
-        let app = try configuration.apps.publisherApp(key: publisherKey, requested: body.app, field: prefix + "app").id
+        let settings = try configuration.apps.publisherApp(key: publisherKey, requested: body.app, field: prefix + "app")
+        let app = settings.id
+        // Targets a template implies when the event names none.
+        var implicitKeys: [WatchKey] = []
+        var implicitAllDevices = false
         guard let template = body.template else { throw APIError.missing(prefix + "template") }
         guard let fields = body.fields, fields.objectFields != nil else {
             throw APIError.invalid(prefix + "fields", "fields is a JSON object")
@@ -151,12 +171,29 @@ public struct PublishAPI: Sendable {
             let event = try kasiaEvent(template: template, fields: fields, prefix: prefix)
             kasia = event
             push = KasiaTemplate.render(event)
-        case "conversation.silent":
-            guard case .string(let conversation)? = fields.objectFields?.first(where: { $0.key == "conversation_id" })?.value,
-                !conversation.isEmpty, conversation.utf8.count <= 1_024
-            else {
-                throw APIError.invalid(prefix + "fields.conversation_id", "conversation_id is a string of 1 to 1,024 bytes")
+        case "session.message":
+            let f = FieldReader(fields: fields, prefix: prefix + "fields.")
+            let session = try f.string("session_id", maximum: WatchKey.maximumIdentifierLength)
+            let message = SessionMessageTemplate.Message(
+                sessionID: session, messageID: try f.string("message_id", maximum: 256), timestamp: try f.unixSeconds("timestamp"),
+                encrypted: try f.bool("encrypted", default: true), hasAttachment: try f.bool("has_attachment", default: false))
+            do { implicitKeys = [try WatchKey("session:" + session)] } catch {
+                throw APIError.invalid(prefix + "fields.session_id", "\(error)")
             }
+            push = SessionMessageTemplate.render(message)
+        case "agent.event":
+            let f = FieldReader(fields: fields, prefix: prefix + "fields.")
+            let event = AgentEventTemplate.Event(
+                hookEventName: try f.string("hook_event_name", maximum: 64), notificationType: try f.optionalString("notification_type"),
+                toolName: try f.optionalString("tool_name"), deviceName: try f.string("device_name", maximum: 256),
+                sessionID: try f.string("session_id", maximum: 256), message: try f.optionalString("message"))
+            guard let rendered = AgentEventTemplate.render(event, texts: settings.agentEventTexts) else {
+                throw APIError.invalid(prefix + "fields.hook_event_name", "agent.event pushes for Stop and Notification only")
+            }
+            implicitAllDevices = true
+            push = rendered
+        case "conversation.silent":
+            let conversation = try FieldReader(fields: fields, prefix: prefix + "fields.").string("conversation_id", maximum: 1_024)
             push = ConversationSilentTemplate.render(conversationID: conversation)
         default:
             throw APIError.invalid(prefix + "template", "unknown template \(template)")
@@ -169,11 +206,14 @@ public struct PublishAPI: Sendable {
             }
         } else if let kasia {
             guard KasiaRouting.lookupKey(for: kasia) != nil else { throw APIError.missing(prefix + "fields.recipient") }
-        } else {
+        } else if !implicitKeys.isEmpty {
+            keys = implicitKeys
+        } else if !implicitAllDevices {
             throw APIError.missing(prefix + "targets")
         }
         return Draft(
-            app: app, template: template, push: push, kasia: body.targets == nil ? kasia : nil, expiresAt: expiresAt, keys: keys,
+            app: app, template: template, push: push, kasia: body.targets == nil ? kasia : nil,
+            allDevices: body.targets == nil && implicitAllDevices, expiresAt: expiresAt, keys: keys,
             tokens: (body.targets?.tokens ?? []).map(DeviceToken.lookupForm), deviceIDs: body.targets?.device_ids ?? [],
             excluded: Set(body.exclude_device_ids ?? []), prefix: prefix)
     }
@@ -199,6 +239,7 @@ public struct PublishAPI: Sendable {
                 let sets = try await store.watchSets(rowIDs: candidates.map(\.rowID))
                 devices = candidates.filter { KasiaRouting.accepts(kasia, watchSet: sets[$0.rowID] ?? .empty) }
             }
+            if draft.allDevices { devices += try await store.devices(app: draft.app) }
             for key in draft.keys {
                 devices += try await store.devices(app: draft.app, watching: key.description)
             }
@@ -241,5 +282,55 @@ public struct PublishAPI: Sendable {
         return KasiaEvent(
             kind: kind, txID: txID, sender: sender, recipient: f.recipient, alias: f.alias, payloadHex: f.payload,
             timestamp: timestamp, daaScore: daaScore, amount: f.amount)
+    }
+}
+
+/// Reads a template's `fields` object, naming the field at fault.
+struct FieldReader {
+    var fields: JSONValue
+    var prefix: String
+
+    private func value(_ key: String) -> JSONValue? {
+        fields.objectFields?.first { $0.key == key }?.value
+    }
+
+    func string(_ key: String, maximum: Int) throws -> String {
+        guard let text = try optionalString(key) else { throw APIError.missing(prefix + key) }
+        guard !text.isEmpty, text.utf8.count <= maximum else {
+            throw APIError.invalid(prefix + key, "\(key) is a string of 1 to \(maximum) bytes")
+        }
+        return text
+    }
+
+    func optionalString(_ key: String) throws -> String? {
+        switch value(key) {
+        case nil, .null?: return nil
+        case .string(let text)?:
+            guard text.utf8.count <= 4_096 else { throw APIError.invalid(prefix + key, "\(key) is at most 4,096 bytes") }
+            return text
+        default: throw APIError.invalid(prefix + key, "\(key) is a string")
+        }
+    }
+
+    func bool(_ key: String, default fallback: Bool) throws -> Bool {
+        switch value(key) {
+        case nil, .null?: return fallback
+        case .bool(let b)?: return b
+        default: throw APIError.invalid(prefix + key, "\(key) is true or false")
+        }
+    }
+
+    /// Unix seconds, given as a number or an RFC 3339 date (GhostTalk's `/apns/send` sends one).
+    func unixSeconds(_ key: String) throws -> Int64 {
+        switch value(key) {
+        case .int(let seconds)? where seconds >= 0: return seconds
+        case .string(let text)?:
+            guard let date = try? Date(text, strategy: .iso8601) else {
+                throw APIError.invalid(prefix + key, "\(key) is unix seconds or an RFC 3339 date")
+            }
+            return Int64(date.timeIntervalSince1970)
+        case nil: throw APIError.missing(prefix + key)
+        default: throw APIError.invalid(prefix + key, "\(key) is unix seconds or an RFC 3339 date")
+        }
     }
 }

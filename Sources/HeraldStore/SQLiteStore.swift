@@ -122,6 +122,14 @@ public final class SQLiteStore: Store {
         try await devices(app: app, column: "token", in: tokens)
     }
 
+    public func devices(app: String) async throws -> [DeviceRecord] {
+        try await pool.read { db in
+            try Row.fetchAll(
+                db, sql: "SELECT * FROM devices WHERE app_id = ? AND disabled_reason IS NULL ORDER BY id", arguments: [app]
+            ).map(Self.deviceRecord)
+        }
+    }
+
     public func devices(app: String, deviceIDs: [String]) async throws -> [DeviceRecord] {
         try await devices(app: app, column: "device_id", in: deviceIDs)
     }

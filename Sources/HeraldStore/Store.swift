@@ -139,6 +139,8 @@ public protocol Store: Sendable {
     func devices(app: String, watching key: String) async throws -> [DeviceRecord]
     /// The watch sets of devices, by `DeviceRecord.rowID` (for routing rules that need them).
     func watchSets(rowIDs: [Int64]) async throws -> [Int64: WatchSet]
+    /// Every enabled device of `app` (Claudiator's default target).
+    func devices(app: String) async throws -> [DeviceRecord]
     /// Enabled devices of `app` by token.
     func devices(app: String, tokens: [String]) async throws -> [DeviceRecord]
     /// Enabled devices of `app` by their app-chosen `device_id`.

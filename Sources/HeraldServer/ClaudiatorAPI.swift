@@ -1,0 +1,49 @@
+import Foundation
+import HeraldCore
+import HeraldStore
+import Hummingbird
+
+/// Claudiator's push registration (SPEC §4.3, reference/claudiator-push-phase4.md), unchanged:
+/// `POST /api/v1/push/register {platform, token}`, always behind one of the app's registration
+/// keys as a bearer (401 without; an app with no keys configured refuses every request).
+public struct ClaudiatorAPI: Sendable {
+    public let store: any Store
+    public let configuration: APIConfiguration
+    public let now: @Sendable () -> Date
+
+    public init(store: any Store, configuration: APIConfiguration, now: @escaping @Sendable () -> Date = { Date() }) {
+        self.store = store
+        self.configuration = configuration
+        self.now = now
+    }
+
+    struct RegisterBody: Decodable {
+        var platform: String?
+        var token: String?
+    }
+
+    public func addRoutes<Context: RequestContext>(to router: Router<Context>) {
+        for prefix in ["", "/apps/:app"] {
+            router.post("\(prefix)/api/v1/push/register") { request, context in
+                try await register(request, app: context.parameters.get("app"))
+            }
+        }
+    }
+
+    func register(_ request: Request, app prefix: String?) async throws -> Response {
+        let app = try configuration.apps.compatibilityApp(request, prefix: prefix)
+        guard case .bearer(let keys) = app.registration, let key = AppDirectory.bearer(request), keys.contains(key) else {
+            throw APIError(.unauthorized, code: "unauthorized", message: "the app key is required as a bearer token")
+        }
+        let body = try await JSONBody.decode(RegisterBody.self, from: request, limit: configuration.maximumBodySize)
+        guard let platformText = body.platform else { throw APIError.missing("platform") }
+        guard let platform = Platform(rawValue: platformText) else { throw APIError.invalid("platform", "platform is ios or android") }
+        guard let text = body.token else { throw APIError.missing("token") }
+        let token: DeviceToken
+        do { token = try DeviceToken(text, platform: platform) } catch { throw APIError.invalid("token", error.description) }
+        _ = try await store.register(
+            Registration(app: app.id, token: token, environment: app.production ? .production : .sandbox, watchSet: .empty),
+            now: now())
+        return try RegistrationAPI.json(["registered": true])
+    }
+}

@@ -1,0 +1,101 @@
+import Foundation
+import HeraldCore
+import HeraldStore
+import Hummingbird
+
+/// GhostTalk's notifier API (SPEC §4.2, reference/ghosttalk-apns-notifier.md), unchanged, on the
+/// core registry: a device registers for a session (watch key `session:<id>`).
+public struct GhostTalkAPI: Sendable {
+    public let store: any Store
+    public let configuration: APIConfiguration
+    /// Publishing, for the testing-only `/apns/send`.
+    let publisher: PublishAPI
+    public let now: @Sendable () -> Date
+
+    init(store: any Store, configuration: APIConfiguration, publisher: PublishAPI, now: @escaping @Sendable () -> Date = { Date() }) {
+        self.store = store
+        self.configuration = configuration
+        self.publisher = publisher
+        self.now = now
+    }
+
+    struct RegisterBody: Decodable {
+        var session_id: String?
+        var device_token: String?
+    }
+
+    struct SessionBody: Decodable {
+        var session_id: String?
+    }
+
+    struct SendBody: Decodable {
+        var session_id: String?
+        var payload: JSONValue?
+    }
+
+    public func addRoutes<Context: RequestContext>(to router: Router<Context>) {
+        for prefix in ["", "/apps/:app"] {
+            router.post("\(prefix)/apns/register") { request, context in try await register(request, app: context.parameters.get("app")) }
+            router.post("\(prefix)/apns/unregister") { request, context in try await unregister(request, app: context.parameters.get("app")) }
+            router.get("\(prefix)/apns/stats") { request, context in try await stats(request, app: context.parameters.get("app")) }
+            router.post("\(prefix)/apns/send") { request, context in try await send(request, app: context.parameters.get("app")) }
+        }
+    }
+
+    func register(_ request: Request, app prefix: String?) async throws -> Response {
+        let app = try configuration.apps.compatibilityApp(request, prefix: prefix)
+        try configuration.apps.authorizeRegistration(request, for: app)
+        let body = try await JSONBody.decode(RegisterBody.self, from: request, limit: configuration.maximumBodySize)
+        let session = try Self.sessionKey(body.session_id)
+        guard let text = body.device_token else { throw APIError.missing("device_token") }
+        let token: DeviceToken
+        do { token = try DeviceToken(text, platform: .ios) } catch { throw APIError.invalid("device_token", error.description) }
+        _ = try await store.register(
+            Registration(app: app.id, token: token, environment: app.production ? .production : .sandbox,
+                         watchSet: try WatchSet(watched: [session])),
+            now: now())
+        return try RegistrationAPI.json(["success": true, "message": "Device registered successfully"])
+    }
+
+    /// Removes the devices registered for the session.
+    func unregister(_ request: Request, app prefix: String?) async throws -> Response {
+        let app = try configuration.apps.compatibilityApp(request, prefix: prefix)
+        try configuration.apps.authorizeRegistration(request, for: app)
+        let body = try await JSONBody.decode(SessionBody.self, from: request, limit: configuration.maximumBodySize)
+        let session = try Self.sessionKey(body.session_id)
+        for device in try await store.devices(app: app.id, watching: session.description) {
+            _ = try await store.unregister(app: app.id, token: device.token)
+        }
+        return try RegistrationAPI.json(["success": true, "message": "Device unregistered successfully"])
+    }
+
+    func stats(_ request: Request, app prefix: String?) async throws -> Response {
+        let app = try configuration.apps.compatibilityApp(request, prefix: prefix)
+        try configuration.apps.authorizeRegistration(request, for: app)
+        let registrations = try await store.stats().devices[app.id]?.values.reduce(0, +) ?? 0
+        return try RegistrationAPI.json(["total_registrations": registrations, "production_mode": app.production, "topic": app.topic])
+    }
+
+    /// Testing only: 404 unless the app enables it, and always behind one of its publisher keys.
+    func send(_ request: Request, app prefix: String?) async throws -> Response {
+        let app = try configuration.apps.compatibilityApp(request, prefix: prefix)
+        guard app.ghostTalkSendEnabled else {
+            throw APIError(.notFound, code: "disabled", message: "/apns/send is for testing and is off for app \(app.id)")
+        }
+        let key = try configuration.apps.publisherKey(request)
+        let body = try await JSONBody.decode(SendBody.self, from: request, limit: configuration.maximumBodySize)
+        _ = try Self.sessionKey(body.session_id)
+        guard var fields = body.payload?.objectFields else { throw APIError.invalid("payload", "payload is a JSON object") }
+        // The push goes to the session the request names.
+        fields.removeAll { $0.key == "session_id" }
+        fields.append(.init("session_id", .string(body.session_id!)))
+        let event = PublishAPI.EventBody(app: app.id, template: "session.message", fields: .object(fields))
+        let prepared = try await publisher.publish([event], publisherKey: key)[0]
+        return try RegistrationAPI.json(["success": true, "message": "Notification sent", "deliveries": prepared.event.deviceRowIDs.count])
+    }
+
+    static func sessionKey(_ id: String?) throws -> WatchKey {
+        guard let id else { throw APIError.missing("session_id") }
+        do { return try WatchKey("session:" + id) } catch { throw APIError.invalid("session_id", "\(error)") }
+    }
+}
