@@ -28,8 +28,7 @@ struct PublishThroughput: AsyncParsableCommand {
     @Option(help: "Batch requests in flight at once.") var concurrency = 4
 
     func run() async throws {
-        let rig = try await Rig(heraldPath: self.rig.herald)
-        do {
+        try await Rig.with(heraldPath: self.rig.herald) { rig in
             try await rig.prefill(devices: devices) { .session("s\($0)") }
             try await rig.launch()
             let (devices, batch, events) = (devices, batch, events)
@@ -63,11 +62,7 @@ struct PublishThroughput: AsyncParsableCommand {
                 "refused_batches": refused, "accept_seconds": accepted, "events_per_second": Int(Double(events) / accepted),
                 "all_delivered": delivered, "delivered_per_second": Int(Double(rig.simulator.stats.accepted) / drained),
             ])
-        } catch {
-            await rig.shutdown()
-            throw error
         }
-        await rig.shutdown()
     }
 }
 
@@ -81,9 +76,8 @@ struct PublishLatency: AsyncParsableCommand {
     @Option(help: "Seconds of measured load (after 2 s of warm-up).") var seconds = 10
 
     func run() async throws {
-        let rig = try await Rig(heraldPath: self.rig.herald)
         let warmup = 2 * rate, measured = seconds * rate
-        do {
+        try await Rig.with(heraldPath: self.rig.herald) { rig in
             try await rig.prefill(devices: warmup + measured) { .session("s\($0)") }
             try await rig.launch()
             _ = try await openLoop(rig, devices: 0..<warmup)
@@ -106,11 +100,7 @@ struct PublishLatency: AsyncParsableCommand {
                 "max_ms": tenths(latencies.last ?? .nan),
                 "publish_p50_ms": tenths(percentile(answered, 0.5)), "publish_p99_ms": tenths(percentile(answered, 0.99)),
             ])
-        } catch {
-            await rig.shutdown()
-            throw error
         }
-        await rig.shutdown()
     }
 
     private func tenths(_ ms: Double) -> Double { (ms * 10).rounded() / 10 }
@@ -143,8 +133,7 @@ struct FanOut: AsyncParsableCommand {
     @Option(help: "Devices watching the key.") var devices = 100_000
 
     func run() async throws {
-        let rig = try await Rig(heraldPath: self.rig.herald)
-        do {
+        try await Rig.with(heraldPath: self.rig.herald) { rig in
             try await rig.prefill(devices: devices) { _ in .session("fan") }
             try await rig.launch()
             let started = ContinuousClock.now
@@ -158,11 +147,7 @@ struct FanOut: AsyncParsableCommand {
                 "all_delivered": complete, "delivered_seconds": delivered,
                 "delivered_per_second": Int(Double(rig.simulator.stats.accepted) / delivered),
             ])
-        } catch {
-            await rig.shutdown()
-            throw error
         }
-        await rig.shutdown()
     }
 }
 
@@ -174,8 +159,7 @@ struct Memory: AsyncParsableCommand {
     @Option(help: "Registrations and events sent through the API after start.") var work = 10_000
 
     func run() async throws {
-        let rig = try await Rig(heraldPath: self.rig.herald)
-        do {
+        try await Rig.with(heraldPath: self.rig.herald) { rig in
             let prefillStart = ContinuousClock.now
             try await rig.prefill(devices: devices) { .session("s\($0)") }
             let prefill = (ContinuousClock.now - prefillStart).seconds
@@ -206,10 +190,6 @@ struct Memory: AsyncParsableCommand {
                 "benchmark": "memory", "devices": devices, "prefill_seconds": prefill, "idle_rss_mib": idle.rss / 1024,
                 "after_work_rss_mib": busy.rss / 1024, "peak_rss_mib": busy.peak / 1024, "work": work, "all_delivered": complete,
             ])
-        } catch {
-            await rig.shutdown()
-            throw error
         }
-        await rig.shutdown()
     }
 }

@@ -48,6 +48,18 @@ final class Rig: @unchecked Sendable {
         http = HTTPClient(eventLoopGroupProvider: .shared(group), configuration: httpConfiguration)
     }
 
+    /// Runs `body` with a rig, and shuts it down (the child process included) whatever happens.
+    static func with(heraldPath: String, _ body: (Rig) async throws -> Void) async throws {
+        let rig = try await Rig(heraldPath: heraldPath)
+        do {
+            try await body(rig)
+        } catch {
+            await rig.shutdown()
+            throw error
+        }
+        await rig.shutdown()
+    }
+
     /// Registers `count` devices straight into the database file (before `herald serve` starts),
     /// in transactions of 10,000; device `i` has token `Rig.token(i)` and watches `watch(i)`.
     func prefill(devices count: Int, watching watch: (Int) -> WatchKey) async throws {
