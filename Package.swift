@@ -140,6 +140,7 @@ let package = Package(
                 "HeraldServer", "HeraldStore", "HeraldCore", "HeraldAPNs", "HeraldAPNsSimulator",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

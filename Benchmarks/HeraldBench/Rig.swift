@@ -88,6 +88,8 @@ final class Rig: @unchecked Sendable {
             "HERALD_APNS_TOPIC": Self.topic, "HERALD_APNS_ENVIRONMENT": "sandbox",
             "HERALD_APNS_URL": simulator.url.absoluteString,
             "HERALD_APNS_CA_FILE": try simulator.writeCA(to: directory.path),
+            // The load comes from one address and one key: measure the gateway, not its rate limits.
+            "HERALD_REGISTRATION_RATE": "0", "HERALD_PUBLISH_RATE": "0",
         ]) { _, new in new }
         process.environment = env
         let logPath = directory.appendingPathComponent("serve.log").path

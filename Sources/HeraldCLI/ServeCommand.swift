@@ -78,6 +78,7 @@ struct ServeCommand: AsyncParsableCommand {
             store: store, lanes: lanes, lease: settings.outboxLease, logger: Logger(label: "herald.outbox"), metrics: metrics.0)
         var api = APIConfiguration()
         api.apps = AppDirectory(settings.apps.map(\.settings))
+        api.rateLimits = settings.rateLimits
         let router = Gateway.router(store: store, configuration: api, outbox: outbox, metrics: metrics)
         let app = Application(
             router: router,
@@ -112,6 +113,8 @@ struct ServeSettings {
     var databasePath = "herald.sqlite"
     /// From `HERALD_CONFIG`, or the single app "default" of SPEC §7's variables.
     var apps: [ConfigFile.App] = []
+    /// `HERALD_REGISTRATION_RATE`/`_BURST` (per client address), `HERALD_PUBLISH_RATE`/`_BURST` (per key).
+    var rateLimits = RateLimits()
     /// `HERALD_STALE_AFTER_DAYS` (SPEC §4.2, default 90).
     var staleAfterDays = 90
     /// `HERALD_OUTBOX_LEASE_SECONDS`: how long a claimed delivery stays with this process before
@@ -164,6 +167,19 @@ struct ServeSettings {
             }
             outboxLease = .seconds(parsed)
         }
+        func number(_ name: String, _ current: Double) throws -> Double {
+            guard let text = env[name], !text.isEmpty else { return current }
+            guard let value = Double(text), value >= 0, value.isFinite else {
+                throw InvalidInput(field: name, message: "is a number, 0 or more (a rate of 0 turns the limit off)")
+            }
+            return value
+        }
+        rateLimits.registration = .init(
+            rate: try number("HERALD_REGISTRATION_RATE", rateLimits.registration.rate),
+            burst: max(1, try number("HERALD_REGISTRATION_BURST", rateLimits.registration.burst)))
+        rateLimits.publishing = .init(
+            rate: try number("HERALD_PUBLISH_RATE", rateLimits.publishing.rate),
+            burst: max(1, try number("HERALD_PUBLISH_BURST", rateLimits.publishing.burst)))
         if let file {
             apps = file.apps
         } else {

@@ -9,12 +9,15 @@ public struct APIError: HTTPResponseError, Hashable {
     public var message: String
     /// The field at fault, as a path into the body (`watched_addresses[2]`).
     public var field: String?
+    /// Seconds, for 429 and 503.
+    public var retryAfter: Int?
 
-    public init(_ status: HTTPResponse.Status, code: String, message: String, field: String? = nil) {
+    public init(_ status: HTTPResponse.Status, code: String, message: String, field: String? = nil, retryAfter: Int? = nil) {
         self.status = status
         self.code = code
         self.message = message
         self.field = field
+        self.retryAfter = retryAfter
     }
 
     public static func invalid(_ field: String, _ message: String) -> APIError {
@@ -31,6 +34,7 @@ public struct APIError: HTTPResponseError, Hashable {
         let data = try JSONSerialization.data(withJSONObject: ["error": error], options: [.sortedKeys])
         var headers = HTTPFields()
         headers[.contentType] = "application/json"
+        if let retryAfter { headers[.retryAfter] = String(retryAfter) }
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
 }

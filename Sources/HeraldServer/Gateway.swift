@@ -9,8 +9,9 @@ public enum Gateway {
     public static func router(
         store: any Store, configuration: APIConfiguration, outbox: Outbox?,
         metrics: (HeraldMetrics, PrometheusCollectorRegistry) = HeraldMetrics.prometheus()
-    ) -> Router<BasicRequestContext> {
-        let router = Router()
+    ) -> Router<HeraldRequestContext> {
+        let router = Router(context: HeraldRequestContext.self)
+        router.add(middleware: RateLimitMiddleware(configuration.rateLimits))
         RegistrationAPI(store: store, configuration: configuration).addRoutes(to: router)
         SafeWhisperAPI(store: store, configuration: configuration).addRoutes(to: router)
         ClaudiatorAPI(store: store, configuration: configuration).addRoutes(to: router)

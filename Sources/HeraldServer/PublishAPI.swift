@@ -15,6 +15,9 @@ public struct PublishAPI: Sendable {
     public let metrics: HeraldMetrics?
     /// Events per batch (SPEC §3.2).
     public static let maximumBatch = 1_000
+    /// Entries in each `targets` list and in `exclude_device_ids`, and the bytes of each entry.
+    public static let maximumTargets = 1_000
+    public static let maximumTargetLength = 256
     /// Default time to live (SPEC §2: 24 h).
     public static let defaultLifetime: TimeInterval = 86_400
 
@@ -200,6 +203,15 @@ public struct PublishAPI: Sendable {
         }
 
         var keys: [WatchKey] = []
+        for (name, list) in [("targets.keys", body.targets?.keys), ("targets.tokens", body.targets?.tokens),
+                             ("targets.device_ids", body.targets?.device_ids), ("exclude_device_ids", body.exclude_device_ids)] {
+            guard (list?.count ?? 0) <= Self.maximumTargets else {
+                throw APIError.invalid(prefix + name, "at most \(Self.maximumTargets) entries")
+            }
+            if let i = list?.firstIndex(where: { $0.isEmpty || $0.utf8.count > Self.maximumTargetLength }) {
+                throw APIError.invalid(prefix + name + "[\(i)]", "1 to \(Self.maximumTargetLength) bytes")
+            }
+        }
         if let targets = body.targets {
             for (i, key) in (targets.keys ?? []).enumerated() {
                 do { keys.append(try WatchKey(key)) } catch { throw APIError.invalid(prefix + "targets.keys[\(i)]", "\(error)") }

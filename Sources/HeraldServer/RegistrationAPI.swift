@@ -8,6 +8,8 @@ import Hummingbird
 public struct APIConfiguration: Sendable {
     /// The apps served, their publisher keys and registration policies.
     public var apps = AppDirectory.single()
+    /// Requests per second by client address (registration) and publisher key (events).
+    public var rateLimits = RateLimits()
     /// SPEC §3: 64 KiB.
     public var maximumBodySize = 65_536
     /// SPEC §3.1: 1,000 watch keys per device, 100 aliases per route.

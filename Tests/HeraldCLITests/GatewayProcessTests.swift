@@ -116,6 +116,8 @@ struct GatewayProcessTests {
             "HERALD_APNS_KEY_PATH": ready["key_path"] as! String, "HERALD_APNS_KEY_ID": ready["key_id"] as! String,
             "HERALD_APNS_TEAM_ID": ready["team_id"] as! String, "HERALD_APNS_TOPIC": "com.example.crash",
             "HERALD_OUTBOX_LEASE_SECONDS": "15",
+            // 5,000 registrations from one address, as fast as 16 clients go.
+            "HERALD_REGISTRATION_RATE": "0",
         ]
 
         var serve = try HeraldProcess(["serve"], environment: env)

@@ -1,0 +1,109 @@
+import Foundation
+import HeraldAPNs
+import Hummingbird
+import NIOCore
+import Synchronization
+
+/// Token buckets by key (a client address, a publisher key): `rate` requests a second on
+/// average, up to `burst` at once. A rate of 0 turns the limit off.
+public final class RateLimiter: Sendable {
+    public struct Limit: Sendable, Hashable {
+        public var rate: Double
+        public var burst: Double
+        public init(rate: Double, burst: Double) {
+            self.rate = rate
+            self.burst = burst
+        }
+    }
+
+    private struct Bucket {
+        var tokens: Double
+        var updated: ContinuousClock.Instant
+    }
+
+    public let limit: Limit
+    private let buckets = Mutex<[String: Bucket]>([:])
+    /// Past this many keys, buckets that have refilled are forgotten (they hold no state).
+    static let pruneAbove = 10_000
+
+    public init(_ limit: Limit) {
+        self.limit = limit
+    }
+
+    /// Takes one token for `key`: nil if there was one, else the whole seconds until there is.
+    public func take(_ key: String, now: ContinuousClock.Instant = .now) -> Int? {
+        guard limit.rate > 0 else { return nil }
+        return buckets.withLock { buckets in
+            var bucket = buckets[key] ?? Bucket(tokens: limit.burst, updated: now)
+            let elapsed = (now - bucket.updated).seconds
+            bucket.tokens = min(limit.burst, bucket.tokens + elapsed * limit.rate)
+            bucket.updated = now
+            defer {
+                buckets[key] = bucket
+                if buckets.count > Self.pruneAbove { prune(&buckets, now: now) }
+            }
+            guard bucket.tokens >= 1 else { return max(1, Int(((1 - bucket.tokens) / limit.rate).rounded(.up))) }
+            bucket.tokens -= 1
+            return nil
+        }
+    }
+
+    private func prune(_ buckets: inout [String: Bucket], now: ContinuousClock.Instant) {
+        let refill = limit.burst / limit.rate
+        buckets = buckets.filter { (now - $0.value.updated).seconds < refill }
+    }
+}
+
+/// SPEC §3's rate limits: registration routes by client address (default 10/s, burst 50),
+/// publishing routes by publisher key; over the limit, 429 with `Retry-After`.
+public struct RateLimits: Sendable {
+    public var registration = RateLimiter.Limit(rate: 10, burst: 50)
+    public var publishing = RateLimiter.Limit(rate: 100, burst: 500)
+
+    public init() {}
+
+    /// The last path component of the routes each limit guards (any `/apps/<id>` prefix aside).
+    static let registrationPaths: [String] = [
+        "/v1/push/register", "/v1/push/update", "/v1/push/unregister", "/v1/push/status", "/api/devices/token",
+        "/api/devices/logout", "/apns/register", "/apns/unregister", "/api/v1/push/register",
+    ]
+    static let publishingPaths: [String] = ["/v1/events", "/v1/events:batch", "/apns/send"]
+}
+
+/// Applies `RateLimits` before a request reaches its route.
+struct RateLimitMiddleware<Context: RemoteAddressRequestContext>: RouterMiddleware {
+    let registration: RateLimiter
+    let publishing: RateLimiter
+
+    init(_ limits: RateLimits) {
+        registration = RateLimiter(limits.registration)
+        publishing = RateLimiter(limits.publishing)
+    }
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let path = request.uri.path
+        if RateLimits.publishingPaths.contains(where: { path.hasSuffix($0) }) {
+            // Unauthenticated requests are refused (401) on their route; only keys are limited.
+            if let key = AppDirectory.bearer(request), let wait = publishing.take(key) {
+                throw APIError(.tooManyRequests, code: "rate_limited", message: "this publisher key is over its rate limit", retryAfter: wait)
+            }
+        } else if RateLimits.registrationPaths.contains(where: { path.hasSuffix($0) }) {
+            let client = context.remoteAddress?.ipAddress ?? "unknown"
+            if let wait = registration.take(client) {
+                throw APIError(.tooManyRequests, code: "rate_limited", message: "too many registrations from this address", retryAfter: wait)
+            }
+        }
+        return try await next(request, context)
+    }
+}
+
+/// The gateway's request context: Hummingbird's, plus the client's address for rate limits.
+public struct HeraldRequestContext: RequestContext, RemoteAddressRequestContext {
+    public var coreContext: CoreRequestContextStorage
+    public let remoteAddress: SocketAddress?
+
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        remoteAddress = source.channel.remoteAddress
+    }
+}
