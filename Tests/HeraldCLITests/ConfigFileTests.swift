@@ -68,6 +68,8 @@ struct ConfigFileTests {
               - id: claudiator
                 publish_keys: [claude-key]
                 registration: {policy: bearer, keys: [claude-registrar]}
+                agent_event:
+                  stop: {title: Fertig, body: "{device_name} wartet"}
             """.utf8).write(to: URL(fileURLWithPath: path))
         let serve = try HeraldProcess(["serve"], environment: ["HERALD_CONFIG": path])
         defer { if serve.process.isRunning { serve.kill(SIGKILL) } }
@@ -85,19 +87,37 @@ struct ConfigFileTests {
             #"{"device_token":"\#(claude)","platform":"ios","watched_addresses":["session:c"],"app":"claudiator"}"#,
             bearer: "claude-registrar")
         #expect(status == 200)
-        for (key, target) in [("ghost-key", "session:g"), ("claude-key", "session:c")] {
-            (status, _) = try await http("POST", api + "/v1/events",
-                #"{"template":"custom","targets":{"keys":["\#(target)"]},"fields":{"aps":{"alert":"hi"}}}"#, bearer: key)
-            #expect(status == 202)
-        }
-        var topics: [String: String] = [:]
-        for _ in 0..<100 where topics.count < 2 {
+        // A compatibility route names its app by header or by path prefix; with two apps it must.
+        let ghostSession = #"{"session_id":"g2","device_token":"\#(ghost)"}"#
+        var body: [String: Any]
+        (status, body) = try await post(api + "/apns/register", ghostSession, headers: [:])
+        #expect(status == 400 && (body["error"] as? [String: Any])?["field"] as? String == "X-Herald-App")
+        (status, _) = try await post(api + "/apns/register", ghostSession, headers: ["X-Herald-App": "ghosttalk"])
+        #expect(status == 200)
+        (status, body) = try await post(api + "/apps/ghosttalk/apns/stats", nil, headers: [:], method: "GET")
+        #expect(body["total_registrations"] as? Int == 1 && body["topic"] as? String == "com.example.ghosttalk")
+        (status, _) = try await post(api + "/apps/claudiator/api/v1/push/register", #"{"platform":"ios","token":"\#(claude)"}"#,
+                                     headers: ["Authorization": "Bearer claude-registrar"])
+        #expect(status == 200)
+
+        (status, _) = try await http("POST", api + "/v1/events",
+            #"{"template":"session.message","fields":{"session_id":"g2","message_id":"m","timestamp":1,"encrypted":true,"has_attachment":false}}"#,
+            bearer: "ghost-key")
+        #expect(status == 202)
+        (status, _) = try await http("POST", api + "/v1/events",
+            #"{"template":"agent.event","fields":{"hook_event_name":"Stop","device_name":"mac","session_id":"s1"}}"#, bearer: "claude-key")
+        #expect(status == 202)
+        var pushes: [String: (topic: String, payload: String)] = [:]
+        for _ in 0..<100 where pushes.count < 2 {
             let (_, data) = try await http("GET", control + "/notifications")
             let list = (try JSONSerialization.jsonObject(with: data) as? [String: Any])?["notifications"] as? [[String: Any]] ?? []
-            for n in list { topics[n["token"] as? String ?? ""] = n["topic"] as? String }
-            if topics.count < 2 { try await Task.sleep(for: .milliseconds(100)) }
+            for n in list { pushes[n["token"] as? String ?? ""] = (n["topic"] as? String ?? "", n["payload"] as? String ?? "") }
+            if pushes.count < 2 { try await Task.sleep(for: .milliseconds(100)) }
         }
-        #expect(topics == [ghost: "com.example.ghosttalk", claude: "com.example.claudiator"])
+        #expect(pushes[ghost]?.topic == "com.example.ghosttalk")
+        #expect(pushes[claude]?.topic == "com.example.claudiator")
+        // The app's own agent.event texts.
+        #expect(pushes[claude]?.payload.hasPrefix(#"{"aps":{"alert":{"title":"Fertig","body":"mac wartet"}"#) == true)
         serve.kill(SIGTERM)
         #expect(serve.process.terminationStatus == 0)
     }
