@@ -156,6 +156,9 @@ public struct RegistrationAPI: Sendable {
         let addresses = try (own ?? []).enumerated().map { i, text in
             do { return try KaspaAddress(text) } catch { throw APIError.invalid("addresses[\(i)]", "not a Kaspa address: \(error)") }
         }
+        guard (routes?.count ?? 0) <= configuration.maximumWatchKeys else {
+            throw APIError.invalid("contextual_routes", "at most \(configuration.maximumWatchKeys) routes per device")
+        }
         let parsedRoutes = try (routes ?? []).enumerated().map { i, route in
             guard let peerText = route.peer_address else { throw APIError.missing("contextual_routes[\(i)].peer_address") }
             let peer: KaspaAddress
