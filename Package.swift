@@ -29,6 +29,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
     ],
     targets: [
         // The APNs provider: JWT, HTTP/2 connection pool, validation, classification.
@@ -72,7 +73,10 @@ let package = Package(
         // Durable state behind a `Store` protocol; SQLite (one file, WAL) here.
         .target(
             name: "HeraldStore",
-            dependencies: ["HeraldCore", "HeraldAPNs", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: [
+                "HeraldCore", "HeraldAPNs", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         // The HTTP API (Hummingbird 2) on top of the store and core.
         .target(
@@ -133,7 +137,13 @@ let package = Package(
         // Tests that start the `herald` binary as separate processes.
         .testTarget(name: "HeraldCLITests", dependencies: ["HeraldStore", "HeraldCore", "HeraldAPNs"]),
         .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore", "HeraldAPNs"]),
-        .testTarget(name: "HeraldStoreTests", dependencies: ["HeraldStore", "HeraldCore", "HeraldAPNs"]),
+        .testTarget(
+            name: "HeraldStoreTests",
+            dependencies: [
+                "HeraldStore", "HeraldCore", "HeraldAPNs",
+                .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .testTarget(
             name: "HeraldServerTests",
             dependencies: [

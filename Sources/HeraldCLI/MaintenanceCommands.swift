@@ -9,9 +9,8 @@ struct MigrateCommand: AsyncParsableCommand {
 
     func run() async throws {
         let settings = try ServeSettings.load()
-        let store = try SQLiteStore(path: settings.databasePath)
-        try await store.migrate()
-        CLIOutput.printJSON(["migrated": true, "database": settings.databasePath])
+        try await settings.withStore { _ in }
+        CLIOutput.printJSON(["migrated": true, "database": settings.databaseDescription])
     }
 }
 
@@ -22,9 +21,9 @@ struct CleanupCommand: AsyncParsableCommand {
 
     func run() async throws {
         let settings = try ServeSettings.load()
-        let store = try SQLiteStore(path: settings.databasePath)
-        try await store.migrate()
-        let removed = try await StaleDeviceCleanup(store: store, staleAfterDays: settings.staleAfterDays).once()
+        let removed = try await settings.withStore { store in
+            try await StaleDeviceCleanup(store: store, staleAfterDays: settings.staleAfterDays).once()
+        }
         CLIOutput.printJSON(["removed": removed, "stale_after_days": settings.staleAfterDays])
     }
 }

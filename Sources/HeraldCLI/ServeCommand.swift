@@ -22,9 +22,11 @@ struct ServeCommand: AsyncParsableCommand {
         let env = ProcessInfo.processInfo.environment
         let settings = try ServeSettings.load()
 
+        try await settings.withStore { store in try await serve(store: store, settings: settings, logger: logger, env: env) }
+    }
+
+    private func serve(store: any Store, settings: ServeSettings, logger: Logger, env: [String: String]) async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
-        let store = try SQLiteStore(path: settings.databasePath)
-        try await store.migrate()
 
         // Apps without Apple credentials share one in-process simulator, each with its own ephemeral key.
         let simulated = settings.apps.filter { $0.apns == nil }
@@ -85,7 +87,7 @@ struct ServeCommand: AsyncParsableCommand {
             configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "Herald"),
             eventLoopGroupProvider: .shared(group), logger: logger)
         logger.info("herald serve", metadata: [
-            "http": "\(settings.host):\(settings.port)", "database": "\(settings.databasePath)",
+            "http": "\(settings.host):\(settings.port)", "database": "\(settings.databaseDescription)",
             "apps": "\(settings.apps.map(\.settings.id).joined(separator: ","))",
         ])
 
@@ -111,6 +113,32 @@ struct ServeSettings {
     var host = "127.0.0.1"
     var port = 8080
     var databasePath = "herald.sqlite"
+    /// `HERALD_DATABASE_URL=postgres://…`: the PostgreSQL store instead of the SQLite file.
+    var postgresURL: String?
+
+    /// Opens the configured store, runs `body` with it (the PostgreSQL pool running alongside), and closes it.
+    func withStore<T: Sendable>(_ body: (any Store) async throws -> T) async throws -> T {
+        guard let postgresURL else {
+            let store = try SQLiteStore(path: databasePath)
+            try await store.migrate()
+            return try await body(store)
+        }
+        let store = try PostgresStore(url: postgresURL)
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await store.run() }
+            defer { group.cancelAll() }
+            try await store.migrate()
+            return try await body(store)
+        }
+    }
+
+    /// Where the data is, for logs and output: the SQLite path or the PostgreSQL host, never a password.
+    var databaseDescription: String {
+        guard let postgresURL, var components = URLComponents(string: postgresURL) else { return databasePath }
+        components.password = nil
+        components.user = nil
+        return components.string ?? "postgres"
+    }
     /// From `HERALD_CONFIG`, or the single app "default" of SPEC §7's variables.
     var apps: [ConfigFile.App] = []
     /// `HERALD_REGISTRATION_RATE`/`_BURST` (per client address), `HERALD_PUBLISH_RATE`/`_BURST` (per key).
@@ -147,7 +175,10 @@ struct ServeSettings {
                 databasePath = String(url.dropFirst("sqlite:".count))
                 guard !databasePath.isEmpty else { throw InvalidInput(field: "HERALD_DATABASE_URL", message: "sqlite: needs a path") }
             } else if url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") {
-                throw InvalidInput(field: "HERALD_DATABASE_URL", message: "the PostgreSQL store is not built yet; use sqlite:<path>")
+                guard (try? PostgresStore(url: url)) != nil else {
+                    throw InvalidInput(field: "HERALD_DATABASE_URL", message: "is postgres://user:password@host:port/database")
+                }
+                postgresURL = url
             } else {
                 throw InvalidInput(field: "HERALD_DATABASE_URL", message: "is sqlite:<path> or postgres://…")
             }

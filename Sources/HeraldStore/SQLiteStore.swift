@@ -29,8 +29,9 @@ public final class SQLiteStore: Store {
 
     public func migrate() async throws {
         var migrator = DatabaseMigrator()
-        migrator.registerMigration("v1") { db in try db.execute(sql: Schema.v1) }
-        migrator.registerMigration("v2") { db in try db.execute(sql: Schema.v2) }
+        for (version, sql) in Schema.versions {
+            migrator.registerMigration(version) { db in try db.execute(sql: sql) }
+        }
         try migrator.migrate(pool)
     }
 
@@ -359,11 +360,9 @@ public final class SQLiteStore: Store {
 
     /// A device from `SELECT devices.*` columns starting at `first`.
     private static func deviceRecord(_ row: Row, from first: Int) -> DeviceRecord {
-        DeviceRecord(
-            rowID: row[first], app: row[first + 1], platform: Platform(rawValue: row[first + 2]) ?? .ios,
-            token: row[first + 3], environment: APNsEnvironment(rawValue: row[first + 4]) ?? .sandbox,
-            deviceID: row[first + 5], createdAt: Date(milliseconds: row[first + 6]),
-            updatedAt: Date(milliseconds: row[first + 7]), lastSeen: Date(milliseconds: row[first + 8]),
+        StoreRows.device(
+            rowID: row[first], app: row[first + 1], platform: row[first + 2], token: row[first + 3], environment: row[first + 4],
+            deviceID: row[first + 5], createdAt: row[first + 6], updatedAt: row[first + 7], lastSeen: row[first + 8],
             disabledReason: row[first + 9])
     }
 
@@ -390,38 +389,24 @@ public final class SQLiteStore: Store {
     /// Watch sets of several devices at once. Stored keys were validated when registered.
     private static func watchSets(_ db: Database, for rowIDs: [Int64]) throws -> [Int64: WatchSet] {
         guard !rowIDs.isEmpty else { return [:] }
-        var watched: [Int64: [WatchKey]] = [:]
-        var own: [Int64: [KaspaAddress]] = [:]
-        var routes: [Int64: [KaspaAddress: [String]]] = [:]
+        var keys: [(Int64, String, String)] = []
+        var routes: [(Int64, String, String)] = []
         for chunk in stride(from: 0, to: rowIDs.count, by: 500).map({ Array(rowIDs[$0..<min($0 + 500, rowIDs.count)]) }) {
             let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
             for row in try Row.fetchAll(
                 db, sql: "SELECT device_row, role, key FROM watch_keys WHERE device_row IN (\(marks))",
                 arguments: StatementArguments(chunk))
             {
-                let id: Int64 = row["device_row"]
-                let text: String = row["key"]
-                if row["role"] == "own" {
-                    if let address = try? KaspaAddress(text) { own[id, default: []].append(address) }
-                } else if let key = try? WatchKey(text) {
-                    watched[id, default: []].append(key)
-                }
+                keys.append((row["device_row"], row["role"], row["key"]))
             }
             for row in try Row.fetchAll(
                 db, sql: "SELECT device_row, peer, alias FROM contextual_routes WHERE device_row IN (\(marks))",
                 arguments: StatementArguments(chunk))
             {
-                if let peer = try? KaspaAddress(row["peer"] as String) {
-                    routes[row["device_row"], default: [:]][peer, default: []].append(row["alias"])
-                }
+                routes.append((row["device_row"], row["peer"], row["alias"]))
             }
         }
-        var out: [Int64: WatchSet] = [:]
-        for id in rowIDs {
-            let deviceRoutes = (routes[id] ?? [:]).compactMap { try? ContextualRoute(peer: $0.key, aliases: $0.value, maximumAliases: .max) }
-            out[id] = try? WatchSet(watched: watched[id] ?? [], own: own[id] ?? [], routes: deviceRoutes, maximumKeys: .max)
-        }
-        return out
+        return StoreRows.watchSets(for: rowIDs, keys: keys, routes: routes)
     }
 }
 

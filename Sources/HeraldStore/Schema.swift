@@ -1,6 +1,9 @@
 /// The schema, by version. Times are unix milliseconds (BIGINT), text ids, and SQL that
 /// PostgreSQL runs as well (its store maps INTEGER PRIMARY KEY to BIGSERIAL and BLOB to BYTEA).
 enum Schema {
+    /// Every version, in order; both stores apply the ones a database lacks.
+    static let versions: [(String, String)] = [("v1", v1), ("v2", v2)]
+
     static let v1 = """
         CREATE TABLE apps (
           id TEXT PRIMARY KEY,

@@ -15,13 +15,14 @@ struct RateLimitTests {
 
     @Test("registration: a burst per client address, then 429 with Retry-After, and nothing stored")
     func registration() async throws {
-        try await withRegistrationServer(configure: { $0.rateLimits.registration = .init(rate: 0.5, burst: 3) }) { client, store in
+        try await withRegistrationServer(configure: { $0.rateLimits.registration = .init(rate: 0.01, burst: 3) }) { client, store in
             for i in 0..<3 {
                 #expect(try await send(client, .post, "/v1/push/register", Self.register(i)).status == .ok)
             }
             let refused = try await send(client, .post, "/v1/push/register", Self.register(3))
             #expect(refused.status == .tooManyRequests)
-            #expect(refused.headers[.retryAfter] == "2")
+            // One token every 100 s: the next is about 100 s away, however slow this machine is.
+            #expect((90...100).contains(Int(refused.headers[.retryAfter] ?? "") ?? 0), "\(refused.headers)")
             #expect((try json(refused)["error"] as? [String: Any])?["code"] as? String == "rate_limited")
             // The compatibility routes share the address's bucket.
             let ghost = try await send(client, .post, "/apns/register", #"{"session_id":"s","device_token":"\#(String(repeating: "9", count: 64))"}"#)
@@ -38,14 +39,15 @@ struct RateLimitTests {
     func publishing() async throws {
         try await withRegistrationServer(configure: {
             $0.apps = .single(AppSettings(id: "default", publishKeys: ["pk", "pk2"]))
-            $0.rateLimits.publishing = .init(rate: 1, burst: 2)
+            $0.rateLimits.publishing = .init(rate: 0.01, burst: 2)
         }) { client, _ in
             let event = #"{"template":"custom","targets":{"keys":["session:s"]},"fields":{"aps":{"alert":"x"}}}"#
             let second: HTTPFields = [.contentType: "application/json", .authorization: "Bearer pk2"]
             #expect(try await send(client, .post, "/v1/events", event, headers: publisher).status == .accepted)
             #expect(try await send(client, .post, "/v1/events:batch", #"{"events":[\#(event)]}"#, headers: publisher).status == .accepted)
             let refused = try await send(client, .post, "/v1/events", event, headers: publisher)
-            #expect(refused.status == .tooManyRequests && refused.headers[.retryAfter] == "1")
+            #expect(refused.status == .tooManyRequests)
+            #expect((90...100).contains(Int(refused.headers[.retryAfter] ?? "") ?? 0))
             #expect(try await send(client, .post, "/v1/events", event, headers: second).status == .accepted)
             // No key: 401 from the route, not a limit.
             #expect(try await send(client, .post, "/v1/events", event).status == .unauthorized)

@@ -4,6 +4,31 @@ import HeraldCore
 import HeraldStore
 import Testing
 
+/// The store suite runs on every backend: SQLite always, and PostgreSQL when
+/// `HERALD_TEST_POSTGRES_URL` names a server (`.ci/run` starts one) — each run on a fresh
+/// database. `reopen` opens a second store on the same database (a restarted process).
+func withEachStore(_ body: (any Store, _ reopen: () async throws -> any Store) async throws -> Void) async throws {
+    try await withStore { store, path in
+        try await body(store, {
+            let reopened = try SQLiteStore(path: path)
+            try await reopened.migrate()
+            return reopened
+        })
+    }
+    guard let url = ProcessInfo.processInfo.environment["HERALD_TEST_POSTGRES_URL"], !url.isEmpty else { return }
+    try await TestPostgres.withDatabase(serverURL: url) { databaseURL in
+        var running: [Task<Void, Never>] = []
+        defer { for task in running { task.cancel() } }
+        func open() async throws -> any Store {
+            let store = try PostgresStore(url: databaseURL)
+            running.append(Task { await store.run() })
+            try await store.migrate()
+            return store
+        }
+        try await body(try await open(), open)
+    }
+}
+
 /// A store on a fresh SQLite file, removed afterwards.
 func withStore<T>(_ body: (SQLiteStore, String) async throws -> T) async throws -> T {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-store-\(UUID())")
@@ -37,11 +62,11 @@ private func event(_ id: String, rows: [Int64], dedupe: String? = nil, expires: 
     NewEvent(id: id, app: "kasia", template: "custom", push: push, expiresAt: expires, deviceRowIDs: rows, dedupeKey: dedupe)
 }
 
-@Suite("SQLite store: registrations")
+@Suite("Store: registrations (SQLite, and PostgreSQL when configured)")
 struct StoreRegistrationTests {
     @Test("a bulk registration stores every device and its watch set; a repeated token ends with its last watch set")
     func bulk() async throws {
-        try await withStore { store, _ in
+        try await withEachStore { store, _ in
             let records = try await store.register([
                 try registration(1, watching: [.session("a")]), try registration(2, app: "other", watching: [.session("b")]),
                 try registration(1, watching: [.session("c")]),
@@ -56,7 +81,7 @@ struct StoreRegistrationTests {
 
     @Test("register, status, re-register replaces the watch set, update, unregister")
     func lifecycle() async throws {
-        try await withStore { store, _ in
+        try await withEachStore { store, _ in
             let d = try await store.register(try registration(1, watching: [.kaspaAddress(address(1)), .kaspaAddress(address(2))]), now: t0)
             #expect(d.token == token(1).value && d.deviceID == "device-1" && d.environment == .sandbox)
             var status = try #require(try await store.status(app: "kasia", token: token(1).value, now: t0.addingTimeInterval(5)))
@@ -81,7 +106,7 @@ struct StoreRegistrationTests {
 
     @Test("routing lookups: by watch key, own address and route peer; per app")
     func lookups() async throws {
-        try await withStore { store, _ in
+        try await withEachStore { store, _ in
             let a = address(0xA), b = address(0xB)
             _ = try await store.register(try registration(1, watching: [.kaspaAddress(a)]), now: t0)
             _ = try await store.register(try registration(2, watching: [], own: [a]), now: t0)
@@ -99,11 +124,11 @@ struct StoreRegistrationTests {
     }
 }
 
-@Suite("SQLite store: events and the outbox")
+@Suite("Store: events and the outbox (SQLite, and PostgreSQL when configured)")
 struct StoreOutboxTests {
     @Test("enqueue is durable across reopening, dedupes, and commits the checkpoint with its events")
     func enqueueDurable() async throws {
-        try await withStore { store, path in
+        try await withEachStore { store, reopen in
             let d1 = try await store.register(try registration(1, watching: []), now: t0)
             let d2 = try await store.register(try registration(2, watching: []), now: t0)
             let checkpoint = ChainCheckpoint(source: "kaspa", blockHash: "abc", daaScore: 42)
@@ -112,8 +137,7 @@ struct StoreOutboxTests {
             #expect(created == ["e1": 2])
             #expect(try await store.enqueue([event("e2", rows: [d1.rowID], dedupe: "tx1")], checkpoint: nil, now: t0) == [:])
 
-            let reopened = try SQLiteStore(path: path)
-            try await reopened.migrate()
+            let reopened = try await reopen()
             #expect(try await reopened.checkpoint(source: "kaspa") == checkpoint)
             #expect(try await reopened.stats().deliveries[.pending] == 2)
         }
@@ -121,7 +145,7 @@ struct StoreOutboxTests {
 
     @Test("a batch with a bad device reference writes nothing")
     func allOrNothing() async throws {
-        try await withStore { store, _ in
+        try await withEachStore { store, _ in
             let d1 = try await store.register(try registration(1, watching: []), now: t0)
             await #expect(throws: (any Error).self) {
                 try await store.enqueue([event("ok", rows: [d1.rowID]), event("bad", rows: [999_999])], checkpoint: nil, now: t0)
@@ -133,7 +157,7 @@ struct StoreOutboxTests {
 
     @Test("concurrent enqueues commit together; one caller's bad batch fails only that caller")
     func groupCommit() async throws {
-        try await withStore { store, _ in
+        try await withEachStore { store, _ in
             let d1 = try await store.register(try registration(1, watching: []), now: t0)
             let results = await withTaskGroup(of: (Int, Bool).self) { group in
                 for i in 0..<50 {
@@ -154,7 +178,7 @@ struct StoreOutboxTests {
 
     @Test("claims lease deliveries; an expired lease (a crashed sender) makes them due again with the same apns-id")
     func claimAndLease() async throws {
-        try await withStore { store, _ in
+        try await withEachStore { store, _ in
             let rows = try await (1...3).asyncMap { try await store.register(try registration($0, watching: []), now: t0).rowID }
             _ = try await store.enqueue([event("e", rows: rows)], checkpoint: nil, now: t0)
             let first = try await store.claimDue(app: "kasia", limit: 2, now: t0, lease: .seconds(30))
@@ -172,7 +196,7 @@ struct StoreOutboxTests {
 
     @Test("outcomes: sent, retry at a time, failed, expired")
     func outcomes() async throws {
-        try await withStore { store, _ in
+        try await withEachStore { store, _ in
             let rows = try await (1...4).asyncMap { try await store.register(try registration($0, watching: []), now: t0).rowID }
             _ = try await store.enqueue([event("e", rows: rows)], checkpoint: nil, now: t0)
             let c = try await store.claimDue(app: "kasia", limit: 10, now: t0, lease: .seconds(30))
@@ -190,7 +214,7 @@ struct StoreOutboxTests {
 
     @Test("410 compare-and-delete: older than the last registration keeps the device, newer deletes it")
     func compareAndDelete() async throws {
-        try await withStore { store, _ in
+        try await withEachStore { store, _ in
             let d = try await store.register(try registration(1, watching: [.session("s")]), now: t0)
             _ = try await store.enqueue([event("e1", rows: [d.rowID])], checkpoint: nil, now: t0)
             var c = try await store.claimDue(app: "kasia", limit: 1, now: t0, lease: .seconds(30))
@@ -208,7 +232,7 @@ struct StoreOutboxTests {
 
     @Test("a bad token disables the device and drops its pending deliveries; registering again revives it")
     func badToken() async throws {
-        try await withStore { store, _ in
+        try await withEachStore { store, _ in
             let d = try await store.register(try registration(1, watching: [.session("s")]), now: t0)
             _ = try await store.enqueue([event("e1", rows: [d.rowID]), event("e2", rows: [d.rowID])], checkpoint: nil, now: t0)
             let c = try await store.claimDue(app: "kasia", limit: 1, now: t0, lease: .seconds(30))
@@ -224,7 +248,7 @@ struct StoreOutboxTests {
 
     @Test("expiry and stale-device cleanup count what they remove")
     func expiryAndCleanup() async throws {
-        try await withStore { store, _ in
+        try await withEachStore { store, _ in
             let d1 = try await store.register(try registration(1, watching: []), now: t0)
             let d2 = try await store.register(try registration(2, watching: []), now: t0.addingTimeInterval(86_400 * 100))
             _ = try await store.enqueue([event("e", rows: [d1.rowID, d2.rowID], expires: t0.addingTimeInterval(60))], checkpoint: nil, now: t0)
@@ -249,7 +273,7 @@ extension Sequence {
 struct APNsIDTests {
     @Test("one event's deliveries get distinct, well-formed apns-ids; another event's differ")
     func distinct() async throws {
-        try await withStore { store, _ in
+        try await withEachStore { store, _ in
             var rows: [Int64] = []
             for i in 0..<300 { rows.append(try await store.register(try registration(i, watching: [.session("s")]), now: t0).rowID) }
             _ = try await store.enqueue([event("a", rows: rows), event("b", rows: rows)], checkpoint: nil, now: t0)

@@ -1,0 +1,401 @@
+import Foundation
+import HeraldAPNs
+import HeraldCore
+import Logging
+import NIOCore
+import PostgresNIO
+
+/// The `Store` on PostgreSQL (`HERALD_DATABASE_URL=postgres://…`), through postgres-nio's
+/// connection pool. The schema is SQLite's in meaning (`Schema`), and several Herald instances
+/// may share one database: claims take rows with `FOR UPDATE SKIP LOCKED`.
+///
+/// Call `run()` in a long-running task (it drives the pool) before using the store.
+public final class PostgresStore: Store {
+    private let client: PostgresClient
+    private let logger: Logger
+
+    /// - Parameter url: `postgres://user:password@host:port/database` (no TLS: a local or private server).
+    public init(url: String, logger: Logger = Logger(label: "herald.postgres")) throws {
+        guard let components = URLComponents(string: url), ["postgres", "postgresql"].contains(components.scheme ?? ""),
+            let host = components.host, !host.isEmpty, let user = components.user
+        else {
+            throw PostgresStoreError("\(url.prefix(11))… is not postgres://user:password@host:port/database")
+        }
+        let database = String(components.path.drop(while: { $0 == "/" }))
+        let configuration = PostgresClient.Configuration(
+            host: host, port: components.port ?? 5432, username: user, password: components.password,
+            database: database.isEmpty ? nil : database, tls: .disable)
+        client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        self.logger = logger
+    }
+
+    /// Drives the connection pool until the task is cancelled.
+    public func run() async {
+        await client.run()
+    }
+
+    public func migrate() async throws {
+        try await client.withTransaction(logger: logger) { db in
+            // Instances starting together migrate one after another.
+            try await db.query("SELECT pg_advisory_xact_lock(\(Self.migrationLock))", logger: logger)
+            try await db.query(
+                "CREATE TABLE IF NOT EXISTS herald_migrations (version TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)",
+                logger: logger)
+            var applied = Set<String>()
+            for try await version in try await db.query("SELECT version FROM herald_migrations", logger: logger).decode(String.self) {
+                applied.insert(version)
+            }
+            for (version, sql) in Schema.versions where !applied.contains(version) {
+                for statement in Self.postgresStatements(sql) {
+                    try await db.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
+                try await db.query(
+                    "INSERT INTO herald_migrations (version, applied_at) VALUES (\(version), \(Date().milliseconds))", logger: logger)
+            }
+        }
+    }
+
+    static let migrationLock: Int64 = 0x4845_5241_4C44  // "HERALD"
+
+    /// SQLite's schema in PostgreSQL's words, one statement at a time.
+    static func postgresStatements(_ sql: String) -> [String] {
+        sql.replacingOccurrences(of: "INTEGER PRIMARY KEY", with: "BIGSERIAL PRIMARY KEY")
+            .replacingOccurrences(of: "BLOB", with: "BYTEA")
+            .split(separator: ";").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }.filter { !$0.isEmpty }
+    }
+
+    // MARK: Registrations
+
+    public func register(_ registrations: [Registration], now: Date) async throws -> [DeviceRecord] {
+        let ms = now.milliseconds
+        return try await client.withTransaction(logger: logger) { db in
+            var records: [DeviceRecord] = []
+            for r in registrations {
+                try await db.query(
+                    "INSERT INTO apps (id, created_at) VALUES (\(r.app), \(ms)) ON CONFLICT (id) DO NOTHING", logger: logger)
+                let rows = try await db.query(
+                    """
+                    INSERT INTO devices (app_id, platform, token, environment, device_id, created_at, updated_at, last_seen)
+                    VALUES (\(r.app), \(r.token.platform.rawValue), \(r.token.value), \(r.environment.rawValue), \(r.deviceID), \(ms), \(ms), \(ms))
+                    ON CONFLICT (app_id, token) DO UPDATE SET platform = excluded.platform,
+                      environment = excluded.environment, device_id = excluded.device_id,
+                      updated_at = excluded.updated_at, last_seen = excluded.last_seen, disabled_reason = NULL
+                    RETURNING \(unescaped: Self.deviceColumns)
+                    """, logger: logger)
+                guard let device = try await Self.devices(rows).first else { throw PostgresStoreError("the device was not written") }
+                try await Self.replaceWatchSet(db, deviceRowID: device.rowID, with: r.watchSet, logger: logger)
+                if r.replacesDeviceTokens, let deviceID = r.deviceID {
+                    try await db.query(
+                        "DELETE FROM devices WHERE app_id = \(r.app) AND device_id = \(deviceID) AND id <> \(device.rowID)", logger: logger)
+                }
+                records.append(device)
+            }
+            return records
+        }
+    }
+
+    public func updateWatchSet(app: String, token: String, watchSet: WatchSet, now: Date) async throws -> Bool {
+        try await client.withTransaction(logger: logger) { db in
+            let rows = try await db.query(
+                "UPDATE devices SET updated_at = \(now.milliseconds), last_seen = \(now.milliseconds) WHERE app_id = \(app) AND token = \(token) RETURNING id",
+                logger: logger)
+            guard let id = try await rows.decode(Int64.self).first(where: { _ in true }) else { return false }
+            try await Self.replaceWatchSet(db, deviceRowID: id, with: watchSet, logger: logger)
+            return true
+        }
+    }
+
+    public func unregister(app: String, token: String) async throws -> Bool {
+        let rows = try await client.query("DELETE FROM devices WHERE app_id = \(app) AND token = \(token) RETURNING id", logger: logger)
+        return try await rows.decode(Int64.self).first(where: { _ in true }) != nil
+    }
+
+    public func unregister(app: String, deviceID: String) async throws -> Int {
+        try await Self.count(client.query("DELETE FROM devices WHERE app_id = \(app) AND device_id = \(deviceID) RETURNING id", logger: logger))
+    }
+
+    public func status(app: String, token: String, now: Date) async throws -> (DeviceRecord, WatchSet)? {
+        let rows = try await client.query(
+            "UPDATE devices SET last_seen = \(now.milliseconds) WHERE app_id = \(app) AND token = \(token) RETURNING \(unescaped: Self.deviceColumns)",
+            logger: logger)
+        guard let device = try await Self.devices(rows).first else { return nil }
+        return (device, try await watchSets(rowIDs: [device.rowID])[device.rowID] ?? .empty)
+    }
+
+    public func devices(app: String, watching key: String) async throws -> [DeviceRecord] {
+        try await Self.devices(client.query(
+            """
+            SELECT \(unescaped: Self.deviceColumns) FROM devices WHERE app_id = \(app) AND disabled_reason IS NULL AND id IN (
+              SELECT device_row FROM watch_keys WHERE key = \(key)
+              UNION SELECT device_row FROM contextual_routes WHERE peer = \(key))
+            ORDER BY id
+            """, logger: logger))
+    }
+
+    public func watchSets(rowIDs: [Int64]) async throws -> [Int64: WatchSet] {
+        guard !rowIDs.isEmpty else { return [:] }
+        var keys: [(Int64, String, String)] = []
+        for try await row in try await client.query(
+            "SELECT device_row, role, key FROM watch_keys WHERE device_row = ANY(\(rowIDs))", logger: logger
+        ).decode((Int64, String, String).self) {
+            keys.append(row)
+        }
+        var routes: [(Int64, String, String)] = []
+        for try await row in try await client.query(
+            "SELECT device_row, peer, alias FROM contextual_routes WHERE device_row = ANY(\(rowIDs))", logger: logger
+        ).decode((Int64, String, String).self) {
+            routes.append(row)
+        }
+        return StoreRows.watchSets(for: rowIDs, keys: keys, routes: routes)
+    }
+
+    public func devices(app: String) async throws -> [DeviceRecord] {
+        try await Self.devices(client.query(
+            "SELECT \(unescaped: Self.deviceColumns) FROM devices WHERE app_id = \(app) AND disabled_reason IS NULL ORDER BY id",
+            logger: logger))
+    }
+
+    public func devices(app: String, tokens: [String]) async throws -> [DeviceRecord] {
+        guard !tokens.isEmpty else { return [] }
+        return try await Self.devices(client.query(
+            "SELECT \(unescaped: Self.deviceColumns) FROM devices WHERE app_id = \(app) AND disabled_reason IS NULL AND token = ANY(\(tokens)) ORDER BY id",
+            logger: logger))
+    }
+
+    public func devices(app: String, deviceIDs: [String]) async throws -> [DeviceRecord] {
+        guard !deviceIDs.isEmpty else { return [] }
+        return try await Self.devices(client.query(
+            "SELECT \(unescaped: Self.deviceColumns) FROM devices WHERE app_id = \(app) AND disabled_reason IS NULL AND device_id = ANY(\(deviceIDs)) ORDER BY id",
+            logger: logger))
+    }
+
+    // MARK: Events
+
+    public func enqueue(_ events: [NewEvent], checkpoint: ChainCheckpoint?, now: Date) async throws -> [String: Int] {
+        let ms = now.milliseconds
+        return try await client.withTransaction(logger: logger) { db in
+            var created: [String: Int] = [:]
+            for event in events {
+                try await db.query("INSERT INTO apps (id, created_at) VALUES (\(event.app), \(ms)) ON CONFLICT (id) DO NOTHING", logger: logger)
+                let inserted = try await Self.count(db.query(
+                    """
+                    INSERT INTO events (id, app_id, template, push_type, priority, collapse_id, payload, created_at, expires_at, dedupe_key)
+                    VALUES (\(event.id), \(event.app), \(event.template), \(event.push.pushType.rawValue), \(Int64(event.push.priority.rawValue)),
+                            \(event.push.collapseID), \(ByteBuffer(bytes: event.push.payload)), \(ms), \(event.expiresAt.milliseconds), \(event.dedupeKey))
+                    ON CONFLICT (dedupe_key) DO NOTHING
+                    RETURNING id
+                    """, logger: logger))
+                guard inserted == 1 else { continue }  // its dedupe key was seen before
+                let rows = Array(Set(event.deviceRowIDs)).sorted()
+                let apnsIDs = APNsIDSequence()
+                try await db.query(
+                    """
+                    INSERT INTO deliveries (event_id, device_row, app_id, state, attempts, next_attempt_at, apns_id, expires_at, created_at, updated_at)
+                    SELECT \(event.id), r, \(event.app), 'pending', 0, \(ms), a, \(event.expiresAt.milliseconds), \(ms), \(ms)
+                    FROM unnest(\(rows)::BIGINT[], \(rows.map(apnsIDs.id(for:)))::TEXT[]) AS t(r, a)
+                    """, logger: logger)
+                created[event.id] = rows.count
+            }
+            if let checkpoint {
+                try await db.query(
+                    """
+                    INSERT INTO chain_checkpoints (source, block_hash, daa_score, updated_at)
+                    VALUES (\(checkpoint.source), \(checkpoint.blockHash), \(Int64(bitPattern: checkpoint.daaScore)), \(ms))
+                    ON CONFLICT (source) DO UPDATE SET block_hash = excluded.block_hash,
+                      daa_score = excluded.daa_score, updated_at = excluded.updated_at
+                    """, logger: logger)
+            }
+            return created
+        }
+    }
+
+    public func checkpoint(source: String) async throws -> ChainCheckpoint? {
+        let rows = try await client.query(
+            "SELECT source, block_hash, daa_score FROM chain_checkpoints WHERE source = \(source)", logger: logger)
+        for try await (source, hash, score) in rows.decode((String, String, Int64).self) {
+            return ChainCheckpoint(source: source, blockHash: hash, daaScore: UInt64(bitPattern: score))
+        }
+        return nil
+    }
+
+    // MARK: Outbox
+
+    public func claimDue(app: String, limit: Int, now: Date, lease: Duration) async throws -> [ClaimedDelivery] {
+        let ms = now.milliseconds
+        let leaseUntil = ms + Int64(lease.seconds * 1000)
+        return try await client.withTransaction(logger: logger) { db in
+            // Rows another instance is claiming are skipped, not waited for.
+            let claimed = try await db.query(
+                """
+                WITH due AS (
+                  SELECT id FROM deliveries
+                  WHERE app_id = \(app) AND ((state = 'pending' AND next_attempt_at <= \(ms)) OR (state = 'sending' AND lease_until <= \(ms)))
+                  ORDER BY next_attempt_at, id
+                  LIMIT \(Int64(limit))
+                  FOR UPDATE SKIP LOCKED)
+                UPDATE deliveries dl SET state = 'sending', lease_until = \(leaseUntil), attempts = attempts + 1, updated_at = \(ms)
+                FROM due WHERE dl.id = due.id
+                RETURNING dl.id
+                """, logger: logger)
+            var ids: [Int64] = []
+            for try await id in claimed.decode(Int64.self) { ids.append(id) }
+            guard !ids.isEmpty else { return [] }
+            let rows = try await db.query(
+                """
+                SELECT dl.id, dl.event_id, dl.apns_id, dl.attempts, dl.expires_at, e.push_type, e.priority, e.collapse_id, e.payload,
+                       \(unescaped: Self.deviceColumns.split(separator: ",").map { "d." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", "))
+                FROM deliveries dl JOIN events e ON e.id = dl.event_id JOIN devices d ON d.id = dl.device_row
+                WHERE dl.id = ANY(\(ids))
+                ORDER BY dl.next_attempt_at, dl.id
+                """, logger: logger)
+            var out: [ClaimedDelivery] = []
+            for try await row in rows {
+                let (id, eventID, apnsID, attempts, expiresAt, pushType, priority, collapseID, payload) =
+                    try row.decode((Int64, String, String, Int64, Int64, String, Int64, String?, ByteBuffer).self)
+                let device = try Self.device(row, from: 9)
+                out.append(ClaimedDelivery(
+                    id: id, eventID: eventID, device: device,
+                    push: RenderedPush(
+                        pushType: APNsPushType(rawValue: pushType) ?? .alert, priority: APNsPriority(rawValue: Int(priority)) ?? .immediate,
+                        collapseID: collapseID, payload: Array(payload.readableBytesView)),
+                    apnsID: UUID(uuidString: apnsID) ?? UUID(), attempt: Int(attempts), expiresAt: Date(milliseconds: expiresAt)))
+            }
+            return out
+        }
+    }
+
+    public func complete(_ outcomes: [DeliveryOutcome], now: Date) async throws {
+        guard !outcomes.isEmpty else { return }
+        let ms = now.milliseconds
+        try await client.withTransaction(logger: logger) { db in
+            func set(_ id: Int64, _ state: DeliveryState, _ reason: String?) async throws {
+                try await db.query(
+                    "UPDATE deliveries SET state = \(state.rawValue), last_reason = \(reason), lease_until = NULL, updated_at = \(ms) WHERE id = \(id)",
+                    logger: logger)
+            }
+            for outcome in outcomes {
+                switch outcome {
+                case .sent(let id):
+                    try await set(id, .sent, nil)
+                case .retry(let id, let at, let reason):
+                    try await db.query(
+                        """
+                        UPDATE deliveries SET state = 'pending', next_attempt_at = \(at.milliseconds), last_reason = \(reason),
+                          lease_until = NULL, updated_at = \(ms) WHERE id = \(id)
+                        """, logger: logger)
+                case .failed(let id, let reason):
+                    try await set(id, .failed, reason)
+                case .expired(let id):
+                    try await set(id, .expired, "expired")
+                case .tokenDead(let id, let deviceRowID, let since, let reason):
+                    try await set(id, .failed, reason)
+                    if let since {
+                        // Compare-and-delete: a registration after APNs's timestamp keeps the device.
+                        try await db.query(
+                            "DELETE FROM devices WHERE id = \(deviceRowID) AND updated_at <= \(since.milliseconds)", logger: logger)
+                    } else {
+                        try await db.query("UPDATE devices SET disabled_reason = \(reason) WHERE id = \(deviceRowID)", logger: logger)
+                        try await db.query(
+                            """
+                            UPDATE deliveries SET state = 'dropped', last_reason = \(reason), lease_until = NULL, updated_at = \(ms)
+                            WHERE device_row = \(deviceRowID) AND state IN ('pending', 'sending') AND id <> \(id)
+                            """, logger: logger)
+                    }
+                }
+            }
+        }
+    }
+
+    public func expire(now: Date) async throws -> Int {
+        try await Self.count(client.query(
+            """
+            UPDATE deliveries SET state = 'expired', last_reason = 'expired', lease_until = NULL, updated_at = \(now.milliseconds)
+            WHERE state = 'pending' AND expires_at <= \(now.milliseconds) RETURNING id
+            """, logger: logger))
+    }
+
+    // MARK: Operations
+
+    public func deleteStaleDevices(lastSeenBefore: Date) async throws -> Int {
+        try await Self.count(client.query(
+            "DELETE FROM devices WHERE last_seen < \(lastSeenBefore.milliseconds) RETURNING id", logger: logger))
+    }
+
+    public func stats() async throws -> StoreStats {
+        var stats = StoreStats()
+        for try await (app, platform, n) in try await client.query(
+            "SELECT app_id, platform, COUNT(*) FROM devices GROUP BY app_id, platform", logger: logger
+        ).decode((String, String, Int64).self) {
+            stats.devices[app, default: [:]][platform] = Int(n)
+        }
+        for try await (state, n) in try await client.query(
+            "SELECT state, COUNT(*) FROM deliveries GROUP BY state", logger: logger
+        ).decode((String, Int64).self) {
+            if let state = DeliveryState(rawValue: state) { stats.deliveries[state] = Int(n) }
+        }
+        for try await (reason, n) in try await client.query(
+            "SELECT last_reason, COUNT(*) FROM deliveries WHERE state IN ('failed', 'dropped') GROUP BY last_reason", logger: logger
+        ).decode((String?, Int64).self) {
+            stats.failureReasons[reason ?? "unknown"] = Int(n)
+        }
+        for try await oldest in try await client.query(
+            "SELECT MIN(created_at) FROM deliveries WHERE state IN ('pending', 'sending')", logger: logger
+        ).decode(Int64?.self) {
+            stats.oldestPending = oldest.map(Date.init(milliseconds:))
+        }
+        return stats
+    }
+
+    // MARK: Rows
+
+    static let deviceColumns =
+        "id, app_id, platform, token, environment, device_id, created_at, updated_at, last_seen, disabled_reason"
+
+    private static func device(_ row: PostgresRow, from first: Int) throws -> DeviceRecord {
+        let cells = Array(row)
+        func cell<T: PostgresDecodable>(_ i: Int, _ type: T.Type) throws -> T { try cells[first + i].decode(T.self) }
+        return StoreRows.device(
+            rowID: try cell(0, Int64.self), app: try cell(1, String.self), platform: try cell(2, String.self),
+            token: try cell(3, String.self), environment: try cell(4, String.self), deviceID: try cell(5, String?.self),
+            createdAt: try cell(6, Int64.self), updatedAt: try cell(7, Int64.self), lastSeen: try cell(8, Int64.self),
+            disabledReason: try cell(9, String?.self))
+    }
+
+    private static func devices(_ rows: PostgresRowSequence) async throws -> [DeviceRecord] {
+        var out: [DeviceRecord] = []
+        for try await row in rows { out.append(try device(row, from: 0)) }
+        return out
+    }
+
+    private static func count(_ rows: PostgresRowSequence) async throws -> Int {
+        var n = 0
+        for try await _ in rows { n += 1 }
+        return n
+    }
+
+    private static func replaceWatchSet(_ db: PostgresConnection, deviceRowID: Int64, with set: WatchSet, logger: Logger) async throws {
+        try await db.query("DELETE FROM watch_keys WHERE device_row = \(deviceRowID)", logger: logger)
+        try await db.query("DELETE FROM contextual_routes WHERE device_row = \(deviceRowID)", logger: logger)
+        let roles = set.watched.map { _ in "watch" } + set.own.map { _ in "own" }
+        let keys = set.watched.map(\.description) + set.own.map(\.string)
+        if !keys.isEmpty {
+            try await db.query(
+                "INSERT INTO watch_keys (device_row, role, key) SELECT \(deviceRowID), r, k FROM unnest(\(roles)::TEXT[], \(keys)::TEXT[]) AS t(r, k)",
+                logger: logger)
+        }
+        let routes = set.routes.flatMap { peer, aliases in aliases.map { (peer.string, $0) } }
+        if !routes.isEmpty {
+            try await db.query(
+                """
+                INSERT INTO contextual_routes (device_row, peer, alias)
+                SELECT \(deviceRowID), p, a FROM unnest(\(routes.map(\.0))::TEXT[], \(routes.map(\.1))::TEXT[]) AS t(p, a)
+                """, logger: logger)
+        }
+    }
+}
+
+/// A PostgreSQL store that cannot be set up as asked.
+public struct PostgresStoreError: Error, CustomStringConvertible {
+    public var description: String
+    init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,34 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// Fresh databases on a test PostgreSQL server.
+enum TestPostgres {
+    /// Creates a database, runs `body` with its URL, then drops it.
+    static func withDatabase(serverURL: String, _ body: (String) async throws -> Void) async throws {
+        guard var components = URLComponents(string: serverURL), let host = components.host, let user = components.user else {
+            throw PostgresError("HERALD_TEST_POSTGRES_URL is postgres://user:password@host:port/database")
+        }
+        let admin = PostgresClient(
+            configuration: .init(host: host, port: components.port ?? 5432, username: user, password: components.password,
+                                 database: "postgres", tls: .disable),
+            backgroundLogger: Logger(label: "herald.test.postgres"))
+        let running = Task { await admin.run() }
+        defer { running.cancel() }
+        let name = "herald_test_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+        try await admin.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"))
+        components.path = "/" + name
+        do {
+            try await body(components.string!)
+        } catch {
+            try? await admin.query(PostgresQuery(unsafeSQL: "DROP DATABASE \(name) WITH (FORCE)"))
+            throw error
+        }
+        try await admin.query(PostgresQuery(unsafeSQL: "DROP DATABASE \(name) WITH (FORCE)"))
+    }
+
+    struct PostgresError: Error, CustomStringConvertible {
+        var description: String
+        init(_ description: String) { self.description = description }
+    }
+}
