@@ -46,7 +46,7 @@ public struct SafeWhisperAPI: Sendable {
         let token: DeviceToken
         do { token = try DeviceToken(text, platform: .ios) } catch { throw APIError.invalid("apnsToken", error.description) }
         let device = try await store.register(
-            Registration(app: app.id, token: token, environment: .production, deviceID: deviceID, watchSet: .empty,
+            Registration(app: app.id, token: token, environment: app.production ? .production : .sandbox, deviceID: deviceID, watchSet: .empty,
                          replacesDeviceTokens: true),
             now: now())
         return try RegistrationAPI.json(["id": Self.recordID(app: device.app, token: device.token)], status: .created)
