@@ -135,15 +135,15 @@ let package = Package(
             ]
         ),
         // Tests that start the `herald` binary as separate processes.
-        .testTarget(name: "HeraldCLITests", dependencies: ["HeraldStore", "HeraldCore", "HeraldAPNs"]),
+        .testTarget(name: "HeraldCLITests", dependencies: ["HeraldStore", "HeraldCore", "HeraldAPNs", "HeraldTestSupport"]),
         .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore", "HeraldAPNs"]),
-        .testTarget(
-            name: "HeraldStoreTests",
-            dependencies: [
-                "HeraldStore", "HeraldCore", "HeraldAPNs",
-                .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log"),
-            ]
+        // Test helpers shared by test targets: fresh PostgreSQL databases.
+        .target(
+            name: "HeraldTestSupport",
+            dependencies: [.product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log")],
+            path: "Tests/HeraldTestSupport"
         ),
+        .testTarget(name: "HeraldStoreTests", dependencies: ["HeraldStore", "HeraldCore", "HeraldAPNs", "HeraldTestSupport"]),
         .testTarget(
             name: "HeraldServerTests",
             dependencies: [

@@ -53,6 +53,50 @@ final class HeraldProcess: @unchecked Sendable {
     }
 }
 
+/// `herald mock-apns` as its own process (it outlives the gateways it serves), and the
+/// `HERALD_APNS_*` environment that points `herald serve` at it.
+struct MockAPNsProcess {
+    let process: HeraldProcess
+    /// The control server's base URL.
+    let control: String
+    let serveEnvironment: [String: String]
+
+    init(directory: URL, topic: String) throws {
+        let readyPipe = Pipe()
+        process = try HeraldProcess(
+            ["mock-apns", "--port", "0", "--control-port", "0", "--cert-out", directory.path, "--topic", topic],
+            environment: [:], stdout: readyPipe)
+        var readyData = Data()
+        while !readyData.contains(UInt8(ascii: "\n")) {
+            let chunk = readyPipe.fileHandleForReading.availableData
+            if chunk.isEmpty { throw CLIError("herald mock-apns exited") }
+            readyData += chunk
+        }
+        guard let ready = try JSONSerialization.jsonObject(with: readyData.split(separator: UInt8(ascii: "\n"))[0]) as? [String: Any],
+            let port = ready["port"] as? Int, let controlPort = ready["control_port"] as? Int
+        else { throw CLIError("herald mock-apns printed no ports") }
+        control = "http://127.0.0.1:\(controlPort)"
+        serveEnvironment = [
+            "HERALD_APNS_URL": "https://127.0.0.1:\(port)", "HERALD_APNS_CA_FILE": ready["ca"] as? String ?? "",
+            "HERALD_APNS_KEY_PATH": ready["key_path"] as? String ?? "", "HERALD_APNS_KEY_ID": ready["key_id"] as? String ?? "",
+            "HERALD_APNS_TEAM_ID": ready["team_id"] as? String ?? "", "HERALD_APNS_TOPIC": topic,
+        ]
+    }
+
+    /// The simulator's `accepted` count.
+    func accepted() async throws -> Int {
+        let (_, data) = try await http("GET", control + "/stats")
+        return (try JSONSerialization.jsonObject(with: data) as? [String: Any])?["accepted"] as? Int ?? 0
+    }
+
+    /// Every push it recorded: the distinct tokens and the total.
+    func delivered() async throws -> (tokens: Set<String>, total: Int) {
+        let (_, data) = try await http("GET", control + "/notifications")
+        let list = (try JSONSerialization.jsonObject(with: data) as? [String: Any])?["notifications"] as? [[String: Any]] ?? []
+        return (Set(list.compactMap { $0["token"] as? String }), list.count)
+    }
+}
+
 func http(_ method: String, _ url: String, _ body: String? = nil, bearer: String? = nil) async throws -> (Int, Data) {
     var request = URLRequest(url: URL(string: url)!)
     request.httpMethod = method
@@ -100,25 +144,17 @@ struct GatewayProcessTests {
         defer { try? FileManager.default.removeItem(at: directory) }
 
         // APNs: the simulator as its own process, so it outlives the gateway.
-        let readyPipe = Pipe()
-        let mock = try HeraldProcess(
-            ["mock-apns", "--port", "0", "--control-port", "0", "--cert-out", directory.path, "--topic", "com.example.crash"],
-            environment: [:], stdout: readyPipe)
-        defer { mock.kill(SIGTERM) }
-        var readyData = Data()
-        while !readyData.contains(UInt8(ascii: "\n")) { readyData += readyPipe.fileHandleForReading.availableData }
-        let ready = try #require(try JSONSerialization.jsonObject(with: readyData.split(separator: UInt8(ascii: "\n"))[0]) as? [String: Any])
-        let control = "http://127.0.0.1:\(ready["control_port"] as! Int)"
-        let env = [
+        let mock = try MockAPNsProcess(directory: directory, topic: "com.example.crash")
+        defer { mock.process.kill(SIGTERM) }
+        let control = mock.control
+        var env = mock.serveEnvironment
+        env.merge([
             "HERALD_DATABASE_URL": "sqlite:" + directory.appendingPathComponent("herald.sqlite").path,
             "HERALD_HTTP_PORT": "0", "HERALD_PUBLISH_KEYS": "pk",
-            "HERALD_APNS_URL": "https://127.0.0.1:\(ready["port"] as! Int)", "HERALD_APNS_CA_FILE": ready["ca"] as! String,
-            "HERALD_APNS_KEY_PATH": ready["key_path"] as! String, "HERALD_APNS_KEY_ID": ready["key_id"] as! String,
-            "HERALD_APNS_TEAM_ID": ready["team_id"] as! String, "HERALD_APNS_TOPIC": "com.example.crash",
             "HERALD_OUTBOX_LEASE_SECONDS": "15",
             // 5,000 registrations from one address, as fast as 16 clients go.
             "HERALD_REGISTRATION_RATE": "0",
-        ]
+        ]) { _, new in new }
 
         var serve = try HeraldProcess(["serve"], environment: env)
         var api = "http://127.0.0.1:\(try serve.port(after: "listening on 127.0.0.1:"))"
@@ -150,8 +186,7 @@ struct GatewayProcessTests {
         // Kill it mid-delivery: some pushes out, most not.
         var accepted = 0
         for _ in 0..<300 {
-            let (_, data) = try await http("GET", control + "/stats")
-            accepted = (try JSONSerialization.jsonObject(with: data) as? [String: Any])?["accepted"] as? Int ?? 0
+            accepted = try await mock.accepted()
             if accepted >= 1_000 { break }
             try await Task.sleep(for: .milliseconds(50))
         }
@@ -164,10 +199,7 @@ struct GatewayProcessTests {
         var tokens = Set<String>()
         var total = 0
         for _ in 0..<900 {
-            let (_, data) = try await http("GET", control + "/notifications")
-            let list = (try JSONSerialization.jsonObject(with: data) as? [String: Any])?["notifications"] as? [[String: Any]] ?? []
-            tokens = Set(list.compactMap { $0["token"] as? String })
-            total = list.count
+            (tokens, total) = try await mock.delivered()
             if tokens.count == devices { break }
             try await Task.sleep(for: .milliseconds(100))
         }

@@ -2,6 +2,7 @@ import Foundation
 import HeraldAPNs
 import HeraldCore
 import HeraldStore
+import HeraldTestSupport
 import Testing
 
 /// The store suite runs on every backend: SQLite always, and PostgreSQL when
@@ -15,7 +16,7 @@ func withEachStore(_ body: (any Store, _ reopen: () async throws -> any Store) a
             return reopened
         })
     }
-    guard let url = ProcessInfo.processInfo.environment["HERALD_TEST_POSTGRES_URL"], !url.isEmpty else { return }
+    guard let url = TestPostgres.serverURL else { return }
     try await TestPostgres.withDatabase(serverURL: url) { databaseURL in
         var running: [Task<Void, Never>] = []
         defer { for task in running { task.cancel() } }

@@ -2,10 +2,15 @@ import Foundation
 import Logging
 import PostgresNIO
 
-/// Fresh databases on a test PostgreSQL server.
-enum TestPostgres {
+/// Fresh databases on a test PostgreSQL server (`HERALD_TEST_POSTGRES_URL`).
+public enum TestPostgres {
+    /// The server's URL, when the environment names one.
+    public static var serverURL: String? {
+        ProcessInfo.processInfo.environment["HERALD_TEST_POSTGRES_URL"].flatMap { $0.isEmpty ? nil : $0 }
+    }
+
     /// Creates a database, runs `body` with its URL, then drops it.
-    static func withDatabase(serverURL: String, _ body: (String) async throws -> Void) async throws {
+    public static func withDatabase(serverURL: String, _ body: (String) async throws -> Void) async throws {
         guard var components = URLComponents(string: serverURL), let host = components.host, let user = components.user else {
             throw PostgresError("HERALD_TEST_POSTGRES_URL is postgres://user:password@host:port/database")
         }

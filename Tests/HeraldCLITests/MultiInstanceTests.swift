@@ -1,0 +1,91 @@
+import Foundation
+import HeraldCore
+import HeraldStore
+import HeraldTestSupport
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Several `herald serve` processes sharing one PostgreSQL (runs when `HERALD_TEST_POSTGRES_URL` is set).
+@Suite("Several herald serve processes on one PostgreSQL", .serialized, .enabled(if: TestPostgres.serverURL != nil))
+struct MultiInstanceTests {
+    @Test("3 instances, 20,000 events round-robin, one SIGKILLed mid-delivery: every device reached, duplicates within its window")
+    func threeInstances() async throws {
+        let devices = 20_000
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-multi-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+
+        try await TestPostgres.withDatabase(serverURL: TestPostgres.serverURL!) { database in
+            // The devices, written straight into the database.
+            let store = try PostgresStore(url: database)
+            let pool = Task { await store.run() }
+            try await store.migrate()
+            for start in stride(from: 0, to: devices, by: 5_000) {
+                _ = try await store.register(try (start..<start + 5_000).map { i in
+                    Registration(app: "default", token: try DeviceToken(hexToken(i), platform: .ios), environment: .sandbox,
+                                 watchSet: try WatchSet(watched: [WatchKey.session("s\(i)")]))
+                }, now: Date())
+            }
+            pool.cancel()
+
+            let mock = try MockAPNsProcess(directory: directory, topic: "com.example.multi")
+            defer { mock.process.kill(SIGTERM) }
+            var env = mock.serveEnvironment
+            env.merge([
+                "HERALD_DATABASE_URL": database, "HERALD_HTTP_PORT": "0", "HERALD_PUBLISH_KEYS": "pk",
+                "HERALD_OUTBOX_LEASE_SECONDS": "15", "HERALD_PUBLISH_RATE": "0",
+            ]) { _, new in new }
+            let instances = try (0..<3).map { _ in try HeraldProcess(["serve"], environment: env) }
+            defer { for instance in instances where instance.process.isRunning { instance.kill(SIGKILL) } }
+            let apis = try instances.map { "http://127.0.0.1:\(try $0.port(after: "listening on 127.0.0.1:"))" }
+            // Slow answers keep deliveries in flight when an instance dies.
+            _ = try await http("POST", mock.control + "/faults", #"{"kind":"delay","delay_ms":4000}"#)
+
+            // Publish round-robin while the first instance is killed mid-delivery; a batch sent to the
+            // dead one goes to the next, as a client behind a load balancer would retry.
+            let killed = Task {
+                var accepted = 0
+                while accepted < 2_000 {
+                    try await Task.sleep(for: .milliseconds(50))
+                    accepted = try await mock.accepted()
+                }
+                instances[0].kill(SIGKILL)
+                return accepted
+            }
+            for (n, batch) in stride(from: 0, to: devices, by: 250).enumerated() {
+                let events = (batch..<batch + 250).map {
+                    #"{"template":"custom","targets":{"keys":["session:s\#($0)"]},"fields":{"aps":{"alert":"n\#($0)"}}}"#
+                }.joined(separator: ",")
+                var status = 0
+                for attempt in 0..<3 where status != 202 {
+                    status = (try? await http("POST", apis[(n + attempt) % 3] + "/v1/events:batch", #"{"events":[\#(events)]}"#, bearer: "pk"))?.0 ?? 0
+                }
+                #expect(status == 202)
+            }
+            let accepted = try await killed.value
+            #expect(accepted < devices, "killed after \(accepted) pushes")
+
+            // The survivors deliver the rest, and the dead one's leased deliveries once its leases expire.
+            var tokens = Set<String>()
+            var total = 0
+            for _ in 0..<240 {
+                (tokens, total) = try await mock.delivered()
+                if tokens.count == devices { break }
+                try await Task.sleep(for: .milliseconds(500))
+            }
+            #expect(tokens.count == devices, "\(tokens.count) of \(devices) devices got their push")
+            let duplicates = total - tokens.count
+            // Only the killed instance's in-flight batch (one lane, at most 500) can arrive twice:
+            // SKIP LOCKED claims never hand one delivery to two live instances.
+            #expect(duplicates <= 500)
+            print("multi-instance: killed one of 3 after \(accepted) pushes; \(tokens.count) devices reached; \(duplicates) duplicates")
+            for instance in instances.dropFirst() {
+                instance.kill(SIGTERM)
+                #expect(instance.process.terminationStatus == 0)
+            }
+        }
+    }
+}
