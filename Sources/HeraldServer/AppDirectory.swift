@@ -107,6 +107,13 @@ public struct AppDirectory: Sendable {
         return apps[0]
     }
 
+    /// The app a compatibility registration route serves, once its registration policy admits the request.
+    public func registeringApp(_ request: Request, prefix: String?) throws -> AppSettings {
+        let app = try compatibilityApp(request, prefix: prefix)
+        try authorizeRegistration(request, for: app)
+        return app
+    }
+
     static let appHeader = HTTPField.Name("X-Herald-App")!
 
     static func bearer(_ request: Request) -> String? {

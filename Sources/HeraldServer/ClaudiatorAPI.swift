@@ -38,9 +38,7 @@ public struct ClaudiatorAPI: Sendable {
         let body = try await JSONBody.decode(RegisterBody.self, from: request, limit: configuration.maximumBodySize)
         guard let platformText = body.platform else { throw APIError.missing("platform") }
         guard let platform = Platform(rawValue: platformText) else { throw APIError.invalid("platform", "platform is ios or android") }
-        guard let text = body.token else { throw APIError.missing("token") }
-        let token: DeviceToken
-        do { token = try DeviceToken(text, platform: platform) } catch { throw APIError.invalid("token", error.description) }
+        let token = try RegistrationAPI.deviceToken(body.token, platform: platform, field: "token")
         _ = try await store.register(
             Registration(app: app.id, token: token, environment: app.production ? .production : .sandbox, watchSet: .empty),
             now: now())

@@ -43,13 +43,10 @@ public struct GhostTalkAPI: Sendable {
     }
 
     func register(_ request: Request, app prefix: String?) async throws -> Response {
-        let app = try configuration.apps.compatibilityApp(request, prefix: prefix)
-        try configuration.apps.authorizeRegistration(request, for: app)
+        let app = try configuration.apps.registeringApp(request, prefix: prefix)
         let body = try await JSONBody.decode(RegisterBody.self, from: request, limit: configuration.maximumBodySize)
         let session = try Self.sessionKey(body.session_id)
-        guard let text = body.device_token else { throw APIError.missing("device_token") }
-        let token: DeviceToken
-        do { token = try DeviceToken(text, platform: .ios) } catch { throw APIError.invalid("device_token", error.description) }
+        let token = try RegistrationAPI.deviceToken(body.device_token, platform: .ios)
         _ = try await store.register(
             Registration(app: app.id, token: token, environment: app.production ? .production : .sandbox,
                          watchSet: try WatchSet(watched: [session])),
@@ -59,8 +56,7 @@ public struct GhostTalkAPI: Sendable {
 
     /// Removes the devices registered for the session.
     func unregister(_ request: Request, app prefix: String?) async throws -> Response {
-        let app = try configuration.apps.compatibilityApp(request, prefix: prefix)
-        try configuration.apps.authorizeRegistration(request, for: app)
+        let app = try configuration.apps.registeringApp(request, prefix: prefix)
         let body = try await JSONBody.decode(SessionBody.self, from: request, limit: configuration.maximumBodySize)
         let session = try Self.sessionKey(body.session_id)
         for device in try await store.devices(app: app.id, watching: session.description) {
@@ -70,8 +66,7 @@ public struct GhostTalkAPI: Sendable {
     }
 
     func stats(_ request: Request, app prefix: String?) async throws -> Response {
-        let app = try configuration.apps.compatibilityApp(request, prefix: prefix)
-        try configuration.apps.authorizeRegistration(request, for: app)
+        let app = try configuration.apps.registeringApp(request, prefix: prefix)
         let registrations = try await store.stats().devices[app.id]?.values.reduce(0, +) ?? 0
         return try RegistrationAPI.json(["total_registrations": registrations, "production_mode": app.production, "topic": app.topic])
     }

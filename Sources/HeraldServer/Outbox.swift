@@ -126,13 +126,13 @@ public struct Outbox: Sendable {
     /// (Several workers per lane were measured: more, smaller claims, each a WAL sync, doubled
     /// the publish-to-APNs p99 at 1,000 events/s.)
     private func run(_ lane: OutboxLane) async {
-        let state = LaneState()
+        var pause = LanePause()
         let batch = max(1, lane.maximumInFlight)
         let wakeup = wakeups[lane.app]!
         while !Task.isCancelled {
             do {
                 let limit: Int
-                switch state.permit(now: Date()) {
+                switch pause.permit(now: Date()) {
                 case .wait(let seconds):
                     try await Task.sleep(for: .seconds(seconds))
                     continue
@@ -141,10 +141,8 @@ public struct Outbox: Sendable {
                 case .open:
                     limit = batch
                 }
-                let probing = limit == 1 && batch > 1
                 let claimed = try await store.claimDue(app: lane.app, limit: limit, now: Date(), lease: lease)
                 if claimed.isEmpty {
-                    if probing { state.probeEnded(delivered: false) }
                     await sleep(on: wakeup)
                     continue
                 }
@@ -159,7 +157,7 @@ public struct Outbox: Sendable {
                 }
                 var outcomes = attempts.map(\.outcome)
                 if attempts.contains(where: \.credentialsRefused) {
-                    let until = Date().addingTimeInterval(state.refused(within: credentialsPause).seconds)
+                    let until = Date().addingTimeInterval(pause.refused(within: credentialsPause).seconds)
                     // Every refused delivery waits out the pause instead of its own back-off.
                     outcomes = zip(attempts, outcomes).map { a, o in
                         guard a.credentialsRefused, case .retry(let id, _, let reason) = o else { return o }
@@ -169,12 +167,10 @@ public struct Outbox: Sendable {
                         "APNs refused a fresh provider token: pausing this app's sends",
                         metadata: ["app": "\(lane.app)", "seconds": "\(Int(until.timeIntervalSinceNow.rounded()))"])
                     metrics?.sendsPaused(app: lane.app, true)
-                } else if probing || state.isPaused {
-                    let delivered = attempts.contains { if case .sent = $0.outcome { true } else { false } }
-                    if state.probeEnded(delivered: delivered) {
-                        logger.notice("APNs accepted the provider token again: sends resumed", metadata: ["app": "\(lane.app)"])
-                        metrics?.sendsPaused(app: lane.app, false)
-                    }
+                } else if pause.isPaused, attempts.contains(where: { if case .sent = $0.outcome { true } else { false } }) {
+                    pause = LanePause()
+                    logger.notice("APNs accepted the provider token again: sends resumed", metadata: ["app": "\(lane.app)"])
+                    metrics?.sendsPaused(app: lane.app, false)
                 }
                 try await store.complete(outcomes, now: Date())
             } catch is CancellationError {
@@ -254,59 +250,35 @@ public struct Outbox: Sendable {
     }
 }
 
-/// A lane's pause after refused credentials.
-final class LaneState: Sendable {
+/// A lane's pause after refused credentials: owned by the lane's one loop.
+struct LanePause {
     enum Permit: Equatable {
-        /// Paused, or a probe is out: look again after this many seconds.
+        /// Paused: look again after this many seconds.
         case wait(TimeInterval)
         /// The pause is over: send one delivery to see whether APNs takes the credentials now.
         case probe
         case open
     }
 
-    private struct State {
-        /// Refusals since the lane last delivered.
-        var refusals = 0
-        var until: Date?
-        var probing = false
-    }
-    private let state = Mutex(State())
-    /// How often a paused lane looks again while its probe is out.
-    static let probeCheckInterval: TimeInterval = 0.1
+    /// Refusals since the lane last delivered.
+    private var refusals = 0
+    private var until: Date?
 
-    var isPaused: Bool { state.withLock { $0.refusals > 0 } }
+    var isPaused: Bool { refusals > 0 }
 
     func permit(now: Date) -> Permit {
-        state.withLock { s in
-            guard s.refusals > 0 else { return .open }
-            if let until = s.until, until > now { return .wait(until.timeIntervalSince(now)) }
-            if s.probing { return .wait(Self.probeCheckInterval) }
-            s.probing = true
-            return .probe
-        }
+        guard isPaused else { return .open }
+        if let until, until > now { return .wait(until.timeIntervalSince(now)) }
+        return .probe
     }
 
     /// Counts a refusal and returns how long to pause: the lower bound, doubling, up to the upper.
-    func refused(within bounds: ClosedRange<Duration>) -> Duration {
-        state.withLock { s in
-            s.refusals += 1
-            s.probing = false
-            let factor = Double(1 << min(s.refusals - 1, 20))
-            let pause = Duration.seconds(min(bounds.upperBound.seconds, bounds.lowerBound.seconds * factor))
-            s.until = Date().addingTimeInterval(pause.seconds)
-            return pause
-        }
-    }
-
-    /// Ends a probe; a delivered one reopens the lane. Returns whether it did.
-    @discardableResult
-    func probeEnded(delivered: Bool) -> Bool {
-        state.withLock { s in
-            s.probing = false
-            guard delivered, s.refusals > 0 else { return false }
-            s = State()
-            return true
-        }
+    mutating func refused(within bounds: ClosedRange<Duration>) -> Duration {
+        refusals += 1
+        let factor = Double(1 << min(refusals - 1, 20))
+        let pause = Duration.seconds(min(bounds.upperBound.seconds, bounds.lowerBound.seconds * factor))
+        until = Date().addingTimeInterval(pause.seconds)
+        return pause
     }
 }
 

@@ -242,6 +242,8 @@ public struct PublishAPI: Sendable {
             let ids = Array(Set(inApp.flatMap(\.deviceIDs)))
             byDeviceID[app] = Dictionary(grouping: try await store.devices(app: app, deviceIDs: ids)) { $0.deviceID ?? "" }
         }
+        // Every device of an app, read once per batch for the events that go to all of them.
+        var allDevices: [String: [DeviceRecord]] = [:]
         var prepared: [Prepared] = []
         prepared.reserveCapacity(drafts.count)
         for draft in drafts {
@@ -251,7 +253,10 @@ public struct PublishAPI: Sendable {
                 let sets = try await store.watchSets(rowIDs: candidates.map(\.rowID))
                 devices = candidates.filter { KasiaRouting.accepts(kasia, watchSet: sets[$0.rowID] ?? .empty) }
             }
-            if draft.allDevices { devices += try await store.devices(app: draft.app) }
+            if draft.allDevices {
+                if allDevices[draft.app] == nil { allDevices[draft.app] = try await store.devices(app: draft.app) }
+                devices += allDevices[draft.app] ?? []
+            }
             for key in draft.keys {
                 devices += try await store.devices(app: draft.app, watching: key.description)
             }

@@ -21,8 +21,14 @@ public final class RateLimiter: Sendable {
         var updated: ContinuousClock.Instant
     }
 
+    private struct State {
+        var buckets: [String: Bucket] = [:]
+        /// Pruning walks every bucket: at most once per refill period, not on every request.
+        var nextPrune: ContinuousClock.Instant?
+    }
+
     public let limit: Limit
-    private let buckets = Mutex<[String: Bucket]>([:])
+    private let state = Mutex(State())
     /// Past this many keys, buckets that have refilled are forgotten (they hold no state).
     static let pruneAbove = 10_000
 
@@ -33,14 +39,14 @@ public final class RateLimiter: Sendable {
     /// Takes one token for `key`: nil if there was one, else the whole seconds until there is.
     public func take(_ key: String, now: ContinuousClock.Instant = .now) -> Int? {
         guard limit.rate > 0 else { return nil }
-        return buckets.withLock { buckets in
-            var bucket = buckets[key] ?? Bucket(tokens: limit.burst, updated: now)
+        return state.withLock { state in
+            var bucket = state.buckets[key] ?? Bucket(tokens: limit.burst, updated: now)
             let elapsed = (now - bucket.updated).seconds
             bucket.tokens = min(limit.burst, bucket.tokens + elapsed * limit.rate)
             bucket.updated = now
             defer {
-                buckets[key] = bucket
-                if buckets.count > Self.pruneAbove { prune(&buckets, now: now) }
+                state.buckets[key] = bucket
+                if state.buckets.count > Self.pruneAbove, state.nextPrune.map({ now >= $0 }) ?? true { prune(&state, now: now) }
             }
             guard bucket.tokens >= 1 else { return max(1, Int(((1 - bucket.tokens) / limit.rate).rounded(.up))) }
             bucket.tokens -= 1
@@ -48,9 +54,10 @@ public final class RateLimiter: Sendable {
         }
     }
 
-    private func prune(_ buckets: inout [String: Bucket], now: ContinuousClock.Instant) {
+    private func prune(_ state: inout State, now: ContinuousClock.Instant) {
         let refill = limit.burst / limit.rate
-        buckets = buckets.filter { (now - $0.value.updated).seconds < refill }
+        state.buckets = state.buckets.filter { (now - $0.value.updated).seconds < refill }
+        state.nextPrune = now + .seconds(refill)
     }
 }
 

@@ -74,7 +74,7 @@ public struct RegistrationAPI: Sendable {
         guard let platform = Platform(rawValue: platformText) else {
             throw APIError.invalid("platform", "platform is ios or android")
         }
-        let token = try deviceToken(body.device_token, platform: platform)
+        let token = try Self.deviceToken(body.device_token, platform: platform)
         var environment = APNsEnvironment.sandbox
         if let text = body.environment {
             guard let parsed = APNsEnvironment(rawValue: text) else {
@@ -135,12 +135,13 @@ public struct RegistrationAPI: Sendable {
         return app.id
     }
 
-    private func deviceToken(_ text: String?, platform: Platform) throws -> DeviceToken {
-        guard let text else { throw APIError.missing("device_token") }
+    /// A device token from a body, or 400 naming `field` (every registration route's parsing).
+    static func deviceToken(_ text: String?, platform: Platform, field: String = "device_token") throws -> DeviceToken {
+        guard let text else { throw APIError.missing(field) }
         do {
             return try DeviceToken(text, platform: platform)
         } catch {
-            throw APIError.invalid("device_token", error.description)
+            throw APIError.invalid(field, error.description)
         }
     }
 

@@ -38,13 +38,10 @@ public struct SafeWhisperAPI: Sendable {
     /// 201 `{"id": "<uuid>"}`. The token becomes the device's only one (device switch); a token
     /// registered before under another device id moves to this one.
     func register(_ request: Request, app prefix: String?) async throws -> Response {
-        let app = try configuration.apps.compatibilityApp(request, prefix: prefix)
-        try configuration.apps.authorizeRegistration(request, for: app)
+        let app = try configuration.apps.registeringApp(request, prefix: prefix)
         let deviceID = try Self.deviceID(request)
         let body = try await JSONBody.decode(TokenBody.self, from: request, limit: configuration.maximumBodySize)
-        guard let text = body.apnsToken else { throw APIError.missing("apnsToken") }
-        let token: DeviceToken
-        do { token = try DeviceToken(text, platform: .ios) } catch { throw APIError.invalid("apnsToken", error.description) }
+        let token = try RegistrationAPI.deviceToken(body.apnsToken, platform: .ios, field: "apnsToken")
         let device = try await store.register(
             Registration(app: app.id, token: token, environment: app.production ? .production : .sandbox, deviceID: deviceID, watchSet: .empty,
                          replacesDeviceTokens: true),
@@ -54,8 +51,7 @@ public struct SafeWhisperAPI: Sendable {
 
     /// 200: every token of the device is gone.
     func logout(_ request: Request, app prefix: String?) async throws -> Response {
-        let app = try configuration.apps.compatibilityApp(request, prefix: prefix)
-        try configuration.apps.authorizeRegistration(request, for: app)
+        let app = try configuration.apps.registeringApp(request, prefix: prefix)
         let removed = try await store.unregister(app: app.id, deviceID: try Self.deviceID(request))
         return try RegistrationAPI.json(["removed": removed])
     }
