@@ -106,14 +106,17 @@ struct OutboxIntegrationTests {
                 retryPolicy: RetryPolicy(base: .seconds(1), cap: .seconds(8)))
             let running = Task { await outbox.run() }
             let started = ContinuousClock.now
-            while simulator.notifications().count < devices, ContinuousClock.now - started < .seconds(90) {
+            // Done when APNs has every push and the outbox has recorded the last batch as sent
+            // (stopping it between the two would leave that batch leased, to be sent again later).
+            while ContinuousClock.now - started < .seconds(90) {
+                if simulator.notifications().count >= devices, try await store.stats().deliveries[.sent] == devices { break }
                 try await Task.sleep(for: .milliseconds(250))
             }
+            let elapsed = ContinuousClock.now - started
             running.cancel()
             await running.value
 
             #expect(Set(simulator.notifications().map(\.token)).count == devices)
-            let elapsed = ContinuousClock.now - started
             #expect(elapsed >= .seconds(30) && elapsed < .seconds(60), "\(elapsed)")
             // Full-jitter back-off from 1 s capped at 8 s averages ~4 s a try once capped: about 11 tries per
             // delivery in 30 s. A hot loop (the outbox polls every 200 ms) would be hundreds.
