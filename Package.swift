@@ -10,8 +10,13 @@ let package = Package(
         .library(name: "HeraldCore", targets: ["HeraldCore"]),
         .library(name: "HeraldStore", targets: ["HeraldStore"]),
         .library(name: "HeraldServer", targets: ["HeraldServer"]),
+        .library(name: "KasiaProtocol", targets: ["KasiaProtocol"]),
+        .library(name: "KasiaCrypto", targets: ["KasiaCrypto"]),
+        .library(name: "HeraldKit", targets: ["HeraldKit"]),
+        .executable(name: "kasia", targets: ["KasiaCLI"]),
         .executable(name: "herald", targets: ["HeraldCLI"]),
         .executable(name: "herald-bench", targets: ["HeraldBench"]),
+        .executable(name: "heraldkit-bench", targets: ["HeraldKitBench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
@@ -63,11 +68,32 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Kaspa addresses and Kasia's on-chain formats, pure Swift: shared by the gateway and HeraldKit.
+        .target(name: "KasiaProtocol"),
+        // libsecp256k1 from Debian's libsecp256k1-dev (HeraldKit's default curve on Linux).
+        .systemLibrary(name: "CSecp256k1", pkgConfig: "libsecp256k1", providers: [.apt(["libsecp256k1-dev"])]),
+        // The Kasia cipher (secp256k1 ECDH, HKDF-SHA256, ChaCha20-Poly1305), without Foundation:
+        // small enough for a notification extension.
+        .target(
+            name: "KasiaCrypto",
+            dependencies: [
+                "KasiaProtocol",
+                .target(name: "CSecp256k1", condition: .when(platforms: [.linux])),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        // The client library apps and their notification extensions embed (SPEC §6).
+        .target(name: "HeraldKit", dependencies: ["KasiaProtocol", "KasiaCrypto"]),
+        // `kasia`: decode and encrypt Kasia payloads when debugging pushes.
+        .executableTarget(
+            name: "KasiaCLI",
+            dependencies: ["KasiaCrypto", "KasiaProtocol", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
         // Herald's domain, no I/O: watch keys, Kaspa addresses, events, push templates.
         .target(
             name: "HeraldCore",
             dependencies: [
-                "HeraldAPNs", .product(name: "NIOCore", package: "swift-nio"), .product(name: "Crypto", package: "swift-crypto"),
+                "HeraldAPNs", "KasiaProtocol", .product(name: "NIOCore", package: "swift-nio"), .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         // Durable state behind a `Store` protocol; SQLite (one file, WAL) here.
@@ -121,6 +147,8 @@ let package = Package(
             ],
             path: "Benchmarks/HeraldBench"
         ),
+        // `heraldkit-bench`: HeraldKit's hot paths (README → Performance).
+        .executableTarget(name: "HeraldKitBench", dependencies: ["HeraldKit"], path: "Benchmarks/HeraldKitBench"),
         .testTarget(
             name: "HeraldAPNsTests",
             dependencies: [
@@ -137,6 +165,13 @@ let package = Package(
         // Tests that start the `herald` binary as separate processes.
         .testTarget(name: "HeraldCLITests", dependencies: ["HeraldStore", "HeraldCore", "HeraldAPNs", "HeraldTestSupport"]),
         .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore", "HeraldAPNs"]),
+        .testTarget(
+            name: "HeraldKitTests",
+            dependencies: ["HeraldKit", "KasiaProtocol", "HeraldTestSupport", .product(name: "Crypto", package: "swift-crypto")],
+            exclude: ["Fixtures"]
+        ),
+        // Writes to a HeraldKit shared store from a second process (the cross-process test).
+        .executableTarget(name: "SharedStoreWriter", dependencies: ["HeraldKit"], path: "Tests/SharedStoreWriter"),
         // Test helpers shared by test targets: fresh PostgreSQL databases.
         .target(
             name: "HeraldTestSupport",

@@ -2,11 +2,7 @@ import HeraldAPNs
 
 /// A Kasia transaction worth a push: the fields of the `kasia.*` templates (SPEC §3.2, §5).
 public struct KasiaEvent: Hashable, Sendable {
-    public enum Kind: String, Sendable, CaseIterable {
-        case handshake
-        case contextualMessage = "contextual_message"
-        case payment
-    }
+    public typealias Kind = KasiaMessageKind
 
     public var kind: Kind
     public var txID: String
@@ -43,7 +39,6 @@ public enum KasiaTemplate {
     public static let maximumInlinePayloadCharacters = 3_500
     /// The APNs limit for an alert push.
     public static let maximumPushSize = APNsPushType.alert.maximumPayloadSize
-    static let sompiPerKAS: UInt64 = 100_000_000
 
     /// Renders the push; pure.
     ///
@@ -81,7 +76,7 @@ public enum KasiaTemplate {
 
     /// The alert's title and body.
     public static func alert(for event: KasiaEvent) -> (title: String, body: String) {
-        let from = shortAddress(event.sender)
+        let from = KasiaText.shortAddress(event.sender)
         switch event.kind {
         case .contextualMessage:
             return ("New Message", "From \(from)")
@@ -89,24 +84,7 @@ public enum KasiaTemplate {
             return ("New Contact Request", "From \(from)")
         case .payment:
             guard let amount = event.amount else { return ("Payment Received", "From \(from)") }
-            return ("Payment Received", "\(formatKAS(sompi: amount)) KAS from \(from)")
+            return ("Payment Received", "\(KasiaText.kas(sompi: amount)) KAS from \(from)")
         }
-    }
-
-    /// First 8 characters, `...`, last 6 (SPEC §5); short strings stay whole.
-    public static func shortAddress(_ address: String) -> String {
-        guard address.count > 14 + 3 else { return address }
-        return String(address.prefix(8)) + "..." + String(address.suffix(6))
-    }
-
-    /// Sompi as KAS with up to 8 decimals, trailing zeros trimmed: 150000000 → "1.5".
-    public static func formatKAS(sompi: UInt64) -> String {
-        let whole = sompi / sompiPerKAS
-        let fraction = sompi % sompiPerKAS
-        guard fraction > 0 else { return String(whole) }
-        var digits = String(fraction)
-        digits = String(repeating: "0", count: 8 - digits.count) + digits
-        while digits.last == "0" { digits.removeLast() }
-        return "\(whole).\(digits)"
     }
 }

@@ -1,45 +1,15 @@
 import Foundation
+import HeraldTestSupport
 import Testing
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
 
-/// Finds the `herald` binary built beside the test bundle.
-func heraldExecutable() throws -> URL {
-    let beside = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-    let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    let candidates = [
-        beside.appendingPathComponent("herald"),
-        beside.deletingLastPathComponent().appendingPathComponent("herald"),
-        packageRoot.appendingPathComponent(".build/debug/herald"),
-    ]
-    guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) else {
-        throw CLIError("herald binary not found; run `swift build` first (looked in \(candidates.map(\.path)))")
-    }
-    return found
-}
-
-struct CLIError: Error, CustomStringConvertible {
-    var description: String
-    init(_ d: String) { description = d }
-}
-
 /// Runs `herald` with arguments and environment; returns exit code and the JSON line it printed.
 func runHerald(_ arguments: [String], environment: [String: String]) throws -> (Int32, [String: Any]) {
-    let process = Process()
-    process.executableURL = try heraldExecutable()
-    process.arguments = arguments
-    process.environment = environment
-    let out = Pipe()
-    process.standardOutput = out
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    let data = out.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    let line = String(decoding: data, as: UTF8.self).split(separator: "\n").last.map(String.init) ?? ""
-    let json = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any] ?? [:]
-    return (process.terminationStatus, json)
+    let output = try runProcess(try heraldExecutable(), arguments, environment: environment)
+    return (output.status, output.lastJSONLine)
 }
 
 @Suite("herald send against herald mock-apns, as two processes", .serialized)

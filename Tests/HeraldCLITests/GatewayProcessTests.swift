@@ -2,56 +2,12 @@ import Foundation
 import HeraldAPNs
 import HeraldCore
 import HeraldStore
+import HeraldTestSupport
 import Testing
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-
-/// A child `herald` process whose standard error is read as it comes.
-final class HeraldProcess: @unchecked Sendable {
-    let process = Process()
-    private let errors = Pipe()
-    private(set) var log = ""
-
-    init(_ arguments: [String], environment: [String: String], stdout: Pipe? = nil) throws {
-        process.executableURL = try heraldExecutable()
-        process.arguments = arguments
-        var env = ProcessInfo.processInfo.environment
-        for key in env.keys where key.hasPrefix("HERALD_") { env[key] = nil }
-        env.merge(environment) { _, new in new }
-        process.environment = env
-        process.standardError = errors
-        process.standardOutput = stdout ?? FileHandle.nullDevice
-        try process.run()
-    }
-
-    /// Reads the log until `marker` is followed by a port number.
-    func port(after marker: String, timeout: TimeInterval = 30) throws -> Int {
-        let start = Date()
-        while true {
-            if let range = log.range(of: marker), let port = Int(log[range.upperBound...].prefix(while: \.isNumber)) {
-                return port
-            }
-            guard Date().timeIntervalSince(start) < timeout else { throw CLIError("no \(marker) in: \(log)") }
-            let chunk = errors.fileHandleForReading.availableData
-            if chunk.isEmpty { throw CLIError("process exited: \(log)") }
-            log += String(decoding: chunk, as: UTF8.self)
-        }
-    }
-
-    func kill(_ signal: Int32) {
-        Foundation.kill(process.processIdentifier, signal)
-        process.waitUntilExit()
-    }
-
-    /// Everything the process wrote to standard error, once it has exited.
-    func fullLog() -> String {
-        process.waitUntilExit()
-        log += String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        return log
-    }
-}
 
 /// `herald mock-apns` as its own process (it outlives the gateways it serves), and the
 /// `HERALD_APNS_*` environment that points `herald serve` at it.

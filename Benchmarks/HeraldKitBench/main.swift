@@ -1,0 +1,46 @@
+// `heraldkit-bench`: HeraldKit's hot paths in a notification extension (README → Performance).
+//
+//   heraldkit-bench [--seconds 3]
+//
+// Prints one JSON line: Kasia decrypts/s of a 200-byte message, and whole extension runs/s
+// (decode the push JSON, open the inline payload, build title/body and the record).
+// Bounded: each loop stops after `--seconds` or 1,000,000 iterations.
+import Foundation
+import HeraldKit
+
+let seconds = CommandLine.arguments.firstIndex(of: "--seconds").flatMap { Double(CommandLine.arguments[$0 + 1]) } ?? 3
+let cipher = KasiaCipher()
+let key = try cipher.randomPrivateKey()
+let address = try cipher.address(of: key)
+let message = String(repeating: "a", count: 200)
+let sealed = try cipher.encrypt(message, to: address)
+let sender = try cipher.address(of: cipher.randomPrivateKey()).string
+let payload = Hex.encode(KasiaPayload.contextualMessagePayload(alias: "a1b2c3d4e5f6", sealed: sealed))
+let pushJSON = Data(
+    #"{"aps":{"alert":{"title":"New Message","body":"From x"},"mutable-content":1,"content-available":1},"kasia":{"type":"contextual_message","txId":"\#(String(repeating: "ab", count: 32))","sender":"\#(sender)","payload":"\#(payload)","timestamp":1750000000,"daaScore":1}}"#.utf8)
+let contacts = [Contact(address: sender, name: "Alice")]
+let resolver = NotificationContentResolver(cipher: cipher)
+
+/// Runs `body` until the time or count bound; operations per second.
+func measure(_ body: () throws -> Bool) rethrows -> Double {
+    let start = DispatchTime.now().uptimeNanoseconds
+    var count = 0
+    var elapsed: Double = 0
+    while count < 1_000_000 {
+        guard try body() else { fatalError("the benchmark's operation failed") }
+        count += 1
+        if count % 256 == 0 {
+            elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+            if elapsed >= seconds { break }
+        }
+    }
+    elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+    return Double(count) / elapsed
+}
+
+let decrypts = try measure { try cipher.decrypt(sealed, with: key) == message }
+let extensionRuns = try measure {
+    let outcome = resolver.resolve(try HeraldPush(json: pushJSON), contacts: contacts, privateKey: key)
+    return outcome.body == message
+}
+print(#"{"decrypts_per_second":\#(Int(decrypts)),"extension_runs_per_second":\#(Int(extensionRuns)),"message_bytes":200}"#)

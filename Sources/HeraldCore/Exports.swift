@@ -1,0 +1,2 @@
+// Kaspa addresses are part of HeraldCore's vocabulary (watch keys, routes): re-export them.
+@_exported import KasiaProtocol

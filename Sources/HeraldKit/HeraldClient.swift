@@ -1,0 +1,186 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Why a HeraldKit call failed.
+public enum HeraldClientError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// A watch key the builder refused before anything was sent.
+    case invalidWatchKey(field: String, value: String, reason: String)
+    /// Herald answered with an error (SPEC §3's `{"error":{code, message, field}}`).
+    case server(status: Int, code: String, message: String, field: String?)
+    /// No answer: the network or the server is unreachable (after retries).
+    case transport(String)
+    /// An answer HeraldKit does not understand.
+    case invalidResponse(String)
+
+    /// `update` on a token Herald does not know: register instead.
+    public var isNotRegistered: Bool {
+        if case .server(404, _, _, _) = self { return true }
+        return false
+    }
+
+    public var description: String {
+        switch self {
+        case .invalidWatchKey(let field, let value, let reason): "\(field): \(value): \(reason)"
+        case .server(let status, let code, let message, let field): "HTTP \(status) \(code)\(field.map { " (\($0))" } ?? ""): \(message)"
+        case .transport(let m): "transport: \(m)"
+        case .invalidResponse(let m): "invalid response: \(m)"
+        }
+    }
+}
+
+/// What Herald knows of a device (`GET /v1/push/status`).
+public struct RegistrationStatus: Hashable, Sendable {
+    public var registered: Bool
+    public var watchedAddresses: [String]
+    public var lastSeen: Date?
+}
+
+/// Herald's registration API (SPEC §3.1) over URLSession.
+///
+/// Every call here is idempotent (a registration replaces the watch set), so each is retried on
+/// a transport error, 429 (after `Retry-After`) and 500/502/503/504, up to `maximumAttempts`.
+public struct HeraldClient: Sendable {
+    public struct Configuration: Sendable {
+        /// Herald's base URL, e.g. `https://push.example.com`.
+        public var baseURL: URL
+        /// Sent as `Authorization: Bearer` when the app's registration policy needs a key.
+        public var registrationKey: String?
+        /// The app id, when the Herald instance serves several apps.
+        public var app: String?
+        public var maximumAttempts = 3
+        /// The first retry's delay; doubled each time, capped at 30 s like `Retry-After`.
+        public var retryDelay: TimeInterval = 0.5
+
+        public init(baseURL: URL, registrationKey: String? = nil, app: String? = nil) {
+            self.baseURL = baseURL
+            self.registrationKey = registrationKey
+            self.app = app
+        }
+    }
+
+    public let configuration: Configuration
+    public let session: URLSession
+
+    public init(configuration: Configuration, session: URLSession = .shared) {
+        self.configuration = configuration
+        self.session = session
+    }
+
+    /// Registers (or re-registers) a device; returns how many keys Herald watches for it.
+    @discardableResult
+    public func register(
+        deviceToken: String, watchSet: WatchSet, platform: String = "ios", environment: String? = nil, deviceID: String? = nil
+    ) async throws(HeraldClientError) -> Int {
+        var body = Self.watchSetBody(watchSet)
+        body["device_token"] = deviceToken
+        body["platform"] = platform
+        if let environment { body["environment"] = environment }
+        if let deviceID { body["device_id"] = deviceID }
+        let answer = try await send("POST", "v1/push/register", body: body)
+        return try Self.int(answer["watched_addresses"], "watched_addresses")
+    }
+
+    /// Replaces a registered device's watch set; `isNotRegistered` when Herald does not know it.
+    @discardableResult
+    public func update(deviceToken: String, watchSet: WatchSet) async throws(HeraldClientError) -> Int {
+        var body = Self.watchSetBody(watchSet)
+        body["device_token"] = deviceToken
+        let answer = try await send("PUT", "v1/push/update", body: body)
+        return try Self.int(answer["watched_addresses"], "watched_addresses")
+    }
+
+    /// Removes a device (logout, wallet deleted); `false` when Herald did not know it.
+    @discardableResult
+    public func unregister(deviceToken: String) async throws(HeraldClientError) -> Bool {
+        let answer = try await send("DELETE", "v1/push/unregister", body: ["device_token": deviceToken])
+        guard let removed = answer["unregistered"] as? Bool else { throw .invalidResponse("no unregistered") }
+        return removed
+    }
+
+    /// What Herald knows of a device.
+    public func status(deviceToken: String) async throws(HeraldClientError) -> RegistrationStatus {
+        var query = [URLQueryItem(name: "device_token", value: deviceToken)]
+        if let app = configuration.app { query.append(URLQueryItem(name: "app", value: app)) }
+        let answer = try await send("GET", "v1/push/status", query: query)
+        guard let registered = answer["registered"] as? Bool else { throw .invalidResponse("no registered") }
+        let lastSeen = (answer["last_seen"] as? NSNumber).map { Date(timeIntervalSince1970: $0.doubleValue) }
+        return RegistrationStatus(registered: registered, watchedAddresses: answer["watched_addresses"] as? [String] ?? [], lastSeen: lastSeen)
+    }
+
+    static func watchSetBody(_ set: WatchSet) -> [String: Any] {
+        var body: [String: Any] = ["watched_addresses": set.watchedAddresses]
+        if !set.addresses.isEmpty { body["addresses"] = set.addresses }
+        if !set.contextualRoutes.isEmpty {
+            body["contextual_routes"] = set.contextualRoutes.map { ["peer_address": $0.peerAddress, "aliases": $0.aliases] }
+        }
+        return body
+    }
+
+    static func int(_ value: Any?, _ name: String) throws(HeraldClientError) -> Int {
+        guard let n = value as? NSNumber else { throw .invalidResponse("no \(name)") }
+        return n.intValue
+    }
+
+    /// One call with retries; the answer's JSON object.
+    func send(_ method: String, _ path: String, body: [String: Any]? = nil, query: [URLQueryItem] = []) async throws(HeraldClientError) -> [String: Any] {
+        var components = URLComponents(url: configuration.baseURL.appendingPathComponent(path), resolvingAgainstBaseURL: false)
+        if !query.isEmpty { components?.queryItems = query }
+        guard let url = components?.url else { throw .invalidResponse("bad base URL \(configuration.baseURL)") }
+        var request = URLRequest(url: url)
+        request.httpMethod = method
+        request.setValue("application/json", forHTTPHeaderField: "Accept")
+        if let key = configuration.registrationKey { request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization") }
+        if var body {
+            if let app = configuration.app { body["app"] = app }
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            request.httpBody = try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])
+        }
+        var attempt = 0
+        while true {
+            attempt += 1
+            switch await once(request, attempt: attempt) {
+            case .answer(let object):
+                return object
+            case .failed(let error, let retryAfter):
+                guard let retryAfter, attempt < configuration.maximumAttempts else { throw error }
+                try? await Task.sleep(nanoseconds: UInt64(min(retryAfter, 30) * 1_000_000_000))
+            }
+        }
+    }
+
+    enum Outcome {
+        case answer([String: Any])
+        /// `retryAfter` nil: not worth retrying.
+        case failed(HeraldClientError, retryAfter: TimeInterval?)
+    }
+
+    func once(_ request: URLRequest, attempt: Int) async -> Outcome {
+        let data: Data
+        let response: URLResponse
+        do {
+            (data, response) = try await session.data(for: request)
+        } catch {
+            return .failed(.transport(String(describing: error)), retryAfter: backoff(attempt))
+        }
+        guard let http = response as? HTTPURLResponse else { return .failed(.invalidResponse("not HTTP"), retryAfter: nil) }
+        let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
+        if (200..<300).contains(http.statusCode) {
+            guard let object else { return .failed(.invalidResponse("HTTP \(http.statusCode) without a JSON object"), retryAfter: nil) }
+            return .answer(object)
+        }
+        let error = object?["error"] as? [String: Any]
+        let failure = HeraldClientError.server(
+            status: http.statusCode, code: error?["code"] as? String ?? "http_\(http.statusCode)",
+            message: error?["message"] as? String ?? HTTPURLResponse.localizedString(forStatusCode: http.statusCode),
+            field: error?["field"] as? String)
+        guard [429, 500, 502, 503, 504].contains(http.statusCode) else { return .failed(failure, retryAfter: nil) }
+        return .failed(failure, retryAfter: http.value(forHTTPHeaderField: "Retry-After").flatMap(TimeInterval.init) ?? backoff(attempt))
+    }
+
+    private func backoff(_ attempt: Int) -> TimeInterval {
+        configuration.retryDelay * pow(2, Double(attempt - 1))
+    }
+}

@@ -1,0 +1,180 @@
+import Foundation
+
+/// A push Herald sent, decoded from the notification's user info or its raw JSON (SPEC §4, §5).
+public enum HeraldPush: Hashable, Sendable {
+    /// A Kasia transaction (`kasia` dictionary).
+    case kasia(KasiaPush)
+    /// SafeWhisper's silent push: which conversation changed (`c`).
+    case conversation(ConversationPush)
+    /// GhostTalk's session message (`session_id`, `message_id`, …).
+    case session(SessionPush)
+    /// A Claudiator agent event (`session_id`, `device_name`, `event_type`).
+    case agentEvent(AgentEventPush)
+    /// Anything else (a `custom` push): only its alert is known.
+    case other(alert: Alert?)
+
+    /// The visible alert a push carries, if any.
+    public struct Alert: Hashable, Sendable {
+        public var title: String?
+        public var body: String?
+        public init(title: String?, body: String?) {
+            self.title = title
+            self.body = body
+        }
+    }
+
+    /// Decodes `userInfo` as iOS hands it to the app and its extension.
+    public init(userInfo: [AnyHashable: Any]) {
+        var dictionary: [String: Any] = [:]
+        for (key, value) in userInfo { if let key = key as? String { dictionary[key] = value } }
+        self.init(dictionary: dictionary)
+    }
+
+    /// Decodes the push's JSON payload.
+    public init(json: Data) throws(HeraldPushError) {
+        guard let object = try? JSONSerialization.jsonObject(with: json), let dictionary = object as? [String: Any] else {
+            throw .notAJSONObject
+        }
+        self.init(dictionary: dictionary)
+    }
+
+    init(dictionary d: [String: Any]) {
+        let alert = Self.alert(d["aps"])
+        if let kasia = d["kasia"] as? [String: Any], let push = KasiaPush(kasia, alert: alert) {
+            self = .kasia(push)
+        } else if let hash = d["c"] as? String {
+            self = .conversation(ConversationPush(conversationHash: hash))
+        } else if let session = d["session_id"] as? String, let message = d["message_id"] as? String {
+            self = .session(SessionPush(
+                sessionID: session, messageID: message, timestamp: JSONNumber.int64(d["timestamp"]),
+                encrypted: d["encrypted"] as? Bool ?? false, hasAttachment: d["has_attachment"] as? Bool ?? false, alert: alert))
+        } else if let session = d["session_id"] as? String, let event = d["event_type"] as? String {
+            self = .agentEvent(AgentEventPush(sessionID: session, deviceName: d["device_name"] as? String, eventType: event, alert: alert))
+        } else {
+            self = .other(alert: alert)
+        }
+    }
+
+    static func alert(_ aps: Any?) -> Alert? {
+        guard let aps = aps as? [String: Any] else { return nil }
+        if let text = aps["alert"] as? String { return Alert(title: nil, body: text) }
+        guard let alert = aps["alert"] as? [String: Any] else { return nil }
+        return Alert(title: alert["title"] as? String, body: alert["body"] as? String)
+    }
+}
+
+/// Why push JSON did not decode.
+public enum HeraldPushError: Error, Hashable, Sendable {
+    case notAJSONObject
+}
+
+/// The `kasia` dictionary of SPEC §5.
+public struct KasiaPush: Hashable, Sendable {
+    public typealias Kind = KasiaMessageKind
+
+    public var kind: Kind
+    public var txID: String
+    public var sender: String
+    /// Hex of the whole transaction payload; `nil` when too large for a push (fetch by `txID`).
+    public var payloadHex: String?
+    /// Unix seconds.
+    public var timestamp: Int64
+    public var daaScore: UInt64
+    /// Sompi (payments).
+    public var amount: UInt64?
+    /// The gateway's generic alert (shown if the extension cannot do better).
+    public var alert: HeraldPush.Alert?
+
+    public init(
+        kind: Kind, txID: String, sender: String, payloadHex: String?, timestamp: Int64, daaScore: UInt64,
+        amount: UInt64? = nil, alert: HeraldPush.Alert? = nil
+    ) {
+        self.kind = kind
+        self.txID = txID
+        self.sender = sender
+        self.payloadHex = payloadHex
+        self.timestamp = timestamp
+        self.daaScore = daaScore
+        self.amount = amount
+        self.alert = alert
+    }
+
+    init?(_ d: [String: Any], alert: HeraldPush.Alert?) {
+        guard let type = d["type"] as? String, let kind = Kind(rawValue: type),
+            let txID = d["txId"] as? String, let sender = d["sender"] as? String
+        else { return nil }
+        self.init(
+            kind: kind, txID: txID, sender: sender, payloadHex: d["payload"] as? String,
+            timestamp: JSONNumber.int64(d["timestamp"]) ?? 0, daaScore: JSONNumber.uint64(d["daaScore"]) ?? 0,
+            amount: JSONNumber.uint64(d["amount"]), alert: alert)
+    }
+}
+
+/// SafeWhisper's `{"c": first 32 hex of SHA-256(conversation id)}`.
+public struct ConversationPush: Hashable, Sendable {
+    public var conversationHash: String
+    public init(conversationHash: String) { self.conversationHash = conversationHash }
+}
+
+/// GhostTalk's session message push.
+public struct SessionPush: Hashable, Sendable {
+    public var sessionID: String
+    public var messageID: String
+    /// Unix seconds.
+    public var timestamp: Int64?
+    public var encrypted: Bool
+    public var hasAttachment: Bool
+    public var alert: HeraldPush.Alert?
+
+    public init(sessionID: String, messageID: String, timestamp: Int64?, encrypted: Bool, hasAttachment: Bool, alert: HeraldPush.Alert? = nil) {
+        self.sessionID = sessionID
+        self.messageID = messageID
+        self.timestamp = timestamp
+        self.encrypted = encrypted
+        self.hasAttachment = hasAttachment
+        self.alert = alert
+    }
+}
+
+/// Claudiator's agent event push.
+public struct AgentEventPush: Hashable, Sendable {
+    public var sessionID: String
+    public var deviceName: String?
+    /// `Stop` or `Notification`.
+    public var eventType: String
+    public var alert: HeraldPush.Alert?
+
+    public init(sessionID: String, deviceName: String?, eventType: String, alert: HeraldPush.Alert? = nil) {
+        self.sessionID = sessionID
+        self.deviceName = deviceName
+        self.eventType = eventType
+        self.alert = alert
+    }
+}
+
+/// Numbers in user info arrive as NSNumber, Int, Double or (from some bridges) strings.
+enum JSONNumber {
+    static func int64(_ value: Any?) -> Int64? {
+        switch value {
+        case let v as Int64: v
+        case let v as Int: Int64(v)
+        case let v as UInt64: Int64(exactly: v)
+        case let v as Double: Int64(exactly: v.rounded(.towardZero))
+        case let v as NSNumber: v.int64Value
+        case let v as String: Int64(v)
+        default: nil
+        }
+    }
+
+    static func uint64(_ value: Any?) -> UInt64? {
+        switch value {
+        case let v as UInt64: v
+        case let v as Int: UInt64(exactly: v)
+        case let v as Int64: UInt64(exactly: v)
+        case let v as Double: UInt64(exactly: v.rounded(.towardZero))
+        case let v as NSNumber: v.uint64Value
+        case let v as String: UInt64(v)
+        default: nil
+        }
+    }
+}

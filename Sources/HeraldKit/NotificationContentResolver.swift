@@ -1,0 +1,129 @@
+import Foundation
+import KasiaProtocol
+
+/// A contact as the app shares it with its extension.
+public struct Contact: Codable, Hashable, Sendable {
+    public var address: String
+    /// The name the user gave the contact.
+    public var name: String
+    public init(address: String, name: String) {
+        self.address = address
+        self.name = name
+    }
+}
+
+/// What the extension shows, and what it leaves for the app (SPEC §6).
+public struct NotificationOutcome: Hashable, Sendable {
+    public var title: String
+    public var body: String
+    /// What to write to the shared store, if anything.
+    public var record: SharedRecord?
+}
+
+/// What the extension leaves in the shared store for the app.
+public enum SharedRecord: Hashable, Sendable {
+    /// A message the extension opened: kept until the app consumes it.
+    case message(StoredMessage)
+    /// A transaction the app must fetch and open itself (no inline payload, or it did not open).
+    case pendingFetch(PendingFetch)
+}
+
+/// A decrypted Kasia message, kept only until the app consumes it.
+public struct StoredMessage: Codable, Hashable, Sendable {
+    public var txID: String
+    public var sender: String
+    public var kind: String
+    /// The decrypted text (for files, the file's JSON).
+    public var plaintext: String
+    /// Unix seconds.
+    public var timestamp: Int64
+    public init(txID: String, sender: String, kind: String, plaintext: String, timestamp: Int64) {
+        self.txID = txID
+        self.sender = sender
+        self.kind = kind
+        self.plaintext = plaintext
+        self.timestamp = timestamp
+    }
+}
+
+/// A transaction the app fetches by id.
+public struct PendingFetch: Codable, Hashable, Sendable {
+    public var txID: String
+    public var sender: String
+    public var kind: String
+    /// Unix seconds.
+    public var timestamp: Int64
+    public init(txID: String, sender: String, kind: String, timestamp: Int64) {
+        self.txID = txID
+        self.sender = sender
+        self.kind = kind
+        self.timestamp = timestamp
+    }
+}
+
+/// The Notification Service Extension's logic as a pure function: push + contacts + key →
+/// title, body and what to store (reference/kasia-push-plan.md phase 3).
+public struct NotificationContentResolver: Sendable {
+    public let cipher: KasiaCipher
+
+    public init(cipher: KasiaCipher) {
+        self.cipher = cipher
+    }
+
+    /// Resolves a push. Non-Kasia pushes keep their alert and store nothing: their content is
+    /// fetched by the app (SafeWhisper, GhostTalk) or is already in the alert (Claudiator).
+    public func resolve(_ push: HeraldPush, contacts: [Contact], privateKey: KasiaPrivateKey?) -> NotificationOutcome {
+        switch push {
+        case .kasia(let kasia):
+            return resolve(kasia, contacts: contacts, privateKey: privateKey)
+        case .session(let p): return NotificationOutcome(title: p.alert?.title ?? "", body: p.alert?.body ?? "", record: nil)
+        case .agentEvent(let p): return NotificationOutcome(title: p.alert?.title ?? "", body: p.alert?.body ?? "", record: nil)
+        case .other(let alert): return NotificationOutcome(title: alert?.title ?? "", body: alert?.body ?? "", record: nil)
+        case .conversation: return NotificationOutcome(title: "", body: "", record: nil)
+        }
+    }
+
+    /// Resolves a Kasia push: the contact's name (or the short address), the decrypted text
+    /// when the inline payload opens with `privateKey`, else a pending-fetch entry.
+    public func resolve(_ push: KasiaPush, contacts: [Contact], privateKey: KasiaPrivateKey?) -> NotificationOutcome {
+        let name = contacts.first(where: { $0.address == push.sender })?.name ?? KasiaText.shortAddress(push.sender)
+        let plaintext = open(push, privateKey: privateKey)
+        let record: SharedRecord =
+            if let plaintext {
+                .message(StoredMessage(txID: push.txID, sender: push.sender, kind: push.kind.rawValue, plaintext: plaintext, timestamp: push.timestamp))
+            } else {
+                .pendingFetch(PendingFetch(txID: push.txID, sender: push.sender, kind: push.kind.rawValue, timestamp: push.timestamp))
+            }
+        switch push.kind {
+        case .handshake:
+            return NotificationOutcome(title: "New Contact Request", body: "From \(name)", record: record)
+        case .payment:
+            let body = push.amount.map { "\(KasiaText.kas(sompi: $0)) KAS from \(name)" } ?? "Payment from \(name)"
+            return NotificationOutcome(title: "Payment Received", body: body, record: record)
+        case .contextualMessage:
+            return NotificationOutcome(title: name, body: plaintext.map(Self.messageBody) ?? "New message", record: record)
+        }
+    }
+
+    /// The inline payload's plaintext, if it is the operation the push says and opens with the key.
+    func open(_ push: KasiaPush, privateKey: KasiaPrivateKey?) -> String? {
+        guard let privateKey, let hex = push.payloadHex, let payload = KasiaPayload(hex: hex) else { return nil }
+        switch (push.kind, payload) {
+        case (.handshake, .handshake), (.handshake, .legacy), (.payment, .payment), (.contextualMessage, .contextualMessage):
+            guard let sealed = payload.sealed else { return nil }
+            return try? cipher.decrypt(sealed, with: privateKey)
+        default:
+            return nil
+        }
+    }
+
+    /// A message's body line: the text, "Voice message" for audio, the file name for files.
+    static func messageBody(_ plaintext: String) -> String {
+        if plaintext.hasPrefix("aud:") { return "Voice message" }
+        guard plaintext.hasPrefix("{"), let object = try? JSONSerialization.jsonObject(with: Data(plaintext.utf8)) as? [String: Any],
+            object["type"] as? String == "file"
+        else { return plaintext }
+        if let mime = object["mimeType"] as? String, mime.lowercased().hasPrefix("audio/") { return "Voice message" }
+        return object["name"] as? String ?? "File"
+    }
+}

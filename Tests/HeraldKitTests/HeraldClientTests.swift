@@ -1,0 +1,187 @@
+import Foundation
+import HeraldKit
+import HeraldTestSupport
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// HeraldClient against a real `herald serve` (SQLite file, built-in APNs simulator).
+@Suite(.serialized) struct HeraldClientTests {
+    struct Served {
+        let process: HeraldProcess
+        let api: URL
+        let control: String
+        let directory: URL
+
+        static func start(_ environment: [String: String] = [:]) throws -> Served {
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("heraldkit-\(UUID())")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            var env = [
+                "HERALD_DATABASE_URL": "sqlite:" + directory.appendingPathComponent("herald.sqlite").path, "HERALD_HTTP_PORT": "0",
+                "HERALD_PUBLISH_KEYS": "publisher-key",
+            ]
+            env.merge(environment) { _, new in new }
+            let process = try HeraldProcess(["serve"], environment: env)
+            return Served(
+                process: process, api: URL(string: "http://127.0.0.1:\(try process.port(after: "listening on 127.0.0.1:"))")!,
+                control: "http://127.0.0.1:\(try process.port(after: "control=http://127.0.0.1:"))", directory: directory)
+        }
+
+        func stop() {
+            process.kill(SIGTERM)
+            try? FileManager.default.removeItem(at: directory)
+        }
+    }
+
+    let cipher = KasiaCipher()
+    static let token = String(repeating: "5a", count: 32)
+
+    @Test func registerStatusUpdateUnregister() async throws {
+        let served = try Served.start()
+        defer { served.stop() }
+        let client = HeraldClient(configuration: .init(baseURL: served.api))
+        let me = try cipher.address(of: cipher.randomPrivateKey()).string
+        let alice = try cipher.address(of: cipher.randomPrivateKey()).string
+        let bob = try cipher.address(of: cipher.randomPrivateKey()).string
+
+        var builder = WatchSetBuilder()
+        builder.addOwnAddress(me)
+        builder.addContact(alice, aliases: ["a1b2c3d4e5f6"])
+        builder.addContact(alice)  // twice: merged
+        let set = try builder.build()
+        #expect(try await client.register(deviceToken: Self.token, watchSet: set) == 2)
+
+        var status = try await client.status(deviceToken: Self.token)
+        #expect(status.registered)
+        #expect(Set(status.watchedAddresses) == [me, alice])
+        let lastSeen = try #require(status.lastSeen)
+        #expect(abs(lastSeen.timeIntervalSinceNow) < 60)
+
+        builder.addContact(bob)
+        #expect(try await client.update(deviceToken: Self.token, watchSet: try builder.build()) == 3)
+        status = try await client.status(deviceToken: Self.token)
+        #expect(Set(status.watchedAddresses) == [me, alice, bob])
+
+        #expect(try await client.unregister(deviceToken: Self.token))
+        #expect(try await client.unregister(deviceToken: Self.token) == false)
+        status = try await client.status(deviceToken: Self.token)
+        #expect(!status.registered && status.watchedAddresses.isEmpty && status.lastSeen == nil)
+
+        // Updating a device Herald does not know is a typed 404.
+        do {
+            try await client.update(deviceToken: Self.token, watchSet: set)
+            Issue.record("update of an unknown device succeeded")
+        } catch {
+            #expect(error.isNotRegistered)
+        }
+        // Herald's 400 names the field at fault.
+        do {
+            try await client.register(deviceToken: "not-hex", watchSet: set)
+            Issue.record("a bad token was accepted")
+        } catch {
+            guard case .server(400, _, _, let field) = error else { Issue.record("\(error)"); return }
+            #expect(field == "device_token")
+        }
+    }
+
+    /// What the gateway renders for a Kasia payment, HeraldKit decodes and opens.
+    @Test func aPushFromTheGatewayOpensInTheExtensionLogic() async throws {
+        let served = try Served.start()
+        defer { served.stop() }
+        let key = try cipher.randomPrivateKey()
+        let me = try cipher.address(of: key)
+        let sender = try cipher.address(of: cipher.randomPrivateKey()).string
+        var builder = WatchSetBuilder()
+        builder.addOwnAddress(me.string)
+        try await HeraldClient(configuration: .init(baseURL: served.api)).register(deviceToken: Self.token, watchSet: try builder.build())
+
+        let memo = #"{"type":"payment","message":"for lunch","amount":1.5,"timestamp":1750000000000,"version":1}"#
+        let payload = Hex.encode(KasiaPayload.paymentPayload(sealed: try cipher.encrypt(memo, to: me)))
+        let txID = String(repeating: "ab", count: 32)
+        var request = URLRequest(url: served.api.appendingPathComponent("v1/events"))
+        request.httpMethod = "POST"
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.setValue("Bearer publisher-key", forHTTPHeaderField: "Authorization")
+        request.httpBody = try JSONSerialization.data(withJSONObject: [
+            "template": "kasia.payment",
+            "fields": ["tx_id": txID, "sender": sender, "recipient": me.string, "payload": payload, "timestamp": 1_750_000_000, "daa_score": 42, "amount": 150_000_000],
+        ])
+        let (_, response) = try await URLSession.shared.data(for: request)
+        #expect((response as? HTTPURLResponse)?.statusCode == 202)
+
+        var pushJSON: String?
+        for _ in 0..<100 where pushJSON == nil {
+            let (data, _) = try await URLSession.shared.data(from: URL(string: served.control + "/notifications?token=" + Self.token)!)
+            let list = (try JSONSerialization.jsonObject(with: data) as? [String: Any])?["notifications"] as? [[String: Any]] ?? []
+            pushJSON = list.first?["payload"] as? String
+            if pushJSON == nil { try await Task.sleep(nanoseconds: 100_000_000) }
+        }
+        let push = try HeraldPush(json: Data(try #require(pushJSON).utf8))
+        guard case .kasia(let kasia) = push else { Issue.record("not a Kasia push: \(push)"); return }
+        #expect(kasia.txID == txID && kasia.amount == 150_000_000 && kasia.payloadHex == payload)
+        let outcome = NotificationContentResolver(cipher: cipher).resolve(push, contacts: [Contact(address: sender, name: "Carol")], privateKey: key)
+        #expect(outcome.title == "Payment Received")
+        #expect(outcome.body == "1.5 KAS from Carol")
+        #expect(outcome.record == .message(StoredMessage(txID: txID, sender: sender, kind: "payment", plaintext: memo, timestamp: 1_750_000_000)))
+    }
+
+    @Test func registrationKeysAndUnreachableServers() async throws {
+        let served = try Served.start(["HERALD_REGISTRATION_KEYS": "device-key"])
+        defer { served.stop() }
+        var builder = WatchSetBuilder()
+        builder.addKey("session:demo")
+        let set = try builder.build()
+        do {
+            try await HeraldClient(configuration: .init(baseURL: served.api)).register(deviceToken: Self.token, watchSet: set)
+            Issue.record("registered without the key")
+        } catch {
+            guard case .server(401, _, _, _) = error else { Issue.record("\(error)"); return }
+        }
+        #expect(try await HeraldClient(configuration: .init(baseURL: served.api, registrationKey: "device-key")).register(deviceToken: Self.token, watchSet: set) == 1)
+
+        // Nothing listens here: retried, then a transport error.
+        var config = HeraldClient.Configuration(baseURL: URL(string: "http://127.0.0.1:9")!)
+        config.retryDelay = 0.01
+        let started = Date()
+        do {
+            _ = try await HeraldClient(configuration: config).status(deviceToken: Self.token)
+            Issue.record("a closed port answered")
+        } catch {
+            guard case .transport = error else { Issue.record("\(error)"); return }
+        }
+        #expect(Date().timeIntervalSince(started) < 10)
+    }
+
+    @Test func theBuilderRefusesBadAddressesAndLimits() throws {
+        var builder = WatchSetBuilder()
+        builder.addOwnAddress("kaspa:qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqkx9awp4e")
+        builder.addContact("kaspa:qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqkx9awp4f")  // checksum off by one
+        #expect(throws: HeraldClientError.self) { try builder.build() }
+        do {
+            _ = try builder.build()
+        } catch {
+            guard case .invalidWatchKey(let field, _, let reason) = error else { Issue.record("\(error)"); return }
+            #expect(field == "contacts[0]" && reason.contains("checksum"))
+        }
+        var crowded = WatchSetBuilder()
+        crowded.addContact("kaspa:qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqkx9awp4e", aliases: (0..<101).map { String(format: "%012x", $0) })
+        #expect(throws: HeraldClientError.self) { try crowded.build() }
+        var many = WatchSetBuilder()
+        for i in 0..<1001 { many.addKey("session:\(i)") }
+        #expect(throws: HeraldClientError.self) { try many.build() }
+        // Own address first, then contacts, no duplicates; routes merged per contact.
+        var ok = WatchSetBuilder()
+        let a = "kaspa:qp0l70zd5x85ttwd6jv7g3s3a8llzj96d8dncn4zmhv4tlzx5k2jyqh70xmfj"
+        let zero = "kaspa:qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqkx9awp4e"
+        ok.addOwnAddress(zero)
+        ok.addContact(a, aliases: ["x"])
+        ok.addContact(zero)
+        ok.addContact(a, aliases: ["y", "x"])
+        let set = try ok.build()
+        #expect(set.watchedAddresses == [zero, a])
+        #expect(set.addresses == [zero])
+        #expect(set.contextualRoutes == [WatchSet.Route(peerAddress: a, aliases: ["x", "y"])])
+    }
+}

@@ -1,0 +1,120 @@
+import Foundation
+
+/// Finds an executable of this package built beside the test bundle (`swift build --build-tests`
+/// builds them all).
+public func builtExecutable(_ name: String) throws -> URL {
+    let beside = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    let candidates = [
+        beside.appendingPathComponent(name),
+        beside.deletingLastPathComponent().appendingPathComponent(name),
+        packageRoot.appendingPathComponent(".build/debug/" + name),
+    ]
+    guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) else {
+        throw CLIError("\(name) binary not found; run `swift build` first (looked in \(candidates.map(\.path)))")
+    }
+    return found
+}
+
+/// The `herald` binary built beside the test bundle.
+public func heraldExecutable() throws -> URL {
+    try builtExecutable("herald")
+}
+
+/// What a finished child process printed.
+public struct ProcessOutput: Sendable {
+    public var status: Int32
+    public var stdout: Data
+    public var stderr: Data
+    /// The last line of standard output as a JSON object (empty if it is not one).
+    public var lastJSONLine: [String: Any] {
+        let line = String(decoding: stdout, as: UTF8.self).split(separator: "\n").last.map(String.init) ?? ""
+        return (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any] ?? [:]
+    }
+}
+
+/// Runs a program to completion with `input` on its standard input.
+public func runProcess(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil, input: Data = Data()) throws -> ProcessOutput {
+    let process = Process()
+    process.executableURL = executable
+    process.arguments = arguments
+    if let environment { process.environment = environment }
+    let stdin = Pipe(), stdout = Pipe(), stderr = Pipe()
+    process.standardInput = stdin
+    process.standardOutput = stdout
+    process.standardError = stderr
+    try process.run()
+    // Drain stderr concurrently so a chatty child never blocks on a full pipe.
+    let errors = ErrorsReader(stderr.fileHandleForReading)
+    try stdin.fileHandleForWriting.write(contentsOf: input)
+    try stdin.fileHandleForWriting.close()
+    let output = stdout.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return ProcessOutput(status: process.terminationStatus, stdout: output, stderr: errors.wait())
+}
+
+private final class ErrorsReader: @unchecked Sendable {
+    private var data = Data()
+    private let done = DispatchSemaphore(value: 0)
+    init(_ handle: FileHandle) {
+        Thread.detachNewThread { [self] in
+            data = handle.readDataToEndOfFile()
+            done.signal()
+        }
+    }
+    func wait() -> Data {
+        done.wait()
+        return data
+    }
+}
+
+public struct CLIError: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ d: String) { description = d }
+}
+
+/// A child `herald` process whose standard error is read as it comes.
+public final class HeraldProcess: @unchecked Sendable {
+    public let process = Process()
+    private let errors = Pipe()
+    public private(set) var log = ""
+
+    public init(_ arguments: [String], environment: [String: String], stdout: Pipe? = nil) throws {
+        process.executableURL = try heraldExecutable()
+        process.arguments = arguments
+        var env = ProcessInfo.processInfo.environment
+        for key in env.keys where key.hasPrefix("HERALD_") { env[key] = nil }
+        env.merge(environment) { _, new in new }
+        process.environment = env
+        process.standardError = errors
+        process.standardOutput = stdout ?? FileHandle.nullDevice
+        try process.run()
+    }
+
+    /// Reads the log until `marker` is followed by a port number.
+    public func port(after marker: String, timeout: TimeInterval = 30) throws -> Int {
+        let start = Date()
+        while true {
+            if let range = log.range(of: marker), let port = Int(log[range.upperBound...].prefix(while: \.isNumber)) {
+                return port
+            }
+            guard Date().timeIntervalSince(start) < timeout else { throw CLIError("no \(marker) in: \(log)") }
+            let chunk = errors.fileHandleForReading.availableData
+            if chunk.isEmpty { throw CLIError("process exited: \(log)") }
+            log += String(decoding: chunk, as: UTF8.self)
+        }
+    }
+
+    public func kill(_ signal: Int32) {
+        Foundation.kill(process.processIdentifier, signal)
+        process.waitUntilExit()
+    }
+
+    /// Everything the process wrote to standard error, once it has exited.
+    public func fullLog() -> String {
+        process.waitUntilExit()
+        log += String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        return log
+    }
+}
+
