@@ -80,7 +80,7 @@ public final class APNsClient: Sendable {
         var unprocessedRetries = 0
         let apnsIDString = notification.apnsID.uuidString.lowercased()
         while true {
-            let token = tokens.currentToken()
+            let token = await tokens.currentToken()
             let request = Self.makeRequest(notification, apnsID: apnsIDString, authorization: token.authorizationHeader)
             let response: APNsHTTPResponse
             do {

@@ -58,7 +58,20 @@ public struct APNsProviderToken: Sendable, Hashable {
     }
 }
 
-/// One provider token per key, shared by every connection of that key.
+/// Where several Herald instances with the same key agree on one provider token, so that N
+/// instances mint no more than one: Apple answers `TooManyProviderTokenUpdates` otherwise.
+public protocol APNsProviderTokenLedger: Sendable {
+    /// In one transaction: the key's shared token while it is good — younger than
+    /// `refreshAfter` and not `rejected`, or younger than `minimumAge` regardless — else a new
+    /// one, `mint(iat)`, stored and returned. `minted` says which.
+    func providerToken(
+        teamID: String, keyID: String, now: Date, refreshAfter: Duration, minimumAge: Duration, rejected: String?,
+        mint: @Sendable (Date) -> String
+    ) async throws -> (jwt: String, issuedAt: Date, minted: Bool)
+}
+
+/// One provider token per key, shared by every connection of that key — and, with a ledger,
+/// by every Herald instance using the key.
 ///
 /// Refreshes at `refreshInterval` (50 minutes) and never mints more often than
 /// `minimumInterval` (20 minutes), even when APNs refuses the token: Apple answers
@@ -67,46 +80,104 @@ public final class APNsProviderTokenSource: Sendable {
     public let key: APNsSigningKey
     public let refreshInterval: Duration
     public let minimumInterval: Duration
+    public let ledger: (any APNsProviderTokenLedger)?
     private let now: @Sendable () -> Date
+    private let onLedgerError: @Sendable (any Error) -> Void
 
     private struct State {
         var current: APNsProviderToken?
         var refreshRequested = false
         var minted = 0
+        /// The one ledger read in flight; every sender waits for it.
+        var pending: Task<APNsProviderToken, Never>?
     }
     private let state = Mutex(State())
 
-    /// - Parameter now: the clock; tests inject one.
+    /// - Parameters:
+    ///   - ledger: where instances share the token (the store); `nil` mints locally.
+    ///   - now: the clock; tests inject one.
     public init(
         key: APNsSigningKey,
         refreshInterval: Duration = .seconds(50 * 60),
         minimumInterval: Duration = .seconds(20 * 60),
-        now: @escaping @Sendable () -> Date = { Date() }
+        ledger: (any APNsProviderTokenLedger)? = nil,
+        now: @escaping @Sendable () -> Date = { Date() },
+        onLedgerError: @escaping @Sendable (any Error) -> Void = { _ in }
     ) {
         self.key = key
         self.refreshInterval = refreshInterval
         self.minimumInterval = minimumInterval
+        self.ledger = ledger
         self.now = now
+        self.onLedgerError = onLedgerError
     }
 
-    /// How many tokens this source has minted.
+    /// How many tokens this source has minted (not counting ones adopted from the ledger).
     public var mintedCount: Int { state.withLock { $0.minted } }
 
-    /// The token to send now, minting one when there is none, it is 50 minutes old, or a
-    /// refresh was requested and the 20-minute floor allows it.
-    public func currentToken() -> APNsProviderToken {
+    /// The token to send now, minting one (or adopting the ledger's) when there is none, it is
+    /// 50 minutes old, or a refresh was requested and the 20-minute floor allows it.
+    public func currentToken() async -> APNsProviderToken {
         let now = self.now()
-        return state.withLock { state in
+        enum Step { case use(APNsProviderToken), wait(Task<APNsProviderToken, Never>) }
+        let step: Step = state.withLock { state in
+            var rejected: String?
             if let current = state.current {
                 let age = now.timeIntervalSince(current.issuedAt)
                 let due = age >= refreshInterval.seconds || (state.refreshRequested && age >= minimumInterval.seconds)
-                if !due { return current }
+                if !due { return .use(current) }
+                if state.refreshRequested { rejected = current.jwt }
             }
-            let token = APNsProviderToken(jwt: key.makeToken(issuedAt: now), issuedAt: now)
-            state.current = token
-            state.refreshRequested = false
-            state.minted += 1
-            return token
+            if let pending = state.pending { return .wait(pending) }
+            guard let ledger else {
+                let token = mintLocally(at: now, &state)
+                return .use(token)
+            }
+            let fallback = state.current
+            let task = Task { [self] in
+                await self.adopt(from: ledger, now: now, rejected: rejected, fallback: fallback)
+            }
+            state.pending = task
+            return .wait(task)
+        }
+        switch step {
+        case .use(let token): return token
+        case .wait(let task): return await task.value
+        }
+    }
+
+    private func mintLocally(at now: Date, _ state: inout State) -> APNsProviderToken {
+        let iat = Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down))
+        let token = APNsProviderToken(jwt: key.makeToken(issuedAt: iat), issuedAt: iat)
+        state.current = token
+        state.refreshRequested = false
+        state.minted += 1
+        return token
+    }
+
+    /// Reads (or mints into) the ledger. If the ledger is unreachable, keeps a token younger
+    /// than an hour (Apple's limit), else mints locally: pushes go on while the database is down.
+    private func adopt(from ledger: any APNsProviderTokenLedger, now: Date, rejected: String?, fallback: APNsProviderToken?) async -> APNsProviderToken {
+        let key = self.key
+        do {
+            let shared = try await ledger.providerToken(
+                teamID: key.teamID, keyID: key.keyID, now: now, refreshAfter: refreshInterval, minimumAge: minimumInterval,
+                rejected: rejected, mint: { key.makeToken(issuedAt: $0) })
+            let token = APNsProviderToken(jwt: shared.jwt, issuedAt: shared.issuedAt)
+            return state.withLock { state in
+                state.current = token
+                state.refreshRequested = false
+                state.pending = nil
+                if shared.minted { state.minted += 1 }
+                return token
+            }
+        } catch {
+            onLedgerError(error)
+            return state.withLock { state in
+                state.pending = nil
+                if let fallback, now.timeIntervalSince(fallback.issuedAt) < 3_600, fallback.jwt != rejected { return fallback }
+                return mintLocally(at: now, &state)
+            }
         }
     }
 

@@ -60,9 +60,13 @@ struct ServeCommand: AsyncParsableCommand {
             let client: APNsClient
             let topic: String
             if let apns = app.apns {
+                // The store is the ledger: every instance on this database sends the same JWT per key.
+                let apnsLogger = Logger(label: "herald.apns")
+                let tokens = APNsProviderTokenSource(
+                    key: try apns.loadSigningKey(), ledger: store,
+                    onLedgerError: { apnsLogger.warning("shared provider token unavailable, using a local one", metadata: ["error": "\($0)"]) })
                 client = try APNsClient(
-                    configuration: apns.clientConfiguration(), tokens: APNsProviderTokenSource(key: try apns.loadSigningKey()),
-                    eventLoopGroup: group, logger: Logger(label: "herald.apns"))
+                    configuration: apns.clientConfiguration(), tokens: tokens, eventLoopGroup: group, logger: apnsLogger)
                 topic = apns.topic
             } else {
                 client = try APNsClient(

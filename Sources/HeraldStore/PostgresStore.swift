@@ -218,6 +218,35 @@ public final class PostgresStore: Store {
         return nil
     }
 
+    // MARK: APNs provider tokens
+
+    public func providerToken(
+        teamID: String, keyID: String, now: Date, refreshAfter: Duration, minimumAge: Duration, rejected: String?,
+        mint: @Sendable (Date) -> String
+    ) async throws -> (jwt: String, issuedAt: Date, minted: Bool) {
+        try await client.withTransaction(logger: logger) { db in
+            // The row may not exist yet: lock the key itself, so instances decide one at a time.
+            try await db.query("SELECT pg_advisory_xact_lock(\(Self.providerTokenLock), hashtext(\(teamID + "." + keyID)))", logger: logger)
+            let rows = try await db.query(
+                "SELECT jwt, issued_at FROM apns_provider_tokens WHERE team_id = \(teamID) AND key_id = \(keyID)", logger: logger)
+            for try await (jwt, issuedAt) in rows.decode((String, Int64).self)
+            where ProviderTokenRule.keeps(issuedAt: issuedAt, jwt: jwt, now: now, refreshAfter: refreshAfter, minimumAge: minimumAge, rejected: rejected) {
+                return (jwt, Date(timeIntervalSince1970: Double(issuedAt)), false)
+            }
+            let iat = ProviderTokenRule.issuedAt(now)
+            let jwt = mint(Date(timeIntervalSince1970: Double(iat)))
+            try await db.query(
+                """
+                INSERT INTO apns_provider_tokens (team_id, key_id, jwt, issued_at) VALUES (\(teamID), \(keyID), \(jwt), \(iat))
+                ON CONFLICT (team_id, key_id) DO UPDATE SET jwt = excluded.jwt, issued_at = excluded.issued_at
+                """, logger: logger)
+            return (jwt, Date(timeIntervalSince1970: Double(iat)), true)
+        }
+    }
+
+    /// The first half of the advisory lock key for provider tokens ("APNS").
+    static let providerTokenLock: Int32 = 0x4150_4E53
+
     // MARK: Outbox
 
     public func claimDue(app: String, limit: Int, now: Date, lease: Duration) async throws -> [ClaimedDelivery] {

@@ -230,6 +230,31 @@ public final class SQLiteStore: Store {
         }
     }
 
+    // MARK: APNs provider tokens
+
+    public func providerToken(
+        teamID: String, keyID: String, now: Date, refreshAfter: Duration, minimumAge: Duration, rejected: String?,
+        mint: @Sendable (Date) -> String
+    ) async throws -> (jwt: String, issuedAt: Date, minted: Bool) {
+        // A write transaction holds SQLite's write lock: other processes on the file wait.
+        try await pool.write { db in
+            if let row = try Row.fetchOne(
+                db, sql: "SELECT jwt, issued_at FROM apns_provider_tokens WHERE team_id = ? AND key_id = ?", arguments: [teamID, keyID]),
+                ProviderTokenRule.keeps(issuedAt: row["issued_at"], jwt: row["jwt"], now: now, refreshAfter: refreshAfter, minimumAge: minimumAge, rejected: rejected)
+            {
+                return (row["jwt"], Date(timeIntervalSince1970: Double(row["issued_at"] as Int64)), false)
+            }
+            let iat = ProviderTokenRule.issuedAt(now)
+            let jwt = mint(Date(timeIntervalSince1970: Double(iat)))
+            try db.execute(
+                sql: """
+                    INSERT INTO apns_provider_tokens (team_id, key_id, jwt, issued_at) VALUES (?, ?, ?, ?)
+                    ON CONFLICT (team_id, key_id) DO UPDATE SET jwt = excluded.jwt, issued_at = excluded.issued_at
+                    """, arguments: [teamID, keyID, jwt, iat])
+            return (jwt, Date(timeIntervalSince1970: Double(iat)), true)
+        }
+    }
+
     // MARK: Outbox
 
     public func claimDue(app: String, limit: Int, now: Date, lease: Duration) async throws -> [ClaimedDelivery] {

@@ -2,7 +2,7 @@
 /// PostgreSQL runs as well (its store maps INTEGER PRIMARY KEY to BIGSERIAL and BLOB to BYTEA).
 enum Schema {
     /// Every version, in order; both stores apply the ones a database lacks.
-    static let versions: [(String, String)] = [("v1", v1), ("v2", v2)]
+    static let versions: [(String, String)] = [("v1", v1), ("v2", v2), ("v3", v3)]
 
     static let v1 = """
         CREATE TABLE apps (
@@ -81,5 +81,16 @@ enum Schema {
         CREATE INDEX deliveries_app_due ON deliveries (app_id, state, next_attempt_at);
         CREATE INDEX deliveries_app_lease ON deliveries (app_id, state, lease_until);
         DROP INDEX deliveries_lease;
+        """
+
+    /// One APNs provider token per key, shared by every instance on this database.
+    static let v3 = """
+        CREATE TABLE apns_provider_tokens (
+          team_id TEXT NOT NULL,
+          key_id TEXT NOT NULL,
+          jwt TEXT NOT NULL,
+          issued_at BIGINT NOT NULL,
+          PRIMARY KEY (team_id, key_id)
+        );
         """
 }

@@ -120,7 +120,8 @@ public struct StoreStats: Hashable, Sendable {
 }
 
 /// Herald's durable state. Every method is one transaction: it happens whole or not at all.
-public protocol Store: Sendable {
+/// It is also the ledger where instances share each key's APNs provider token.
+public protocol Store: APNsProviderTokenLedger {
     /// Brings the schema to the current version.
     func migrate() async throws
 
@@ -168,4 +169,15 @@ extension Store {
     public func register(_ registration: Registration, now: Date) async throws -> DeviceRecord {
         try await register([registration], now: now)[0]
     }
+}
+
+/// The ledger's rule, the same on every backend: keep the shared token while it is good.
+enum ProviderTokenRule {
+    static func keeps(issuedAt: Int64, jwt: String, now: Date, refreshAfter: Duration, minimumAge: Duration, rejected: String?) -> Bool {
+        let age = now.timeIntervalSince1970 - Double(issuedAt)
+        return age < minimumAge.seconds || (age < refreshAfter.seconds && jwt != rejected)
+    }
+
+    /// `iat` in whole seconds, as the JWT carries it.
+    static func issuedAt(_ now: Date) -> Int64 { Int64(now.timeIntervalSince1970.rounded(.down)) }
 }

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import HeraldAPNs
+import HeraldTestSupport
 import Testing
 
 @Suite("ES256 provider tokens")
@@ -23,34 +24,34 @@ struct ProviderTokenTests {
     }
 
     @Test("one token until 50 minutes, then exactly one more")
-    func refreshAtFiftyMinutes() {
+    func refreshAtFiftyMinutes() async {
         let clock = TestClock()
         let source = APNsProviderTokenSource(key: key, now: clock.now)
-        let first = source.currentToken()
-        for _ in 0..<1_000 { #expect(source.currentToken() == first) }
+        let first = await source.currentToken()
+        for _ in 0..<1_000 { #expect(await source.currentToken() == first) }
         clock.advance(by: 49 * 60)
-        #expect(source.currentToken() == first)
+        #expect(await source.currentToken() == first)
         clock.advance(by: 2 * 60)
-        let second = source.currentToken()
+        let second = await source.currentToken()
         #expect(second != first)
-        #expect(source.currentToken() == second)
+        #expect(await source.currentToken() == second)
         #expect(source.mintedCount == 2)
     }
 
     @Test("a refused token is replaced only once the 20-minute floor has passed")
-    func twentyMinuteFloor() {
+    func twentyMinuteFloor() async {
         let clock = TestClock()
         let source = APNsProviderTokenSource(key: key, now: clock.now)
-        let first = source.currentToken()
+        let first = await source.currentToken()
         clock.advance(by: 5 * 60)
         #expect(source.refreshRequested(after: first) == false)
-        #expect(source.currentToken() == first)
+        #expect(await source.currentToken() == first)
         clock.advance(by: 16 * 60)
         // The earlier request still stands: now past 20 minutes, the next call mints.
-        let second = source.currentToken()
+        let second = await source.currentToken()
         #expect(second != first)
         #expect(source.refreshRequested(after: second) == false)
-        #expect(source.currentToken() == second)
+        #expect(await source.currentToken() == second)
         #expect(source.mintedCount == 2)
     }
 

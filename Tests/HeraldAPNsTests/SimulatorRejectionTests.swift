@@ -121,7 +121,7 @@ struct SimulatorRejectionTests {
             #expect(try await client.send(alert(validToken)).action == .done)
             let kit = TokenKit(fixtureKey: f.key, otherKey: f.otherKey, privateKey: f.privateKey)
             var headers = HPACKHeaders()
-            headers.add(name: "authorization", value: client.tokens.currentToken().authorizationHeader)
+            headers.add(name: "authorization", value: await client.tokens.currentToken().authorizationHeader)
             headers.add(name: "apns-topic", value: SimulatorFixture.topic)
             headers.add(name: "apns-push-type", value: "alert")
             headers.add(name: "apns-priority", value: "10")

@@ -5,14 +5,8 @@ import HeraldAPNsSimulator
 import NIOCore
 import NIOPosix
 import Synchronization
+import HeraldTestSupport
 import Testing
-
-/// A clock tests move by hand.
-final class TestClock: Sendable {
-    private let offset = Mutex<TimeInterval>(0)
-    func advance(by seconds: TimeInterval) { offset.withLock { $0 += seconds } }
-    var now: @Sendable () -> Date { { [self] in Date().addingTimeInterval(offset.withLock { $0 }) } }
-}
 
 /// A running simulator on 127.0.0.1 with one trusted key, and clients that trust it.
 struct SimulatorFixture {

@@ -45,6 +45,12 @@ struct MockAPNsProcess {
         return (try JSONSerialization.jsonObject(with: data) as? [String: Any])?["accepted"] as? Int ?? 0
     }
 
+    /// Distinct provider tokens (JWTs) the simulator has seen, per key id.
+    func providerTokens() async throws -> [String: Int] {
+        let (_, data) = try await http("GET", control + "/stats")
+        return (try JSONSerialization.jsonObject(with: data) as? [String: Any])?["provider_tokens"] as? [String: Int] ?? [:]
+    }
+
     /// Every push it recorded: the distinct tokens and the total.
     func delivered() async throws -> (tokens: Set<String>, total: Int) {
         let (_, data) = try await http("GET", control + "/notifications")

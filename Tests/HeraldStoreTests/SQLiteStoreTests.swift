@@ -295,3 +295,68 @@ struct SQLiteDurabilityTests {
         }
     }
 }
+
+/// Instances on one database send one JWT per key (SPEC §2: never `TooManyProviderTokenUpdates`).
+@Suite("Store: the shared APNs provider token (SQLite, and PostgreSQL when configured)")
+struct ProviderTokenLedgerTests {
+    static let key = APNsSigningKey(privateKey: .init(), keyID: "KEY1234567", teamID: "TEAM123456")
+
+    /// Two "instances" (two stores on the same database), each with its own token source.
+    @Test("two instances adopt one token; it is re-minted only after 50 minutes, or after a rejection once 20 minutes have passed")
+    func oneTokenAcrossInstances() async throws {
+        try await withEachStore { first, reopen in
+            let second = try await reopen()
+            let clock = TestClock()
+            let a = APNsProviderTokenSource(key: Self.key, ledger: first, now: clock.now)
+            let b = APNsProviderTokenSource(key: Self.key, ledger: second, now: clock.now)
+            // Many senders on both at once: one mint in all.
+            let tokens = await withTaskGroup(of: APNsProviderToken.self) { group in
+                for i in 0..<40 { group.addTask { await (i % 2 == 0 ? a : b).currentToken() } }
+                return await group.reduce(into: Set<APNsProviderToken>()) { $0.insert($1) }
+            }
+            #expect(tokens.count == 1)
+            #expect(a.mintedCount + b.mintedCount == 1)
+            let token = tokens.first!
+
+            // APNs refuses it at 10 minutes: too early to mint, both keep it.
+            clock.advance(by: 600)
+            #expect(!a.refreshRequested(after: token))
+            #expect(await a.currentToken() == token)
+            // At 25 minutes the refusal is honoured — once: b adopts a's new token.
+            clock.advance(by: 900)
+            #expect(a.refreshRequested(after: token))
+            let renewed = await a.currentToken()
+            #expect(renewed != token)
+            #expect(b.refreshRequested(after: token))
+            #expect(await b.currentToken() == renewed)
+            #expect(a.mintedCount + b.mintedCount == 2)
+
+            // b's token is from the ledger: at 50 minutes of *its* age both move on, with one mint.
+            clock.advance(by: 49 * 60)
+            #expect(await b.currentToken() == renewed)
+            clock.advance(by: 60)
+            let third = await b.currentToken()
+            #expect(third != renewed)
+            #expect(await a.currentToken() == third)
+            #expect(a.mintedCount + b.mintedCount == 3)
+        }
+    }
+
+    @Test("an unreachable ledger keeps the current token for its hour, then mints locally")
+    func ledgerDown() async throws {
+        struct Down: APNsProviderTokenLedger {
+            func providerToken(
+                teamID: String, keyID: String, now: Date, refreshAfter: Duration, minimumAge: Duration, rejected: String?,
+                mint: @Sendable (Date) -> String
+            ) async throws -> (jwt: String, issuedAt: Date, minted: Bool) { throw CancellationError() }
+        }
+        let clock = TestClock()
+        let source = APNsProviderTokenSource(key: Self.key, ledger: Down(), now: clock.now)
+        let first = await source.currentToken()
+        #expect(source.mintedCount == 1)
+        clock.advance(by: 55 * 60)  // due for refresh, ledger still down: the token has 5 minutes left
+        #expect(await source.currentToken() == first)
+        clock.advance(by: 5 * 60)
+        #expect(await source.currentToken() != first)
+    }
+}
