@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "HeraldStore", targets: ["HeraldStore"]),
         .library(name: "HeraldServer", targets: ["HeraldServer"]),
         .library(name: "KasiaProtocol", targets: ["KasiaProtocol"]),
+        .library(name: "HeraldKaspa", targets: ["HeraldKaspa"]),
         .library(name: "KasiaCrypto", targets: ["KasiaCrypto"]),
         .library(name: "HeraldKit", targets: ["HeraldKit"]),
         .executable(name: "kasia", targets: ["KasiaCLI"]),
@@ -104,6 +105,8 @@ let package = Package(
                 .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Reading Kasia off a Kaspa node: its RPC JSON and the classification into Kasia events.
+        .target(name: "HeraldKaspa", dependencies: ["HeraldCore", "KasiaProtocol"]),
         // The HTTP API (Hummingbird 2) on top of the store and core.
         .target(
             name: "HeraldServer",
@@ -165,6 +168,7 @@ let package = Package(
         // Tests that start the `herald` binary as separate processes.
         .testTarget(name: "HeraldCLITests", dependencies: ["HeraldStore", "HeraldCore", "HeraldAPNs", "HeraldTestSupport"]),
         .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore", "HeraldAPNs"]),
+        .testTarget(name: "HeraldKaspaTests", dependencies: ["HeraldKaspa", "HeraldCore", "HeraldKit"], exclude: ["Fixtures"]),
         .testTarget(
             name: "HeraldKitTests",
             dependencies: ["HeraldKit", "KasiaProtocol", "HeraldTestSupport", .product(name: "Crypto", package: "swift-crypto")],

@@ -10,12 +10,16 @@ struct HeraldBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "herald-bench",
         abstract: "Gateway benchmarks: publish throughput, publish-to-APNs latency, fan-out, memory.",
-        subcommands: [PublishThroughput.self, PublishLatency.self, FanOut.self, Memory.self])
+        subcommands: [PublishThroughput.self, PublishLatency.self, FanOut.self, Memory.self, RouteLookup.self])
 }
 
 struct RigOptions: ParsableArguments {
     @Option(help: "The herald binary (a release build).")
     var herald = ".build/release/herald"
+    @Option(name: .customLong("postgres-url"), help: "An empty PostgreSQL database (postgres://…) instead of a fresh SQLite file.")
+    var postgresURL: String?
+    @Option(help: "herald serve instances on the database (more than one needs --postgres-url); requests go round-robin.")
+    var instances = 1
 }
 
 /// Durable publish throughput: events accepted per second through `/v1/events:batch`, one device each.
@@ -28,7 +32,7 @@ struct PublishThroughput: AsyncParsableCommand {
     @Option(help: "Batch requests in flight at once.") var concurrency = 4
 
     func run() async throws {
-        try await Rig.with(heraldPath: self.rig.herald) { rig in
+        try await Rig.with(heraldPath: self.rig.herald, postgresURL: rig.postgresURL, instances: rig.instances) { rig in
             try await rig.prefill(devices: devices) { .session("s\($0)") }
             try await rig.launch()
             let (devices, batch, events) = (devices, batch, events)
@@ -58,7 +62,7 @@ struct PublishThroughput: AsyncParsableCommand {
             let delivered = try await rig.waitForAccepted(events, timeout: .seconds(600))
             let drained = (ContinuousClock.now - started).seconds
             report([
-                "benchmark": "publish", "events": events, "batch": batch, "concurrency": concurrency,
+                "benchmark": "publish", "instances": rig.instances, "backend": rig.postgresURL == nil ? "sqlite" : "postgresql", "events": events, "batch": batch, "concurrency": concurrency,
                 "refused_batches": refused, "accept_seconds": accepted, "events_per_second": Int(Double(events) / accepted),
                 "all_delivered": delivered, "delivered_per_second": Int(Double(rig.simulator.stats.accepted) / drained),
             ])
@@ -189,6 +193,46 @@ struct Memory: AsyncParsableCommand {
             report([
                 "benchmark": "memory", "devices": devices, "prefill_seconds": prefill, "idle_rss_mib": idle.rss / 1024,
                 "after_work_rss_mib": busy.rss / 1024, "peak_rss_mib": busy.peak / 1024, "work": work, "all_delivered": complete,
+            ])
+        }
+    }
+}
+
+/// Route lookup: the store query that finds the devices watching a key, with 1,000,000 devices
+/// × 10 watch keys (10,000,000 keys), timed in this process straight on the store.
+struct RouteLookup: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "route-lookup")
+    @OptionGroup var rig: RigOptions
+    @Option(help: "Registered devices.") var devices = 1_000_000
+    @Option(help: "Watch keys per device.") var keys = 10
+    @Option(help: "Lookups to time (random keys, one device each).") var lookups = 10_000
+
+    func run() async throws {
+        try await Rig.with(heraldPath: self.rig.herald, postgresURL: rig.postgresURL) { rig in
+            let (devices, keys, lookups) = (devices, keys, lookups)
+            let filled = ContinuousClock.now
+            try await rig.prefill(devices: devices, watchingAll: { i in (0..<keys).map { .session("d\(i)k\($0)") } })
+            let fillSeconds = (ContinuousClock.now - filled).seconds
+            let (samples, found) = try await rig.withStore { store in
+                var samples: [Double] = []
+                var found = 0
+                var rng = SystemRandomNumberGenerator()
+                for n in 0..<(lookups + 500) {
+                    let key = "session:d\(Int.random(in: 0..<devices, using: &rng))k\(Int.random(in: 0..<keys, using: &rng))"
+                    let started = ContinuousClock.now
+                    let matched = try await store.devices(app: "default", watching: key)
+                    let elapsed = (ContinuousClock.now - started).seconds * 1_000
+                    if n >= 500 {  // after warm-up
+                        samples.append(elapsed)
+                        found += matched.count
+                    }
+                }
+                return (samples.sorted(), found)
+            }
+            report([
+                "benchmark": "route-lookup", "backend": rig.postgresURL == nil ? "sqlite" : "postgresql", "devices": devices,
+                "watch_keys": devices * keys, "lookups": lookups, "devices_found": found, "fill_seconds": Int(fillSeconds),
+                "p50_ms": percentile(samples, 0.5), "p99_ms": percentile(samples, 0.99), "max_ms": samples.last ?? 0,
             ])
         }
     }

@@ -7,10 +7,12 @@ import HeraldCore
 import HeraldStore
 import NIOCore
 import NIOPosix
+import Synchronization
 
-/// A benchmark's setup: `herald serve` as a child process on a fresh SQLite file, delivering over
-/// TLS + HTTP/2 to an APNs simulator inside this process (so arrival times share one clock).
-/// `launch()` sets the process and address once, before any concurrent use: hence unchecked.
+/// A benchmark's setup: `herald serve` as a child process (or several, on one PostgreSQL) on a
+/// fresh database, delivering over TLS + HTTP/2 to an APNs simulator inside this process (so
+/// arrival times share one clock). `launch()` sets the processes and addresses once, before any
+/// concurrent use: hence unchecked.
 final class Rig: @unchecked Sendable {
     let directory: URL
     let group: MultiThreadedEventLoopGroup
@@ -20,12 +22,20 @@ final class Rig: @unchecked Sendable {
     private let heraldPath: String
     private let keyPath: String
     private let key: APNsSigningKey
-    private var serve: Process?
-    private(set) var api = ""
+    /// `postgres://…` for a PostgreSQL database (it must be empty); nil for a fresh SQLite file.
+    let postgresURL: String?
+    let instances: Int
+    private var serves: [Process] = []
+    private(set) var apis: [String] = []
+    private let nextAPI = Atomic<Int>(0)
+    /// The first instance's address.
+    var api: String { apis[0] }
     static let publishKey = "bench-publish-key"
     static let topic = "com.example.bench"
 
-    init(heraldPath: String) async throws {
+    init(heraldPath: String, postgresURL: String? = nil, instances: Int = 1) async throws {
+        self.postgresURL = postgresURL
+        self.instances = instances
         guard FileManager.default.isExecutableFile(atPath: heraldPath) else {
             throw BenchError("\(heraldPath) is not an executable: build it with `swift build -c release --product herald`")
         }
@@ -49,8 +59,8 @@ final class Rig: @unchecked Sendable {
     }
 
     /// Runs `body` with a rig, and shuts it down (the child process included) whatever happens.
-    static func with(heraldPath: String, _ body: (Rig) async throws -> Void) async throws {
-        let rig = try await Rig(heraldPath: heraldPath)
+    static func with(heraldPath: String, postgresURL: String? = nil, instances: Int = 1, _ body: (Rig) async throws -> Void) async throws {
+        let rig = try await Rig(heraldPath: heraldPath, postgresURL: postgresURL, instances: instances)
         do {
             try await body(rig)
         } catch {
@@ -63,27 +73,50 @@ final class Rig: @unchecked Sendable {
     /// Registers `count` devices straight into the database file (before `herald serve` starts),
     /// in transactions of 10,000; device `i` has token `Rig.token(i)` and watches `watch(i)`.
     func prefill(devices count: Int, watching watch: (Int) -> WatchKey) async throws {
-        let store = try SQLiteStore(path: databasePath)
-        try await store.migrate()
-        let now = Date()
-        for start in stride(from: 0, to: count, by: 10_000) {
-            let batch = try (start..<min(count, start + 10_000)).map { i in
-                Registration(
-                    app: "default", token: try DeviceToken(Self.token(i), platform: .ios), environment: .sandbox,
-                    watchSet: try WatchSet(watched: [watch(i)]))
+        try await prefill(devices: count, watchingAll: { [watch($0)] })
+    }
+
+    /// As `prefill(devices:watching:)`, with several keys per device.
+    func prefill(devices count: Int, watchingAll watch: (Int) -> [WatchKey]) async throws {
+        try await withStore { store in
+            let now = Date()
+            for start in stride(from: 0, to: count, by: 10_000) {
+                let batch = try (start..<min(count, start + 10_000)).map { i in
+                    Registration(
+                        app: "default", token: try DeviceToken(Self.token(i), platform: .ios), environment: .sandbox,
+                        watchSet: try WatchSet(watched: watch(i)))
+                }
+                _ = try await store.register(batch, now: now)
             }
-            _ = try await store.register(batch, now: now)
         }
     }
 
-    /// Starts `herald serve` and waits until it listens.
+    /// The rig's database as a store of this process (migrated), for setup and direct measurements.
+    func withStore<T>(_ body: (any Store) async throws -> T) async throws -> T {
+        guard let postgresURL else {
+            let store = try SQLiteStore(path: databasePath)
+            try await store.migrate()
+            return try await body(store)
+        }
+        let store = try PostgresStore(url: postgresURL)
+        let pool = Task { await store.run() }
+        defer { pool.cancel() }
+        try await store.migrate()
+        return try await body(store)
+    }
+
+    /// Starts the `herald serve` instances and waits until each listens.
     func launch() async throws {
+        for n in 0..<instances { try await launchOne(n) }
+    }
+
+    private func launchOne(_ n: Int) async throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: heraldPath)
         process.arguments = ["serve"]
         var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("HERALD_") }
         env.merge([
-            "HERALD_DATABASE_URL": "sqlite:" + databasePath, "HERALD_HTTP_PORT": "0", "HERALD_PUBLISH_KEYS": Self.publishKey,
+            "HERALD_DATABASE_URL": postgresURL ?? "sqlite:" + databasePath, "HERALD_HTTP_PORT": "0", "HERALD_PUBLISH_KEYS": Self.publishKey,
             "HERALD_APNS_KEY_PATH": keyPath, "HERALD_APNS_KEY_ID": key.keyID, "HERALD_APNS_TEAM_ID": key.teamID,
             "HERALD_APNS_TOPIC": Self.topic, "HERALD_APNS_ENVIRONMENT": "sandbox",
             "HERALD_APNS_URL": simulator.url.absoluteString,
@@ -92,18 +125,18 @@ final class Rig: @unchecked Sendable {
             "HERALD_REGISTRATION_RATE": "0", "HERALD_PUBLISH_RATE": "0",
         ]) { _, new in new }
         process.environment = env
-        let logPath = directory.appendingPathComponent("serve.log").path
+        let logPath = directory.appendingPathComponent("serve-\(n).log").path
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         process.standardOutput = FileHandle.nullDevice
         try process.run()
-        serve = process
+        serves.append(process)
         let marker = "listening on 127.0.0.1:"
         let started = ContinuousClock.now
         while ContinuousClock.now - started < .seconds(60) {
             let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
             if let range = log.range(of: marker), let port = Int(log[range.upperBound...].prefix(while: \.isNumber)) {
-                api = "http://127.0.0.1:\(port)"
+                apis.append("http://127.0.0.1:\(port)")
                 return
             }
             guard process.isRunning else { throw BenchError("herald serve exited: \(log)") }
@@ -114,6 +147,8 @@ final class Rig: @unchecked Sendable {
 
     /// POSTs JSON to the gateway; returns the status.
     func post(_ path: String, _ body: String, publisher: Bool = true) async throws -> Int {
+        // Round-robin over the instances, as a load balancer would.
+        let api = apis[nextAPI.wrappingAdd(1, ordering: .relaxed).oldValue % apis.count]
         var request = HTTPClientRequest(url: api + path)
         request.method = .POST
         request.headers.add(name: "content-type", value: "application/json")
@@ -126,7 +161,7 @@ final class Rig: @unchecked Sendable {
 
     /// Resident and peak resident memory of `herald serve`, in KiB (Linux /proc).
     func memory() throws -> (rss: Int, peak: Int) {
-        guard let pid = serve?.processIdentifier else { throw BenchError("herald serve is not running") }
+        guard let pid = serves.first?.processIdentifier else { throw BenchError("herald serve is not running") }
         let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
         func field(_ name: String) -> Int {
             let line = status.split(separator: "\n").first { $0.hasPrefix(name + ":") } ?? ""
@@ -146,7 +181,7 @@ final class Rig: @unchecked Sendable {
     }
 
     func shutdown() async {
-        if let serve, serve.isRunning {
+        for serve in serves where serve.isRunning {
             serve.terminate()
             serve.waitUntilExit()
         }

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Several Herald instances on one PostgreSQL (issue: "PostgreSQL store and several Herald
+# instances on one database"). Starts a throwaway PostgreSQL server from Debian's packages
+# (.ci/postgres-start), then, on a fresh database each time:
+#   publish       `herald-bench publish` with 1, 2 and 3 `herald serve` instances, requests
+#                 round-robin: events/s accepted (durable) and notifications/s delivered
+#   route-lookup  the watch-key lookup with 1,000,000 devices x 10 keys, p50/p99 (PostgreSQL and SQLite)
+# Everything runs on this machine's cores: with 2 cores the curve shows CPU contention, not scale-out.
+#
+#   Benchmarks/postgres.sh                  # ROUNDS=1 by default (the prefill of 10M keys takes minutes)
+#   ROUNDS=3 Benchmarks/postgres.sh publish
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=${ROUNDS:-1}
+PORT=${PORT:-55435}
+swift build -c release --product herald >&2
+swift build -c release --product herald-bench >&2
+bin=$(swift build -c release --show-bin-path)
+benchmarks=("$@")
+[ ${#benchmarks[@]} -gt 0 ] || benchmarks=(publish route-lookup)
+
+pg=$(mktemp -d)
+url=$(.ci/postgres-start "$pg/pg" "$PORT")
+trap '"$pg/pg/stop" >/dev/null 2>&1 || true; rm -rf "$pg"' EXIT
+n=0
+fresh() {  # prints the URL of a new, empty database
+  n=$((n + 1))
+  psql -q "$url" -c "CREATE DATABASE bench_$n" >/dev/null
+  echo "${url%/postgres}/bench_$n"
+}
+
+for benchmark in "${benchmarks[@]}"; do
+  case "$benchmark" in
+    publish)
+      for instances in 1 2 3; do
+        for round in $(seq 1 "$ROUNDS"); do
+          "$bin/herald-bench" publish --herald "$bin/herald" --postgres-url "$(fresh)" --instances "$instances"
+        done
+      done ;;
+    route-lookup)
+      for round in $(seq 1 "$ROUNDS"); do
+        "$bin/herald-bench" route-lookup --herald "$bin/herald" --postgres-url "$(fresh)"
+        "$bin/herald-bench" route-lookup --herald "$bin/herald"
+      done ;;
+  esac
+done

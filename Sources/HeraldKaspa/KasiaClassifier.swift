@@ -1,0 +1,68 @@
+import HeraldCore
+
+/// Turns a transaction into the Kasia event Herald pushes (kasia-protocol.md §1, §3).
+///
+/// Handshakes (`1:handshake:` and legacy `ciph_msg:` + sealed), contextual messages and
+/// payments (`1:payment:`, KaChat's `1:pay:`) become events; self-stash and broadcast are
+/// ignored. The sender is the address of the coin input 0 spends; the recipient is the first
+/// output not paid to the sender, and the amount is that output's value.
+public struct KasiaClassifier: Sendable {
+    /// What a transaction is, for Herald.
+    public enum Classification: Hashable, Sendable {
+        /// No `ciph_msg:` payload, or one that does not parse.
+        case notKasia
+        /// A Kasia operation Herald does not push (self-stash, broadcast).
+        case ignored(String)
+        /// Kasia, but the sender is unknown here: ask the node (`getUtxoReturnAddress`).
+        case needsSender(RpcOutpoint)
+        case event(KasiaEvent)
+    }
+
+    /// Hex of `ciph_msg:`: a cheap test before parsing.
+    static let prefixHex = "636970685f6d73673a"
+
+    public init() {}
+
+    /// Classifies `transaction`.
+    /// - Parameters:
+    ///   - senderOf: the address an outpoint paid, when known (an outpoint map the source keeps).
+    ///   - sender: the sender, when already resolved (after `getUtxoReturnAddress`).
+    ///   - timestamp: unix seconds of the event (the block's time).
+    ///   - daaScore: the accepting block's DAA score.
+    public func classify(
+        _ transaction: RpcTransaction, timestamp: Int64, daaScore: UInt64, sender resolved: String? = nil,
+        senderOf: (RpcOutpoint) -> String? = { _ in nil }
+    ) -> Classification {
+        guard transaction.payload.hasPrefix(Self.prefixHex), let txID = transaction.id,
+            let payload = KasiaPayload(hex: transaction.payload)
+        else { return .notKasia }
+        let kind: KasiaEvent.Kind
+        var alias: String?
+        switch payload {
+        case .handshake, .legacy: kind = .handshake
+        case .payment: kind = .payment
+        case .contextualMessage(let a, _):
+            kind = .contextualMessage
+            alias = a
+        case .selfStash: return .ignored("self_stash")
+        case .broadcast: return .ignored("broadcast")
+        }
+        guard let first = transaction.inputs.first else { return .notKasia }
+        // Input 0's coin: known, or a self-send (its only output is the change to the sender).
+        let sender: String
+        if let resolved {
+            sender = resolved
+        } else if let known = senderOf(first.previousOutpoint) {
+            sender = known
+        } else if transaction.outputs.count == 1, let only = transaction.outputs[0].address {
+            sender = only
+        } else {
+            return .needsSender(first.previousOutpoint)
+        }
+        let paid = transaction.outputs.first { $0.address != nil && $0.address != sender }
+        return .event(KasiaEvent(
+            kind: kind, txID: txID, sender: sender, recipient: paid?.address, alias: alias,
+            payloadHex: transaction.payload, timestamp: timestamp, daaScore: daaScore,
+            amount: kind == .payment ? paid?.value : nil))
+    }
+}

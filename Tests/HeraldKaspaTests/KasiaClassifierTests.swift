@@ -1,0 +1,128 @@
+import Foundation
+import HeraldCore
+import HeraldKaspa
+import HeraldKit
+import Testing
+
+/// Transactions made with the official Kaspa Python SDK (Fixtures/make_fixtures.py), as node JSON.
+struct SDKFixtures: Decodable {
+    struct Case: Decodable {
+        struct Expected: Decodable {
+            var kind: String?
+            var sender: String?
+            var recipient: String?
+            var alias: String?
+            var amount: UInt64?
+            var ignored: String?
+            var not_kasia: Bool?
+        }
+        var name: String
+        var tx: RpcTransaction
+        var expected: Expected
+        var plaintext: String?
+        var reader_private_key: String?
+    }
+    var funding: RpcTransaction
+    var block_time_ms: UInt64
+    var cases: [Case]
+
+    static func load() throws -> SDKFixtures {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/kasia_transactions.json")
+        return try JSONDecoder().decode(SDKFixtures.self, from: Data(contentsOf: url))
+    }
+
+    /// The outpoint map a source keeps from the outputs it has seen (here: the funding transaction's).
+    func senderOf(_ outpoint: RpcOutpoint) -> String? {
+        guard outpoint.transactionId == funding.id, Int(outpoint.index) < funding.outputs.count else { return nil }
+        return funding.outputs[Int(outpoint.index)].address
+    }
+}
+
+@Suite struct KasiaClassifierTests {
+    let classifier = KasiaClassifier()
+
+    @Test func everySDKTransactionClassifiesAsExpected() throws {
+        let fixtures = try SDKFixtures.load()
+        #expect(fixtures.cases.count == 9)
+        let cipher = KasiaCipher()
+        for c in fixtures.cases {
+            let result = classifier.classify(
+                c.tx, timestamp: Int64(fixtures.block_time_ms / 1000), daaScore: 100_000, senderOf: fixtures.senderOf)
+            if let ignored = c.expected.ignored {
+                #expect(result == .ignored(ignored), "\(c.name)")
+                continue
+            }
+            if c.expected.not_kasia == true {
+                #expect(result == .notKasia, "\(c.name)")
+                continue
+            }
+            guard case .event(let event) = result else {
+                Issue.record("\(c.name): \(result)")
+                continue
+            }
+            #expect(event.kind.rawValue == c.expected.kind, "\(c.name)")
+            #expect(event.txID == c.tx.id, "\(c.name)")
+            #expect(event.sender == c.expected.sender, "\(c.name)")
+            #expect(event.recipient == c.expected.recipient, "\(c.name)")
+            #expect(event.alias == c.expected.alias, "\(c.name)")
+            #expect(event.amount == c.expected.amount, "\(c.name)")
+            #expect(event.payloadHex == c.tx.payload && event.timestamp == 1_750_000_000 && event.daaScore == 100_000, "\(c.name)")
+
+            // The push: within APNs's limit, payload inline up to 3,500 characters, else null.
+            let push = KasiaTemplate.render(event)
+            #expect(push.payload.count <= 4_096, "\(c.name)")
+            let decoded = try HeraldPush(json: Data(push.payload))
+            guard case .kasia(let kasia) = decoded else {
+                Issue.record("\(c.name): not a Kasia push")
+                continue
+            }
+            #expect(kasia.payloadHex == (c.tx.payload.count <= 3_500 ? c.tx.payload : nil), "\(c.name)")
+            // And the app opens what the sender sealed (when it travelled inline).
+            if let hex = kasia.payloadHex, let reader = c.reader_private_key, let sealed = KasiaPayload(hex: hex)?.sealed {
+                #expect(try cipher.decrypt(sealed, with: KasiaPrivateKey(hex: reader)) == c.plaintext, "\(c.name)")
+            }
+        }
+    }
+
+    @Test func anUnknownSenderIsAskedOfTheNode() throws {
+        let fixtures = try SDKFixtures.load()
+        let payment = try #require(fixtures.cases.first { $0.name == "payment" })
+        // Without the outpoint map: two outputs, so the sender cannot be guessed.
+        let result = classifier.classify(payment.tx, timestamp: 0, daaScore: 0)
+        #expect(result == .needsSender(payment.tx.inputs[0].previousOutpoint))
+        // Resolved (getUtxoReturnAddress): the same event as with the map.
+        guard case .event(let event) = classifier.classify(payment.tx, timestamp: 0, daaScore: 0, sender: payment.expected.sender) else {
+            Issue.record("no event")
+            return
+        }
+        #expect(event.recipient == payment.expected.recipient && event.amount == 150_000_000)
+        // A self-send needs no lookup: its only output is the sender's change.
+        let message = try #require(fixtures.cases.first { $0.name == "contextual_message" })
+        guard case .event(let m) = classifier.classify(message.tx, timestamp: 0, daaScore: 0) else {
+            Issue.record("no event")
+            return
+        }
+        #expect(m.sender == message.expected.sender)
+    }
+
+    @Test func nodeJSONDecodesExactlyAndIgnoresNewKeys() throws {
+        let json = #"""
+            {"header":{"hash":"aa","version":1,"timestamp":1750000000000,"bits":1,"nonce":18446744073709551615,
+              "daaScore":9007199254740993,"blueScore":90000,"blueWork":"00","pruningPoint":"00","parentsByLevel":[["99"]],
+              "someFutureField":{"x":1}},
+             "transactions":[{"version":0,"inputs":[{"previousOutpoint":{"transactionId":"11","index":4294967295},
+               "signatureScript":"","sequence":0,"sigOpCount":1,"verboseData":null,"computeBudget":0}],
+               "outputs":[{"value":18446744073709551615,"scriptPublicKey":"0000","verboseData":null,"covenant":null}],
+               "lockTime":0,"subnetworkId":"00","gas":0,"payload":"","mass":0,"storageMass":7,
+               "verboseData":{"transactionId":"cc","hash":"dd","computeMass":1,"blockHash":"aa","blockTime":1750000000000}}],
+             "verboseData":{"hash":"aa","isChainBlock":true,"mergeSetBluesHashes":["bb"],"childrenHashes":[]}}
+            """#
+        let block = try JSONDecoder().decode(RpcBlock.self, from: Data(json.utf8))
+        #expect(block.header.nonce == .max)
+        #expect(block.header.daaScore == 9_007_199_254_740_993)  // 2^53 + 1: not rounded through a Double
+        #expect(block.transactions[0].outputs[0].value == .max)
+        #expect(block.transactions[0].inputs[0].previousOutpoint.index == .max)
+        #expect(block.transactions[0].id == "cc")
+        #expect(block.verboseData?.mergeSetBluesHashes == ["bb"])
+    }
+}
