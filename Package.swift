@@ -36,6 +36,8 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        .package(url: "https://github.com/hummingbird-project/swift-websocket.git", from: "1.6.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
     ],
     targets: [
         // The APNs provider: JWT, HTTP/2 connection pool, validation, classification.
@@ -106,12 +108,30 @@ let package = Package(
             ]
         ),
         // Reading Kasia off a Kaspa node: its RPC JSON and the classification into Kasia events.
-        .target(name: "HeraldKaspa", dependencies: ["HeraldCore", "KasiaProtocol"]),
+        .target(
+            name: "HeraldKaspa",
+            dependencies: [
+                "HeraldCore", "HeraldStore", "KasiaProtocol",
+                .product(name: "WSClient", package: "swift-websocket"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
+        // A Kaspa node look-alike speaking wRPC JSON, fed with transactions (tests, `herald mock-kaspad`).
+        .target(
+            name: "KaspaNodeSimulator",
+            dependencies: [
+                "HeraldKaspa",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // The HTTP API (Hummingbird 2) on top of the store and core.
         .target(
             name: "HeraldServer",
             dependencies: [
-                "HeraldCore", "HeraldStore", "HeraldAPNs",
+                "HeraldCore", "HeraldStore", "HeraldAPNs", "HeraldKaspa",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -124,7 +144,7 @@ let package = Package(
         .executableTarget(
             name: "HeraldCLI",
             dependencies: [
-                "HeraldAPNs",
+                "HeraldAPNs", "HeraldKaspa",
                 "HeraldAPNsSimulator",
                 "HeraldCore",
                 "HeraldStore",
@@ -168,7 +188,11 @@ let package = Package(
         // Tests that start the `herald` binary as separate processes.
         .testTarget(name: "HeraldCLITests", dependencies: ["HeraldStore", "HeraldCore", "HeraldAPNs", "HeraldTestSupport"]),
         .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore", "HeraldAPNs"]),
-        .testTarget(name: "HeraldKaspaTests", dependencies: ["HeraldKaspa", "HeraldCore", "HeraldKit"], exclude: ["Fixtures"]),
+        .testTarget(
+            name: "HeraldKaspaTests",
+            dependencies: ["HeraldKaspa", "HeraldCore", "HeraldKit", "KaspaNodeSimulator", "HeraldTestSupport"],
+            exclude: ["Fixtures"]
+        ),
         .testTarget(
             name: "HeraldKitTests",
             dependencies: ["HeraldKit", "KasiaProtocol", "HeraldTestSupport", .product(name: "Crypto", package: "swift-crypto")],

@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import HeraldAPNs
 import HeraldAPNsSimulator
+import HeraldKaspa
 import HeraldServer
 import HeraldStore
 import Hummingbird
@@ -85,7 +86,14 @@ struct ServeCommand: AsyncParsableCommand {
         var api = APIConfiguration()
         api.apps = AppDirectory(settings.apps.map(\.settings))
         api.rateLimits = settings.rateLimits
-        let router = Gateway.router(store: store, configuration: api, outbox: outbox, metrics: metrics)
+        // The Kaspa chain source, when a node is configured: its events take the publish path.
+        let chainSource = settings.kaspaURL.map { url in
+            var configuration = KaspaChainSource.Configuration(url: url)
+            configuration.maximumAge = settings.kaspaMaximumAge
+            let sink = PublishAPI(store: store, configuration: api, onEnqueued: { outbox.notify(app: $0) }, metrics: metrics.0)
+            return KaspaChainSource(configuration: configuration, store: store, sink: sink, logger: Logger(label: "herald.kaspa"))
+        }
+        let router = Gateway.router(store: store, configuration: api, outbox: outbox, metrics: metrics, chainSource: chainSource)
         let app = Application(
             router: router,
             configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "Herald"),
@@ -100,9 +108,12 @@ struct ServeCommand: AsyncParsableCommand {
         let removed = try await cleanup.once()
         logger.info("stale devices removed", metadata: ["removed": "\(removed)", "stale_after_days": "\(settings.staleAfterDays)"])
         let cleanupTask = Task { await cleanup.run() }
+        let chainTask = chainSource.map { source in Task { await source.run() } }
         // Stops accepting on SIGINT/SIGTERM; the outbox then finishes its batch in flight.
         try await app.runService(gracefulShutdownSignals: [.sigterm, .sigint])
         cleanupTask.cancel()
+        chainTask?.cancel()
+        await chainTask?.value
         outboxTask.cancel()
         await outboxTask.value
         await cleanupTask.value
@@ -153,6 +164,10 @@ struct ServeSettings {
     /// another may take it (a crashed process's deliveries come back after it). Default 30 s,
     /// three times the APNs request deadline.
     var outboxLease: Duration = .seconds(30)
+    /// `HERALD_KASPA_WRPC_URL`: a Kaspa node's wRPC JSON endpoint; starts the chain source.
+    var kaspaURL: String?
+    /// `HERALD_KASPA_MAX_AGE`: seconds (or `24h`, `90m`); older messages are not pushed.
+    var kaspaMaximumAge: Duration = .seconds(24 * 3600)
 
     /// Reads the process environment; bad values print `{"status":"invalid",…}` and exit 2.
     static func load() throws -> ServeSettings {
@@ -201,6 +216,20 @@ struct ServeSettings {
                     message: "is a whole number of seconds, \(Self.minimumLeaseSeconds) or more (a push's APNs deadline is 10 s)")
             }
             outboxLease = .seconds(parsed)
+        }
+        if let url = env["HERALD_KASPA_WRPC_URL"], !url.isEmpty {
+            guard url.hasPrefix("ws://") || url.hasPrefix("wss://"), URL(string: url)?.host != nil else {
+                throw InvalidInput(field: "HERALD_KASPA_WRPC_URL", message: "is ws://host:port (a node's wRPC JSON endpoint, e.g. ws://127.0.0.1:18110)")
+            }
+            kaspaURL = url
+        }
+        if let text = env["HERALD_KASPA_MAX_AGE"], !text.isEmpty {
+            let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
+            let unit = text.last.flatMap { units[$0] }
+            guard let value = Int64(unit == nil ? text : String(text.dropLast())), value > 0 else {
+                throw InvalidInput(field: "HERALD_KASPA_MAX_AGE", message: "is a duration: seconds, or a number with s, m, h or d (24h)")
+            }
+            kaspaMaximumAge = .seconds(value * (unit ?? 1))
         }
         func number(_ name: String, _ current: Double) throws -> Double {
             guard let text = env[name], !text.isEmpty else { return current }

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldKaspa
 import HeraldStore
 import Hummingbird
 import Prometheus
@@ -8,7 +9,8 @@ public enum Gateway {
     /// - Parameter metrics: the registry `/metrics` renders, and the metrics fed into it.
     public static func router(
         store: any Store, configuration: APIConfiguration, outbox: Outbox?,
-        metrics: (HeraldMetrics, PrometheusCollectorRegistry) = HeraldMetrics.prometheus()
+        metrics: (HeraldMetrics, PrometheusCollectorRegistry) = HeraldMetrics.prometheus(),
+        chainSource: KaspaChainSource? = nil
     ) -> Router<HeraldRequestContext> {
         let router = Router(context: HeraldRequestContext.self)
         router.add(middleware: RateLimitMiddleware(configuration.rateLimits))
@@ -21,6 +23,7 @@ public enum Gateway {
         GhostTalkAPI(store: store, configuration: configuration, publisher: publisher).addRoutes(to: router)
         let registry = metrics.1
         router.get("/metrics") { _, _ in
+            if let chainSource { metrics.0.kaspaSource(chainSource.stats) }
             var headers = HTTPFields()
             headers[.contentType] = "text/plain; version=0.0.4"
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
@@ -42,13 +45,23 @@ public enum Gateway {
         router.get("/v1/stats") { _, _ in
             let stats = try await store.stats()
             let queued = (stats.deliveries[.pending] ?? 0) + (stats.deliveries[.sending] ?? 0)
-            return try RegistrationAPI.json([
+            var body: [String: Any] = [
                 "registrations": stats.devices,
                 "deliveries": Dictionary(uniqueKeysWithValues: stats.deliveries.map { ($0.key.rawValue, $0.value) }),
                 "failure_reasons": stats.failureReasons,
                 "queue_depth": queued,
                 "oldest_pending_age_seconds": stats.oldestPending.map { max(0, Int(Date().timeIntervalSince($0))) } as Any? ?? NSNull(),
-            ])
+            ]
+            if let source = chainSource?.stats {
+                body["kaspa"] = [
+                    "connected": source.connected, "last_block": source.lastBlockHash as Any? ?? NSNull(),
+                    "last_daa_score": source.lastDaaScore.map { NSNumber(value: $0) } as Any? ?? NSNull(),
+                    "lag_seconds": source.lagSeconds as Any? ?? NSNull(), "transactions_seen": source.transactionsSeen,
+                    "transactions_classified": source.transactionsClassified, "events_committed": source.eventsCommitted,
+                    "reconnects": source.reconnects, "leader": source.leader,
+                ] as [String: Any]
+            }
+            return try RegistrationAPI.json(body)
         }
         return router
     }

@@ -1,4 +1,5 @@
 import CoreMetrics
+import HeraldKaspa
 import Prometheus
 
 /// Herald's metrics, through swift-metrics. The factory is passed in (no global bootstrap), so
@@ -35,5 +36,17 @@ public struct HeraldMetrics: Sendable {
     /// 1 while an app's sends are paused because APNs refused its credentials.
     func sendsPaused(app: String, _ paused: Bool) {
         Gauge(label: "herald_app_sends_paused", dimensions: [("app", app)], factory: factory).record(paused ? 1 : 0)
+    }
+
+    /// The chain source's state, read when `/metrics` is scraped.
+    func kaspaSource(_ stats: KaspaSourceStats) {
+        Gauge(label: "herald_kaspa_connected", factory: factory).record(stats.connected ? 1 : 0)
+        Gauge(label: "herald_kaspa_leader", factory: factory).record(stats.leader ? 1 : 0)
+        Gauge(label: "herald_kaspa_last_daa_score", factory: factory).record(Double(stats.lastDaaScore ?? 0))
+        Gauge(label: "herald_kaspa_lag_seconds", factory: factory).record(stats.lagSeconds ?? 0)
+        Gauge(label: "herald_kaspa_transactions_seen", factory: factory).record(stats.transactionsSeen)
+        Gauge(label: "herald_kaspa_transactions_classified", factory: factory).record(stats.transactionsClassified)
+        Gauge(label: "herald_kaspa_events_committed", factory: factory).record(stats.eventsCommitted)
+        Gauge(label: "herald_kaspa_reconnects", factory: factory).record(stats.reconnects)
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import HeraldAPNs
 import HeraldCore
+import HeraldKaspa
 import HeraldStore
 import Hummingbird
 
@@ -349,5 +350,33 @@ struct FieldReader {
         case nil: throw APIError.missing(prefix + key)
         default: throw APIError.invalid(prefix + key, "\(key) is unix seconds or an RFC 3339 date")
         }
+    }
+}
+
+/// The chain source's way in: the same routing and commit as `/v1/events`.
+extension PublishAPI: KasiaEventSink {
+    /// Routes each Kasia event by SPEC §5 in every app, deduplicated by txid per app (a txid
+    /// accepted twice — two blocks, a reorg, a replayed gap — is pushed once), and commits the
+    /// events with the chain checkpoint in one transaction.
+    public func commit(_ events: [KasiaEvent], checkpoint: ChainCheckpoint) async throws -> Int {
+        let expiresAt = now().addingTimeInterval(Self.defaultLifetime)
+        var drafts: [Draft] = []
+        for app in configuration.apps.apps {
+            for event in events {
+                drafts.append(Draft(
+                    app: app.id, template: "kasia." + event.kind.rawValue, push: KasiaTemplate.render(event), kasia: event,
+                    allDevices: false, expiresAt: expiresAt, keys: [], tokens: [], deviceIDs: [], excluded: [], prefix: ""))
+            }
+        }
+        var prepared = try await route(drafts)
+        for i in prepared.indices {
+            prepared[i].event.dedupeKey = "kaspa:\(prepared[i].event.app):\(drafts[i].kasia!.txID)"
+        }
+        let created = try await store.enqueue(prepared.map(\.event), checkpoint: checkpoint, now: now())
+        for p in prepared where created[p.event.id] != nil {
+            metrics?.eventsAccepted(template: p.event.template, deliveries: created[p.event.id] ?? 0)
+        }
+        for app in Set(prepared.map(\.event.app)) { onEnqueued(app) }
+        return created.values.reduce(0, +)
     }
 }

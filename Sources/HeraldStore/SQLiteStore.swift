@@ -230,6 +230,12 @@ public final class SQLiteStore: Store {
         }
     }
 
+    // MARK: Leadership
+
+    public func withLeadership(_ name: String, poll: Duration, _ body: @escaping @Sendable () async -> Void) async throws {
+        await body()
+    }
+
     // MARK: APNs provider tokens
 
     public func providerToken(

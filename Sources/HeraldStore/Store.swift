@@ -159,6 +159,11 @@ public protocol Store: APNsProviderTokenLedger {
     /// Marks pending deliveries past their expiration; returns how many.
     func expire(now: Date) async throws -> Int
 
+    /// Runs `body` only while this process holds the named leadership, waiting (polling every
+    /// `poll`) until it does: PostgreSQL takes a session advisory lock on one connection, which
+    /// the server releases when the holder dies; SQLite (one process per file) runs `body` at once.
+    func withLeadership(_ name: String, poll: Duration, _ body: @escaping @Sendable () async -> Void) async throws
+
     /// Removes devices not seen since `lastSeenBefore`; returns how many.
     func deleteStaleDevices(lastSeenBefore: Date) async throws -> Int
     func stats() async throws -> StoreStats

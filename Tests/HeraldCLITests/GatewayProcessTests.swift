@@ -59,17 +59,6 @@ struct MockAPNsProcess {
     }
 }
 
-func http(_ method: String, _ url: String, _ body: String? = nil, bearer: String? = nil) async throws -> (Int, Data) {
-    var request = URLRequest(url: URL(string: url)!)
-    request.httpMethod = method
-    if let body {
-        request.httpBody = Data(body.utf8)
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-    }
-    if let bearer { request.setValue("Bearer \(bearer)", forHTTPHeaderField: "Authorization") }
-    let (data, response) = try await URLSession.shared.data(for: request)
-    return ((response as? HTTPURLResponse)?.statusCode ?? 0, data)
-}
 
 func hexToken(_ i: Int) -> String {
     let hex = String(i, radix: 16)

@@ -1,5 +1,9 @@
 import Foundation
 
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
 /// Finds an executable of this package built beside the test bundle (`swift build --build-tests`
 /// builds them all).
 public func builtExecutable(_ name: String) throws -> URL {
@@ -118,3 +122,16 @@ public final class HeraldProcess: @unchecked Sendable {
     }
 }
 
+
+/// One HTTP request on loopback; the status and the body.
+public func http(_ method: String, _ url: String, _ body: String? = nil, bearer: String? = nil) async throws -> (Int, Data) {
+    var request = URLRequest(url: URL(string: url)!)
+    request.httpMethod = method
+    if let body {
+        request.httpBody = Data(body.utf8)
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+    }
+    if let bearer { request.setValue("Bearer \(bearer)", forHTTPHeaderField: "Authorization") }
+    let (data, response) = try await URLSession.shared.data(for: request)
+    return ((response as? HTTPURLResponse)?.statusCode ?? 0, data)
+}

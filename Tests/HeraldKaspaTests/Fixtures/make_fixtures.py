@@ -22,6 +22,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "HeraldKitTests", "Fixtures"))
 import kasia_cipher_ref as kc  # noqa: E402  (the Kasia reference cipher, copied into HeraldKit's fixtures)
 
 NET = NetworkId("mainnet")
+BULK = 50
 
 
 def key(name: str) -> PrivateKey:
@@ -69,7 +70,8 @@ def main():
     # A funding transaction: five coins to alice, one to bob (their inputs' outpoints below).
     funding = kaspa.create_transaction(
         [utxo(f, 10_000_000_000, "11" * 32, 0)],
-        [PaymentOutput(a, 1_000_000_000)] * 5 + [PaymentOutput(b, 1_000_000_000)], 0, b"", 1)
+        [PaymentOutput(a, 1_000_000_000)] * 5 + [PaymentOutput(b, 1_000_000_000)]
+        + [PaymentOutput(a, 100_000_000)] * BULK, 0, b"", 1)
     funding = kaspa.sign_transaction(funding, [funder], True)
     fid = funding.id
 
@@ -118,11 +120,18 @@ def main():
     case("plain_transfer", spend(alice, a, 2, [PaymentOutput(b, 100_000_000), PaymentOutput(a, 899_990_000)], b""),
          {"not_kasia": True})
 
+    # 50 more contextual messages from alice (the restart test's backlog), each spending its own coin.
+    bulk = []
+    for n in range(BULK):
+        tx = kaspa.create_transaction([utxo(a, 100_000_000, fid, 6 + n)], [PaymentOutput(a, 99_990_000)], 0,
+                                      kc.payload_comm("a1b2c3d4e5f6", kc.encrypt(b.to_string(), "message %d" % n)), 1)
+        bulk.append(rpc_json(kaspa.sign_transaction(tx, [alice], True), block, block_time))
+
     print(json.dumps({
         "sdk": "kaspa " + getattr(kaspa, "__version__", "2.1.0"),
         "addresses": {"alice": a.to_string(), "bob": b.to_string(), "funder": f.to_string()},
         "funding": rpc_json(funding, block, block_time),
-        "block_hash": block, "block_time_ms": block_time, "cases": cases,
+        "block_hash": block, "block_time_ms": block_time, "cases": cases, "bulk_messages": bulk,
     }, indent=1))
 
 

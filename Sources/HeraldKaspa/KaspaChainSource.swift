@@ -1,0 +1,244 @@
+import Foundation
+import HeraldCore
+import HeraldStore
+import Logging
+import Synchronization
+
+/// Where the chain source hands its events: routes and commits them with the checkpoint, in
+/// one transaction (HeraldServer's publish path implements it).
+public protocol KasiaEventSink: Sendable {
+    /// Commits `events` (deduplicated by txid: a txid is never pushed twice) and `checkpoint`
+    /// together; returns the deliveries created.
+    func commit(_ events: [KasiaEvent], checkpoint: ChainCheckpoint) async throws -> Int
+}
+
+/// What `/v1/stats` and `/metrics` show of the source.
+public struct KaspaSourceStats: Sendable, Hashable {
+    /// This instance holds the source's lock (one instance follows the chain at a time).
+    public var leader = false
+    public var connected = false
+    public var lastBlockHash: String?
+    public var lastDaaScore: UInt64?
+    /// Seconds between the last accepted block's time and when it was processed.
+    public var lagSeconds: Double?
+    public var transactionsSeen = 0
+    public var transactionsClassified = 0
+    public var eventsCommitted = 0
+    public var reconnects = 0
+}
+
+/// Reads Kasia messages off a Kaspa node (SPEC §5): subscribes to BlockAdded and
+/// VirtualChainChanged, turns accepted Kasia transactions into events, commits them with the
+/// chain checkpoint, and after a restart or a reconnect fills the gap from the checkpoint.
+public final class KaspaChainSource: Sendable {
+    public struct Configuration: Sendable {
+        public var url: String
+        /// Messages older than this are not pushed (`HERALD_KASPA_MAX_AGE`, default 24 h).
+        public var maximumAge: Duration = .seconds(24 * 3600)
+        /// The checkpoint's name in the store.
+        public var checkpointName = "kaspa"
+        /// Blocks remembered for acceptance (about 16 minutes at 10 blocks/s).
+        public var rememberedBlocks = 10_000
+        public var reconnectDelay: Duration = .milliseconds(100)
+        public var maximumReconnectDelay: Duration = .seconds(5)
+
+        public init(url: String) {
+            self.url = url
+        }
+    }
+
+    public let configuration: Configuration
+    let store: any Store
+    let sink: any KasiaEventSink
+    let logger: Logger
+    let classifier = KasiaClassifier()
+    let now: @Sendable () -> Date
+    private let state = Mutex(KaspaSourceStats())
+
+    public init(
+        configuration: Configuration, store: any Store, sink: any KasiaEventSink, logger: Logger = Logger(label: "herald.kaspa"),
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.configuration = configuration
+        self.store = store
+        self.sink = sink
+        self.logger = logger
+        self.now = now
+    }
+
+    public var stats: KaspaSourceStats { state.withLock { $0 } }
+
+    /// Runs until cancelled. With several instances on one database, waits until this one holds
+    /// the source's lock (another takes over within `leadershipPoll` when the holder dies), then
+    /// follows the chain from the shared checkpoint.
+    public func run(leadershipPoll: Duration = .seconds(2)) async {
+        do {
+            try await store.withLeadership("kaspa-chain-source:" + configuration.checkpointName, poll: leadershipPoll) {
+                self.state.withLock { $0.leader = true }
+                self.logger.info("This instance follows the Kaspa chain")
+                await self.follow()
+            }
+        } catch {
+            if !Task.isCancelled { logger.error("Kaspa chain source stopped", metadata: ["error": "\(error)"]) }
+        }
+        state.withLock { $0.leader = false }
+    }
+
+    /// Connect, fill the gap, follow the chain; reconnect with back-off; until cancelled.
+    func follow() async {
+        var delay = configuration.reconnectDelay
+        let memory = ChainMemory(capacity: configuration.rememberedBlocks)
+        while !Task.isCancelled {
+            do {
+                try await KaspaRPCClient(url: configuration.url, logger: logger).withSession { session in
+                    try await self.follow(session, memory: memory)
+                }
+                delay = configuration.reconnectDelay
+            } catch is CancellationError {
+                break
+            } catch {
+                if Task.isCancelled { break }
+                logger.warning("Kaspa node connection lost; reconnecting", metadata: ["error": "\(error)", "delay": "\(delay)"])
+            }
+            state.withLock {
+                $0.connected = false
+                $0.reconnects += 1
+            }
+            try? await Task.sleep(for: delay)
+            delay = min(delay * 2, configuration.maximumReconnectDelay)
+        }
+        state.withLock { $0.connected = false }
+    }
+
+    private func follow(_ session: KaspaRPCSession, memory: ChainMemory) async throws {
+        try await session.subscribeChain()
+        state.withLock { $0.connected = true }
+        logger.info("Following the Kaspa node", metadata: ["url": "\(configuration.url)"])
+        // Gap-fill from the checkpoint; notifications that arrive meanwhile wait in the stream
+        // (a txid seen twice is committed once).
+        if let checkpoint = try await store.checkpoint(source: configuration.checkpointName) {
+            let missed = try await session.getVirtualChainFromBlock(startHash: checkpoint.blockHash)
+            try await process(missed, session: session, memory: memory)
+        }
+        for await notification in session.notifications {
+            switch notification {
+            case .blockAdded(let block):
+                memory.remember(block)
+                state.withLock { $0.transactionsSeen += block.transactions.count }
+            case .virtualChainChanged(let change):
+                try await process(change, session: session, memory: memory)
+            }
+        }
+        throw KaspaRPCError.disconnected
+    }
+
+    /// Turns one chain change into events and commits them with the new checkpoint.
+    func process(_ change: VirtualChainChanged, session: KaspaRPCSession, memory: ChainMemory) async throws {
+        guard let last = change.addedChainBlockHashes.last else { return }
+        let oldest = now().addingTimeInterval(-Double(configuration.maximumAge.components.seconds))
+        var events: [KasiaEvent] = []
+        var classified = 0
+        var lag: Double?
+        for acceptance in change.acceptedTransactionIds {
+            let accepting = try await block(acceptance.acceptingBlockHash, session: session, memory: memory)
+            // Every block the chain block merged must be known to tell Kasia from the rest.
+            for hash in accepting.verboseData.map({ ($0.mergeSetBluesHashes ?? []) + ($0.mergeSetRedsHashes ?? []) }) ?? [] {
+                _ = try await block(hash, session: session, memory: memory)
+            }
+            for txid in Set(acceptance.acceptedTransactionIds) {
+                guard let transaction = memory.kasiaTransaction(txid) else { continue }
+                let time = Int64((transaction.verboseData?.blockTime ?? accepting.header.timestamp) / 1000)
+                guard Date(timeIntervalSince1970: Double(time)) >= oldest else { continue }
+                var result = classifier.classify(
+                    transaction, timestamp: time, daaScore: accepting.header.daaScore, senderOf: memory.address(of:))
+                if case .needsSender = result {
+                    let sender = try await session.getUtxoReturnAddress(txid: txid, acceptingBlockDaaScore: accepting.header.daaScore)
+                    result = classifier.classify(transaction, timestamp: time, daaScore: accepting.header.daaScore, sender: sender)
+                }
+                if case .event(let event) = result {
+                    events.append(event)
+                    classified += 1
+                }
+            }
+            lag = now().timeIntervalSince1970 - Double(accepting.header.timestamp) / 1000
+        }
+        let lastBlock = try await block(last, session: session, memory: memory)
+        let checkpoint = ChainCheckpoint(source: configuration.checkpointName, blockHash: last, daaScore: lastBlock.header.daaScore)
+        _ = try await sink.commit(events, checkpoint: checkpoint)
+        state.withLock {
+            $0.lastBlockHash = last
+            $0.lastDaaScore = lastBlock.header.daaScore
+            $0.lagSeconds = lag ?? $0.lagSeconds
+            $0.transactionsClassified += classified
+            $0.eventsCommitted += events.count
+        }
+    }
+
+    /// A block from memory, or from the node (then remembered).
+    private func block(_ hash: String, session: KaspaRPCSession, memory: ChainMemory) async throws -> RpcBlock {
+        if let known = memory.block(hash) { return known }
+        let fetched = try await session.getBlock(hash: hash, includeTransactions: true)
+        memory.remember(fetched)
+        state.withLock { $0.transactionsSeen += fetched.transactions.count }
+        return fetched
+    }
+}
+
+/// Recent blocks (headers and merge sets, without their transactions), the Kasia transactions
+/// in them, and the addresses their outputs paid (the outpoint map for senders).
+final class ChainMemory: Sendable {
+    private struct State {
+        var blocks: [String: RpcBlock] = [:]
+        var order: [String] = []
+        var kasia: [String: RpcTransaction] = [:]
+        var kasiaByBlock: [String: [String]] = [:]
+        var outpoints: [RpcOutpoint: String] = [:]
+    }
+    private let state = Mutex(State())
+    let capacity: Int
+
+    init(capacity: Int) {
+        self.capacity = capacity
+    }
+
+    func remember(_ block: RpcBlock) {
+        var slim = block
+        slim.transactions = []
+        var kasiaIDs: [String] = []
+        var kasiaTransactions: [(String, RpcTransaction)] = []
+        for transaction in block.transactions where transaction.payload.hasPrefix(KasiaClassifier.prefixHex) {
+            guard let id = transaction.id else { continue }
+            kasiaIDs.append(id)
+            kasiaTransactions.append((id, transaction))
+        }
+        state.withLock { s in
+            guard s.blocks[block.header.hash] == nil else { return }
+            s.blocks[block.header.hash] = slim
+            s.order.append(block.header.hash)
+            s.kasiaByBlock[block.header.hash] = kasiaIDs
+            for (id, transaction) in kasiaTransactions {
+                s.kasia[id] = transaction
+                // Kasia senders usually spend their previous Kasia transaction's change.
+                for (index, output) in transaction.outputs.enumerated() {
+                    if let address = output.address { s.outpoints[RpcOutpoint(transactionId: id, index: UInt32(index))] = address }
+                }
+            }
+            if s.order.count > capacity {
+                let evicted = s.order.prefix(s.order.count - capacity)
+                for hash in evicted {
+                    s.blocks[hash] = nil
+                    for id in s.kasiaByBlock.removeValue(forKey: hash) ?? [] {
+                        if let transaction = s.kasia.removeValue(forKey: id) {
+                            for index in transaction.outputs.indices { s.outpoints[RpcOutpoint(transactionId: id, index: UInt32(index))] = nil }
+                        }
+                    }
+                }
+                s.order.removeFirst(evicted.count)
+            }
+        }
+    }
+
+    func block(_ hash: String) -> RpcBlock? { state.withLock { $0.blocks[hash] } }
+    func kasiaTransaction(_ id: String) -> RpcTransaction? { state.withLock { $0.kasia[id] } }
+    func address(of outpoint: RpcOutpoint) -> String? { state.withLock { $0.outpoints[outpoint] } }
+}

@@ -1,0 +1,229 @@
+import Foundation
+import Logging
+import NIOCore
+import Synchronization
+import WSClient
+
+/// A notification the node pushes after `subscribe`.
+public enum KaspaNotification: Sendable {
+    case blockAdded(RpcBlock)
+    case virtualChainChanged(VirtualChainChanged)
+}
+
+/// Why an RPC call failed.
+public enum KaspaRPCError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The node answered with `{"error": {...}}`.
+    case node(method: String, message: String)
+    /// The socket closed before the answer.
+    case disconnected
+    /// An answer that does not decode.
+    case invalidResponse(method: String, detail: String)
+
+    public var description: String {
+        switch self {
+        case .node(let method, let message): "\(method): node error: \(message)"
+        case .disconnected: "the node's socket closed"
+        case .invalidResponse(let method, let detail): "\(method): invalid response: \(detail)"
+        }
+    }
+}
+
+/// A wRPC JSON client to a Kaspa node (kasia-protocol.md §4): plain text frames
+/// `{"id", "method", "params"}`, answers correlated by `id`, notifications
+/// `{"method": "<op>Notification", "params": {"<Event>": {…}}}`.
+public struct KaspaRPCClient: Sendable {
+    public let url: String
+    public let logger: Logger
+
+    public init(url: String, logger: Logger = Logger(label: "herald.kaspa.rpc")) {
+        self.url = url
+        self.logger = logger
+    }
+
+    /// Connects, runs `body` with the session, and closes. When the node drops the socket,
+    /// pending calls fail with `.disconnected` and the notification stream ends.
+    public func withSession<T: Sendable>(_ body: @escaping @Sendable (KaspaRPCSession) async throws -> T) async throws -> T {
+        let result = Mutex<Result<T, any Error>?>(nil)
+        var configuration = WebSocketClientConfiguration()
+        configuration.maxFrameSize = 1 << 26
+        try await WebSocketClient.connect(url: url, configuration: configuration, logger: logger) { inbound, outbound, _ in
+            let session = KaspaRPCSession(outbound: outbound)
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    do {
+                        for try await message in inbound.messages(maxSize: 1 << 26) {
+                            guard case .text(let text) = message else { continue }
+                            session.receive(Data(text.utf8))
+                        }
+                    } catch {}
+                    session.close()
+                }
+                do {
+                    let value = try await body(session)
+                    result.withLock { $0 = .success(value) }
+                } catch {
+                    result.withLock { $0 = .failure(error) }
+                }
+                session.close()
+                group.cancelAll()
+            }
+        }
+        switch result.withLock({ $0 }) {
+        case .success(let value)?: return value
+        case .failure(let error)?: throw error
+        case nil: throw KaspaRPCError.disconnected
+        }
+    }
+}
+
+/// One connection: calls and the notification stream.
+public final class KaspaRPCSession: Sendable {
+    private let outbound: WebSocketOutboundWriter
+    private struct State {
+        var nextID: UInt64 = UInt64.random(in: 1..<(1 << 62))
+        var pending: [UInt64: CheckedContinuation<Data, any Error>] = [:]
+        var closed = false
+    }
+    private let state = Mutex(State())
+    /// BlockAdded and VirtualChainChanged, in the order the node sent them.
+    public let notifications: AsyncStream<KaspaNotification>
+    private let notify: AsyncStream<KaspaNotification>.Continuation
+
+    init(outbound: WebSocketOutboundWriter) {
+        self.outbound = outbound
+        (notifications, notify) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
+    }
+
+    /// Calls `method` with JSON `params` (already encoded) and returns the whole answer frame.
+    public func call(_ method: String, params: String) async throws -> Data {
+        let id = state.withLock { s -> UInt64 in
+            s.nextID &+= 1
+            return s.nextID
+        }
+        return try await withCheckedThrowingContinuation { continuation in
+            let registered = state.withLock { s -> Bool in
+                guard !s.closed else { return false }
+                s.pending[id] = continuation
+                return true
+            }
+            guard registered else {
+                continuation.resume(throwing: KaspaRPCError.disconnected)
+                return
+            }
+            let frame = #"{"id":\#(id),"method":"\#(method)","params":\#(params)}"#
+            Task {
+                do {
+                    try await outbound.write(.text(frame))
+                } catch {
+                    state.withLock { $0.pending.removeValue(forKey: id) }?.resume(throwing: KaspaRPCError.disconnected)
+                }
+            }
+        }
+    }
+
+    /// Calls and decodes the answer.
+    public func call<T: Decodable>(_ method: String, params: String, as type: T.Type) async throws -> T {
+        let data = try await call(method, params: params)
+        do {
+            // Decoded from the frame itself, so 64-bit integers stay exact.
+            return try JSONDecoder().decode(AnswerFrame<T>.self, from: data).params
+        } catch {
+            throw KaspaRPCError.invalidResponse(method: method, detail: "\(error)")
+        }
+    }
+
+    /// `subscribe BlockAdded` then `VirtualChainChanged` with accepted transaction ids
+    /// (note the snake_case field, as the node's serde form of the scope has it).
+    public func subscribeChain() async throws {
+        _ = try await call("subscribe", params: #"{"BlockAdded":{}}"#)
+        _ = try await call("subscribe", params: #"{"VirtualChainChanged":{"include_accepted_transaction_ids":true}}"#)
+    }
+
+    public func getBlock(hash: String, includeTransactions: Bool) async throws -> RpcBlock {
+        struct Answer: Decodable { var block: RpcBlock }
+        return try await call(
+            "getBlock", params: #"{"hash":"\#(hash)","includeTransactions":\#(includeTransactions)}"#, as: Answer.self
+        ).block
+    }
+
+    public func getVirtualChainFromBlock(startHash: String) async throws -> VirtualChainChanged {
+        try await call(
+            "getVirtualChainFromBlock",
+            params: #"{"includeAcceptedTransactionIds":true,"minConfirmationCount":null,"startHash":"\#(startHash)"}"#,
+            as: VirtualChainChanged.self)
+    }
+
+    public func getUtxoReturnAddress(txid: String, acceptingBlockDaaScore: UInt64) async throws -> String {
+        struct Answer: Decodable { var returnAddress: String }
+        return try await call(
+            "getUtxoReturnAddress", params: #"{"acceptingBlockDaaScore":\#(acceptingBlockDaaScore),"txid":"\#(txid)"}"#,
+            as: Answer.self
+        ).returnAddress
+    }
+
+    public struct ServerInfo: Decodable, Sendable {
+        public var serverVersion: String?
+        public var networkId: String?
+        public var isSynced: Bool?
+        public var virtualDaaScore: UInt64?
+    }
+
+    public func getServerInfo() async throws -> ServerInfo {
+        try await call("getServerInfo", params: "{}", as: ServerInfo.self)
+    }
+
+    /// One frame from the node.
+    func receive(_ data: Data) {
+        struct Envelope: Decodable {
+            struct RPCError: Decodable { var message: String? }
+            var id: UInt64?
+            var method: String?
+            var error: RPCError?
+        }
+        guard let envelope = try? JSONDecoder().decode(Envelope.self, from: data) else { return }
+        if let id = envelope.id {
+            guard let continuation = state.withLock({ $0.pending.removeValue(forKey: id) }) else { return }
+            if let error = envelope.error {
+                continuation.resume(throwing: KaspaRPCError.node(method: envelope.method ?? "", message: error.message ?? "error"))
+            } else {
+                continuation.resume(returning: data)
+            }
+            return
+        }
+        switch envelope.method {
+        case "blockAddedNotification":
+            struct Wrapped: Decodable {
+                struct Params: Decodable {
+                    struct Event: Decodable { var block: RpcBlock }
+                    var BlockAdded: Event
+                }
+                var params: Params
+            }
+            if let n = try? JSONDecoder().decode(Wrapped.self, from: data) { notify.yield(.blockAdded(n.params.BlockAdded.block)) }
+        case "virtualChainChangedNotification":
+            struct Wrapped: Decodable {
+                struct Params: Decodable { var VirtualChainChanged: HeraldKaspa.VirtualChainChanged }
+                var params: Params
+            }
+            if let n = try? JSONDecoder().decode(Wrapped.self, from: data) { notify.yield(.virtualChainChanged(n.params.VirtualChainChanged)) }
+        default:
+            break
+        }
+    }
+
+    /// Fails every pending call and ends the notification stream.
+    func close() {
+        let pending = state.withLock { s -> [CheckedContinuation<Data, any Error>] in
+            s.closed = true
+            defer { s.pending = [:] }
+            return Array(s.pending.values)
+        }
+        for continuation in pending { continuation.resume(throwing: KaspaRPCError.disconnected) }
+        notify.finish()
+    }
+}
+
+/// An answer frame's `params`, decoded from the frame itself.
+struct AnswerFrame<T: Decodable>: Decodable {
+    var params: T
+}

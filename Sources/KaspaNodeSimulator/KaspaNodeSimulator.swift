@@ -1,0 +1,283 @@
+import Foundation
+import HeraldKaspa
+import Hummingbird
+import HummingbirdWebSocket
+import Logging
+import NIOCore
+import Synchronization
+
+/// A Kaspa node look-alike for tests: wRPC JSON over WebSocket with the node's frames
+/// (kasia-protocol.md §4) — `subscribe` (BlockAdded, VirtualChainChanged), `getBlock`,
+/// `getVirtualChainFromBlock`, `getUtxoReturnAddress`, `getServerInfo` — fed with transactions
+/// in the node's RPC JSON. Blocks carry the node's full header, so the official SDK decodes them.
+///
+/// Its DAG is simple: each `produce` makes one chain block (and optional parallel blocks) whose
+/// merge set is those blocks, and which accepts their transactions at once.
+public final class KaspaNodeSimulator: Sendable {
+    struct Connection {
+        var outbound: WebSocketOutboundWriter
+        var blockAdded = false
+        var virtualChainChanged = false
+        var close: @Sendable () -> Void
+    }
+
+    struct State {
+        var blocks: [String: String] = [:]  // hash -> block JSON with transactions
+        var headers: [String: String] = [:]  // hash -> block JSON without transactions
+        var chain: [String] = []
+        var accepted: [String: [String]] = [:]  // chain block -> txids
+        var daaScore: UInt64 = 100_000_000
+        var sequence: UInt64 = 0
+        var returnAddresses: [String: String] = [:]  // txid -> sender
+        var connections: [Int: Connection] = [:]
+        var nextConnection = 0
+        var requests: [String] = []
+    }
+
+    private let state = Mutex(State())
+    private let running = Mutex<Task<Void, any Error>?>(nil)
+    /// The port it listens on, once started.
+    public let port: Int
+    public var url: String { "ws://127.0.0.1:\(port)" }
+    /// The time written into new blocks (ms); tests move it.
+    public let blockTime = Mutex<UInt64>(UInt64(Date().timeIntervalSince1970 * 1000))
+
+    private init(port: Int) {
+        self.port = port
+    }
+
+    /// Starts listening on 127.0.0.1 (`port` 0 picks a free one).
+    public static func start(port: Int = 0, logger: Logger = Logger(label: "kaspa-node-simulator")) async throws -> KaspaNodeSimulator {
+        let bound = AsyncStream<Int>.makeStream()
+        let holder = Mutex<KaspaNodeSimulator?>(nil)
+        let app = Application(
+            router: Router(),
+            server: .http1WebSocketUpgrade { _, _, _ in
+                .upgrade([:]) { inbound, outbound, _ in
+                    guard let node = holder.withLock({ $0 }) else { return }
+                    try await node.serve(inbound: inbound, outbound: outbound)
+                }
+            },
+            configuration: .init(address: .hostname("127.0.0.1", port: port), serverName: "kaspa-node-simulator"),
+            onServerRunning: { channel in
+                bound.continuation.yield(channel.localAddress?.port ?? 0)
+                bound.continuation.finish()
+            },
+            logger: logger)
+        let task = Task { try await app.run() }
+        var iterator = bound.stream.makeAsyncIterator()
+        guard let actual = await iterator.next() else { throw KaspaRPCError.disconnected }
+        let node = KaspaNodeSimulator(port: actual)
+        holder.withLock { $0 = node }
+        node.running.withLock { $0 = task }
+        return node
+    }
+
+    public func shutdown() async {
+        let task = running.withLock { $0 }
+        task?.cancel()
+        _ = try? await task?.value
+    }
+
+    /// Methods of the requests received so far (tests check what a client asked).
+    public var requests: [String] { state.withLock { $0.requests } }
+
+    /// The DAA score of a block it produced.
+    public func daaScore(ofBlock hash: String) -> UInt64? {
+        state.withLock { s in
+            s.headers[hash].flatMap { try? JSONDecoder().decode(RpcBlock.self, from: Data($0.utf8)).header.daaScore }
+        }
+    }
+
+    /// How many clients are connected.
+    public var connectionCount: Int { state.withLock { $0.connections.count } }
+
+    /// Closes every client's socket (a node restart or a network cut).
+    public func dropConnections() {
+        let closes = state.withLock { s -> [@Sendable () -> Void] in
+            defer { s.connections = [:] }
+            return s.connections.values.map(\.close)
+        }
+        for close in closes { close() }
+    }
+
+    // MARK: The chain
+
+    /// Adds a chain block holding `transactions` (RPC JSON objects), and parallel blocks holding
+    /// `parallel`, all accepted by the chain block; notifies subscribers. Returns the chain block's hash.
+    /// `senders` answers `getUtxoReturnAddress` for those txids.
+    @discardableResult
+    public func produce(_ transactions: [[String: Any]], parallel: [[[String: Any]]] = [], senders: [String: String] = [:]) async -> String {
+        var notifications: [String] = []
+        let hash = state.withLock { s -> String in
+            s.returnAddresses.merge(senders) { _, new in new }
+            var merged: [String] = []
+            var txids: [String] = []
+            for side in parallel {
+                let (hash, ids, json) = makeBlock(&s, side, mergeSet: [], chain: false)
+                merged.append(hash)
+                txids += ids
+                notifications.append(blockAdded(json))
+            }
+            let (hash, ids, json) = makeBlock(&s, transactions, mergeSet: merged, chain: true)
+            notifications.append(blockAdded(json))
+            var seen = Set<String>()
+            let acceptedIDs = (ids + txids).filter { seen.insert($0).inserted }
+            s.chain.append(hash)
+            s.accepted[hash] = acceptedIDs
+            notifications.append(Self.virtualChainChanged(removed: [], added: [hash], accepted: [(hash, acceptedIDs)]))
+            return hash
+        }
+        await broadcast(notifications)
+        return hash
+    }
+
+    /// Replaces the last chain block with a new one that accepts the same transactions (a
+    /// reorg that re-accepts them); notifies subscribers.
+    public func reorgLastBlock() async {
+        var notifications: [String] = []
+        state.withLock { s in
+            guard let old = s.chain.popLast() else { return }
+            let ids = s.accepted[old] ?? []
+            let (hash, _, json) = makeBlock(&s, [], mergeSet: [old], chain: true)
+            s.chain.append(hash)
+            s.accepted[hash] = ids
+            notifications.append(blockAdded(json))
+            notifications.append(Self.virtualChainChanged(removed: [old], added: [hash], accepted: [(hash, ids)]))
+        }
+        await broadcast(notifications)
+    }
+
+    /// Builds a block: header fields as the node writes them, transactions re-homed to it.
+    private func makeBlock(_ s: inout State, _ transactions: [[String: Any]], mergeSet: [String], chain: Bool) -> (String, [String], String) {
+        s.sequence += 1
+        s.daaScore += 1
+        let time = blockTime.withLock { $0 }
+        let hash = Self.hash(s.sequence)
+        var ids: [String] = []
+        let rehomed: [[String: Any]] = transactions.map { tx in
+            var tx = tx
+            var verbose = tx["verboseData"] as? [String: Any] ?? [:]
+            verbose["blockHash"] = hash
+            verbose["blockTime"] = time
+            tx["verboseData"] = verbose
+            if let id = verbose["transactionId"] as? String { ids.append(id) }
+            return tx
+        }
+        let parent = s.chain.last ?? String(repeating: "0", count: 64)
+        let header: [String: Any] = [
+            "hash": hash, "version": 1, "parentsByLevel": [[parent]], "hashMerkleRoot": String(repeating: "0", count: 64),
+            "acceptedIdMerkleRoot": String(repeating: "0", count: 64), "utxoCommitment": String(repeating: "0", count: 64),
+            "timestamp": time, "bits": 486_722_099, "nonce": s.sequence, "daaScore": s.daaScore,
+            "blueWork": String(repeating: "0", count: 48), "blueScore": s.daaScore, "pruningPoint": String(repeating: "0", count: 64),
+        ]
+        let verbose: [String: Any] = [
+            "hash": hash, "difficulty": 1.0, "selectedParentHash": parent, "transactionIds": ids, "isHeaderOnly": false,
+            "blueScore": s.daaScore, "childrenHashes": [String](), "mergeSetBluesHashes": [hash] + mergeSet,
+            "mergeSetRedsHashes": [String](), "isChainBlock": chain,
+        ]
+        let full = Self.json(["header": header, "transactions": rehomed, "verboseData": verbose])
+        s.blocks[hash] = full
+        s.headers[hash] = Self.json(["header": header, "transactions": [[String: Any]](), "verboseData": verbose])
+        return (hash, ids, full)
+    }
+
+    private static func hash(_ n: UInt64) -> String {
+        let hex = String(n, radix: 16)
+        return "ab" + String(repeating: "0", count: 62 - hex.count) + hex
+    }
+
+    private func blockAdded(_ blockJSON: String) -> String {
+        #"{"method":"blockAddedNotification","params":{"BlockAdded":{"block":\#(blockJSON)}}}"#
+    }
+
+    static func virtualChainChanged(removed: [String], added: [String], accepted: [(String, [String])]) -> String {
+        #"{"method":"virtualChainChangedNotification","params":{"VirtualChainChanged":\#(chainChange(removed: removed, added: added, accepted: accepted))}}"#
+    }
+
+    static func chainChange(removed: [String], added: [String], accepted: [(String, [String])]) -> String {
+        json([
+            "removedChainBlockHashes": removed, "addedChainBlockHashes": added,
+            "acceptedTransactionIds": accepted.map { ["acceptingBlockHash": $0.0, "acceptedTransactionIds": $0.1] as [String: Any] },
+        ])
+    }
+
+    static func json(_ object: Any) -> String {
+        String(decoding: (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8), as: UTF8.self)
+    }
+
+    private func broadcast(_ frames: [String]) async {
+        let targets = state.withLock { s in s.connections.values.map { ($0.outbound, $0.blockAdded, $0.virtualChainChanged) } }
+        for frame in frames {
+            let isBlock = frame.hasPrefix(#"{"method":"blockAdded"#)
+            for (outbound, blockAdded, chain) in targets where isBlock ? blockAdded : chain {
+                try? await outbound.write(.text(frame))
+            }
+        }
+    }
+
+    // MARK: The socket
+
+    private func serve(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async throws {
+        let closed = AsyncStream<Void>.makeStream()
+        let id = state.withLock { s -> Int in
+            s.nextConnection += 1
+            s.connections[s.nextConnection] = Connection(outbound: outbound, close: { closed.continuation.finish() })
+            return s.nextConnection
+        }
+        defer { _ = state.withLock { $0.connections.removeValue(forKey: id) } }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for try await message in inbound.messages(maxSize: 1 << 24) {
+                    guard case .text(let text) = message, let reply = self.answer(text, connection: id) else { continue }
+                    try await outbound.write(.text(reply))
+                }
+            }
+            group.addTask {
+                for await _ in closed.stream {}  // dropConnections() ends the socket
+            }
+            _ = try await group.next()
+            group.cancelAll()
+        }
+    }
+
+    /// The reply frame to one request.
+    func answer(_ text: String, connection: Int) -> String? {
+        struct Request: Decodable { var id: UInt64?; var method: String }
+        guard let request = try? JSONDecoder().decode(Request.self, from: Data(text.utf8)), let id = request.id else { return nil }
+        let params = ((try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any])?["params"] as? [String: Any] ?? [:]
+        func reply(_ json: String) -> String { #"{"id":\#(id),"method":"\#(request.method)","params":\#(json)}"# }
+        func error(_ message: String) -> String {
+            #"{"id":\#(id),"method":"\#(request.method)","error":{"code":0,"message":\#(Self.json([message]).dropFirst().dropLast()),"data":null}}"#
+        }
+        return state.withLock { s -> String in
+            s.requests.append(request.method)
+            switch request.method {
+            case "subscribe":
+                if params["BlockAdded"] != nil { s.connections[connection]?.blockAdded = true }
+                if params["VirtualChainChanged"] != nil { s.connections[connection]?.virtualChainChanged = true }
+                return reply(#"{"id":\#(connection)}"#)
+            case "getServerInfo":
+                return reply(Self.json([
+                    "rpcApiVersion": 1, "rpcApiRevision": 0, "serverVersion": "1.1.0-simulator", "networkId": "mainnet",
+                    "hasUtxoIndex": true, "isSynced": true, "virtualDaaScore": s.daaScore,
+                ]))
+            case "getBlock":
+                guard let hash = params["hash"] as? String, let block = (params["includeTransactions"] as? Bool ?? false) ? s.blocks[hash] : s.headers[hash]
+                else { return error("block not found") }
+                return reply(#"{"block":\#(block)}"#)
+            case "getVirtualChainFromBlock":
+                guard let start = params["startHash"] as? String, let index = s.chain.firstIndex(of: start) else {
+                    return error("start hash is not a chain block")
+                }
+                let added = Array(s.chain[(index + 1)...])
+                return reply(Self.chainChange(removed: [], added: added, accepted: added.map { ($0, s.accepted[$0] ?? []) }))
+            case "getUtxoReturnAddress":
+                guard let txid = params["txid"] as? String, let address = s.returnAddresses[txid] else { return error("TransactionNotFound") }
+                return reply(Self.json(["returnAddress": address]))
+            default:
+                return error("method not supported by the simulator: \(request.method)")
+            }
+        }
+    }
+}

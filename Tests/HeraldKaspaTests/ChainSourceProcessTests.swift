@@ -1,0 +1,219 @@
+import Foundation
+import HeraldCore
+import HeraldKaspa
+import HeraldTestSupport
+import KaspaNodeSimulator
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The SDK-made transactions as raw node JSON (what the simulator serves).
+struct RawFixtures {
+    let cases: [String: [String: Any]]
+    let bulk: [[String: Any]]
+    let alice: String
+    let bob: String
+
+    static func load() throws -> RawFixtures {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/kasia_transactions.json")
+        let object = try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as! [String: Any]
+        var cases: [String: [String: Any]] = [:]
+        for c in object["cases"] as! [[String: Any]] { cases[c["name"] as! String] = c["tx"] as? [String: Any] }
+        let addresses = object["addresses"] as! [String: String]
+        return RawFixtures(cases: cases, bulk: object["bulk_messages"] as! [[String: Any]], alice: addresses["alice"]!, bob: addresses["bob"]!)
+    }
+
+    static func txid(_ tx: [String: Any]) -> String { (tx["verboseData"] as! [String: Any])["transactionId"] as! String }
+}
+
+/// `herald serve` following the node simulator, with its built-in APNs simulator.
+struct FollowingHerald {
+    let process: HeraldProcess
+    let api: String
+    let control: String
+
+    static func start(node: KaspaNodeSimulator, database: URL) throws -> FollowingHerald {
+        let process = try HeraldProcess(["serve"], environment: [
+            "HERALD_DATABASE_URL": "sqlite:" + database.path, "HERALD_HTTP_PORT": "0", "HERALD_KASPA_WRPC_URL": node.url,
+            "HERALD_REGISTRATION_RATE": "0",
+        ])
+        return FollowingHerald(
+            process: process, api: "http://127.0.0.1:\(try process.port(after: "listening on 127.0.0.1:"))",
+            control: "http://127.0.0.1:\(try process.port(after: "control=http://127.0.0.1:"))")
+    }
+
+    func register(_ token: String, watched: [String], addresses: [String] = [], routes: [(String, [String])] = []) async throws {
+        let routesJSON = routes.map { #"{"peer_address":"\#($0.0)","aliases":[\#($0.1.map { "\"\($0)\"" }.joined(separator: ","))]}"# }
+        let body = #"{"device_token":"\#(token)","platform":"ios","watched_addresses":[\#(watched.map { "\"\($0)\"" }.joined(separator: ","))],"addresses":[\#(addresses.map { "\"\($0)\"" }.joined(separator: ","))],"contextual_routes":[\#(routesJSON.joined(separator: ","))]}"#
+        let (status, data) = try await http("POST", api + "/v1/push/register", body)
+        #expect(status == 200, "\(String(decoding: data, as: UTF8.self))")
+    }
+
+    /// Waits until the chain source is connected (10 s at most).
+    func waitConnected() async throws {
+        for _ in 0..<200 {
+            if try await kaspaStats()["connected"] as? Bool == true { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        Issue.record("the chain source did not connect")
+    }
+
+    func kaspaStats() async throws -> [String: Any] {
+        let (_, data) = try await http("GET", api + "/v1/stats")
+        return ((try JSONSerialization.jsonObject(with: data) as? [String: Any])?["kaspa"] as? [String: Any]) ?? [:]
+    }
+
+    /// The simulator's pushes to `token`.
+    func pushes(_ token: String) async throws -> [[String: Any]] {
+        let (_, data) = try await http("GET", control + "/notifications?token=" + token)
+        return (try JSONSerialization.jsonObject(with: data) as? [String: Any])?["notifications"] as? [[String: Any]] ?? []
+    }
+
+    /// Waits until `token` has `count` pushes, then a little longer to catch any extra.
+    func pushes(_ token: String, reaching count: Int, timeout: Duration = .seconds(20)) async throws -> [[String: Any]] {
+        let started = ContinuousClock.now
+        var list = try await pushes(token)
+        while list.count < count, ContinuousClock.now - started < timeout {
+            try await Task.sleep(for: .milliseconds(50))
+            list = try await pushes(token)
+        }
+        try await Task.sleep(for: .milliseconds(500))
+        return try await pushes(token)
+    }
+
+    func stop() {
+        process.kill(SIGTERM)
+    }
+}
+
+func deviceToken(_ n: Int) -> String {
+    String(repeating: String(format: "%02x", n), count: 32)
+}
+
+@Suite("The Kaspa chain source: node simulator → herald serve → APNs simulator", .serialized)
+struct ChainSourceProcessTests {
+    @Test("handshake, message and payment arrive as SPEC §5's exact pushes, routed by addresses and contextual routes")
+    func exactPushesAndRouting() async throws {
+        let fixtures = try RawFixtures.load()
+        let node = try await KaspaNodeSimulator.start()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-kaspa-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let herald = try FollowingHerald.start(node: node, database: directory.appendingPathComponent("herald.sqlite"))
+        defer { herald.stop() }
+        let (alice, bob) = (fixtures.alice, fixtures.bob)
+        let carol = "kaspa:qp0l70zd5x85ttwd6jv7g3s3a8llzj96d8dncn4zmhv4tlzx5k2jyqh70xmfj"
+        try await herald.register(deviceToken(1), watched: [bob], addresses: [bob])                      // bob's phone
+        try await herald.register(deviceToken(2), watched: [bob], addresses: [carol])                    // carol watches bob as a contact
+        try await herald.register(deviceToken(3), watched: [alice], routes: [(alice, ["a1b2c3d4e5f6"])])  // follows alice, alias x
+        try await herald.register(deviceToken(4), watched: [alice], routes: [(alice, ["ffffffffffff"])])  // follows alice, alias y
+        try await herald.register(deviceToken(5), watched: [alice])                                      // follows alice, no routes
+        try await herald.waitConnected()
+
+        let handshake = fixtures.cases["handshake"]!, message = fixtures.cases["contextual_message"]!, payment = fixtures.cases["payment"]!
+        let senders = [RawFixtures.txid(handshake): alice, RawFixtures.txid(message): alice, RawFixtures.txid(payment): alice]
+        let time = node.blockTime.withLock { $0 }
+        let block = await node.produce([handshake, message, payment], senders: senders)
+        let daaScore = try #require(node.daaScore(ofBlock: block))
+
+        let bobPushes = try await herald.pushes(deviceToken(1), reaching: 2)
+        #expect(bobPushes.count == 2)
+        func expected(_ kind: KasiaEvent.Kind, _ tx: [String: Any], recipient: String?, amount: UInt64? = nil) -> String {
+            let event = KasiaEvent(
+                kind: kind, txID: RawFixtures.txid(tx), sender: alice, recipient: recipient, payloadHex: tx["payload"] as? String,
+                timestamp: Int64(time / 1000), daaScore: daaScore, amount: amount)
+            return String(decoding: KasiaTemplate.render(event).payload, as: UTF8.self)
+        }
+        let byCollapse = Dictionary(uniqueKeysWithValues: bobPushes.map { ($0["collapse_id"] as? String ?? "", $0["payload"] as? String ?? "") })
+        #expect(byCollapse[RawFixtures.txid(handshake)] == expected(.handshake, handshake, recipient: bob))
+        #expect(byCollapse[RawFixtures.txid(payment)] == expected(.payment, payment, recipient: bob, amount: 150_000_000))
+        #expect(bobPushes.allSatisfy { ($0["payload"] as? String ?? "").utf8.count <= 4_096 })
+
+        let followers = try await herald.pushes(deviceToken(3), reaching: 1)
+        #expect(followers.map { $0["payload"] as? String } == [expected(.contextualMessage, message, recipient: nil)])
+        #expect(followers.first?["collapse_id"] as? String == RawFixtures.txid(message))
+        #expect(try await herald.pushes(deviceToken(5), reaching: 1).count == 1)
+        #expect(try await herald.pushes(deviceToken(2)).isEmpty, "a contact watcher with its own addresses gets no payment to bob")
+        #expect(try await herald.pushes(deviceToken(4)).isEmpty, "a route for another alias gets no message")
+        let stats = try await herald.kaspaStats()
+        #expect(stats["transactions_classified"] as? Int == 3)
+        #expect(stats["last_block"] as? String == block)
+        await node.shutdown()
+    }
+
+    @Test("restart with 50 missed, a dropped socket, a transaction in two parallel blocks, a reorg: every message pushed exactly once")
+    func exactlyOnce() async throws {
+        let fixtures = try RawFixtures.load()
+        let node = try await KaspaNodeSimulator.start()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-kaspa-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let database = directory.appendingPathComponent("herald.sqlite")
+        let follower = deviceToken(9)
+        var senders: [String: String] = [:]
+        for tx in fixtures.bulk { senders[RawFixtures.txid(tx)] = fixtures.alice }
+
+        var herald = try FollowingHerald.start(node: node, database: database)
+        try await herald.register(follower, watched: [fixtures.alice])
+        try await herald.waitConnected()
+        await node.produce([fixtures.bulk[0]], senders: senders)
+        let before = try await herald.pushes(follower, reaching: 1).compactMap { $0["collapse_id"] as? String }
+        #expect(before == [RawFixtures.txid(fixtures.bulk[0])])
+
+        // Herald stops; the node goes on with 50 Kasia transactions (the first of them already
+        // pushed: the node accepts it again in a later block). Each new process has a new APNs
+        // simulator, so it shows only what this process sent.
+        herald.stop()
+        for tx in fixtures.bulk { await node.produce([tx], senders: senders) }
+        herald = try FollowingHerald.start(node: node, database: database)
+        var pushes = try await herald.pushes(follower, reaching: 49)
+        var ids = pushes.compactMap { $0["collapse_id"] as? String }
+        #expect(ids.count == 49 && Set(ids).count == 49, "\(ids.count) pushes, \(Set(ids).count) distinct")
+        #expect(Set(ids + before) == Set(fixtures.bulk.map(RawFixtures.txid)), "each of the 50 pushed exactly once across the restart")
+
+        // The node drops the socket and produces while Herald reconnects: the gap is filled.
+        let fresh = fixtures.cases["contextual_message"]!
+        senders[RawFixtures.txid(fresh)] = fixtures.alice
+        node.dropConnections()
+        await node.produce([fresh], senders: senders)
+        pushes = try await herald.pushes(follower, reaching: 50)
+        ids = pushes.compactMap { $0["collapse_id"] as? String }
+        #expect(ids.count == 50 && ids.filter { $0 == RawFixtures.txid(fresh) }.count == 1)
+        try await herald.waitConnected()
+        #expect(try await herald.kaspaStats()["reconnects"] as? Int ?? 0 >= 1)
+
+        // One transaction in two parallel blocks, then a reorg that re-accepts it: one push.
+        let twice = fixtures.cases["long_message"]!
+        senders[RawFixtures.txid(twice)] = fixtures.alice
+        await node.produce([twice], parallel: [[twice]], senders: senders)
+        await node.reorgLastBlock()
+        await node.produce([], senders: senders)
+        pushes = try await herald.pushes(follower, reaching: 51)
+        ids = pushes.compactMap { $0["collapse_id"] as? String }
+        #expect(ids.count == 51, "\(ids.count) pushes")
+        #expect(ids.filter { $0 == RawFixtures.txid(twice) }.count == 1)
+        // Over the inline limit: the push carries no payload, and still fits.
+        let long = try #require(pushes.first { $0["collapse_id"] as? String == RawFixtures.txid(twice) })
+        let payload = try JSONSerialization.jsonObject(with: Data((long["payload"] as! String).utf8)) as! [String: Any]
+        #expect((payload["kasia"] as! [String: Any])["payload"] is NSNull)
+
+        // Older than HERALD_KASPA_MAX_AGE (24 h): a payment to alice (the follower watches her and
+        // registered no own addresses, so it would hear it) is processed, and not pushed.
+        let stale = fixtures.cases["payment_kachat_pay"]!
+        senders[RawFixtures.txid(stale)] = fixtures.bob
+        let now = node.blockTime.withLock { $0 }
+        node.blockTime.withLock { $0 = now - 25 * 3_600_000 }
+        let staleBlock = await node.produce([stale], senders: senders)
+        node.blockTime.withLock { $0 = now }
+        for _ in 0..<200 where try await herald.kaspaStats()["last_block"] as? String != staleBlock {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(try await herald.kaspaStats()["last_block"] as? String == staleBlock)
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(try await herald.pushes(follower).count == 51, "a 25-hour-old payment was pushed")
+        herald.stop()
+        await node.shutdown()
+    }
+}

@@ -1,0 +1,51 @@
+#!/usr/bin/env python3
+"""The official Kaspa Python SDK (PyPI `kaspa`) as a client of Herald's node simulator:
+connects with JSON encoding, subscribes to BlockAdded and VirtualChainChanged, prints
+"subscribed", waits for both notifications (10 s at most), calls getBlock and
+getUtxoReturnAddress, and prints one JSON line of what it decoded.
+
+    python3 sdk_client.py ws://127.0.0.1:PORT TXID
+"""
+import asyncio
+import json
+import sys
+
+import kaspa
+from kaspa import NetworkId, RpcClient
+
+
+async def main(url: str, txid: str) -> None:
+    events = []
+    client = RpcClient(url=url, encoding="json", network_id=NetworkId("mainnet"))
+    client.add_event_listener("all", lambda event, *a, **k: events.append(event))
+    await client.connect(timeout_duration=5000, strategy="fallback")
+    await client.subscribe_block_added()
+    await client.subscribe_virtual_chain_changed(True)
+    info = await client.get_server_info()
+    print("subscribed", flush=True)
+    for _ in range(200):
+        if {"BlockAdded", "VirtualChainChanged"} <= {e["type"] for e in events}:
+            break
+        await asyncio.sleep(0.05)
+    blocks = [e["data"]["block"] for e in events if e["type"] == "BlockAdded"]
+    chain = [e["data"] for e in events if e["type"] == "VirtualChainChanged"]
+    block_hash = blocks[0]["header"]["hash"] if blocks else None
+    fetched = await client.get_block({"hash": block_hash, "includeTransactions": True}) if block_hash else None
+    returned = await client.get_utxo_return_address({"txid": txid, "acceptingBlockDaaScore": 1})
+    await client.disconnect()
+    print(json.dumps({
+        "sdk": getattr(kaspa, "__version__", "?"),
+        "server_version": info.get("serverVersion"),
+        "event_types": sorted({e["type"] for e in events}),
+        "block_added_txids": [t["verboseData"]["transactionId"] for b in blocks for t in b["transactions"]],
+        "block_added_payloads": [t["payload"] for b in blocks for t in b["transactions"]],
+        "block_added_daa_scores": [b["header"]["daaScore"] for b in blocks],
+        "chain_added": [h for c in chain for h in c.get("addedChainBlockHashes", [])],
+        "chain_accepted": [t for c in chain for a in c.get("acceptedTransactionIds", []) for t in a.get("acceptedTransactionIds", [])],
+        "get_block_txids": [t["verboseData"]["transactionId"] for t in fetched["block"]["transactions"]] if fetched else [],
+        "return_address": returned.get("returnAddress") if isinstance(returned, dict) else str(returned),
+    }, default=str), flush=True)
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1], sys.argv[2]))

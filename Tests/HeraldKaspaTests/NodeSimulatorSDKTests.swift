@@ -1,0 +1,58 @@
+import Foundation
+import HeraldTestSupport
+import KaspaNodeSimulator
+import Testing
+
+/// The node simulator is held to the real node's frames: the official Kaspa Python SDK
+/// (`RpcClient`, JSON encoding) connects to it, subscribes, and decodes its notifications.
+@Suite struct NodeSimulatorSDKTests {
+    @Test("the official SDK subscribes to the simulator and decodes BlockAdded, VirtualChainChanged and its answers")
+    func sdkDecodesTheSimulator() async throws {
+        let fixtures = try RawFixtures.load()
+        let node = try await KaspaNodeSimulator.start()
+        let message = fixtures.cases["contextual_message"]!
+        let txid = RawFixtures.txid(message)
+
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/sdk_client.py")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", script.path, node.url, txid]
+        let out = Pipe()
+        let errors = Pipe()
+        process.standardOutput = out
+        process.standardError = errors
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+
+        var text = ""
+        while !text.contains("subscribed\n") {
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty {
+                let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                Issue.record("the SDK client exited before subscribing (pip install kaspa): \(stderr)")
+                return
+            }
+            text += String(decoding: chunk, as: UTF8.self)
+        }
+        let block = await node.produce([message], senders: [txid: fixtures.alice])
+        text += String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        let line = try #require(text.split(separator: "\n").last)
+        let result = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+
+        // The SDK also reports its own connect/disconnect events.
+        #expect(Set(result["event_types"] as? [String] ?? []).isSuperset(of: ["BlockAdded", "VirtualChainChanged"]))
+        #expect(result["block_added_txids"] as? [String] == [txid])
+        #expect(result["block_added_payloads"] as? [String] == [message["payload"] as! String])
+        #expect((result["block_added_daa_scores"] as? [NSNumber])?.map(\.uint64Value) == [node.daaScore(ofBlock: block)!])
+        #expect(result["chain_added"] as? [String] == [block])
+        #expect(result["chain_accepted"] as? [String] == [txid])
+        #expect(result["get_block_txids"] as? [String] == [txid])
+        #expect(result["return_address"] as? String == fixtures.alice)
+        #expect(result["server_version"] as? String == "1.1.0-simulator")
+        #expect(node.requests.filter { $0 == "subscribe" }.count == 2)
+        #expect(Set(node.requests) == ["subscribe", "getServerInfo", "getBlock", "getUtxoReturnAddress"])
+        await node.shutdown()
+    }
+}
