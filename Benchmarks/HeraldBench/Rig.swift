@@ -106,11 +106,11 @@ final class Rig: @unchecked Sendable {
     }
 
     /// Starts the `herald serve` instances and waits until each listens.
-    func launch() async throws {
-        for n in 0..<instances { try await launchOne(n) }
+    func launch(environment extra: [String: String] = [:]) async throws {
+        for n in 0..<instances { try await launchOne(n, extra: extra) }
     }
 
-    private func launchOne(_ n: Int) async throws {
+    private func launchOne(_ n: Int, extra: [String: String]) async throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: heraldPath)
         process.arguments = ["serve"]
@@ -124,6 +124,7 @@ final class Rig: @unchecked Sendable {
             // The load comes from one address and one key: measure the gateway, not its rate limits.
             "HERALD_REGISTRATION_RATE": "0", "HERALD_PUBLISH_RATE": "0",
         ]) { _, new in new }
+        env.merge(extra) { _, new in new }
         process.environment = env
         let logPath = directory.appendingPathComponent("serve-\(n).log").path
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
@@ -157,6 +158,13 @@ final class Rig: @unchecked Sendable {
         let response = try await http.execute(request, timeout: .seconds(60))
         _ = try await response.body.collect(upTo: 1 << 20)
         return Int(response.status.code)
+    }
+
+    /// GETs a JSON object from the first instance.
+    func getJSON(_ path: String) async throws -> [String: Any] {
+        let response = try await http.execute(HTTPClientRequest(url: api + path), timeout: .seconds(30))
+        let body = try await response.body.collect(upTo: 1 << 20)
+        return (try JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any]) ?? [:]
     }
 
     /// Resident and peak resident memory of `herald serve`, in KiB (Linux /proc).

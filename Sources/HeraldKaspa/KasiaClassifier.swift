@@ -19,7 +19,7 @@ public struct KasiaClassifier: Sendable {
     }
 
     /// Hex of `ciph_msg:`: a cheap test before parsing.
-    static let prefixHex = "636970685f6d73673a"
+    static let prefixHex = RpcTransaction.kasiaPrefixHex
 
     public init() {}
 

@@ -174,39 +174,17 @@ public final class KaspaRPCSession: Sendable {
 
     /// One frame from the node.
     func receive(_ data: Data) {
-        struct Envelope: Decodable {
-            struct RPCError: Decodable { var message: String? }
-            var id: UInt64?
-            var method: String?
-            var error: RPCError?
-        }
-        guard let envelope = try? JSONDecoder().decode(Envelope.self, from: data) else { return }
-        if let id = envelope.id {
+        switch KaspaFrame.decode(data) {
+        case .answer(let id, let method, let error)?:
             guard let continuation = state.withLock({ $0.pending.removeValue(forKey: id) }) else { return }
-            if let error = envelope.error {
-                continuation.resume(throwing: KaspaRPCError.node(method: envelope.method ?? "", message: error.message ?? "error"))
+            if let error {
+                continuation.resume(throwing: KaspaRPCError.node(method: method, message: error))
             } else {
                 continuation.resume(returning: data)
             }
-            return
-        }
-        switch envelope.method {
-        case "blockAddedNotification":
-            struct Wrapped: Decodable {
-                struct Params: Decodable {
-                    struct Event: Decodable { var block: RpcBlock }
-                    var BlockAdded: Event
-                }
-                var params: Params
-            }
-            if let n = try? JSONDecoder().decode(Wrapped.self, from: data) { notify.yield(.blockAdded(n.params.BlockAdded.block)) }
-        case "virtualChainChangedNotification":
-            struct Wrapped: Decodable {
-                struct Params: Decodable { var VirtualChainChanged: HeraldKaspa.VirtualChainChanged }
-                var params: Params
-            }
-            if let n = try? JSONDecoder().decode(Wrapped.self, from: data) { notify.yield(.virtualChainChanged(n.params.VirtualChainChanged)) }
-        default:
+        case .notification(let notification)?:
+            notify.yield(notification)
+        case nil:
             break
         }
     }
@@ -226,4 +204,56 @@ public final class KaspaRPCSession: Sendable {
 /// An answer frame's `params`, decoded from the frame itself.
 struct AnswerFrame<T: Decodable>: Decodable {
     var params: T
+}
+
+/// A frame from the node, decoded: an answer to a call, or a notification.
+public enum KaspaFrame: Sendable {
+    case answer(id: UInt64, method: String, error: String?)
+    case notification(KaspaNotification)
+
+    private struct Envelope: Decodable {
+        struct RPCError: Decodable { var message: String? }
+        var id: UInt64?
+        var method: String?
+        var error: RPCError?
+    }
+
+    private struct BlockAddedFrame: Decodable {
+        struct Params: Decodable {
+            struct Event: Decodable { var block: RpcBlock }
+            var BlockAdded: Event
+        }
+        var params: Params
+    }
+
+    private struct ChainChangedFrame: Decodable {
+        struct Params: Decodable { var VirtualChainChanged: HeraldKaspa.VirtualChainChanged }
+        var params: Params
+    }
+
+    /// Decodes a text frame; nil for frames Herald does not use. Notifications are recognised by
+    /// their method name before the one full decode (blocks are most of the traffic).
+    public static func decode(_ data: Data) -> KaspaFrame? {
+        let decoder = JSONDecoder()
+        if let head = String(data: data.prefix(64), encoding: .utf8) {
+            if head.contains(#""method":"blockAddedNotification""#) {
+                return (try? decoder.decode(BlockAddedFrame.self, from: data)).map { .notification(.blockAdded($0.params.BlockAdded.block)) }
+            }
+            if head.contains(#""method":"virtualChainChangedNotification""#) {
+                return (try? decoder.decode(ChainChangedFrame.self, from: data)).map {
+                    .notification(.virtualChainChanged($0.params.VirtualChainChanged))
+                }
+            }
+        }
+        guard let envelope = try? decoder.decode(Envelope.self, from: data) else { return nil }
+        if let id = envelope.id { return .answer(id: id, method: envelope.method ?? "", error: envelope.error.map { $0.message ?? "error" }) }
+        switch envelope.method {
+        case "blockAddedNotification":
+            return (try? decoder.decode(BlockAddedFrame.self, from: data)).map { .notification(.blockAdded($0.params.BlockAdded.block)) }
+        case "virtualChainChangedNotification":
+            return (try? decoder.decode(ChainChangedFrame.self, from: data)).map { .notification(.virtualChainChanged($0.params.VirtualChainChanged)) }
+        default:
+            return nil
+        }
+    }
 }

@@ -30,6 +30,9 @@ public struct RpcBlockVerboseData: Codable, Hashable, Sendable {
 }
 
 /// `RpcTransaction`.
+///
+/// Inputs and outputs are decoded only for Kasia transactions (payload `ciph_msg:`): a block
+/// is mostly other transactions, and skipping their scripts is most of the decoding time.
 public struct RpcTransaction: Codable, Hashable, Sendable {
     public var inputs: [RpcTransactionInput]
     public var outputs: [RpcTransactionOutput]
@@ -39,6 +42,33 @@ public struct RpcTransaction: Codable, Hashable, Sendable {
 
     /// The transaction id (from verbose data; nodes always send it in blocks).
     public var id: String? { verboseData?.transactionId }
+
+    public init(inputs: [RpcTransactionInput], outputs: [RpcTransactionOutput], payload: String, verboseData: RpcTransactionVerboseData?) {
+        self.inputs = inputs
+        self.outputs = outputs
+        self.payload = payload
+        self.verboseData = verboseData
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case inputs, outputs, payload, verboseData
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        payload = try c.decode(String.self, forKey: .payload)
+        verboseData = try c.decodeIfPresent(RpcTransactionVerboseData.self, forKey: .verboseData)
+        if payload.hasPrefix(Self.kasiaPrefixHex) {
+            inputs = try c.decode([RpcTransactionInput].self, forKey: .inputs)
+            outputs = try c.decode([RpcTransactionOutput].self, forKey: .outputs)
+        } else {
+            inputs = []
+            outputs = []
+        }
+    }
+
+    /// Hex of `ciph_msg:`.
+    static let kasiaPrefixHex = "636970685f6d73673a"
 }
 
 public struct RpcOutpoint: Codable, Hashable, Sendable {

@@ -135,3 +135,61 @@ public func http(_ method: String, _ url: String, _ body: String? = nil, bearer:
     let (data, response) = try await URLSession.shared.data(for: request)
     return ((response as? HTTPURLResponse)?.statusCode ?? 0, data)
 }
+
+/// `herald mock-apns` as its own process (it outlives the gateways it serves), and the
+/// `HERALD_APNS_*` environment that points `herald serve` at it.
+public struct MockAPNsProcess: Sendable {
+    public let process: HeraldProcess
+    /// The control server's base URL.
+    public let control: String
+    public let serveEnvironment: [String: String]
+
+    public init(directory: URL, topic: String) throws {
+        let readyPipe = Pipe()
+        process = try HeraldProcess(
+            ["mock-apns", "--port", "0", "--control-port", "0", "--cert-out", directory.path, "--topic", topic],
+            environment: [:], stdout: readyPipe)
+        var readyData = Data()
+        while !readyData.contains(UInt8(ascii: "\n")) {
+            let chunk = readyPipe.fileHandleForReading.availableData
+            if chunk.isEmpty { throw CLIError("herald mock-apns exited") }
+            readyData += chunk
+        }
+        guard let ready = try JSONSerialization.jsonObject(with: readyData.split(separator: UInt8(ascii: "\n"))[0]) as? [String: Any],
+            let port = ready["port"] as? Int, let controlPort = ready["control_port"] as? Int
+        else { throw CLIError("herald mock-apns printed no ports") }
+        control = "http://127.0.0.1:\(controlPort)"
+        serveEnvironment = [
+            "HERALD_APNS_URL": "https://127.0.0.1:\(port)", "HERALD_APNS_CA_FILE": ready["ca"] as? String ?? "",
+            "HERALD_APNS_KEY_PATH": ready["key_path"] as? String ?? "", "HERALD_APNS_KEY_ID": ready["key_id"] as? String ?? "",
+            "HERALD_APNS_TEAM_ID": ready["team_id"] as? String ?? "", "HERALD_APNS_TOPIC": topic,
+        ]
+    }
+
+    /// The simulator's `accepted` count.
+    public func accepted() async throws -> Int {
+        let (_, data) = try await http("GET", control + "/stats")
+        return (try JSONSerialization.jsonObject(with: data) as? [String: Any])?["accepted"] as? Int ?? 0
+    }
+
+    /// Distinct provider tokens (JWTs) the simulator has seen, per key id.
+    public func providerTokens() async throws -> [String: Int] {
+        let (_, data) = try await http("GET", control + "/stats")
+        return (try JSONSerialization.jsonObject(with: data) as? [String: Any])?["provider_tokens"] as? [String: Int] ?? [:]
+    }
+
+    /// Every push it recorded: the distinct tokens and the total.
+    public func delivered() async throws -> (tokens: Set<String>, total: Int) {
+        let (_, data) = try await http("GET", control + "/notifications")
+        let list = (try JSONSerialization.jsonObject(with: data) as? [String: Any])?["notifications"] as? [[String: Any]] ?? []
+        return (Set(list.compactMap { $0["token"] as? String }), list.count)
+    }
+}
+
+extension MockAPNsProcess {
+    /// The pushes to one device token, oldest first.
+    public func notifications(token: String) async throws -> [[String: Any]] {
+        let (_, data) = try await http("GET", control + "/notifications?token=" + token)
+        return (try JSONSerialization.jsonObject(with: data) as? [String: Any])?["notifications"] as? [[String: Any]] ?? []
+    }
+}
