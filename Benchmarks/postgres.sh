@@ -22,11 +22,10 @@ benchmarks=("$@")
 pg=$(mktemp -d)
 url=$(.ci/postgres-start "$pg/pg" "$PORT")
 trap '"$pg/pg/stop" >/dev/null 2>&1 || true; rm -rf "$pg"' EXIT
-n=0
-fresh() {  # prints the URL of a new, empty database
-  n=$((n + 1))
-  psql -q "$url" -c "CREATE DATABASE bench_$n" >/dev/null
-  echo "${url%/postgres}/bench_$n"
+fresh() {  # prints the URL of a new, empty database (called in a subshell: the name must not need state)
+  local name="bench_$(date +%s%N)"
+  psql -q "$url" -c "CREATE DATABASE $name" >/dev/null
+  echo "${url%/postgres}/$name"
 }
 
 for benchmark in "${benchmarks[@]}"; do

@@ -231,20 +231,11 @@ public enum KaspaFrame: Sendable {
         var params: Params
     }
 
-    /// Decodes a text frame; nil for frames Herald does not use. Notifications are recognised by
-    /// their method name before the one full decode (blocks are most of the traffic).
+    /// Decodes a text frame; nil for frames Herald does not use. Blocks (most of the traffic)
+    /// are read by `BlockFrameScanner`, which decodes only their Kasia transactions.
     public static func decode(_ data: Data) -> KaspaFrame? {
+        if let block = BlockFrameScanner.block(from: data) { return .notification(.blockAdded(block)) }
         let decoder = JSONDecoder()
-        if let head = String(data: data.prefix(64), encoding: .utf8) {
-            if head.contains(#""method":"blockAddedNotification""#) {
-                return (try? decoder.decode(BlockAddedFrame.self, from: data)).map { .notification(.blockAdded($0.params.BlockAdded.block)) }
-            }
-            if head.contains(#""method":"virtualChainChangedNotification""#) {
-                return (try? decoder.decode(ChainChangedFrame.self, from: data)).map {
-                    .notification(.virtualChainChanged($0.params.VirtualChainChanged))
-                }
-            }
-        }
         guard let envelope = try? decoder.decode(Envelope.self, from: data) else { return nil }
         if let id = envelope.id { return .answer(id: id, method: envelope.method ?? "", error: envelope.error.map { $0.message ?? "error" }) }
         switch envelope.method {

@@ -82,6 +82,7 @@ public struct RpcOutpoint: Codable, Hashable, Sendable {
 
 public struct RpcTransactionInput: Codable, Hashable, Sendable {
     public var previousOutpoint: RpcOutpoint
+    public init(previousOutpoint: RpcOutpoint) { self.previousOutpoint = previousOutpoint }
 }
 
 public struct RpcTransactionOutput: Codable, Hashable, Sendable {
@@ -93,11 +94,22 @@ public struct RpcTransactionOutput: Codable, Hashable, Sendable {
 
     /// The address the output pays, from verbose data.
     public var address: String? { verboseData?.scriptPublicKeyAddress }
+
+    public init(value: UInt64, scriptPublicKey: String, verboseData: RpcTransactionOutputVerboseData?) {
+        self.value = value
+        self.scriptPublicKey = scriptPublicKey
+        self.verboseData = verboseData
+    }
 }
 
 public struct RpcTransactionOutputVerboseData: Codable, Hashable, Sendable {
     public var scriptPublicKeyType: String?
     public var scriptPublicKeyAddress: String?
+
+    public init(scriptPublicKeyType: String?, scriptPublicKeyAddress: String?) {
+        self.scriptPublicKeyType = scriptPublicKeyType
+        self.scriptPublicKeyAddress = scriptPublicKeyAddress
+    }
 }
 
 public struct RpcTransactionVerboseData: Codable, Hashable, Sendable {
@@ -105,6 +117,12 @@ public struct RpcTransactionVerboseData: Codable, Hashable, Sendable {
     public var blockHash: String?
     /// Milliseconds since the epoch.
     public var blockTime: UInt64?
+
+    public init(transactionId: String, blockHash: String?, blockTime: UInt64?) {
+        self.transactionId = transactionId
+        self.blockHash = blockHash
+        self.blockTime = blockTime
+    }
 }
 
 /// `VirtualChainChanged` (and `getVirtualChainFromBlock`'s answer): the chain blocks added and

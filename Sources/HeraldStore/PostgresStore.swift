@@ -173,28 +173,54 @@ public final class PostgresStore: Store {
 
     public func enqueue(_ events: [NewEvent], checkpoint: ChainCheckpoint?, now: Date) async throws -> [String: Int] {
         let ms = now.milliseconds
+        // Three statements per call, whatever the number of events: arrays through unnest.
         return try await client.withTransaction(logger: logger) { db in
             var created: [String: Int] = [:]
-            for event in events {
-                try await db.query("INSERT INTO apps (id, created_at) VALUES (\(event.app), \(ms)) ON CONFLICT (id) DO NOTHING", logger: logger)
-                let inserted = try await Self.count(db.query(
+            var firstOfKey = Set<String>()
+            // Within one call the first event of a dedupe key wins, as it would one by one.
+            let events = events.filter { event in event.dedupeKey.map { firstOfKey.insert($0).inserted } ?? true }
+            if !events.isEmpty {
+                let apps = Array(Set(events.map(\.app))).sorted()
+                try await db.query(
+                    "INSERT INTO apps (id, created_at) SELECT a, \(ms) FROM unnest(\(apps)::TEXT[]) AS t(a) ON CONFLICT (id) DO NOTHING",
+                    logger: logger)
+                let ids = events.map(\.id)
+                let rows = try await db.query(
                     """
                     INSERT INTO events (id, app_id, template, push_type, priority, collapse_id, payload, created_at, expires_at, dedupe_key)
-                    VALUES (\(event.id), \(event.app), \(event.template), \(event.push.pushType.rawValue), \(Int64(event.push.priority.rawValue)),
-                            \(event.push.collapseID), \(ByteBuffer(bytes: event.push.payload)), \(ms), \(event.expiresAt.milliseconds), \(event.dedupeKey))
+                    SELECT i, a, t, p, r, NULLIF(c, ''), b, \(ms), e, NULLIF(d, '')
+                    FROM unnest(\(ids)::TEXT[], \(events.map(\.app))::TEXT[], \(events.map(\.template))::TEXT[],
+                                \(events.map(\.push.pushType.rawValue))::TEXT[], \(events.map { Int64($0.push.priority.rawValue) })::BIGINT[],
+                                \(events.map { $0.push.collapseID ?? "" })::TEXT[], \(events.map { ByteBuffer(bytes: $0.push.payload) })::BYTEA[],
+                                \(events.map { $0.expiresAt.milliseconds })::BIGINT[], \(events.map { $0.dedupeKey ?? "" })::TEXT[])
+                         AS u(i, a, t, p, r, c, b, e, d)
                     ON CONFLICT (dedupe_key) DO NOTHING
                     RETURNING id
-                    """, logger: logger))
-                guard inserted == 1 else { continue }  // its dedupe key was seen before
-                let rows = Array(Set(event.deviceRowIDs)).sorted()
-                let apnsIDs = APNsIDSequence()
-                try await db.query(
-                    """
-                    INSERT INTO deliveries (event_id, device_row, app_id, state, attempts, next_attempt_at, apns_id, expires_at, created_at, updated_at)
-                    SELECT \(event.id), r, \(event.app), 'pending', 0, \(ms), a, \(event.expiresAt.milliseconds), \(ms), \(ms)
-                    FROM unnest(\(rows)::BIGINT[], \(rows.map(apnsIDs.id(for:)))::TEXT[]) AS t(r, a)
                     """, logger: logger)
-                created[event.id] = rows.count
+                var inserted = Set<String>()
+                for try await id in rows.decode(String.self) { inserted.insert(id) }
+                var eventIDs: [String] = [], deviceRows: [Int64] = [], apnsIDs: [String] = [], appIDs: [String] = [], expires: [Int64] = []
+                for event in events where inserted.contains(event.id) {
+                    let rows = Array(Set(event.deviceRowIDs)).sorted()
+                    let sequence = APNsIDSequence()
+                    for row in rows {
+                        eventIDs.append(event.id)
+                        deviceRows.append(row)
+                        apnsIDs.append(sequence.id(for: row))
+                        appIDs.append(event.app)
+                        expires.append(event.expiresAt.milliseconds)
+                    }
+                    created[event.id] = rows.count
+                }
+                if !eventIDs.isEmpty {
+                    try await db.query(
+                        """
+                        INSERT INTO deliveries (event_id, device_row, app_id, state, attempts, next_attempt_at, apns_id, expires_at, created_at, updated_at)
+                        SELECT v, r, a, 'pending', 0, \(ms), n, e, \(ms), \(ms)
+                        FROM unnest(\(eventIDs)::TEXT[], \(deviceRows)::BIGINT[], \(appIDs)::TEXT[], \(apnsIDs)::TEXT[], \(expires)::BIGINT[])
+                             AS t(v, r, a, n, e)
+                        """, logger: logger)
+                }
             }
             if let checkpoint {
                 try await db.query(

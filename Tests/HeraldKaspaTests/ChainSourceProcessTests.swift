@@ -140,6 +140,11 @@ struct ChainSourceProcessTests {
         let stats = try await herald.kaspaStats()
         #expect(stats["transactions_classified"] as? Int == 3)
         #expect(stats["last_block"] as? String == block)
+        #expect(stats["leader"] as? Bool == true && stats["connected"] as? Bool == true)
+        let (_, metrics) = try await http("GET", herald.api + "/metrics")
+        let text = String(decoding: metrics, as: UTF8.self)
+        #expect(text.contains("herald_kaspa_connected 1"))
+        #expect(text.contains("herald_kaspa_transactions_classified 3"))
         await node.shutdown()
     }
 

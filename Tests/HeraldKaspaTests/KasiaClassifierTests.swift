@@ -22,7 +22,12 @@ struct SDKFixtures: Decodable {
         var plaintext: String?
         var reader_private_key: String?
     }
-    var funding: RpcTransaction
+    /// The transaction that paid the coins the others spend (not Kasia: decoded on its own).
+    struct Funding: Decodable {
+        var outputs: [RpcTransactionOutput]
+        var verboseData: RpcTransactionVerboseData
+    }
+    var funding: Funding
     var block_time_ms: UInt64
     var cases: [Case]
 
@@ -33,7 +38,7 @@ struct SDKFixtures: Decodable {
 
     /// The outpoint map a source keeps from the outputs it has seen (here: the funding transaction's).
     func senderOf(_ outpoint: RpcOutpoint) -> String? {
-        guard outpoint.transactionId == funding.id, Int(outpoint.index) < funding.outputs.count else { return nil }
+        guard outpoint.transactionId == funding.verboseData.transactionId, Int(outpoint.index) < funding.outputs.count else { return nil }
         return funding.outputs[Int(outpoint.index)].address
     }
 }
@@ -113,7 +118,7 @@ struct SDKFixtures: Decodable {
              "transactions":[{"version":0,"inputs":[{"previousOutpoint":{"transactionId":"11","index":4294967295},
                "signatureScript":"","sequence":0,"sigOpCount":1,"verboseData":null,"computeBudget":0}],
                "outputs":[{"value":18446744073709551615,"scriptPublicKey":"0000","verboseData":null,"covenant":null}],
-               "lockTime":0,"subnetworkId":"00","gas":0,"payload":"","mass":0,"storageMass":7,
+               "lockTime":0,"subnetworkId":"00","gas":0,"payload":"636970685f6d73673a","mass":0,"storageMass":7,
                "verboseData":{"transactionId":"cc","hash":"dd","computeMass":1,"blockHash":"aa","blockTime":1750000000000}}],
              "verboseData":{"hash":"aa","isChainBlock":true,"mergeSetBluesHashes":["bb"],"childrenHashes":[]}}
             """#
@@ -124,5 +129,31 @@ struct SDKFixtures: Decodable {
         #expect(block.transactions[0].inputs[0].previousOutpoint.index == .max)
         #expect(block.transactions[0].id == "cc")
         #expect(block.verboseData?.mergeSetBluesHashes == ["bb"])
+    }
+}
+
+@Suite struct BlockFrameTests {
+    /// The fast path that reads blocks (it skips the scripts of non-Kasia transactions) reads the
+    /// same transactions as JSONDecoder, whatever the key order or spacing.
+    @Test func theBlockScannerReadsWhatJSONDecoderReads() throws {
+        let raw = try RawFixtures.load()
+        let transactions = Array(raw.cases.values) + raw.bulk.prefix(5)
+        let header: [String: Any] = [
+            "hash": String(repeating: "ab", count: 32), "version": 1, "timestamp": 1_750_000_000_000, "bits": 1,
+            "nonce": UInt64.max, "daaScore": 9_007_199_254_740_993, "blueScore": 1, "parentsByLevel": [["00"]],
+        ]
+        for options: JSONSerialization.WritingOptions in [[], [.prettyPrinted], [.sortedKeys]] {
+            let block: [String: Any] = ["header": header, "transactions": transactions, "verboseData": ["hash": "ab", "mergeSetBluesHashes": ["cd"]]]
+            let frame = try JSONSerialization.data(withJSONObject: ["method": "blockAddedNotification", "params": ["BlockAdded": ["block": block]]], options: options)
+            guard case .notification(.blockAdded(let scanned))? = KaspaFrame.decode(frame) else {
+                Issue.record("the frame did not decode")
+                return
+            }
+            let decoded = try JSONDecoder().decode(RpcBlock.self, from: try JSONSerialization.data(withJSONObject: block))
+            #expect(scanned == decoded)
+            #expect(scanned.header.daaScore == 9_007_199_254_740_993 && scanned.header.nonce == .max)
+            // Inputs and outputs are read for every Kasia transaction: all but the plain transfer.
+            #expect(scanned.transactions.filter { !$0.outputs.isEmpty }.count == transactions.count - 1)
+        }
     }
 }

@@ -1,0 +1,330 @@
+import Foundation
+
+/// Reads a `blockAddedNotification` frame without decoding every transaction: a block is
+/// hundreds of transactions and nearly all are not Kasia. It walks the JSON bytes once,
+/// decodes the header, the block's verbose data and the Kasia transactions with `JSONDecoder`,
+/// and keeps only the id of the others. Nil when the frame is not shaped as expected (the caller
+/// then decodes it whole).
+enum BlockFrameScanner {
+    static func block(from data: Data) -> RpcBlock? {
+        data.withUnsafeBytes { raw -> RpcBlock? in
+            var reader = JSONBytes(raw)
+            var block: RpcBlock?
+            let ok = reader.object { key, reader in
+                guard key == "params" else { return reader.skipValue() }
+                return reader.object { key, reader in
+                    guard key == "BlockAdded" else { return reader.skipValue() }
+                    return reader.object { key, reader in
+                        guard key == "block" else { return reader.skipValue() }
+                        block = scanBlock(&reader, data: data)
+                        return block != nil
+                    }
+                }
+            }
+            return ok ? block : nil
+        }
+    }
+
+    private static func scanBlock(_ reader: inout JSONBytes, data: Data) -> RpcBlock? {
+        let decoder = JSONDecoder()
+        var header: RpcBlockHeader?
+        var verbose: RpcBlockVerboseData?
+        var transactions: [RpcTransaction] = []
+        let ok = reader.object { key, reader in
+            switch key {
+            case "header":
+                guard let range = reader.valueRange() else { return false }
+                header = try? decoder.decode(RpcBlockHeader.self, from: data[range])
+                return header != nil
+            case "verboseData":
+                guard let range = reader.valueRange() else { return false }
+                verbose = try? decoder.decode(RpcBlockVerboseData?.self, from: data[range]) ?? nil
+                return true
+            case "transactions":
+                return reader.array { reader in
+                    guard let transaction = scanTransaction(&reader, data: data, decoder: decoder) else { return false }
+                    transactions.append(transaction)
+                    return true
+                }
+            default:
+                return reader.skipValue()
+            }
+        }
+        guard ok, let header else { return nil }
+        return RpcBlock(header: header, transactions: transactions, verboseData: verbose)
+    }
+
+    /// A transaction: a Kasia one with its inputs and outputs, any other reduced to its id and
+    /// block fields (the same as `RpcTransaction`'s decoder keeps).
+    private static func scanTransaction(_ reader: inout JSONBytes, data: Data, decoder: JSONDecoder) -> RpcTransaction? {
+        guard let range = reader.valueRange() else { return nil }
+        var inner = JSONBytes(reader.base, range: range)
+        var payloadRange: Range<Int>?
+        var inputsRange: Range<Int>?
+        var outputsRange: Range<Int>?
+        var id: String?
+        var blockHash: String?
+        var blockTime: UInt64?
+        let ok = inner.object { key, inner in
+            switch key {
+            case "payload":
+                payloadRange = inner.stringRange()
+                return payloadRange != nil
+            case "inputs":
+                inputsRange = inner.valueRange()
+                return inputsRange != nil
+            case "outputs":
+                outputsRange = inner.valueRange()
+                return outputsRange != nil
+            case "verboseData":
+                guard !inner.isNull else { return inner.skipValue() }
+                return inner.object { key, inner in
+                    switch key {
+                    case "transactionId": return inner.string(into: &id)
+                    case "blockHash": return inner.string(into: &blockHash)
+                    case "blockTime": return inner.unsigned(into: &blockTime)
+                    default: return inner.skipValue()
+                    }
+                }
+            default:
+                return inner.skipValue()
+            }
+        }
+        guard ok, let payloadRange else { return nil }
+        let verboseData = id.map { RpcTransactionVerboseData(transactionId: $0, blockHash: blockHash, blockTime: blockTime) }
+        let payload = String(decoding: inner.bytes(payloadRange), as: UTF8.self)
+        guard payload.utf8.starts(with: kasiaPrefix) else {
+            return RpcTransaction(inputs: [], outputs: [], payload: payload, verboseData: verboseData)
+        }
+        guard let inputsRange, let outputsRange else { return nil }
+        var inputs: [RpcTransactionInput] = []
+        var outputs: [RpcTransactionOutput] = []
+        var list = JSONBytes(reader.base, range: inputsRange)
+        let inputsOK = list.array { list in
+            var outpoint: RpcOutpoint?
+            let ok = list.object { key, list in
+                guard key == "previousOutpoint" else { return list.skipValue() }
+                var txid: String?
+                var index: UInt64?
+                let ok = list.object { key, list in
+                    switch key {
+                    case "transactionId": return list.string(into: &txid)
+                    case "index": return list.unsigned(into: &index)
+                    default: return list.skipValue()
+                    }
+                }
+                if let txid, let index, let index32 = UInt32(exactly: index) { outpoint = RpcOutpoint(transactionId: txid, index: index32) }
+                return ok
+            }
+            guard ok, let outpoint else { return false }
+            inputs.append(RpcTransactionInput(previousOutpoint: outpoint))
+            return true
+        }
+        list = JSONBytes(reader.base, range: outputsRange)
+        let outputsOK = list.array { list in
+            var value: UInt64?
+            var script: String?
+            var type: String?
+            var address: String?
+            let ok = list.object { key, list in
+                switch key {
+                case "value": return list.unsigned(into: &value)
+                case "scriptPublicKey": return list.string(into: &script)
+                case "verboseData":
+                    guard !list.isNull else { return list.skipValue() }
+                    return list.object { key, list in
+                        switch key {
+                        case "scriptPublicKeyType": return list.string(into: &type)
+                        case "scriptPublicKeyAddress": return list.string(into: &address)
+                        default: return list.skipValue()
+                        }
+                    }
+                default: return list.skipValue()
+                }
+            }
+            guard ok, let value, let script else { return false }
+            let verbose = (type != nil || address != nil)
+                ? RpcTransactionOutputVerboseData(scriptPublicKeyType: type, scriptPublicKeyAddress: address) : nil
+            outputs.append(RpcTransactionOutput(value: value, scriptPublicKey: script, verboseData: verbose))
+            return true
+        }
+        guard inputsOK, outputsOK else { return nil }
+        return RpcTransaction(inputs: inputs, outputs: outputs, payload: payload, verboseData: verboseData)
+    }
+
+    static let kasiaPrefix = Array(RpcTransaction.kasiaPrefixHex.utf8)
+}
+
+/// A forward-only walk over JSON bytes: enough structure to find values and skip the rest.
+struct JSONBytes {
+    let base: UnsafeRawBufferPointer
+    var i: Int
+    let end: Int
+
+    init(_ base: UnsafeRawBufferPointer) {
+        self.base = base
+        i = 0
+        end = base.count
+    }
+
+    init(_ base: UnsafeRawBufferPointer, range: Range<Int>) {
+        self.base = base
+        i = range.lowerBound
+        end = range.upperBound
+    }
+
+    func bytes(_ range: Range<Int>) -> UnsafeRawBufferPointer.SubSequence { base[range] }
+
+    mutating func skipSpace() {
+        while i < end, base[i] == 0x20 || base[i] == 0x0A || base[i] == 0x0D || base[i] == 0x09 { i += 1 }
+    }
+
+    /// `{ "key": value, … }`: calls `body` with each key, positioned at its value; `body` must
+    /// consume the value and return false to stop.
+    mutating func object(_ body: (String, inout JSONBytes) -> Bool) -> Bool {
+        skipSpace()
+        guard i < end, base[i] == UInt8(ascii: "{") else { return false }
+        i += 1
+        skipSpace()
+        if i < end, base[i] == UInt8(ascii: "}") {
+            i += 1
+            return true
+        }
+        while true {
+            guard let keyRange = stringRange() else { return false }
+            let key = String(decoding: base[keyRange], as: UTF8.self)
+            skipSpace()
+            guard i < end, base[i] == UInt8(ascii: ":") else { return false }
+            i += 1
+            guard body(key, &self) else { return false }
+            skipSpace()
+            guard i < end else { return false }
+            if base[i] == UInt8(ascii: ",") {
+                i += 1
+                skipSpace()
+                continue
+            }
+            guard base[i] == UInt8(ascii: "}") else { return false }
+            i += 1
+            return true
+        }
+    }
+
+    /// `[ value, … ]`: calls `body` positioned at each value.
+    mutating func array(_ body: (inout JSONBytes) -> Bool) -> Bool {
+        skipSpace()
+        guard i < end, base[i] == UInt8(ascii: "[") else { return false }
+        i += 1
+        skipSpace()
+        if i < end, base[i] == UInt8(ascii: "]") {
+            i += 1
+            return true
+        }
+        while true {
+            guard body(&self) else { return false }
+            skipSpace()
+            guard i < end else { return false }
+            if base[i] == UInt8(ascii: ",") {
+                i += 1
+                continue
+            }
+            guard base[i] == UInt8(ascii: "]") else { return false }
+            i += 1
+            return true
+        }
+    }
+
+    /// A string's contents (without quotes, escapes left as they are); the cursor moves past it.
+    mutating func stringRange() -> Range<Int>? {
+        skipSpace()
+        guard i < end, base[i] == UInt8(ascii: "\"") else { return nil }
+        i += 1
+        let start = i
+        guard let pointer = base.baseAddress else { return nil }
+        // Strings here are mostly long hex: jump from quote to quote, then rule out an escaped one.
+        while i < end {
+            guard let found = memchr(pointer + i, Int32(UInt8(ascii: "\"")), end - i) else { return nil }
+            let quote = pointer.distance(to: UnsafeRawPointer(found))
+            var backslashes = 0
+            while quote - 1 - backslashes >= start, base[quote - 1 - backslashes] == UInt8(ascii: "\\") { backslashes += 1 }
+            i = quote + 1
+            if backslashes % 2 == 0 { return start..<quote }
+        }
+        return nil
+    }
+
+    /// Whether the next value is `null`.
+    var isNull: Bool {
+        var probe = self
+        probe.skipSpace()
+        return probe.i < probe.end && probe.base[probe.i] == UInt8(ascii: "n")
+    }
+
+    /// Reads a string without escapes (ids, hex, addresses); false on anything else.
+    mutating func string(into target: inout String?) -> Bool {
+        guard let range = stringRange(), !base[range].contains(UInt8(ascii: "\\")) else { return false }
+        target = String(decoding: base[range], as: UTF8.self)
+        return true
+    }
+
+    /// Reads a non-negative integer exactly; false on anything else.
+    mutating func unsigned(into target: inout UInt64?) -> Bool {
+        guard let range = valueRange() else { return false }
+        var value: UInt64 = 0
+        for byte in base[range] {
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return false }
+            let (times, o1) = value.multipliedReportingOverflow(by: 10)
+            let (sum, o2) = times.addingReportingOverflow(UInt64(byte - UInt8(ascii: "0")))
+            guard !o1, !o2 else { return false }
+            value = sum
+        }
+        target = value
+        return true
+    }
+
+    /// The byte range of the next value; the cursor moves past it.
+    mutating func valueRange() -> Range<Int>? {
+        skipSpace()
+        let start = i
+        guard skipValue() else { return nil }
+        return start..<i
+    }
+
+    /// Skips one value of any kind.
+    mutating func skipValue() -> Bool {
+        skipSpace()
+        guard i < end else { return false }
+        switch base[i] {
+        case UInt8(ascii: "\""):
+            return stringRange() != nil
+        case UInt8(ascii: "{"), UInt8(ascii: "["):
+            var depth = 0
+            while i < end {
+                let c = base[i]
+                if c == UInt8(ascii: "\"") {
+                    guard stringRange() != nil else { return false }
+                    continue
+                }
+                if c == UInt8(ascii: "{") || c == UInt8(ascii: "[") { depth += 1 }
+                if c == UInt8(ascii: "}") || c == UInt8(ascii: "]") {
+                    depth -= 1
+                    if depth == 0 {
+                        i += 1
+                        return true
+                    }
+                }
+                i += 1
+            }
+            return false
+        default:
+            // A number, true, false or null: up to the next delimiter.
+            let start = i
+            while i < end, base[i] != UInt8(ascii: ","), base[i] != UInt8(ascii: "}"), base[i] != UInt8(ascii: "]"),
+                base[i] != 0x20, base[i] != 0x0A, base[i] != 0x0D, base[i] != 0x09
+            {
+                i += 1
+            }
+            return i > start
+        }
+    }
+}
