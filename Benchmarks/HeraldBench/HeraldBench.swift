@@ -206,12 +206,15 @@ struct RouteLookup: AsyncParsableCommand {
     @Option(help: "Registered devices.") var devices = 1_000_000
     @Option(help: "Watch keys per device.") var keys = 10
     @Option(help: "Lookups to time (random keys, one device each).") var lookups = 10_000
+    @Flag(help: "The database already holds the devices (device i watches session:d<i>k<0…keys-1>).") var prefilled = false
 
     func run() async throws {
         try await Rig.with(heraldPath: self.rig.herald, postgresURL: rig.postgresURL) { rig in
             let (devices, keys, lookups) = (devices, keys, lookups)
             let filled = ContinuousClock.now
-            try await rig.prefill(devices: devices, watchingAll: { i in (0..<keys).map { .session("d\(i)k\($0)") } })
+            if !prefilled {
+                try await rig.prefill(devices: devices, watchingAll: { i in (0..<keys).map { .session("d\(i)k\($0)") } })
+            }
             let fillSeconds = (ContinuousClock.now - filled).seconds
             let (samples, found) = try await rig.withStore { store in
                 var samples: [Double] = []

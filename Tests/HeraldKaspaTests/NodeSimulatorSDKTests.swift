@@ -34,6 +34,10 @@ import Testing
             }
             text += String(decoding: chunk, as: UTF8.self)
         }
+        // The SDK sends its subscriptions from a task of its own: wait until both reached the node.
+        for _ in 0..<600 where node.requests.filter({ $0 == "subscribe" }).count < 2 {
+            try await Task.sleep(for: .milliseconds(50))
+        }
         let block = await node.produce([message], senders: [txid: fixtures.alice])
         text += String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The official Kaspa Python SDK (PyPI `kaspa`) as a client of Herald's node simulator:
 connects with JSON encoding, subscribes to BlockAdded and VirtualChainChanged, prints
-"subscribed", waits for both notifications (10 s at most), calls getBlock and
+"subscribed", waits for both notifications (60 s at most: a loaded CI machine is slow), calls getBlock and
 getUtxoReturnAddress, and prints one JSON line of what it decoded.
 
     python3 sdk_client.py ws://127.0.0.1:PORT TXID
@@ -18,12 +18,13 @@ async def main(url: str, txid: str) -> None:
     events = []
     client = RpcClient(url=url, encoding="json", network_id=NetworkId("mainnet"))
     client.add_event_listener("all", lambda event, *a, **k: events.append(event))
-    await client.connect(timeout_duration=5000, strategy="fallback")
+    await client.connect(timeout_duration=30000, strategy="fallback")
     await client.subscribe_block_added()
     await client.subscribe_virtual_chain_changed(True)
     info = await client.get_server_info()
     print("subscribed", flush=True)
-    for _ in range(200):
+    deadline = asyncio.get_running_loop().time() + 60
+    while asyncio.get_running_loop().time() < deadline:
         if {"BlockAdded", "VirtualChainChanged"} <= {e["type"] for e in events}:
             break
         await asyncio.sleep(0.05)
