@@ -16,9 +16,6 @@ public enum ConversationSilentTemplate {
 
     /// The first 32 lowercase hex characters of SHA-256 of the id's UTF-8 bytes.
     public static func hash(_ conversationID: String) -> String {
-        SHA256.hash(data: Array(conversationID.utf8)).prefix(16).map { byte in
-            let hex = String(byte, radix: 16)
-            return byte < 16 ? "0" + hex : hex
-        }.joined()
+        Hex.encode(SHA256.hash(data: Array(conversationID.utf8)).prefix(16))
     }
 }

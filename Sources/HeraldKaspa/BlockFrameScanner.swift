@@ -152,6 +152,7 @@ enum BlockFrameScanner {
         return RpcTransaction(inputs: inputs, outputs: outputs, payload: payload, verboseData: verboseData)
     }
 
+    /// `RpcTransaction.isKasia`, on the payload's bytes.
     static let kasiaPrefix = Array(RpcTransaction.kasiaPrefixHex.utf8)
 }
 

@@ -18,9 +18,6 @@ public struct KasiaClassifier: Sendable {
         case event(KasiaEvent)
     }
 
-    /// Hex of `ciph_msg:`: a cheap test before parsing.
-    static let prefixHex = RpcTransaction.kasiaPrefixHex
-
     public init() {}
 
     /// Classifies `transaction`.
@@ -33,7 +30,7 @@ public struct KasiaClassifier: Sendable {
         _ transaction: RpcTransaction, timestamp: Int64, daaScore: UInt64, sender resolved: String? = nil,
         senderOf: (RpcOutpoint) -> String? = { _ in nil }
     ) -> Classification {
-        guard transaction.payload.hasPrefix(Self.prefixHex), let txID = transaction.id,
+        guard transaction.isKasia, let txID = transaction.id,
             let payload = KasiaPayload(hex: transaction.payload)
         else { return .notKasia }
         let kind: KasiaEvent.Kind

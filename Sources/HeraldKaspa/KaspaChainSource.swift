@@ -206,7 +206,7 @@ final class ChainMemory: Sendable {
         slim.transactions = []
         var kasiaIDs: [String] = []
         var kasiaTransactions: [(String, RpcTransaction)] = []
-        for transaction in block.transactions where transaction.payload.hasPrefix(KasiaClassifier.prefixHex) {
+        for transaction in block.transactions where transaction.isKasia {
             guard let id = transaction.id else { continue }
             kasiaIDs.append(id)
             kasiaTransactions.append((id, transaction))

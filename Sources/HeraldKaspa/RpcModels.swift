@@ -1,4 +1,5 @@
 import Foundation
+import KasiaProtocol
 
 // The node's wRPC JSON shapes (reference/kasia/kasia-protocol.md §4, rusty-kaspa
 // rpc/core/src/model). Decoding ignores unknown keys (newer nodes add fields) and reads
@@ -67,8 +68,11 @@ public struct RpcTransaction: Codable, Hashable, Sendable {
         }
     }
 
+    /// Whether the payload starts with `ciph_msg:` (a cheap test before parsing).
+    public var isKasia: Bool { payload.hasPrefix(Self.kasiaPrefixHex) }
+
     /// Hex of `ciph_msg:`.
-    static let kasiaPrefixHex = "636970685f6d73673a"
+    static let kasiaPrefixHex = Hex.encode(KasiaPayload.prefix)
 }
 
 public struct RpcOutpoint: Codable, Hashable, Sendable {

@@ -26,10 +26,8 @@ struct ServedGateway {
         try await seed(store)
         var env = ["HERALD_DATABASE_URL": "sqlite:" + directory.appendingPathComponent("herald.sqlite").path, "HERALD_HTTP_PORT": "0"]
         env.merge(environment) { _, new in new }
-        let serve = try HeraldProcess(["serve"], environment: env)
-        return ServedGateway(
-            serve: serve, api: "http://127.0.0.1:\(try serve.port(after: "listening on 127.0.0.1:"))",
-            control: "http://127.0.0.1:\(try serve.port(after: "control=http://127.0.0.1:"))", directory: directory)
+        let serve = try ServeProcess(environment: env)
+        return ServedGateway(serve: serve.process, api: serve.api, control: serve.control, directory: directory)
     }
 
     /// Every push the simulator accepted, oldest first.

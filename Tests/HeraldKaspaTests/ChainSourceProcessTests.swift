@@ -35,13 +35,11 @@ struct FollowingHerald {
     let control: String
 
     static func start(node: KaspaNodeSimulator, database: URL) throws -> FollowingHerald {
-        let process = try HeraldProcess(["serve"], environment: [
+        let serve = try ServeProcess(environment: [
             "HERALD_DATABASE_URL": "sqlite:" + database.path, "HERALD_HTTP_PORT": "0", "HERALD_KASPA_WRPC_URL": node.url,
             "HERALD_REGISTRATION_RATE": "0",
         ])
-        return FollowingHerald(
-            process: process, api: "http://127.0.0.1:\(try process.port(after: "listening on 127.0.0.1:"))",
-            control: "http://127.0.0.1:\(try process.port(after: "control=http://127.0.0.1:"))")
+        return FollowingHerald(process: serve.process, api: serve.api, control: serve.control)
     }
 
     func register(_ token: String, watched: [String], addresses: [String] = [], routes: [(String, [String])] = []) async throws {

@@ -23,10 +23,8 @@ import FoundationNetworking
                 "HERALD_PUBLISH_KEYS": "publisher-key",
             ]
             env.merge(environment) { _, new in new }
-            let process = try HeraldProcess(["serve"], environment: env)
-            return Served(
-                process: process, api: URL(string: "http://127.0.0.1:\(try process.port(after: "listening on 127.0.0.1:"))")!,
-                control: "http://127.0.0.1:\(try process.port(after: "control=http://127.0.0.1:"))", directory: directory)
+            let serve = try ServeProcess(environment: env)
+            return Served(process: serve.process, api: URL(string: serve.api)!, control: serve.control, directory: directory)
         }
 
         func stop() {

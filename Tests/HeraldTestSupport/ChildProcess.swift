@@ -123,6 +123,22 @@ public final class HeraldProcess: @unchecked Sendable {
 }
 
 
+/// `herald serve` with its built-in APNs simulator, as a child process, and the addresses it logged.
+public struct ServeProcess: Sendable {
+    public let process: HeraldProcess
+    /// The API's base URL.
+    public let api: String
+    /// The built-in simulator's control URL.
+    public let control: String
+
+    /// Starts `herald serve` with `environment` (give it `HERALD_HTTP_PORT=0` and a database).
+    public init(environment: [String: String]) throws {
+        process = try HeraldProcess(["serve"], environment: environment)
+        api = "http://127.0.0.1:\(try process.port(after: "listening on 127.0.0.1:"))"
+        control = "http://127.0.0.1:\(try process.port(after: "control=http://127.0.0.1:"))"
+    }
+}
+
 /// One HTTP request on loopback; the status and the body.
 public func http(_ method: String, _ url: String, _ body: String? = nil, bearer: String? = nil) async throws -> (Int, Data) {
     var request = URLRequest(url: URL(string: url)!)
