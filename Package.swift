@@ -5,10 +5,12 @@ let package = Package(
     name: "Herald",
     platforms: [.macOS(.v15)],
     products: [
+        .library(name: "HeraldAPNsCore", targets: ["HeraldAPNsCore"]),
         .library(name: "HeraldAPNs", targets: ["HeraldAPNs"]),
         .library(name: "HeraldAPNsSimulator", targets: ["HeraldAPNsSimulator"]),
         .library(name: "HeraldCore", targets: ["HeraldCore"]),
         .library(name: "HeraldStore", targets: ["HeraldStore"]),
+        .library(name: "HeraldDelivery", targets: ["HeraldDelivery"]),
         .library(name: "HeraldServer", targets: ["HeraldServer"]),
         .library(name: "KasiaProtocol", targets: ["KasiaProtocol"]),
         .library(name: "HeraldKaspa", targets: ["HeraldKaspa"]),
@@ -38,12 +40,20 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         .package(url: "https://github.com/hummingbird-project/swift-websocket.git", from: "1.6.2"),
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     ],
     targets: [
-        // The APNs provider: JWT, HTTP/2 connection pool, validation, classification.
+        // APNs as values, no NIO: notification, push type, priority, token, validation rules,
+        // reasons and their classification, the ES256 provider token.
+        .target(
+            name: "HeraldAPNsCore",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto")]
+        ),
+        // The APNs transport: the HTTP/2-over-TLS client and its connection pool.
         .target(
             name: "HeraldAPNs",
             dependencies: [
+                "HeraldAPNsCore",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
@@ -96,22 +106,36 @@ let package = Package(
         .target(
             name: "HeraldCore",
             dependencies: [
-                "HeraldAPNs", "KasiaProtocol", .product(name: "NIOCore", package: "swift-nio"), .product(name: "Crypto", package: "swift-crypto"),
+                "HeraldAPNsCore", "KasiaProtocol", .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         // Durable state behind a `Store` protocol; SQLite (one file, WAL) here.
         .target(
             name: "HeraldStore",
             dependencies: [
-                "HeraldCore", "HeraldAPNs", .product(name: "GRDB", package: "GRDB.swift"),
+                "HeraldCore", "HeraldAPNsCore", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The delivery core: the publish use case (`EventPublisher`), the outbox lanes, the
+        // provider-neutral `PushProvider` seam and its providers (APNs), as lifecycle services.
+        .target(
+            name: "HeraldDelivery",
+            dependencies: [
+                "HeraldCore", "HeraldStore", "HeraldAPNs",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         // Reading Kasia off a Kaspa node: its RPC JSON and the classification into Kasia events.
         .target(
             name: "HeraldKaspa",
             dependencies: [
-                "HeraldCore", "HeraldStore", "KasiaProtocol",
+                "HeraldCore", "HeraldStore", "HeraldDelivery", "KasiaProtocol",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "WSClient", package: "swift-websocket"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -127,11 +151,11 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // The HTTP API (Hummingbird 2) on top of the store and core.
+        // The HTTP API (Hummingbird 2): routes, middleware and encoding over the delivery core.
         .target(
             name: "HeraldServer",
             dependencies: [
-                "HeraldCore", "HeraldStore", "HeraldAPNs", "HeraldKaspa",
+                "HeraldCore", "HeraldStore", "HeraldDelivery", "HeraldKaspa",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -148,7 +172,9 @@ let package = Package(
                 "HeraldAPNsSimulator",
                 "HeraldCore",
                 "HeraldStore",
+                "HeraldDelivery",
                 "HeraldServer",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -203,14 +229,23 @@ let package = Package(
         // Test helpers shared by test targets: fresh PostgreSQL databases.
         .target(
             name: "HeraldTestSupport",
-            dependencies: [.product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log")],
+            dependencies: ["HeraldCore", .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log")],
             path: "Tests/HeraldTestSupport"
+        ),
+        // The delivery core on an in-memory queue, a scripted provider and a manual clock.
+        .testTarget(
+            name: "HeraldDeliveryTests",
+            dependencies: [
+                "HeraldDelivery", "HeraldStore", "HeraldCore", "HeraldTestSupport",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ]
         ),
         .testTarget(name: "HeraldStoreTests", dependencies: ["HeraldStore", "HeraldCore", "HeraldAPNs", "HeraldTestSupport"]),
         .testTarget(
             name: "HeraldServerTests",
             dependencies: [
-                "HeraldServer", "HeraldStore", "HeraldCore", "HeraldAPNs", "HeraldAPNsSimulator",
+                "HeraldServer", "HeraldDelivery", "HeraldStore", "HeraldCore", "HeraldAPNs", "HeraldAPNsSimulator", "HeraldTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

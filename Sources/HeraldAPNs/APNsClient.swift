@@ -6,9 +6,9 @@ import NIOPosix
 
 /// How an `APNsClient` reaches APNs.
 public struct APNsClientConfiguration: Sendable {
-    /// The APNs host; Apple's for the environment unless overridden (`HERALD_APNS_URL`).
+    /// The APNs host; Apple's for the environment unless overridden (a simulator).
     public var url: URL
-    /// Extra PEM trust roots for that host (`HERALD_APNS_CA_FILE`), e.g. a simulator's CA.
+    /// Extra PEM trust roots for that host, e.g. a simulator's CA.
     public var trustRootsPEMFile: String?
     /// HTTP/2 connections per host (default 2).
     public var connections: Int = 2
@@ -132,8 +132,13 @@ public final class APNsClient: Sendable {
         if let collapseID = n.collapseID {
             headers.add(name: "apns-collapse-id", value: collapseID, indexing: .nonIndexable)
         }
-        return APNsHTTPRequest(path: "/3/device/" + n.deviceToken.lowercased(), headers: headers, body: n.payload)
+        return APNsHTTPRequest(path: "/3/device/" + n.deviceToken.lowercased(), headers: headers, body: ByteBuffer(bytes: n.payload))
     }
+
+    /// The latest 410 timestamp believed: the year 2286, in milliseconds.
+    static let latestTimestampMilliseconds: Double = 1e13
+    /// The longest `retry-after` honoured.
+    static let maximumRetryAfterSeconds = 3_600
 
     /// Reads Apple's answer: status, `{"reason", "timestamp"}` body, `retry-after`.
     static func result(from response: APNsHTTPResponse, apnsID: UUID, sentAs sent: String) -> APNsResult {
@@ -148,9 +153,15 @@ public final class APNsClient: Sendable {
         var timestamp: Date?
         if let body = try? JSONDecoder().decode(APNsErrorBody.self, from: Data(response.body.readableBytesView)) {
             if let text = body.reason { reason = APNsReason(text) }
-            if let ms = body.timestamp { timestamp = Date(timeIntervalSince1970: ms / 1000) }
+            // A peer's number: only a plausible time is believed (the store converts it to an integer).
+            if let ms = body.timestamp, ms.isFinite, (0...Self.latestTimestampMilliseconds).contains(ms) {
+                timestamp = Date(timeIntervalSince1970: ms / 1000)
+            }
         }
-        let retryAfter = response.headers.first(name: "retry-after").flatMap(Int.init).map { Duration.seconds($0) }
+        // A hint, clamped to an hour: a huge or negative value must not schedule anything absurd.
+        let retryAfter = response.headers.first(name: "retry-after").flatMap(Int.init).map {
+            Duration.seconds(min(max($0, 0), Self.maximumRetryAfterSeconds))
+        }
         return .rejected(status: response.status, reason: reason, timestamp: timestamp, retryAfter: retryAfter)
     }
 }

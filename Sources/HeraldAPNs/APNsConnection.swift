@@ -369,7 +369,7 @@ struct APNsConnectionFactory: Sendable {
     ) throws {
         self.lastUsableStreamID = lastUsableStreamID
         guard let host = url.host, !host.isEmpty else {
-            throw APNsConfigurationError(field: "HERALD_APNS_URL", message: "no host in \(url)")
+            throw APNsConfigurationError(field: "url", message: "no host in \(url)")
         }
         self.host = host
         self.port = url.port ?? 443

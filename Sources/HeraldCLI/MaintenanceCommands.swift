@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HeraldDelivery
 import HeraldServer
 import HeraldStore
 

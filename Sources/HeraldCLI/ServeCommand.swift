@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import HeraldAPNs
 import HeraldAPNsSimulator
+import HeraldDelivery
 import HeraldKaspa
 import HeraldServer
 import HeraldStore
@@ -10,6 +11,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import NIOPosix
+import ServiceLifecycle
 
 /// `herald serve`: the gateway, configured by SPEC §7's environment.
 struct ServeCommand: AsyncParsableCommand {
@@ -28,6 +30,7 @@ struct ServeCommand: AsyncParsableCommand {
 
     private func serve(store: any Store, settings: ServeSettings, logger: Logger, env: [String: String]) async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
+        var services: [any Service] = []
 
         // Apps without Apple credentials share one in-process simulator, each with its own ephemeral key.
         let simulated = settings.apps.filter { $0.apns == nil }
@@ -41,11 +44,13 @@ struct ServeCommand: AsyncParsableCommand {
             }
             var configuration = APNsSimulatorConfiguration()
             configuration.port = 0
-            configuration.controlPort = env["HERALD_SIMULATOR_CONTROL_PORT"].flatMap(Int.init) ?? 0
+            configuration.controlPort = settings.simulatorControlPort
             configuration.keys = simulatorKeys.values.map { SimulatorKey(keyID: $0.keyID, teamID: $0.teamID, publicKey: $0.publicKey) }
             let sim = try await APNsSimulator.start(configuration: configuration, eventLoopGroup: group)
             simulatorCA = try sim.writeCA(to: FileManager.default.temporaryDirectory.appendingPathComponent("herald-\(getpid())").path)
             simulator = sim
+            // First in the group, so it stops last: pushes in flight at shutdown still reach it.
+            services.append(SimulatorService(simulator: sim))
             logger.warning(
                 "No APNs credentials (HERALD_APNS_*): pushes go to the built-in APNs SIMULATOR, not to Apple",
                 metadata: [
@@ -54,72 +59,110 @@ struct ServeCommand: AsyncParsableCommand {
                 ])
         }
 
-        // One APNs client (key, JWT, connections) and one outbox lane per app.
-        var clients: [APNsClient] = []
-        var lanes: [OutboxLane] = []
+        // One APNs provider per app: a client (key, JWT, connections) per APNs environment, opened on first use.
+        var providers: [(app: String, providers: [any PushProvider])] = []
         for app in settings.apps {
-            let client: APNsClient
-            let topic: String
+            let provider: APNsPushProvider
             if let apns = app.apns {
                 // The store is the ledger: every instance on this database sends the same JWT per key.
                 let apnsLogger = Logger(label: "herald.apns")
                 let tokens = APNsProviderTokenSource(
                     key: try apns.loadSigningKey(), ledger: store,
                     onLedgerError: { apnsLogger.warning("shared provider token unavailable, using a local one", metadata: ["error": "\($0)"]) })
-                client = try APNsClient(
-                    configuration: apns.clientConfiguration(), tokens: tokens, eventLoopGroup: group, logger: apnsLogger)
-                topic = apns.topic
+                provider = APNsPushProvider(topic: apns.topic) { environment in
+                    try APNsClient(
+                        configuration: apns.clientConfiguration(environment: environment), tokens: tokens, eventLoopGroup: group,
+                        logger: apnsLogger)
+                }
             } else {
-                client = try APNsClient(
-                    configuration: APNsClientConfiguration(environment: .sandbox, url: simulator!.url, trustRootsPEMFile: simulatorCA),
-                    tokens: APNsProviderTokenSource(key: simulatorKeys[app.settings.id]!), eventLoopGroup: group,
-                    logger: Logger(label: "herald.apns"))
-                topic = app.simulatorTopic
+                let url = simulator!.url
+                let tokens = APNsProviderTokenSource(key: simulatorKeys[app.settings.id]!)
+                let client = try APNsClient(
+                    configuration: APNsClientConfiguration(environment: .sandbox, url: url, trustRootsPEMFile: simulatorCA),
+                    tokens: tokens, eventLoopGroup: group, logger: Logger(label: "herald.apns"))
+                provider = APNsPushProvider(client: client, topic: app.simulatorTopic)
             }
-            clients.append(client)
-            lanes.append(OutboxLane(app: app.settings.id, provider: APNsPushProvider(client: client, topic: topic)))
+            providers.append((app.settings.id, [provider]))
         }
 
         let metrics = HeraldMetrics.prometheus()
+        var outboxSettings = OutboxSettings()
+        outboxSettings.lease = settings.outboxLease
         let outbox = Outbox(
-            store: store, lanes: lanes, lease: settings.outboxLease, logger: Logger(label: "herald.outbox"), metrics: metrics.0)
+            queue: store, providers: providers, settings: outboxSettings, logger: Logger(label: "herald.outbox"), metrics: metrics.0)
+        services += outbox.services
         var api = APIConfiguration()
         api.apps = AppDirectory(settings.apps.map(\.settings))
         api.rateLimits = settings.rateLimits
+        let publisher = EventPublisher(store: store, apps: api.apps, onEnqueued: { outbox.notify(app: $0) }, metrics: metrics.0)
+
+        let cleanup = StaleDeviceCleanup(store: store, staleAfterDays: settings.staleAfterDays)
+        let removed = try await cleanup.once()
+        logger.info("stale devices removed", metadata: ["removed": "\(removed)", "stale_after_days": "\(settings.staleAfterDays)"])
+        services.append(cleanup)
+
         // The Kaspa chain source, when a node is configured: its events take the publish path.
         let chainSource = settings.kaspaURL.map { url in
             var configuration = KaspaChainSource.Configuration(url: url)
             configuration.maximumAge = settings.kaspaMaximumAge
-            let sink = PublishAPI(store: store, configuration: api, onEnqueued: { outbox.notify(app: $0) }, metrics: metrics.0)
-            return KaspaChainSource(configuration: configuration, store: store, sink: sink, logger: Logger(label: "herald.kaspa"))
+            return KaspaChainSource(configuration: configuration, store: store, sink: publisher, logger: Logger(label: "herald.kaspa"))
         }
-        let router = Gateway.router(store: store, configuration: api, outbox: outbox, metrics: metrics, chainSource: chainSource)
+        if let chainSource { services.append(chainSource) }
+
+        let router = Gateway.router(store: store, configuration: api, publisher: publisher, metrics: metrics, chainSource: chainSource)
+        let controlPort = simulator?.controlPort
         let app = Application(
             router: router,
             configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "Herald"),
+            onServerRunning: { channel in
+                // One line on standard output once the API listens, for scripts and tests.
+                ReadinessLine.print(http: channel.localAddress, host: settings.host, simulatorControl: controlPort)
+            },
             eventLoopGroupProvider: .shared(group), logger: logger)
+        // Last in the group, so it stops first: no new requests while the rest winds down.
+        services.append(app)
         logger.info("herald serve", metadata: [
             "http": "\(settings.host):\(settings.port)", "database": "\(settings.databaseDescription)",
             "apps": "\(settings.apps.map(\.settings.id).joined(separator: ","))",
         ])
 
-        let outboxTask = Task { await outbox.run() }
-        let cleanup = StaleDeviceCleanup(store: store, staleAfterDays: settings.staleAfterDays)
-        let removed = try await cleanup.once()
-        logger.info("stale devices removed", metadata: ["removed": "\(removed)", "stale_after_days": "\(settings.staleAfterDays)"])
-        let cleanupTask = Task { await cleanup.run() }
-        let chainTask = chainSource.map { source in Task { await source.run() } }
-        // Stops accepting on SIGINT/SIGTERM; the outbox then finishes its batch in flight.
-        try await app.runService(gracefulShutdownSignals: [.sigterm, .sigint])
-        cleanupTask.cancel()
-        chainTask?.cancel()
-        await chainTask?.value
-        outboxTask.cancel()
-        await outboxTask.value
-        await cleanupTask.value
-        for client in clients { await client.shutdown() }
-        await simulator?.shutdown()
+        // On SIGTERM/SIGINT the services stop in reverse order: the HTTP server stops accepting,
+        // the chain source and the cleanup stop, each lane stops claiming and records the outcomes
+        // of what it has in flight, then the simulator closes. Past the grace period they are cancelled.
+        var configuration = ServiceGroupConfiguration(
+            services: services.map { .init(service: $0) }, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        configuration.maximumGracefulShutdownDuration = settings.shutdownGrace
+        configuration.maximumCancellationDuration = .seconds(5)
+        do {
+            try await ServiceGroup(configuration: configuration).run()
+        } catch {
+            logger.error("shutdown did not finish within the grace period", metadata: ["error": "\(error)"])
+        }
+        for entry in providers {
+            for provider in entry.providers { await provider.shutdown() }
+        }
         try await group.shutdownGracefully()
+    }
+}
+
+/// The built-in simulator as a service: it runs until the group stops it, last.
+struct SimulatorService: Service {
+    let simulator: APNsSimulator
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        await simulator.shutdown()
+    }
+}
+
+/// `{"ready":true,"http":"127.0.0.1:8080","simulator_control":"http://127.0.0.1:…"}` on standard
+/// output when the API listens.
+enum ReadinessLine {
+    static func print(http address: SocketAddress?, host: String, simulatorControl: Int?) {
+        var line: [String: Any] = ["ready": true, "http": "\(host):\(address?.port ?? 0)"]
+        line["simulator_control"] = simulatorControl.map { "http://127.0.0.1:\($0)" } ?? NSNull()
+        guard let data = try? JSONSerialization.data(withJSONObject: line, options: [.sortedKeys, .withoutEscapingSlashes]) else { return }
+        FileHandle.standardOutput.write(data + Data("\n".utf8))
     }
 }
 
@@ -168,6 +211,11 @@ struct ServeSettings {
     var kaspaURL: String?
     /// `HERALD_KASPA_MAX_AGE`: seconds (or `24h`, `90m`); older messages are not pushed.
     var kaspaMaximumAge: Duration = .seconds(24 * 3600)
+    /// `HERALD_SIMULATOR_CONTROL_PORT`: the built-in simulator's control port (0: a free one).
+    var simulatorControlPort = 0
+    /// `HERALD_SHUTDOWN_GRACE_SECONDS`: how long a SIGTERM/SIGINT waits for sends in flight and
+    /// their outcomes before the rest is cancelled (default 20).
+    var shutdownGrace: Duration = .seconds(20)
 
     /// Reads the process environment; bad values print `{"status":"invalid",…}` and exit 2.
     static func load() throws -> ServeSettings {
@@ -216,6 +264,18 @@ struct ServeSettings {
                     message: "is a whole number of seconds, \(Self.minimumLeaseSeconds) or more (a push's APNs deadline is 10 s)")
             }
             outboxLease = .seconds(parsed)
+        }
+        if let text = env["HERALD_SIMULATOR_CONTROL_PORT"], !text.isEmpty {
+            guard let parsed = Int(text), (0...65_535).contains(parsed) else {
+                throw InvalidInput(field: "HERALD_SIMULATOR_CONTROL_PORT", message: "is a port number, not \(text)")
+            }
+            simulatorControlPort = parsed
+        }
+        if let text = env["HERALD_SHUTDOWN_GRACE_SECONDS"], !text.isEmpty {
+            guard let parsed = Int(text), (1...3_600).contains(parsed) else {
+                throw InvalidInput(field: "HERALD_SHUTDOWN_GRACE_SECONDS", message: "is a whole number of seconds from 1 to 3600")
+            }
+            shutdownGrace = .seconds(parsed)
         }
         if let url = env["HERALD_KASPA_WRPC_URL"], !url.isEmpty {
             guard url.hasPrefix("ws://") || url.hasPrefix("wss://"), URL(string: url)?.host != nil else {

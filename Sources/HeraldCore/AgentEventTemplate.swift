@@ -1,4 +1,4 @@
-import HeraldAPNs
+import HeraldAPNsCore
 
 /// Claudiator's `agent.event` template (SPEC §4.3, reference/claudiator-push-phase4.md): a
 /// visible alert for a Claude Code hook event, titled by the document's table (an app may

@@ -1,15 +1,17 @@
-import HeraldAPNs
-import NIOCore
+import HeraldAPNsCore
 
 /// A request field a template cannot use; the API answers it with the field named.
 public struct TemplateError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The field at fault, as the API names it (`fields.aps`, `fields.push_type`, …).
     public var field: String
     public var message: String
+    /// The rendered payload is over the push service's size limit (the API answers 413).
+    public var isTooLarge: Bool
 
-    public init(field: String, message: String) {
+    public init(field: String, message: String, isTooLarge: Bool = false) {
         self.field = field
         self.message = message
+        self.isTooLarge = isTooLarge
     }
 
     public var description: String { "\(field): \(message)" }
@@ -44,22 +46,6 @@ public enum CustomTemplate {
         let type = pushType ?? (contentAvailable && !visible ? .background : .alert)
         let resolvedPriority = priority ?? (type == .background ? .considerate : .immediate)
         // Apple's checks, on a stand-in device and topic (those are checked where they are known).
-        let probe = APNsNotification(
-            deviceToken: String(repeating: "0", count: APNsDeviceToken.minimumLength),
-            topic: type == .voip ? "herald.check.voip" : "herald.check", pushType: type, priority: resolvedPriority,
-            collapseID: collapseID, payload: ByteBuffer(bytes: payload))
-        do {
-            try probe.validate()
-        } catch {
-            let field = switch error.field {
-            case "payload": "fields"
-            case "push_type": "fields.push_type"
-            case "priority": "priority"
-            case "collapse_id": "collapse_id"
-            default: "fields"
-            }
-            throw TemplateError(field: field, message: error.message)
-        }
-        return RenderedPush(pushType: type, priority: resolvedPriority, collapseID: collapseID, payload: payload)
+        return try RenderedPush(pushType: type, priority: resolvedPriority, collapseID: collapseID, payload: payload).validated()
     }
 }

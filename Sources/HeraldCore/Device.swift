@@ -1,5 +1,5 @@
 import Foundation
-import HeraldAPNs
+import HeraldAPNsCore
 
 /// The push services Herald delivers to.
 public enum Platform: String, Hashable, Sendable, CaseIterable, Codable {
@@ -34,7 +34,10 @@ public struct DeviceToken: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Log-safe: the first 8 characters and an ellipsis.
-    public var description: String { APNsDeviceToken.redacted(value) }
+    public var description: String { Self.redacted(value) }
+
+    /// A log-safe form of a token of any platform: its first 8 characters and an ellipsis.
+    public static func redacted(_ token: some StringProtocol) -> String { APNsDeviceToken.redacted(token) }
 
     /// The stored form of a token given without its platform (lookups): APNs tokens are hex and
     /// stored lowercase; anything else (FCM) is case-sensitive and kept as is.

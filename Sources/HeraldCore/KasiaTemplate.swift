@@ -1,4 +1,4 @@
-import HeraldAPNs
+import HeraldAPNsCore
 
 /// A Kasia transaction worth a push: the fields of the `kasia.*` templates (SPEC §3.2, §5).
 public struct KasiaEvent: Hashable, Sendable {

@@ -1,4 +1,4 @@
-import HeraldAPNs
+import HeraldAPNsCore
 
 /// GhostTalk's `session.message` template (SPEC §4.2, reference/ghosttalk-apns-notifier.md):
 /// a generic alert that says nothing of the message, and the ids the app fetches it by.

@@ -1,16 +1,10 @@
 import Foundation
 import HeraldCore
 import HeraldStore
+import HeraldDelivery
 import Logging
+import ServiceLifecycle
 import Synchronization
-
-/// Where the chain source hands its events: routes and commits them with the checkpoint, in
-/// one transaction (HeraldServer's publish path implements it).
-public protocol KasiaEventSink: Sendable {
-    /// Commits `events` (deduplicated by txid: a txid is never pushed twice) and `checkpoint`
-    /// together; returns the deliveries created.
-    func commit(_ events: [KasiaEvent], checkpoint: ChainCheckpoint) async throws -> Int
-}
 
 /// What `/v1/stats` and `/metrics` show of the source.
 public struct KaspaSourceStats: Sendable, Hashable {
@@ -27,13 +21,13 @@ public struct KaspaSourceStats: Sendable, Hashable {
     public var reconnects = 0
 }
 
-/// Reads Kasia messages off a Kaspa node (SPEC §5): subscribes to BlockAdded and
+/// Reads Kasia messages off a Kaspa node: subscribes to BlockAdded and
 /// VirtualChainChanged, turns accepted Kasia transactions into events, commits them with the
 /// chain checkpoint, and after a restart or a reconnect fills the gap from the checkpoint.
-public final class KaspaChainSource: Sendable {
+public final class KaspaChainSource: Service, Sendable {
     public struct Configuration: Sendable {
         public var url: String
-        /// Messages older than this are not pushed (`HERALD_KASPA_MAX_AGE`, default 24 h).
+        /// Messages older than this are not pushed (default 24 h).
         public var maximumAge: Duration = .seconds(24 * 3600)
         /// The checkpoint's name in the store.
         public var checkpointName = "kaspa"
@@ -41,6 +35,8 @@ public final class KaspaChainSource: Sendable {
         public var rememberedBlocks = 10_000
         public var reconnectDelay: Duration = .milliseconds(100)
         public var maximumReconnectDelay: Duration = .seconds(5)
+        /// How often an instance that does not follow the chain checks whether the follower died.
+        public var leadershipPoll: Duration = .seconds(2)
 
         public init(url: String) {
             self.url = url
@@ -48,7 +44,7 @@ public final class KaspaChainSource: Sendable {
     }
 
     public let configuration: Configuration
-    let store: any Store
+    let store: any ChainCheckpoints & Leadership
     let sink: any KasiaEventSink
     let logger: Logger
     let classifier = KasiaClassifier()
@@ -56,7 +52,7 @@ public final class KaspaChainSource: Sendable {
     private let state = Mutex(KaspaSourceStats())
 
     public init(
-        configuration: Configuration, store: any Store, sink: any KasiaEventSink, logger: Logger = Logger(label: "herald.kaspa"),
+        configuration: Configuration, store: any ChainCheckpoints & Leadership, sink: any KasiaEventSink, logger: Logger = Logger(label: "herald.kaspa"),
         now: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.configuration = configuration
@@ -68,12 +64,17 @@ public final class KaspaChainSource: Sendable {
 
     public var stats: KaspaSourceStats { state.withLock { $0 } }
 
+    /// A service: follows the chain until a graceful shutdown or cancellation.
+    public func run() async throws {
+        await cancelWhenGracefulShutdown { await self.runWhileLeader() }
+    }
+
     /// Runs until cancelled. With several instances on one database, waits until this one holds
-    /// the source's lock (another takes over within `leadershipPoll` when the holder dies), then
+    /// the source's lock (another takes over within `configuration.leadershipPoll` when the holder dies), then
     /// follows the chain from the shared checkpoint.
-    public func run(leadershipPoll: Duration = .seconds(2)) async {
+    public func runWhileLeader() async {
         do {
-            try await store.withLeadership("kaspa-chain-source:" + configuration.checkpointName, poll: leadershipPoll) {
+            try await store.withLeadership("kaspa-chain-source:" + configuration.checkpointName, poll: configuration.leadershipPoll) {
                 self.state.withLock { $0.leader = true }
                 self.logger.info("This instance follows the Kaspa chain")
                 await self.follow()

@@ -62,27 +62,31 @@ public struct WatchSetBuilder: Sendable {
         }
         var ownAddresses: [String] = []
         for (i, text) in own.enumerated() { ownAddresses.append(try canonical(text, field: "addresses[\(i)]")) }
+        // The user's own addresses go into `addresses` only: watching them would push the user's
+        // own outgoing messages back to them.
+        let ownSet = Set(ownAddresses)
         var watched = Unique()
-        for address in ownAddresses { watched.insert(address) }
         var routes: [String: Unique] = [:]
         var routeOrder = Unique()
         for (i, text) in contacts.enumerated() {
             let address = try canonical(text, field: "contacts[\(i)]")
-            watched.insert(address)
+            if !ownSet.contains(address) { watched.insert(address) }
             for alias in aliases[text] ?? [] {
                 routeOrder.insert(address)
                 routes[address, default: Unique()].insert(alias)
             }
         }
         for key in otherKeys { watched.insert(key) }
-        guard watched.items.count <= Self.maximumWatchKeys else {
-            throw .invalidWatchKey(field: "watched_addresses", value: "\(watched.items.count) keys", reason: "at most \(Self.maximumWatchKeys)")
+        let ownUnique = Unique(ownAddresses).items
+        guard watched.items.count + ownUnique.count <= Self.maximumWatchKeys else {
+            throw .invalidWatchKey(
+                field: "watched_addresses", value: "\(watched.items.count + ownUnique.count) keys", reason: "at most \(Self.maximumWatchKeys)")
         }
         let built = routeOrder.items.map { WatchSet.Route(peerAddress: $0, aliases: routes[$0]!.items) }
         if let crowded = built.first(where: { $0.aliases.count > Self.maximumAliasesPerRoute }) {
             throw .invalidWatchKey(field: "contextual_routes", value: crowded.peerAddress, reason: "at most \(Self.maximumAliasesPerRoute) aliases")
         }
-        return WatchSet(watchedAddresses: watched.items, addresses: Unique(ownAddresses).items, contextualRoutes: built)
+        return WatchSet(watchedAddresses: watched.items, addresses: ownUnique, contextualRoutes: built)
     }
 
     /// Keeps the first occurrence of each string, in order.

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldDelivery
 import HeraldCore
 import HeraldStore
 import Hummingbird
@@ -7,11 +8,11 @@ import Hummingbird
 /// `POST /api/v1/push/register {platform, token}`, always behind one of the app's registration
 /// keys as a bearer (401 without; an app with no keys configured refuses every request).
 public struct ClaudiatorAPI: Sendable {
-    public let store: any Store
+    public let store: any DeviceRegistry
     public let configuration: APIConfiguration
     public let now: @Sendable () -> Date
 
-    public init(store: any Store, configuration: APIConfiguration, now: @escaping @Sendable () -> Date = { Date() }) {
+    public init(store: any DeviceRegistry, configuration: APIConfiguration, now: @escaping @Sendable () -> Date = { Date() }) {
         self.store = store
         self.configuration = configuration
         self.now = now

@@ -1,14 +1,18 @@
 import Foundation
+import HeraldDelivery
 import HeraldKaspa
 import HeraldStore
 import Hummingbird
 import Prometheus
 
-/// The whole HTTP API of SPEC §3 on one router.
+/// The whole HTTP API on one router: routes, middleware and encoding; publishing goes through
+/// the one `EventPublisher`.
 public enum Gateway {
-    /// - Parameter metrics: the registry `/metrics` renders, and the metrics fed into it.
+    /// - Parameters:
+    ///   - publisher: the publish use case every publishing route calls.
+    ///   - metrics: the registry `/metrics` renders, and the metrics fed into it.
     public static func router(
-        store: any Store, configuration: APIConfiguration, outbox: Outbox?,
+        store: any DeviceRegistry & StoreStatistics, configuration: APIConfiguration, publisher: EventPublisher,
         metrics: (HeraldMetrics, PrometheusCollectorRegistry) = HeraldMetrics.prometheus(),
         chainSource: KaspaChainSource? = nil
     ) -> Router<HeraldRequestContext> {
@@ -17,9 +21,7 @@ public enum Gateway {
         RegistrationAPI(store: store, configuration: configuration).addRoutes(to: router)
         SafeWhisperAPI(store: store, configuration: configuration).addRoutes(to: router)
         ClaudiatorAPI(store: store, configuration: configuration).addRoutes(to: router)
-        let publisher = PublishAPI(
-            store: store, configuration: configuration, onEnqueued: { outbox?.notify(app: $0) }, metrics: metrics.0)
-        publisher.addRoutes(to: router)
+        PublishAPI(publisher: publisher, configuration: configuration).addRoutes(to: router)
         GhostTalkAPI(store: store, configuration: configuration, publisher: publisher).addRoutes(to: router)
         let registry = metrics.1
         router.get("/metrics") { _, _ in

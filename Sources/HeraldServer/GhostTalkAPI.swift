@@ -1,4 +1,5 @@
 import Foundation
+import HeraldDelivery
 import HeraldCore
 import HeraldStore
 import Hummingbird
@@ -6,13 +7,13 @@ import Hummingbird
 /// GhostTalk's notifier API (SPEC §4.2, reference/ghosttalk-apns-notifier.md), unchanged, on the
 /// core registry: a device registers for a session (watch key `session:<id>`).
 public struct GhostTalkAPI: Sendable {
-    public let store: any Store
+    public let store: any DeviceRegistry & StoreStatistics
     public let configuration: APIConfiguration
     /// Publishing, for the testing-only `/apns/send`.
-    let publisher: PublishAPI
+    let publisher: EventPublisher
     public let now: @Sendable () -> Date
 
-    init(store: any Store, configuration: APIConfiguration, publisher: PublishAPI, now: @escaping @Sendable () -> Date = { Date() }) {
+    init(store: any DeviceRegistry & StoreStatistics, configuration: APIConfiguration, publisher: EventPublisher, now: @escaping @Sendable () -> Date = { Date() }) {
         self.store = store
         self.configuration = configuration
         self.publisher = publisher
@@ -84,7 +85,7 @@ public struct GhostTalkAPI: Sendable {
         // The push goes to the session the request names.
         fields.removeAll { $0.key == "session_id" }
         fields.append(.init("session_id", .string(body.session_id!)))
-        let event = PublishAPI.EventBody(app: app.id, template: "session.message", fields: .object(fields))
+        let event = EventPublisher.Request(app: app.id, template: "session.message", fields: .object(fields))
         let prepared = try await publisher.publish([event], publisherKey: key)[0]
         return try RegistrationAPI.json(["success": true, "message": "Notification sent", "deliveries": prepared.event.deviceRowIDs.count])
     }

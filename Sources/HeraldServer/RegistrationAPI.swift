@@ -1,4 +1,5 @@
 import Foundation
+import HeraldDelivery
 import HeraldAPNs
 import HeraldCore
 import HeraldStore
@@ -21,11 +22,11 @@ public struct APIConfiguration: Sendable {
 /// SPEC §3.1, the native registration API (shapes from reference/kasia-push-plan.md):
 /// `POST /v1/push/register`, `PUT /v1/push/update`, `DELETE /v1/push/unregister`, `GET /v1/push/status`.
 public struct RegistrationAPI: Sendable {
-    public let store: any Store
+    public let store: any DeviceRegistry
     public let configuration: APIConfiguration
     public let now: @Sendable () -> Date
 
-    public init(store: any Store, configuration: APIConfiguration, now: @escaping @Sendable () -> Date = { Date() }) {
+    public init(store: any DeviceRegistry, configuration: APIConfiguration, now: @escaping @Sendable () -> Date = { Date() }) {
         self.store = store
         self.configuration = configuration
         self.now = now

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import HeraldDelivery
 import HeraldCore
 import HTTPTypes
 import HeraldStore
@@ -9,12 +10,12 @@ import Hummingbird
 /// core registry: `POST /api/devices/token` and `POST /api/devices/logout`, keyed by `X-Device-ID`.
 /// Its devices have no watch keys: its backend targets them by device id.
 public struct SafeWhisperAPI: Sendable {
-    public let store: any Store
+    public let store: any DeviceRegistry
     public let configuration: APIConfiguration
     public let now: @Sendable () -> Date
     static let deviceHeader = HTTPField.Name("X-Device-ID")!
 
-    public init(store: any Store, configuration: APIConfiguration, now: @escaping @Sendable () -> Date = { Date() }) {
+    public init(store: any DeviceRegistry, configuration: APIConfiguration, now: @escaping @Sendable () -> Date = { Date() }) {
         self.store = store
         self.configuration = configuration
         self.now = now

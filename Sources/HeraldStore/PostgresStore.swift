@@ -1,5 +1,5 @@
 import Foundation
-import HeraldAPNs
+import HeraldAPNsCore
 import HeraldCore
 import Logging
 import NIOCore
@@ -359,6 +359,17 @@ public final class PostgresStore: Store {
                         """
                         UPDATE deliveries SET state = 'pending', next_attempt_at = \(at.milliseconds), last_reason = \(reason),
                           lease_until = NULL, updated_at = \(ms) WHERE id = \(id)
+                        """, logger: logger)
+                case .retryDevice(let id, let deviceRowID, let at, let reason):
+                    try await db.query(
+                        """
+                        UPDATE deliveries SET state = 'pending', next_attempt_at = \(at.milliseconds), last_reason = \(reason),
+                          lease_until = NULL, updated_at = \(ms) WHERE id = \(id)
+                        """, logger: logger)
+                    try await db.query(
+                        """
+                        UPDATE deliveries SET next_attempt_at = \(at.milliseconds), updated_at = \(ms)
+                        WHERE device_row = \(deviceRowID) AND state = 'pending' AND next_attempt_at < \(at.milliseconds)
                         """, logger: logger)
                 case .failed(let id, let reason):
                     try await set(id, .failed, reason)

@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import HeraldAPNs
+import HeraldAPNsCore
 import HeraldCore
 
 /// The `Store` on one SQLite file in WAL mode. Its SQL is the kind PostgreSQL also runs, so
@@ -313,6 +313,13 @@ public final class SQLiteStore: Store {
                     try db.execute(
                         sql: "UPDATE deliveries SET state = 'pending', next_attempt_at = ?, last_reason = ?, lease_until = NULL, updated_at = ? WHERE id = ?",
                         arguments: [at.milliseconds, reason, ms, id])
+                case .retryDevice(let id, let deviceRowID, let at, let reason):
+                    try db.execute(
+                        sql: "UPDATE deliveries SET state = 'pending', next_attempt_at = ?, last_reason = ?, lease_until = NULL, updated_at = ? WHERE id = ?",
+                        arguments: [at.milliseconds, reason, ms, id])
+                    try db.execute(
+                        sql: "UPDATE deliveries SET next_attempt_at = ?, updated_at = ? WHERE device_row = ? AND state = 'pending' AND next_attempt_at < ?",
+                        arguments: [at.milliseconds, ms, deviceRowID, at.milliseconds])
                 case .failed(let id, let reason):
                     try Self.setState(db, id, .failed, reason: reason, now: ms)
                 case .expired(let id):

@@ -1,5 +1,5 @@
 import Foundation
-import HeraldAPNs
+import HeraldAPNsCore
 import HeraldCore
 
 /// A registered device as stored.
@@ -17,8 +17,24 @@ public struct DeviceRecord: Hashable, Sendable {
     /// The last registration; a 410 older than this keeps the device.
     public var updatedAt: Date
     public var lastSeen: Date
-    /// Set when APNs called the token bad for its app and environment.
+    /// Set when the push service called the token bad for its app and environment.
     public var disabledReason: String?
+
+    public init(
+        rowID: Int64, app: String, platform: Platform, token: String, environment: APNsEnvironment, deviceID: String? = nil,
+        createdAt: Date, updatedAt: Date, lastSeen: Date, disabledReason: String? = nil
+    ) {
+        self.rowID = rowID
+        self.app = app
+        self.platform = platform
+        self.token = token
+        self.environment = environment
+        self.deviceID = deviceID
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+        self.lastSeen = lastSeen
+        self.disabledReason = disabledReason
+    }
 }
 
 /// What a registration says about a device.
@@ -92,12 +108,25 @@ public struct ClaimedDelivery: Hashable, Sendable {
     /// Including this one.
     public var attempt: Int
     public var expiresAt: Date
+
+    public init(id: Int64, eventID: String, device: DeviceRecord, push: RenderedPush, apnsID: UUID, attempt: Int, expiresAt: Date) {
+        self.id = id
+        self.eventID = eventID
+        self.device = device
+        self.push = push
+        self.apnsID = apnsID
+        self.attempt = attempt
+        self.expiresAt = expiresAt
+    }
 }
 
 /// What became of a claimed delivery.
 public enum DeliveryOutcome: Hashable, Sendable {
     case sent(id: Int64)
     case retry(id: Int64, at: Date, reason: String)
+    /// The push service throttles this device token: this delivery and every other pending one of
+    /// the device wait until at least `at`.
+    case retryDevice(id: Int64, deviceRowID: Int64, at: Date, reason: String)
     case failed(id: Int64, reason: String)
     case expired(id: Int64)
     /// 410 with APNs's timestamp: delete the device unless it registered again after `since`.
@@ -119,12 +148,9 @@ public struct StoreStats: Hashable, Sendable {
     public var oldestPending: Date?
 }
 
-/// Herald's durable state. Every method is one transaction: it happens whole or not at all.
-/// It is also the ledger where instances share each key's APNs provider token.
-public protocol Store: APNsProviderTokenLedger {
-    /// Brings the schema to the current version.
-    func migrate() async throws
-
+/// The devices and what each watches: written by the registration routes, read by routing.
+/// Every method is one transaction.
+public protocol DeviceRegistry: Sendable {
     /// Creates or updates the device for each (app, token), replacing its watch set and reviving a
     /// disabled one; all in one transaction (bulk imports). Returns the records in order.
     func register(_ registrations: [Registration], now: Date) async throws -> [DeviceRecord]
@@ -146,30 +172,53 @@ public protocol Store: APNsProviderTokenLedger {
     func devices(app: String, tokens: [String]) async throws -> [DeviceRecord]
     /// Enabled devices of `app` by their app-chosen `device_id`.
     func devices(app: String, deviceIDs: [String]) async throws -> [DeviceRecord]
+    /// Removes devices not seen since `lastSeenBefore`; returns how many.
+    func deleteStaleDevices(lastSeenBefore: Date) async throws -> Int
+}
 
+/// Accepted events and their deliveries: the publisher commits into it, the outbox claims from
+/// it and records what the push service said.
+public protocol DeliveryQueue: Sendable {
     /// Commits events and their deliveries (and a chain checkpoint) together. Events whose
     /// dedupe key was seen before are skipped. Returns the deliveries created per event id.
     func enqueue(_ events: [NewEvent], checkpoint: ChainCheckpoint?, now: Date) async throws -> [String: Int]
-    func checkpoint(source: String) async throws -> ChainCheckpoint?
-
     /// Leases up to `limit` of `app`'s due deliveries (pending and due, or sending with an expired lease).
     func claimDue(app: String, limit: Int, now: Date, lease: Duration) async throws -> [ClaimedDelivery]
     /// Applies outcomes of claimed deliveries.
     func complete(_ outcomes: [DeliveryOutcome], now: Date) async throws
     /// Marks pending deliveries past their expiration; returns how many.
     func expire(now: Date) async throws -> Int
+}
 
+/// Where a chain source got to (written by `DeliveryQueue.enqueue` with the events it produced).
+public protocol ChainCheckpoints: Sendable {
+    func checkpoint(source: String) async throws -> ChainCheckpoint?
+}
+
+/// One holder at a time of a named role across every instance on the database.
+public protocol Leadership: Sendable {
     /// Runs `body` only while this process holds the named leadership, waiting (polling every
     /// `poll`) until it does: PostgreSQL takes a session advisory lock on one connection, which
     /// the server releases when the holder dies; SQLite (one process per file) runs `body` at once.
     func withLeadership(_ name: String, poll: Duration, _ body: @escaping @Sendable () async -> Void) async throws
+}
 
-    /// Removes devices not seen since `lastSeenBefore`; returns how many.
-    func deleteStaleDevices(lastSeenBefore: Date) async throws -> Int
+/// Counts for `/v1/stats` and readiness.
+public protocol StoreStatistics: Sendable {
     func stats() async throws -> StoreStats
 }
 
-extension Store {
+/// Where instances share a push service's credentials (the APNs provider token per key).
+public typealias CredentialLedger = APNsProviderTokenLedger
+
+/// Herald's durable state: every role, implemented by SQLite and PostgreSQL alike. Consumers take
+/// only the role they use. Every method is one transaction: it happens whole or not at all.
+public protocol Store: DeviceRegistry, DeliveryQueue, ChainCheckpoints, Leadership, StoreStatistics, CredentialLedger {
+    /// Brings the schema to the current version.
+    func migrate() async throws
+}
+
+extension DeviceRegistry {
     /// Creates or updates the device for (app, token), replacing its watch set; revives a disabled one.
     public func register(_ registration: Registration, now: Date) async throws -> DeviceRecord {
         try await register([registration], now: now)[0]

@@ -1,5 +1,5 @@
 import Foundation
-import HeraldAPNs
+import HeraldAPNsCore
 import HeraldCore
 
 /// What both stores read back from their rows, built in one place.

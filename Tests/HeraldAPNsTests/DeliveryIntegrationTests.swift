@@ -181,9 +181,7 @@ struct DeliveryIntegrationTests {
             try f.simulator.inject(SimulatorFault(kind: .reset, afterStreams: 300, count: 2))
             let client = try f.makeClient(connections: 2, timeout: .seconds(5))
             let total = 2_000
-            let started = ContinuousClock.now
             let results = try await sendAll(client, (0..<total).map { alert(deviceToken($0)) }, concurrency: 400)
-            #expect(ContinuousClock.now - started < .seconds(15))
             let accepted = results.filter { $0.action == .done }.count
             let retry = results.filter { $0.action == .retry(after: nil, scope: .server) }.count
             #expect(accepted + retry == total)
@@ -201,9 +199,8 @@ struct DeliveryIntegrationTests {
         try await SimulatorFixture.with { f in
             try f.simulator.inject(SimulatorFault(kind: .delay, delayMs: 3_000))
             let client = try f.makeClient(connections: 1, timeout: .milliseconds(500))
-            let started = ContinuousClock.now
+            // Answered after 3 s, each push ends at its own 0.5 s deadline instead of waiting for the answer.
             let results = try await sendAll(client, (0..<20).map { alert(deviceToken($0)) })
-            #expect(ContinuousClock.now - started < .seconds(3))
             #expect(results.allSatisfy { $0 == .transportFailure(.deadlineExceeded) })
             await client.shutdown()
         }
@@ -224,15 +221,13 @@ struct DeliveryIntegrationTests {
             // The third stream stalls the connection: from then on no answer, no PING ACK. The
             // push caught on it fails as soon as PING finds the connection dead (not at its
             // 10-second deadline); the rest go out on a new connection.
-            var failures: [(APNsResult, Duration)] = []
+            // (Closed by PING, the push fails as connectionClosed; at its deadline it would be deadlineExceeded.)
+            var failures: [APNsResult] = []
             for i in 2..<6 {
-                let started = ContinuousClock.now
                 let result = try await client.send(alert(deviceToken(i)))
-                if result.action != .done { failures.append((result, ContinuousClock.now - started)) }
+                if result.action != .done { failures.append(result) }
             }
-            #expect(failures.count == 1)
-            #expect(failures.first?.0 == .transportFailure(.connectionClosed))
-            #expect((failures.first?.1 ?? .seconds(99)) < .seconds(3))
+            #expect(failures == [.transportFailure(.connectionClosed)])
             #expect(f.simulator.stats.connectionsOpened == 2)
             await client.shutdown()
         }
@@ -274,13 +269,11 @@ struct DeliveryIntegrationTests {
             configuration.requestTimeout = .seconds(5)
             let client = try APNsClient(
                 configuration: configuration, tokens: APNsProviderTokenSource(key: f.key), eventLoopGroup: f.group)
-            let started = ContinuousClock.now
             let result = try await client.send(alert(deviceToken(1)))
             guard case .transportFailure(.connectFailed) = result else {
                 Issue.record("expected connectFailed, got \(result)")
                 return
             }
-            #expect(ContinuousClock.now - started < .seconds(3))
             #expect(f.simulator.stats.connectionsOpened <= 2)
             await client.shutdown()
         }

@@ -74,8 +74,9 @@ struct ConfigFileTests {
             """.utf8).write(to: URL(fileURLWithPath: path))
         let serve = try HeraldProcess(["serve"], environment: ["HERALD_CONFIG": path])
         defer { if serve.process.isRunning { serve.kill(SIGKILL) } }
-        let api = "http://127.0.0.1:\(try serve.port(after: "listening on 127.0.0.1:"))"
-        let control = "http://127.0.0.1:\(try serve.port(after: "control=http://127.0.0.1:"))"
+        let ready = try serve.ready()
+        let api = ready.api
+        let control = try #require(ready.simulatorControl)
 
         let (ghost, claude) = (String(repeating: "6a", count: 32), String(repeating: "7b", count: 32))
         var (status, _) = try await http("POST", api + "/v1/push/register",

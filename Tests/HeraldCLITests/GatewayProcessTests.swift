@@ -38,6 +38,61 @@ struct GatewayProcessTests {
         #expect(try await store.stats().devices == ["default": ["ios": 1]])
     }
 
+    @Test("SIGTERM with 2,000 deliveries due and a batch in flight: it finishes and is recorded, exit 0, a restart sends the rest and no duplicate")
+    func gracefulShutdown() async throws {
+        let devices = 2_000
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-term-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("herald.sqlite").path
+        // 2,000 devices and one event to all of them, committed before the gateway starts.
+        let store = try SQLiteStore(path: path)
+        try await store.migrate()
+        let rows = try await store.register(try (0..<devices).map { i in
+            Registration(app: "default", token: try DeviceToken(hexToken(i), platform: .ios), environment: .sandbox, watchSet: .empty)
+        }, now: Date()).map(\.rowID)
+        let push = RenderedPush(pushType: .alert, priority: .immediate, collapseID: nil, payload: Array(#"{"aps":{"alert":"x"}}"#.utf8))
+        _ = try await store.enqueue(
+            [NewEvent(id: "e", app: "default", template: "custom", push: push, expiresAt: Date().addingTimeInterval(3_600), deviceRowIDs: rows)],
+            checkpoint: nil, now: Date())
+
+        let mock = try MockAPNsProcess(directory: directory, topic: "com.example.term")
+        defer { mock.process.kill(SIGTERM) }
+        // Every push is answered after 50 ms, but the first device's after 3 s: the first claimed
+        // batch (the lowest 500 delivery ids, one outbox batch) is surely in flight when the signal comes.
+        _ = try await http("POST", mock.control + "/faults", #"{"kind":"delay","token":"\#(hexToken(0))","delay_ms":3000}"#)
+        _ = try await http("POST", mock.control + "/faults", #"{"kind":"delay","delay_ms":50}"#)
+        var env = mock.serveEnvironment
+        env.merge(["HERALD_DATABASE_URL": "sqlite:" + path, "HERALD_HTTP_PORT": "0"]) { _, new in new }
+
+        var serve = try HeraldProcess(["serve"], environment: env)
+        _ = try serve.ready()
+        let batch = 500
+        for _ in 0..<3_000 where try await mock.accepted() < batch { try await Task.sleep(for: .milliseconds(10)) }
+        serve.kill(SIGTERM)
+        #expect(serve.process.terminationStatus == 0)
+        // The batch in flight was answered and recorded before the exit, and nothing more was claimed.
+        let stats = try await store.stats()
+        #expect(stats.deliveries[.sending] == nil, "\(stats.deliveries)")
+        #expect(stats.deliveries[.sent] == batch)
+        #expect(stats.deliveries[.pending] == devices - batch)
+        #expect(try await mock.accepted() == batch)
+
+        serve = try HeraldProcess(["serve"], environment: env)
+        _ = try serve.ready()
+        var tokens = Set<String>()
+        var total = 0
+        for _ in 0..<600 {
+            (tokens, total) = try await mock.delivered()
+            if tokens.count == devices { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(tokens.count == devices, "\(tokens.count) of \(devices) devices got their push")
+        #expect(total == devices, "\(total - tokens.count) duplicates")
+        serve.kill(SIGTERM)
+        #expect(serve.process.terminationStatus == 0)
+    }
+
     @Test("crash safety: SIGKILL mid-delivery, restart on the same file, every device gets its push")
     func crashSafety() async throws {
         let devices = 5_000
@@ -59,7 +114,7 @@ struct GatewayProcessTests {
         ]) { _, new in new }
 
         var serve = try HeraldProcess(["serve"], environment: env)
-        var api = "http://127.0.0.1:\(try serve.port(after: "listening on 127.0.0.1:"))"
+        var api = try serve.ready().api
         // Slow answers keep deliveries in flight when the gateway dies.
         _ = try await http("POST", control + "/faults", #"{"kind":"delay","delay_ms":2000}"#)
 
@@ -97,7 +152,7 @@ struct GatewayProcessTests {
 
         // Restart on the same file; the dead process's leases expire and the rest go out.
         serve = try HeraldProcess(["serve"], environment: env)
-        api = "http://127.0.0.1:\(try serve.port(after: "listening on 127.0.0.1:"))"
+        api = try serve.ready().api
         var tokens = Set<String>()
         var total = 0
         for _ in 0..<900 {

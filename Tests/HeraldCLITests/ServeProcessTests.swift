@@ -30,8 +30,9 @@ struct ServeProcessTests {
         ])
         defer { if serve.process.isRunning { serve.kill(SIGKILL) } }
         // The log says where the API and the simulator's control port are.
-        let api = "http://127.0.0.1:\(try serve.port(after: "listening on 127.0.0.1:"))"
-        let control = "http://127.0.0.1:\(try serve.port(after: "control=http://127.0.0.1:"))"
+        let ready = try serve.ready()
+        let api = ready.api
+        let control = try #require(ready.simulatorControl)
         #expect(serve.log.contains("SIMULATOR"))
 
         let token = String(repeating: "ab", count: 32)

@@ -4,12 +4,13 @@ import Testing
 
 @Suite("The other apps' templates: exact bytes")
 struct AppTemplateTests {
-    @Test("conversation.silent: the first 32 hex characters of SHA-256(conversation id), background, priority 5")
+    @Test("conversation.silent: the first 32 hex characters of SHA-256(conversation id), background, priority 5, collapse id the hash")
     func conversationSilent() {
         // echo -n conv-42 | sha256sum → 49933ea253b58d70fdf1ca26f4b1bca8…
         let push = ConversationSilentTemplate.render(conversationID: "conv-42")
         #expect(String(decoding: push.payload, as: UTF8.self) == #"{"aps":{"content-available":1},"c":"49933ea253b58d70fdf1ca26f4b1bca8"}"#)
-        #expect(push.pushType == .background && push.priority == .considerate && push.collapseID == nil)
+        // A duplicate collapses on the device: the collapse id is the conversation hash.
+        #expect(push.pushType == .background && push.priority == .considerate && push.collapseID == "49933ea253b58d70fdf1ca26f4b1bca8")
     }
 
     @Test("session.message: the document's payload")

@@ -24,7 +24,7 @@ struct ChainSourceFailoverTests {
             ]) { _, new in new }
             let instances = try (0..<3).map { _ in try HeraldProcess(["serve"], environment: env) }
             defer { for instance in instances where instance.process.isRunning { instance.kill(SIGKILL) } }
-            let apis = try instances.map { "http://127.0.0.1:\(try $0.port(after: "listening on 127.0.0.1:"))" }
+            let apis = try instances.map { try $0.ready().api }
             let follower = deviceToken(7)
             let (status, _) = try await http(
                 "POST", apis[1] + "/v1/push/register",
@@ -68,19 +68,16 @@ struct ChainSourceFailoverTests {
 
             // The leader dies; the node goes on meanwhile.
             instances[leader].kill(SIGKILL)
-            let killed = ContinuousClock.now
             for tx in fixtures.bulk[10..<20] { await node.produce([tx], senders: senders) }
             let survivors = [0, 1, 2].filter { $0 != leader }
             let successor = try #require(try await waitForLeader(among: survivors), "no instance took over")
-            let takeover = ContinuousClock.now - killed
-            #expect(takeover < .seconds(10), "took over after \(takeover)")
 
             let ids = try await pushedIDs(reaching: 20)
             try await Task.sleep(for: .seconds(1))
             let final = try await mock.notifications(token: follower).compactMap { $0["collapse_id"] as? String }
             #expect(final.count == 20, "\(final.count) pushes for 20 transactions")
             #expect(Set(final) == Set(fixtures.bulk[0..<20].map(RawFixtures.txid)))
-            print("failover: instance \(leader) killed, instance \(successor) followed after \(takeover); \(ids.count) pushes, \(Set(final).count) distinct")
+            print("failover: instance \(leader) killed, instance \(successor) followed; \(ids.count) pushes, \(Set(final).count) distinct")
             for i in survivors {
                 instances[i].kill(SIGTERM)
                 #expect(instances[i].process.terminationStatus == 0)

@@ -49,18 +49,22 @@ import FoundationNetworking
         builder.addContact(alice, aliases: ["a1b2c3d4e5f6"])
         builder.addContact(alice)  // twice: merged
         let set = try builder.build()
-        #expect(try await client.register(deviceToken: Self.token, watchSet: set) == 2)
+        // The user's own address is one of theirs, not watched: their own messages do not come back to them.
+        #expect(set.addresses == [me] && set.watchedAddresses == [alice])
+        #expect(try await client.register(deviceToken: Self.token, watchSet: set) == 1)
 
+        let before = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))
         var status = try await client.status(deviceToken: Self.token)
+        let after = Date()
         #expect(status.registered)
-        #expect(Set(status.watchedAddresses) == [me, alice])
+        #expect(Set(status.watchedAddresses) == [alice])
         let lastSeen = try #require(status.lastSeen)
-        #expect(abs(lastSeen.timeIntervalSinceNow) < 60)
+        #expect(lastSeen >= before && lastSeen <= after)
 
         builder.addContact(bob)
-        #expect(try await client.update(deviceToken: Self.token, watchSet: try builder.build()) == 3)
+        #expect(try await client.update(deviceToken: Self.token, watchSet: try builder.build()) == 2)
         status = try await client.status(deviceToken: Self.token)
-        #expect(Set(status.watchedAddresses) == [me, alice, bob])
+        #expect(Set(status.watchedAddresses) == [alice, bob])
 
         #expect(try await client.unregister(deviceToken: Self.token))
         #expect(try await client.unregister(deviceToken: Self.token) == false)
@@ -142,14 +146,12 @@ import FoundationNetworking
         // Nothing listens here: retried, then a transport error.
         var config = HeraldClient.Configuration(baseURL: URL(string: "http://127.0.0.1:9")!)
         config.retryDelay = 0.01
-        let started = Date()
         do {
             _ = try await HeraldClient(configuration: config).status(deviceToken: Self.token)
             Issue.record("a closed port answered")
         } catch {
             guard case .transport = error else { Issue.record("\(error)"); return }
         }
-        #expect(Date().timeIntervalSince(started) < 10)
     }
 
     @Test func theBuilderRefusesBadAddressesAndLimits() throws {
@@ -169,7 +171,7 @@ import FoundationNetworking
         var many = WatchSetBuilder()
         for i in 0..<1001 { many.addKey("session:\(i)") }
         #expect(throws: HeraldClientError.self) { try many.build() }
-        // Own address first, then contacts, no duplicates; routes merged per contact.
+        // Own addresses apart, then contacts, no duplicates; routes merged per contact.
         var ok = WatchSetBuilder()
         let a = "kaspa:qp0l70zd5x85ttwd6jv7g3s3a8llzj96d8dncn4zmhv4tlzx5k2jyqh70xmfj"
         let zero = "kaspa:qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqkx9awp4e"
@@ -178,7 +180,7 @@ import FoundationNetworking
         ok.addContact(zero)
         ok.addContact(a, aliases: ["y", "x"])
         let set = try ok.build()
-        #expect(set.watchedAddresses == [zero, a])
+        #expect(set.watchedAddresses == [a])
         #expect(set.addresses == [zero])
         #expect(set.contextualRoutes == [WatchSet.Route(peerAddress: a, aliases: ["x", "y"])])
     }

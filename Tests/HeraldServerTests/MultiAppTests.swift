@@ -2,6 +2,7 @@ import Foundation
 import HeraldAPNs
 import HeraldAPNsSimulator
 import HeraldCore
+import HeraldDelivery
 import HeraldServer
 import HeraldStore
 import Hummingbird
@@ -40,16 +41,19 @@ struct MultiAppTests {
             var configuration = APIConfiguration()
             configuration.apps = AppDirectory([Self.alpha, Self.beta])
             let (metrics, registry) = HeraldMetrics.prometheus()
+            var settings = OutboxSettings()
+            settings.credentialsPause = .seconds(60) ... .seconds(60)
             let outbox = Outbox(
-                store: h.store,
-                lanes: [
-                    OutboxLane(app: "alpha", provider: APNsPushProvider(client: h.clients[0], topic: "com.example.alpha")),
-                    OutboxLane(app: "beta", provider: APNsPushProvider(client: h.clients[1], topic: "com.example.beta")),
+                queue: h.store,
+                providers: [
+                    ("alpha", [APNsPushProvider(client: h.clients[0], topic: "com.example.alpha")]),
+                    ("beta", [APNsPushProvider(client: h.clients[1], topic: "com.example.beta")]),
                 ],
-                credentialsPause: .seconds(60) ... .seconds(60), metrics: metrics)
+                settings: settings, metrics: metrics)
             let running = Task { await outbox.run() }
             defer { running.cancel() }
-            let router = Gateway.router(store: h.store, configuration: configuration, outbox: outbox, metrics: (metrics, registry))
+            let publisher = EventPublisher(store: h.store, apps: configuration.apps, onEnqueued: { outbox.notify(app: $0) }, metrics: metrics)
+            let router = Gateway.router(store: h.store, configuration: configuration, publisher: publisher, metrics: (metrics, registry))
             try await Application(router: router).test(.live) { client in
                 // Registration: the app is named (several are served); beta's policy wants its key.
                 var r = try await send(client, .post, "/v1/push/register", Self.register(Self.alphaToken, app: nil))

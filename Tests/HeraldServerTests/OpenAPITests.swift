@@ -1,4 +1,5 @@
 import Foundation
+import HeraldDelivery
 import HeraldServer
 import HeraldStore
 import Hummingbird
@@ -16,7 +17,7 @@ struct OpenAPITests {
             #expect(document["openapi"] as? String == "3.1.0")
             let paths = try #require(document["paths"] as? [String: [String: Any]])
             let documented = Set(paths.flatMap { path, operations in operations.keys.map { "\($0.uppercased()) \(path)" } })
-            let router = Gateway.router(store: store, configuration: APIConfiguration(), outbox: nil)
+            let router = Gateway.router(store: store, configuration: APIConfiguration(), publisher: EventPublisher(store: store, apps: APIConfiguration().apps))
             let served = Set(router.routes.map { "\($0.method.rawValue) \($0.path)" })
             #expect(served == documented, "served but undocumented: \(served.subtracting(documented)); documented but not served: \(documented.subtracting(served))")
         }

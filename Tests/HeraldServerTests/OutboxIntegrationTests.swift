@@ -3,9 +3,11 @@ import Foundation
 import HeraldAPNs
 import HeraldAPNsSimulator
 import HeraldCore
+import HeraldDelivery
 import HeraldServer
 import HeraldStore
 import NIOPosix
+import Synchronization
 import Testing
 
 /// The real APNs client and simulator (TLS + HTTP/2 on 127.0.0.1) and a SQLite store, in a temporary folder.
@@ -91,38 +93,69 @@ struct OutboxHarness {
 /// The outbox with the real APNs client and simulator (TLS + HTTP/2 on 127.0.0.1) and a SQLite file.
 @Suite("Outbox against the simulator", .serialized)
 struct OutboxIntegrationTests {
-    @Test("a 30-second 503 outage: every delivery arrives afterwards, with backed-off attempts (no hot loop)")
-    func outage() async throws {
+    @Test("413: the push is shrunk and retried once, else it fails")
+    func shrinkOnce() async throws {
         try await OutboxHarness.with { h in
-            let (simulator, client, store) = (h.simulator, h.client, h.store)
-            let devices = 100
-            let rows = try await h.register(app: "default", count: devices).rows
-            try simulator.inject(SimulatorFault(kind: .respond, status: 503, reason: "ServiceUnavailable", durationMs: 30_000))
-            try await h.enqueue(app: "default", rows: rows, id: "e")
+            let devices = try await h.register(app: "default", count: 2)
+            let (kasiaToken, customToken) = (devices.tokens[0], devices.tokens[1])
+            _ = try h.simulator.inject(SimulatorFault(kind: .respond, token: kasiaToken, status: 413, count: 1))
+            _ = try h.simulator.inject(SimulatorFault(kind: .respond, token: customToken, status: 413))
+            let kasia = KasiaTemplate.render(KasiaEvent(
+                kind: .contextualMessage, txID: String(repeating: "ab", count: 32), sender: "kaspa:sender",
+                payloadHex: String(repeating: "cd", count: 200), timestamp: 1_700_000_000, daaScore: 42))
+            let custom = RenderedPush(
+                pushType: .alert, priority: .immediate, collapseID: nil,
+                payload: JSONValue.object([.init("aps", .object([.init("alert", .object([
+                    .init("title", .string("t")), .init("body", .string(String(repeating: "b", count: 300))),
+                ]))]))]).encoded)
+            try await h.enqueue(app: "default", rows: [devices.rows[0]], push: kasia)
+            try await h.enqueue(app: "default", rows: [devices.rows[1]], push: custom)
 
-            // SPEC's back-off (1 s base, full jitter) with an 8-second cap, so recovery takes seconds in a test.
-            let outbox = Outbox(
-                store: store, provider: APNsPushProvider(client: client, topic: "com.example.outage"),
-                retryPolicy: RetryPolicy(base: .seconds(1), cap: .seconds(8)))
+            let outbox = Outbox(queue: h.store, providers: [("default", [APNsPushProvider(client: h.client, topic: "com.example.shrink")])])
             let running = Task { await outbox.run() }
-            let started = ContinuousClock.now
-            // Done when APNs has every push and the outbox has recorded the last batch as sent
-            // (stopping it between the two would leave that batch leased, to be sent again later).
-            while ContinuousClock.now - started < .seconds(90) {
-                if simulator.notifications().count >= devices, try await store.stats().deliveries[.sent] == devices { break }
-                try await Task.sleep(for: .milliseconds(250))
+            await h.wait(upTo: .seconds(10)) {
+                let stats = try? await h.store.stats()
+                return stats?.deliveries[.sent] == 1 && stats?.deliveries[.failed] == 1
             }
-            let elapsed = ContinuousClock.now - started
             running.cancel()
             await running.value
 
-            #expect(Set(simulator.notifications().map(\.token)).count == devices)
-            #expect(elapsed >= .seconds(30) && elapsed < .seconds(60), "\(elapsed)")
-            // Full-jitter back-off from 1 s capped at 8 s averages ~4 s a try once capped: about 11 tries per
-            // delivery in 30 s. A hot loop (the outbox polls every 200 ms) would be hundreds.
-            let refused = simulator.stats.reasons["ServiceUnavailable"] ?? 0
-            #expect(refused >= devices && refused <= devices * 20, "\(refused) refused attempts")
-            #expect(try await store.stats().deliveries[.sent] == devices)
+            let delivered = try #require(h.simulator.notifications(token: kasiaToken).first)
+            let expected = try #require(kasia.shrunk())
+            #expect(delivered.payload == String(decoding: expected.payload, as: UTF8.self))
+            #expect(delivered.payload.contains(#""payload":null"#))
+            #expect(h.simulator.notifications(token: customToken).isEmpty)
+            #expect(h.simulator.stats.reasons["PayloadTooLarge"] == 3)
+            #expect(try await h.store.stats().failureReasons["PayloadTooLarge"] == 1)
+        }
+    }
+
+    @Test("each device goes to its own APNs environment: a sandbox build of a production app reaches the sandbox host")
+    func perDeviceEnvironment() async throws {
+        try await OutboxHarness.with(keys: 2) { h in
+            // Two clients stand for Apple's two hosts: the production one signs with key 0, the sandbox one with key 1.
+            let opened = Mutex<[APNsEnvironment]>([])
+            let provider = APNsPushProvider(topic: "com.example.env") { environment in
+                opened.withLock { $0.append(environment) }
+                return environment == .production ? h.clients[0] : h.clients[1]
+            }
+            let production = String(repeating: "1a", count: 32), sandbox = String(repeating: "2b", count: 32)
+            var rows: [Int64] = []
+            for (token, environment) in [(production, APNsEnvironment.production), (sandbox, .sandbox)] {
+                rows.append(try await h.store.register(
+                    Registration(app: "default", token: try DeviceToken(token, platform: .ios), environment: environment, watchSet: .empty),
+                    now: Date()).rowID)
+            }
+            try await h.enqueue(app: "default", rows: rows)
+            let outbox = Outbox(queue: h.store, providers: [("default", [provider])])
+            let running = Task { await outbox.run() }
+            await h.wait(upTo: .seconds(10)) { (try? await h.store.stats().deliveries[.sent]) == 2 }
+            running.cancel()
+            await running.value
+
+            #expect(h.simulator.notifications(token: production).map(\.keyID) == ["OUTBOX0000"])
+            #expect(h.simulator.notifications(token: sandbox).map(\.keyID) == ["OUTBOX0001"])
+            #expect(Set(opened.withLock { $0 }) == [.production, .sandbox] && opened.withLock { $0.count } == 2)
         }
     }
 
@@ -147,7 +180,7 @@ struct OutboxIntegrationTests {
                 [NewEvent(id: "e", app: "default", template: "custom", push: push, expiresAt: registered.addingTimeInterval(3_600), deviceRowIDs: rows)],
                 checkpoint: nil, now: registered)
 
-            let outbox = Outbox(store: store, provider: APNsPushProvider(client: client, topic: "com.example.gone"))
+            let outbox = Outbox(queue: store, providers: [("default", [APNsPushProvider(client: client, topic: "com.example.gone")])])
             let running = Task { await outbox.run() }
             let started = ContinuousClock.now
             // Done when both 410s are recorded: the kept device's delivery failed, the other device is gone

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldDelivery
 import HeraldCore
 import HeraldServer
 import HeraldStore

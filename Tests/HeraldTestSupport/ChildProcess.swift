@@ -83,6 +83,8 @@ public final class HeraldProcess: @unchecked Sendable {
     private let errors = Pipe()
     public private(set) var log = ""
 
+    private let output: Pipe
+
     public init(_ arguments: [String], environment: [String: String], stdout: Pipe? = nil) throws {
         process.executableURL = try heraldExecutable()
         process.arguments = arguments
@@ -91,8 +93,23 @@ public final class HeraldProcess: @unchecked Sendable {
         env.merge(environment) { _, new in new }
         process.environment = env
         process.standardError = errors
-        process.standardOutput = stdout ?? FileHandle.nullDevice
+        output = stdout ?? Pipe()
+        process.standardOutput = output
         try process.run()
+    }
+
+    /// `herald serve`'s readiness line: the API's and the built-in simulator's base URLs.
+    public func ready() throws -> (api: String, simulatorControl: String?) {
+        var line = Data()
+        while !line.contains(UInt8(ascii: "\n")) {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { throw CLIError("herald exited before it was ready: \(fullLog())") }
+            line += chunk
+        }
+        guard let ready = try JSONSerialization.jsonObject(with: line.split(separator: UInt8(ascii: "\n"))[0]) as? [String: Any],
+            ready["ready"] as? Bool == true, let http = ready["http"] as? String
+        else { throw CLIError("not a readiness line: \(String(decoding: line, as: UTF8.self))") }
+        return ("http://" + http, ready["simulator_control"] as? String)
     }
 
     /// Reads the log until `marker` is followed by a port number.
@@ -123,7 +140,7 @@ public final class HeraldProcess: @unchecked Sendable {
 }
 
 
-/// `herald serve` with its built-in APNs simulator, as a child process, and the addresses it logged.
+/// `herald serve` with its built-in APNs simulator, as a child process, and the addresses its readiness line gives.
 public struct ServeProcess: Sendable {
     public let process: HeraldProcess
     /// The API's base URL.
@@ -134,8 +151,10 @@ public struct ServeProcess: Sendable {
     /// Starts `herald serve` with `environment` (give it `HERALD_HTTP_PORT=0` and a database).
     public init(environment: [String: String]) throws {
         process = try HeraldProcess(["serve"], environment: environment)
-        api = "http://127.0.0.1:\(try process.port(after: "listening on 127.0.0.1:"))"
-        control = "http://127.0.0.1:\(try process.port(after: "control=http://127.0.0.1:"))"
+        let ready = try process.ready()
+        api = ready.api
+        guard let control = ready.simulatorControl else { throw CLIError("herald serve started no simulator") }
+        self.control = control
     }
 }
 

@@ -1,5 +1,3 @@
-import NIOCore
-
 /// What an APNs payload says about itself: enough to check it against its push type.
 public struct APNsPayloadSummary: Sendable, Hashable {
     /// The keys of the `aps` dictionary.
@@ -28,17 +26,18 @@ public enum APNsPayloadError: Error, Hashable, Sendable {
 /// it runs once per push, so it must not build a Foundation object tree.
 public enum APNsPayloadInspector {
     /// Validates `payload` as a JSON object with an `aps` dictionary and summarises it.
-    public static func inspect(_ payload: ByteBuffer) throws(APNsPayloadError) -> APNsPayloadSummary {
-        if payload.readableBytes == 0 { throw .empty }
-        let result: Result<APNsPayloadSummary, APNsPayloadError> = payload.withUnsafeReadableBytes { bytes in
-            var scanner = JSONScanner(bytes: bytes)
-            do throws(APNsPayloadError) {
-                return .success(try scanner.scanTopLevel())
-            } catch {
-                return .failure(error)
-            }
+    public static func inspect(_ payload: [UInt8]) throws(APNsPayloadError) -> APNsPayloadSummary {
+        let result = payload.withUnsafeBytes { bytes in
+            Result { () throws(APNsPayloadError) in try inspect(bytes) }
         }
         return try result.get()
+    }
+
+    /// The same over raw bytes (a transport's buffer, without a copy).
+    public static func inspect(_ bytes: UnsafeRawBufferPointer) throws(APNsPayloadError) -> APNsPayloadSummary {
+        if bytes.isEmpty { throw .empty }
+        var scanner = JSONScanner(bytes: bytes)
+        return try scanner.scanTopLevel()
     }
 }
 
@@ -288,7 +287,7 @@ private struct JSONScanner {
 }
 
 extension UInt8 {
-    var isHexDigit: Bool {
+    package var isHexDigit: Bool {
         (0x30...0x39).contains(self) || (0x41...0x46).contains(self) || (0x61...0x66).contains(self)
     }
 }

@@ -1,8 +1,9 @@
 import Foundation
-import Hummingbird
+import HTTPTypes
 
-/// SPEC §3's error: `{"error": {"code": …, "message": …, "field": …}}` with the right status.
-public struct APIError: HTTPResponseError, Hashable {
+/// A refused request: its status, a stable code, a sentence, and the field at fault. The HTTP
+/// layer writes it as `{"error": {"code": …, "message": …, "field": …}}`.
+public struct APIError: Error, Hashable, Sendable {
     public var status: HTTPResponse.Status
     /// A stable machine-readable code: `invalid_json`, `invalid_field`, `missing_field`, …
     public var code: String
@@ -27,39 +28,15 @@ public struct APIError: HTTPResponseError, Hashable {
     public static func missing(_ field: String) -> APIError {
         APIError(.badRequest, code: "missing_field", message: "\(field) is required", field: field)
     }
-
-    public func response(from request: Request, context: some RequestContext) throws -> Response {
-        var error: [String: Any] = ["code": code, "message": message]
-        if let field { error["field"] = field }
-        let data = try JSONSerialization.data(withJSONObject: ["error": error], options: [.sortedKeys])
-        var headers = HTTPFields()
-        headers[.contentType] = "application/json"
-        if let retryAfter { headers[.retryAfter] = String(retryAfter) }
-        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
-    }
 }
 
-/// Reading JSON bodies with errors that name the field.
-enum JSONBody {
-    /// Decodes `T` from a body of at most `limit` bytes.
-    static func decode<T: Decodable>(_ type: T.Type, from request: Request, limit: Int) async throws -> T {
-        let buffer: ByteBuffer
-        do {
-            buffer = try await request.body.collect(upTo: limit)
-        } catch {
-            throw APIError(.contentTooLarge, code: "body_too_large", message: "the body is limited to \(limit) bytes")
-        }
-        if let type = request.headers[.contentType], !type.lowercased().hasPrefix("application/json") {
-            throw APIError(.unsupportedMediaType, code: "unsupported_media_type", message: "send application/json")
-        }
-        do {
-            return try JSONDecoder().decode(T.self, from: Data(buffer.readableBytesView))
-        } catch let error as DecodingError {
-            throw Self.apiError(error)
-        }
+extension APIError {
+    /// The refusal for a body that did not decode, naming the field at its coding path.
+    public init(decoding error: DecodingError) {
+        self = Self.refusal(error)
     }
 
-    static func apiError(_ error: DecodingError) -> APIError {
+    static func refusal(_ error: DecodingError) -> APIError {
         func path(_ codingPath: [any CodingKey]) -> String {
             codingPath.reduce("") { partial, key in
                 if let index = key.intValue { return partial + "[\(index)]" }

@@ -1,6 +1,4 @@
 import HeraldCore
-import HTTPTypes
-import Hummingbird
 
 /// How an app's devices may register.
 public enum RegistrationPolicy: Sendable, Hashable {
@@ -64,22 +62,6 @@ public struct AppDirectory: Sendable {
         return apps[0]
     }
 
-    /// Checks the request's bearer token against `app`'s registration policy.
-    public func authorizeRegistration(_ request: Request, for app: AppSettings) throws {
-        guard case .bearer(let keys) = app.registration else { return }
-        guard let key = Self.bearer(request), keys.contains(key) else {
-            throw APIError(.unauthorized, code: "unauthorized", message: "a registration key of app \(app.id) is required as a bearer token")
-        }
-    }
-
-    /// The request's publisher key. - Throws: 401 when it carries none of any app's.
-    public func publisherKey(_ request: Request) throws -> String {
-        guard let key = Self.bearer(request), apps.contains(where: { $0.publishKeys.contains(key) }) else {
-            throw APIError(.unauthorized, code: "unauthorized", message: "a publisher key is required as a bearer token")
-        }
-        return key
-    }
-
     /// The app an event published with `key` goes to: the one it names in `field` (403 unless the
     /// key is one of that app's), or the key's own app when it names none.
     public func publisherApp(key: String, requested: String?, field: String) throws -> AppSettings {
@@ -94,30 +76,5 @@ public struct AppDirectory: Sendable {
             throw APIError(.forbidden, code: "forbidden", message: "this publisher key is not one of app \(app.id)'s", field: field)
         }
         return app
-    }
-
-    /// The app a compatibility route (SPEC §4) serves: the `X-Herald-App` header, else the
-    /// `/apps/<id>` prefix of the path, else the only app.
-    public func compatibilityApp(_ request: Request, prefix: String?) throws -> AppSettings {
-        if let header = request.headers[Self.appHeader] { return try resolve(header, field: "X-Herald-App") }
-        if let prefix { return try resolve(prefix, field: "app") }
-        guard apps.count == 1 else {
-            throw APIError(.badRequest, code: "missing_field", message: "name the app: X-Herald-App or /apps/<id>/…", field: "X-Herald-App")
-        }
-        return apps[0]
-    }
-
-    /// The app a compatibility registration route serves, once its registration policy admits the request.
-    public func registeringApp(_ request: Request, prefix: String?) throws -> AppSettings {
-        let app = try compatibilityApp(request, prefix: prefix)
-        try authorizeRegistration(request, for: app)
-        return app
-    }
-
-    static let appHeader = HTTPField.Name("X-Herald-App")!
-
-    static func bearer(_ request: Request) -> String? {
-        guard let header = request.headers[.authorization], header.lowercased().hasPrefix("bearer ") else { return nil }
-        return String(header.dropFirst("bearer ".count))
     }
 }

@@ -1,5 +1,3 @@
-import NIOCore
-
 /// A notification that Apple would reject, caught before it costs a round trip
 /// (and, on a real APNs connection, a drop of the stream limit to 1).
 public struct APNsValidationError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -75,10 +73,10 @@ extension APNsNotification {
                 field: "expiration", reason: .badExpirationDate, message: "apns-expiration is a unix time, 0 or later")
         }
         let limit = pushType.maximumPayloadSize
-        guard payload.readableBytes <= limit else {
+        guard payload.count <= limit else {
             throw APNsValidationError(
                 field: "payload", reason: .payloadTooLarge,
-                message: "payload is \(payload.readableBytes) bytes; \(pushType.rawValue) pushes allow \(limit)")
+                message: "payload is \(payload.count) bytes; \(pushType.rawValue) pushes allow \(limit)")
         }
         let summary: APNsPayloadSummary
         do {

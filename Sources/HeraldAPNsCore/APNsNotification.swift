@@ -1,5 +1,4 @@
 import Foundation
-import NIOCore
 
 /// The `apns-push-type` values Apple accepts.
 public enum APNsPushType: String, Sendable, CaseIterable, Codable {
@@ -47,7 +46,7 @@ public struct APNsNotification: Sendable, Hashable {
     /// `apns-id`: kept across retries so a delivery has one identity.
     public var apnsID: UUID
     /// The JSON payload (a JSON object with an `aps` dictionary).
-    public var payload: ByteBuffer
+    public var payload: [UInt8]
 
     public init(
         deviceToken: String,
@@ -57,7 +56,7 @@ public struct APNsNotification: Sendable, Hashable {
         expiration: Int? = nil,
         collapseID: String? = nil,
         apnsID: UUID = UUID(),
-        payload: ByteBuffer
+        payload: [UInt8]
     ) {
         self.deviceToken = deviceToken
         self.topic = topic
@@ -67,22 +66,5 @@ public struct APNsNotification: Sendable, Hashable {
         self.collapseID = collapseID
         self.apnsID = apnsID
         self.payload = payload
-    }
-
-    /// Convenience for a payload given as bytes.
-    public init(
-        deviceToken: String,
-        topic: String,
-        pushType: APNsPushType = .alert,
-        priority: APNsPriority = .immediate,
-        expiration: Int? = nil,
-        collapseID: String? = nil,
-        apnsID: UUID = UUID(),
-        payload: some Collection<UInt8>
-    ) {
-        self.init(
-            deviceToken: deviceToken, topic: topic, pushType: pushType, priority: priority,
-            expiration: expiration, collapseID: collapseID, apnsID: apnsID,
-            payload: ByteBuffer(bytes: payload))
     }
 }

@@ -1,20 +1,21 @@
 import Foundation
+import HeraldAPNs
 
-/// The `HERALD_APNS_*` settings of SPEC §7 for one app.
-public struct APNsSettings: Sendable {
-    public var keyPath: String
-    public var keyID: String
-    public var teamID: String
-    public var topic: String
-    public var environment: APNsEnvironment
+/// One app's APNs credentials and host, read from the `HERALD_APNS_*` variables or `HERALD_CONFIG`.
+struct APNsSettings: Sendable {
+    var keyPath: String
+    var keyID: String
+    var teamID: String
+    var topic: String
+    var environment: APNsEnvironment
     /// `HERALD_APNS_URL`: another host (a simulator); nil means Apple's.
-    public var url: URL?
+    var url: URL?
     /// `HERALD_APNS_CA_FILE`: extra trust roots for that host.
-    public var caFile: String?
+    var caFile: String?
 
     /// Reads the settings; nil when no credentials are configured at all.
     /// - Throws: `APNsConfigurationError` naming the variable when they are incomplete or malformed.
-    public static func fromEnvironment(_ env: [String: String]) throws -> APNsSettings? {
+    static func fromEnvironment(_ env: [String: String]) throws -> APNsSettings? {
         let names = ["HERALD_APNS_KEY_PATH", "HERALD_APNS_KEY_ID", "HERALD_APNS_TEAM_ID", "HERALD_APNS_TOPIC"]
         let values = names.map { env[$0].flatMap { $0.isEmpty ? nil : $0 } }
         if values.allSatisfy({ $0 == nil }) { return nil }
@@ -45,7 +46,7 @@ public struct APNsSettings: Sendable {
     }
 
     /// Loads the `.p8` key.
-    public func loadSigningKey() throws -> APNsSigningKey {
+    func loadSigningKey() throws -> APNsSigningKey {
         do {
             return try APNsSigningKey(contentsOfFile: keyPath, keyID: keyID, teamID: teamID)
         } catch {
@@ -54,7 +55,7 @@ public struct APNsSettings: Sendable {
     }
 
     /// The client configuration for these settings (in `environment`, unless overridden).
-    public func clientConfiguration(environment override: APNsEnvironment? = nil) -> APNsClientConfiguration {
+    func clientConfiguration(environment override: APNsEnvironment? = nil) -> APNsClientConfiguration {
         APNsClientConfiguration(environment: override ?? environment, url: url, trustRootsPEMFile: caFile)
     }
 }

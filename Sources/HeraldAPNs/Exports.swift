@@ -1,0 +1,13 @@
+// The transport speaks the value core's types; importing the transport brings them along.
+@_exported import HeraldAPNsCore
+import NIOCore
+
+extension APNsPayloadInspector {
+    /// Inspects a received body in place.
+    public static func inspect(_ payload: ByteBuffer) throws(APNsPayloadError) -> APNsPayloadSummary {
+        let result = payload.withUnsafeReadableBytes { bytes in
+            Result { () throws(APNsPayloadError) in try inspect(bytes) }
+        }
+        return try result.get()
+    }
+}

@@ -1,0 +1,90 @@
+import Foundation
+import HeraldAPNsCore
+
+/// An event's delivery options, which every template honours where its push type allows them.
+public struct EventOptions: Hashable, Sendable {
+    /// `apns-priority`: 10, 5 or 1. Background pushes take only 5.
+    public var priority: APNsPriority?
+    /// Pushes with the same collapse id replace each other on the device (at most 64 bytes).
+    public var collapseID: String?
+    /// `aps.thread-id`: groups alerts on the device; alerts only.
+    public var threadID: String?
+
+    public init(priority: APNsPriority? = nil, collapseID: String? = nil, threadID: String? = nil) {
+        self.priority = priority
+        self.collapseID = collapseID
+        self.threadID = threadID
+    }
+
+    public var isEmpty: Bool { priority == nil && collapseID == nil && threadID == nil }
+}
+
+extension RenderedPush {
+    /// The largest `thread-id` accepted, in bytes (Apple names no limit; this keeps it sane).
+    public static let maximumThreadIDSize = 256
+
+    /// This push with `options` applied, checked against what the push type allows.
+    /// - Throws: `TemplateError` naming the option (`priority`, `collapse_id`, `thread_id`).
+    public func applying(_ options: EventOptions) throws(TemplateError) -> RenderedPush {
+        var push = self
+        if let priority = options.priority {
+            // Apple refuses background pushes at priority 10 and throttles them at 1.
+            if pushType == .background, priority != .considerate {
+                throw TemplateError(field: "priority", message: "this template sends background pushes, which take priority 5 only")
+            }
+            push.priority = priority
+        }
+        if let collapseID = options.collapseID {
+            guard !collapseID.isEmpty, collapseID.utf8.count <= APNsNotification.maximumCollapseIDSize else {
+                throw TemplateError(field: "collapse_id", message: "collapse_id is 1 to \(APNsNotification.maximumCollapseIDSize) bytes")
+            }
+            push.collapseID = collapseID
+        }
+        if let threadID = options.threadID {
+            guard pushType == .alert else {
+                throw TemplateError(field: "thread_id", message: "thread_id groups alerts; this template's pushes are \(pushType.rawValue)")
+            }
+            guard !threadID.isEmpty, threadID.utf8.count <= Self.maximumThreadIDSize else {
+                throw TemplateError(field: "thread_id", message: "thread_id is 1 to \(Self.maximumThreadIDSize) bytes")
+            }
+            guard var root = try? JSONDecoder().decode(JSONValue.self, from: Data(payload)), root[path: ["aps"]]?.objectFields != nil,
+                var aps = root[path: ["aps"]]?.objectFields
+            else {
+                throw TemplateError(field: "thread_id", message: "the push has no aps dictionary to carry a thread-id")
+            }
+            aps.removeAll { $0.key == "thread-id" }
+            aps.append(.init("thread-id", .string(threadID)))
+            root[path: ["aps"]] = .object(aps)
+            push.payload = root.encoded
+        }
+        return push
+    }
+
+    /// Checks the push the way Apple would (size for its push type, an `aps` dictionary, what the
+    /// push type requires), on a stand-in device and topic.
+    /// - Throws: `TemplateError` naming `fields` (the payload), `priority` or `collapse_id`;
+    ///   `isTooLarge` tells a payload over the size limit apart.
+    public func validated() throws(TemplateError) -> RenderedPush {
+        let probe = APNsNotification(
+            deviceToken: String(repeating: "0", count: APNsDeviceToken.minimumLength),
+            topic: pushType.stubTopic, pushType: pushType, priority: priority, collapseID: collapseID, payload: payload)
+        do {
+            try probe.validate()
+        } catch {
+            let field = switch error.field {
+            case "push_type": "fields.push_type"
+            case "priority": "priority"
+            case "collapse_id": "collapse_id"
+            default: "fields"
+            }
+            throw TemplateError(field: field, message: error.message, isTooLarge: error.reason == .payloadTooLarge)
+        }
+        return self
+    }
+}
+
+extension APNsPushType {
+    /// The topic a push of this type goes to for the stand-in app: the provider appends `.voip`
+    /// for VoIP pushes and nothing for any other type, so other suffixed types stay refused.
+    var stubTopic: String { self == .voip ? "herald.check.voip" : "herald.check" }
+}

@@ -1,0 +1,391 @@
+import Foundation
+import HeraldAPNsCore
+import HeraldCore
+import HeraldStore
+
+/// The publish use case, one for every way in (`/v1/events`, `:batch`, the compatibility routes,
+/// the Kaspa chain source): validates and renders events, routes them to devices, and commits
+/// events and deliveries in one transaction before it returns. It never waits on a push service:
+/// the outbox is told after the commit.
+public struct EventPublisher: Sendable {
+    public let store: any DeviceRegistry & DeliveryQueue
+    public let apps: AppDirectory
+    /// Called with the app after a commit so its outbox lane looks at once.
+    public let onEnqueued: @Sendable (_ app: String) -> Void
+    public let clock: any HeraldClock
+    public let metrics: HeraldMetrics?
+    /// The platforms that have a push provider: devices of other platforms get no delivery.
+    public let platforms: Set<Platform>
+    /// Events per batch.
+    public static let maximumBatch = 1_000
+    /// Entries in each `targets` list and in `exclude_device_ids`, and the bytes of each entry.
+    public static let maximumTargets = 1_000
+    public static let maximumTargetLength = 256
+    /// Default time to live: 24 h.
+    public static let defaultLifetime: TimeInterval = 86_400
+    /// The latest expiration accepted: 30 days ahead (no push service keeps a push longer).
+    public static let maximumLifetime: TimeInterval = 30 * 86_400
+
+    public init(
+        store: any DeviceRegistry & DeliveryQueue, apps: AppDirectory,
+        onEnqueued: @escaping @Sendable (_ app: String) -> Void = { _ in }, clock: any HeraldClock = SystemClock(),
+        metrics: HeraldMetrics? = nil, platforms: Set<Platform> = [.ios]
+    ) {
+        self.store = store
+        self.apps = apps
+        self.onEnqueued = onEnqueued
+        self.clock = clock
+        self.metrics = metrics
+        self.platforms = platforms
+    }
+
+    /// An event as a publisher sends it (the body of `/v1/events`).
+    public struct Request: Decodable, Sendable {
+        public var app: String?
+        public var template: String?
+        public var targets: Targets?
+        public var exclude_device_ids: [String]?
+        public var fields: JSONValue?
+        public var priority: Int?
+        public var expiration: Int64?
+        public var collapse_id: String?
+        public var thread_id: String?
+
+        public init(app: String?, template: String, fields: JSONValue) {
+            self.app = app
+            self.template = template
+            self.fields = fields
+        }
+    }
+
+    /// Who an event goes to.
+    public struct Targets: Decodable, Sendable {
+        public var keys: [String]?
+        public var device_ids: [String]?
+        public var tokens: [String]?
+    }
+
+    /// An event committed: its id, its deliveries and the target tokens no device has.
+    public struct Published: Sendable {
+        public var event: NewEvent
+        public var unknownTokens: [String]
+    }
+
+    struct KasiaFields: Decodable {
+        var tx_id: String?
+        var sender: String?
+        var recipient: String?
+        var alias: String?
+        var payload: String?
+        var timestamp: Int64?
+        var daa_score: UInt64?
+        var amount: UInt64?
+    }
+
+    /// Validates, routes and commits events (all or none), then tells the outbox. Every way in
+    /// (`/v1/events`, `:batch`, the compatibility routes) publishes through here.
+    /// - Throws: `APIError` naming the field at fault (`events[3].fields.tx_id`); nothing is committed then.
+    public func publish(
+        _ bodies: [Request], publisherKey: String, fieldPrefix: (Int) -> String = { _ in "" }
+    ) async throws -> [Published] {
+        let prepared = try await route(bodies.enumerated().map { i, body in
+            try validate(body, field: fieldPrefix(i), publisherKey: publisherKey)
+        })
+        _ = try await store.enqueue(prepared.map(\.event), checkpoint: nil, now: clock.now())
+        for p in prepared { metrics?.eventsAccepted(template: p.event.template, deliveries: p.event.deviceRowIDs.count) }
+        for app in Set(prepared.map(\.event.app)) { onEnqueued(app) }
+        return prepared
+    }
+
+    /// An event validated and rendered, not yet routed.
+    struct Draft {
+        var app: String
+        var template: String
+        var push: RenderedPush
+        var kasia: KasiaEvent?
+        /// Every iOS device of the app (`agent.event` without targets).
+        var allDevices: Bool
+        var expiresAt: Date
+        var keys: [WatchKey]
+        /// In lookup form.
+        var tokens: [String]
+        var deviceIDs: [String]
+        var excluded: Set<String>
+        var prefix: String
+    }
+
+    /// Validates and renders one event (no I/O).
+    func validate(_ body: Request, field prefix: String, publisherKey: String) throws -> Draft {
+        let settings = try apps.publisherApp(key: publisherKey, requested: body.app, field: prefix + "app")
+        let app = settings.id
+        // Targets a template implies when the event names none.
+        var implicitKeys: [WatchKey] = []
+        var implicitAllDevices = false
+        guard let template = body.template else { throw APIError.missing(prefix + "template") }
+        guard let fields = body.fields, fields.objectFields != nil else {
+            throw APIError.invalid(prefix + "fields", "fields is a JSON object")
+        }
+        var priority: APNsPriority?
+        if let value = body.priority {
+            guard let parsed = APNsPriority(rawValue: value) else { throw APIError.invalid(prefix + "priority", "priority is 10, 5 or 1") }
+            priority = parsed
+        }
+        let nowDate = clock.now()
+        let expiresAt = body.expiration.map { Date(timeIntervalSince1970: TimeInterval($0)) }
+            ?? nowDate.addingTimeInterval(Self.defaultLifetime)
+        guard expiresAt > nowDate else { throw APIError.invalid(prefix + "expiration", "expiration is in the past") }
+        guard expiresAt.timeIntervalSince(nowDate) <= Self.maximumLifetime else {
+            throw APIError.invalid(prefix + "expiration", "expiration is unix seconds at most 30 days ahead")
+        }
+
+        var push: RenderedPush
+        var kasia: KasiaEvent?
+        switch template {
+        case "custom":
+            let map = Dictionary(fields.objectFields!.map { ($0.key, $0.value) }, uniquingKeysWith: { a, _ in a })
+            guard let aps = map["aps"] else { throw APIError.missing(prefix + "fields.aps") }
+            var pushType: APNsPushType?
+            if let value = map["push_type"] {
+                guard case .string(let text) = value, let parsed = APNsPushType(rawValue: text) else {
+                    throw APIError.invalid(prefix + "fields.push_type", "push_type is one of Apple's apns-push-type values")
+                }
+                pushType = parsed
+            }
+            do {
+                push = try CustomTemplate.render(aps: aps, data: map["data"], pushType: pushType, priority: priority, collapseID: body.collapse_id)
+            } catch {
+                if error.isTooLarge {
+                    throw APIError(.contentTooLarge, code: "push_too_large", message: error.message, field: prefix + error.field)
+                }
+                throw APIError.invalid(prefix + error.field, error.message)
+            }
+        case "kasia.handshake", "kasia.contextual_message", "kasia.payment":
+            let event = try kasiaEvent(template: template, fields: fields, prefix: prefix)
+            kasia = event
+            push = KasiaTemplate.render(event)
+        case "session.message":
+            let f = FieldReader(fields: fields, prefix: prefix + "fields.")
+            let session = try f.string("session_id", maximum: WatchKey.maximumIdentifierLength)
+            let message = SessionMessageTemplate.Message(
+                sessionID: session, messageID: try f.string("message_id", maximum: 256), timestamp: try f.unixSeconds("timestamp"),
+                encrypted: try f.bool("encrypted", default: true), hasAttachment: try f.bool("has_attachment", default: false))
+            do { implicitKeys = [try WatchKey("session:" + session)] } catch {
+                throw APIError.invalid(prefix + "fields.session_id", "\(error)")
+            }
+            push = SessionMessageTemplate.render(message)
+        case "agent.event":
+            let f = FieldReader(fields: fields, prefix: prefix + "fields.")
+            let event = AgentEventTemplate.Event(
+                hookEventName: try f.string("hook_event_name", maximum: 64), notificationType: try f.optionalString("notification_type"),
+                toolName: try f.optionalString("tool_name"), deviceName: try f.string("device_name", maximum: 256),
+                sessionID: try f.string("session_id", maximum: 256), message: try f.optionalString("message"))
+            guard let rendered = AgentEventTemplate.render(event, texts: settings.agentEventTexts) else {
+                throw APIError.invalid(prefix + "fields.hook_event_name", "agent.event pushes for Stop and Notification only")
+            }
+            implicitAllDevices = true
+            push = rendered
+        case "conversation.silent":
+            let conversation = try FieldReader(fields: fields, prefix: prefix + "fields.").string("conversation_id", maximum: 1_024)
+            push = ConversationSilentTemplate.render(conversationID: conversation)
+        default:
+            throw APIError.invalid(prefix + "template", "unknown template \(template)")
+        }
+        // Every template honours the event's options where its push type allows them (`custom`
+        // took priority and collapse id while rendering), and every push is checked against the
+        // push service's rules, size included, before anything is committed.
+        do {
+            let options = template == "custom"
+                ? EventOptions(threadID: body.thread_id)
+                : EventOptions(priority: priority, collapseID: body.collapse_id, threadID: body.thread_id)
+            push = try push.applying(options).validated()
+        } catch {
+            if error.isTooLarge {
+                throw APIError(.contentTooLarge, code: "push_too_large", message: error.message, field: prefix + error.field)
+            }
+            throw APIError.invalid(prefix + error.field, error.message)
+        }
+
+        var keys: [WatchKey] = []
+        for (name, list) in [("targets.keys", body.targets?.keys), ("targets.tokens", body.targets?.tokens),
+                             ("targets.device_ids", body.targets?.device_ids), ("exclude_device_ids", body.exclude_device_ids)] {
+            guard (list?.count ?? 0) <= Self.maximumTargets else {
+                throw APIError.invalid(prefix + name, "at most \(Self.maximumTargets) entries")
+            }
+            if let i = list?.firstIndex(where: { $0.isEmpty || $0.utf8.count > Self.maximumTargetLength }) {
+                throw APIError.invalid(prefix + name + "[\(i)]", "1 to \(Self.maximumTargetLength) bytes")
+            }
+        }
+        if let targets = body.targets {
+            for (i, key) in (targets.keys ?? []).enumerated() {
+                do { keys.append(try WatchKey(key)) } catch { throw APIError.invalid(prefix + "targets.keys[\(i)]", "\(error)") }
+            }
+        } else if let kasia {
+            guard KasiaRouting.lookupKey(for: kasia) != nil else { throw APIError.missing(prefix + "fields.recipient") }
+        } else if !implicitKeys.isEmpty {
+            keys = implicitKeys
+        } else if !implicitAllDevices {
+            throw APIError.missing(prefix + "targets")
+        }
+        return Draft(
+            app: app, template: template, push: push, kasia: body.targets == nil ? kasia : nil,
+            allDevices: body.targets == nil && implicitAllDevices, expiresAt: expiresAt, keys: keys,
+            tokens: (body.targets?.tokens ?? []).map(DeviceToken.lookupForm), deviceIDs: body.targets?.device_ids ?? [],
+            excluded: Set(body.exclude_device_ids ?? []), prefix: prefix)
+    }
+
+    /// Routes validated events to their devices. Token and device-id targets are looked up once
+    /// per app for the whole batch, not once per event.
+    func route(_ drafts: [Draft]) async throws -> [Published] {
+        var byToken: [String: [String: DeviceRecord]] = [:]
+        var byDeviceID: [String: [String: [DeviceRecord]]] = [:]
+        for app in Set(drafts.map(\.app)) {
+            let inApp = drafts.filter { $0.app == app }
+            let tokens = Array(Set(inApp.flatMap(\.tokens)))
+            byToken[app] = Dictionary(try await store.devices(app: app, tokens: tokens).map { ($0.token, $0) }) { a, _ in a }
+            let ids = Array(Set(inApp.flatMap(\.deviceIDs)))
+            byDeviceID[app] = Dictionary(grouping: try await store.devices(app: app, deviceIDs: ids)) { $0.deviceID ?? "" }
+        }
+        // Every device of an app, read once per batch for the events that go to all of them.
+        var allDevices: [String: [DeviceRecord]] = [:]
+        var prepared: [Published] = []
+        prepared.reserveCapacity(drafts.count)
+        for draft in drafts {
+            var devices: [DeviceRecord] = []
+            if let kasia = draft.kasia, let key = KasiaRouting.lookupKey(for: kasia) {
+                let candidates = try await store.devices(app: draft.app, watching: key)
+                let sets = try await store.watchSets(rowIDs: candidates.map(\.rowID))
+                devices = candidates.filter { KasiaRouting.accepts(kasia, watchSet: sets[$0.rowID] ?? .empty) }
+            }
+            if draft.allDevices {
+                if allDevices[draft.app] == nil { allDevices[draft.app] = try await store.devices(app: draft.app) }
+                devices += allDevices[draft.app] ?? []
+            }
+            for key in draft.keys {
+                devices += try await store.devices(app: draft.app, watching: key.description)
+            }
+            let known = byToken[draft.app] ?? [:]
+            devices += draft.tokens.compactMap { known[$0] }
+            devices += draft.deviceIDs.flatMap { byDeviceID[draft.app]?[$0] ?? [] }
+            let unknownTokens = draft.tokens.filter { known[$0] == nil }
+            let rows = devices.filter { platforms.contains($0.platform) && !($0.deviceID.map(draft.excluded.contains) ?? false) }.map(\.rowID)
+            let event = NewEvent(
+                id: UUID().uuidString.lowercased(), app: draft.app, template: draft.template, push: draft.push,
+                expiresAt: draft.expiresAt, deviceRowIDs: Array(Set(rows)).sorted())
+            prepared.append(Published(event: event, unknownTokens: unknownTokens))
+        }
+        return prepared
+    }
+
+    private func kasiaEvent(template: String, fields: JSONValue, prefix: String) throws -> KasiaEvent {
+        let f: KasiaFields
+        do {
+            f = try JSONDecoder().decode(KasiaFields.self, from: Data(fields.encoded))
+        } catch let error as DecodingError {
+            var apiError = APIError(decoding: error)
+            apiError.field = prefix + "fields." + (apiError.field ?? "")
+            throw apiError
+        }
+        func isHex(_ s: String) -> Bool { s.utf8.count % 2 == 0 && s.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) } }
+        guard let txID = f.tx_id else { throw APIError.missing(prefix + "fields.tx_id") }
+        guard txID.utf8.count == 64, isHex(txID) else { throw APIError.invalid(prefix + "fields.tx_id", "tx_id is 64 lowercase hex characters") }
+        guard let sender = f.sender else { throw APIError.missing(prefix + "fields.sender") }
+        guard (try? KaspaAddress(sender)) != nil else { throw APIError.invalid(prefix + "fields.sender", "sender is not a Kaspa address") }
+        if let recipient = f.recipient, (try? KaspaAddress(recipient)) == nil {
+            throw APIError.invalid(prefix + "fields.recipient", "recipient is not a Kaspa address")
+        }
+        if let payload = f.payload, !isHex(payload) {
+            throw APIError.invalid(prefix + "fields.payload", "payload is the lowercase hex of the transaction payload")
+        }
+        guard let timestamp = f.timestamp else { throw APIError.missing(prefix + "fields.timestamp") }
+        guard let daaScore = f.daa_score else { throw APIError.missing(prefix + "fields.daa_score") }
+        let kind = KasiaEvent.Kind(rawValue: String(template.dropFirst("kasia.".count)))!
+        return KasiaEvent(
+            kind: kind, txID: txID, sender: sender, recipient: f.recipient, alias: f.alias, payloadHex: f.payload,
+            timestamp: timestamp, daaScore: daaScore, amount: f.amount)
+    }
+}
+
+/// Reads a template's `fields` object, naming the field at fault.
+struct FieldReader {
+    var fields: JSONValue
+    var prefix: String
+
+    private func value(_ key: String) -> JSONValue? {
+        fields.objectFields?.first { $0.key == key }?.value
+    }
+
+    func string(_ key: String, maximum: Int) throws -> String {
+        guard let text = try optionalString(key) else { throw APIError.missing(prefix + key) }
+        guard !text.isEmpty, text.utf8.count <= maximum else {
+            throw APIError.invalid(prefix + key, "\(key) is a string of 1 to \(maximum) bytes")
+        }
+        return text
+    }
+
+    func optionalString(_ key: String) throws -> String? {
+        switch value(key) {
+        case nil, .null?: return nil
+        case .string(let text)?:
+            guard text.utf8.count <= 4_096 else { throw APIError.invalid(prefix + key, "\(key) is at most 4,096 bytes") }
+            return text
+        default: throw APIError.invalid(prefix + key, "\(key) is a string")
+        }
+    }
+
+    func bool(_ key: String, default fallback: Bool) throws -> Bool {
+        switch value(key) {
+        case nil, .null?: return fallback
+        case .bool(let b)?: return b
+        default: throw APIError.invalid(prefix + key, "\(key) is true or false")
+        }
+    }
+
+    /// Unix seconds, given as a number or an RFC 3339 date (GhostTalk's `/apns/send` sends one).
+    func unixSeconds(_ key: String) throws -> Int64 {
+        switch value(key) {
+        case .int(let seconds)? where seconds >= 0: return seconds
+        case .string(let text)?:
+            guard let date = try? Date(text, strategy: .iso8601) else {
+                throw APIError.invalid(prefix + key, "\(key) is unix seconds or an RFC 3339 date")
+            }
+            return Int64(date.timeIntervalSince1970)
+        case nil: throw APIError.missing(prefix + key)
+        default: throw APIError.invalid(prefix + key, "\(key) is unix seconds or an RFC 3339 date")
+        }
+    }
+}
+
+/// Where the Kaspa chain source commits what it classified.
+public protocol KasiaEventSink: Sendable {
+    /// Commits `events` (deduplicated by txid: a txid is never pushed twice) and `checkpoint`
+    /// together; returns the deliveries created.
+    func commit(_ events: [KasiaEvent], checkpoint: ChainCheckpoint) async throws -> Int
+}
+
+/// The chain source's way in: the same routing and commit as `/v1/events`.
+extension EventPublisher: KasiaEventSink {
+    /// Routes each Kasia event in every app (by recipient, own address and contextual route), deduplicated by txid per app (a txid
+    /// accepted twice — two blocks, a reorg, a replayed gap — is pushed once), and commits the
+    /// events with the chain checkpoint in one transaction.
+    public func commit(_ events: [KasiaEvent], checkpoint: ChainCheckpoint) async throws -> Int {
+        let expiresAt = clock.now().addingTimeInterval(Self.defaultLifetime)
+        var drafts: [Draft] = []
+        for app in apps.apps {
+            for event in events {
+                drafts.append(Draft(
+                    app: app.id, template: "kasia." + event.kind.rawValue, push: KasiaTemplate.render(event), kasia: event,
+                    allDevices: false, expiresAt: expiresAt, keys: [], tokens: [], deviceIDs: [], excluded: [], prefix: ""))
+            }
+        }
+        var prepared = try await route(drafts)
+        for i in prepared.indices {
+            prepared[i].event.dedupeKey = "kaspa:\(prepared[i].event.app):\(drafts[i].kasia!.txID)"
+        }
+        let created = try await store.enqueue(prepared.map(\.event), checkpoint: checkpoint, now: clock.now())
+        for p in prepared where created[p.event.id] != nil {
+            metrics?.eventsAccepted(template: p.event.template, deliveries: created[p.event.id] ?? 0)
+        }
+        for app in Set(prepared.map(\.event.app)) { onEnqueued(app) }
+        return created.values.reduce(0, +)
+    }
+}

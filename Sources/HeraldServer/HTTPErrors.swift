@@ -1,0 +1,82 @@
+import Foundation
+import HeraldDelivery
+import HTTPTypes
+import Hummingbird
+
+/// Refusals go out as `{"error": {"code": …, "message": …, "field": …}}` with their status.
+extension APIError: HTTPResponseError {
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        var error: [String: Any] = ["code": code, "message": message]
+        if let field { error["field"] = field }
+        let data = try JSONSerialization.data(withJSONObject: ["error": error], options: [.sortedKeys])
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json"
+        if let retryAfter { headers[.retryAfter] = String(retryAfter) }
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+}
+
+/// Reading JSON bodies with errors that name the field.
+enum JSONBody {
+    /// Decodes `T` from a body of at most `limit` bytes.
+    static func decode<T: Decodable>(_ type: T.Type, from request: Request, limit: Int) async throws -> T {
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.body.collect(upTo: limit)
+        } catch {
+            throw APIError(.contentTooLarge, code: "body_too_large", message: "the body is limited to \(limit) bytes")
+        }
+        if let type = request.headers[.contentType], !type.lowercased().hasPrefix("application/json") {
+            throw APIError(.unsupportedMediaType, code: "unsupported_media_type", message: "send application/json")
+        }
+        do {
+            return try JSONDecoder().decode(T.self, from: Data(buffer.readableBytesView))
+        } catch let error as DecodingError {
+            throw APIError(decoding: error)
+        }
+    }
+}
+
+/// Which app a request serves, from its headers and bearer token.
+extension AppDirectory {
+    /// Checks the request's bearer token against `app`'s registration policy.
+    public func authorizeRegistration(_ request: Request, for app: AppSettings) throws {
+        guard case .bearer(let keys) = app.registration else { return }
+        guard let key = Self.bearer(request), keys.contains(key) else {
+            throw APIError(.unauthorized, code: "unauthorized", message: "a registration key of app \(app.id) is required as a bearer token")
+        }
+    }
+
+    /// The request's publisher key. - Throws: 401 when it carries none of any app's.
+    public func publisherKey(_ request: Request) throws -> String {
+        guard let key = Self.bearer(request), apps.contains(where: { $0.publishKeys.contains(key) }) else {
+            throw APIError(.unauthorized, code: "unauthorized", message: "a publisher key is required as a bearer token")
+        }
+        return key
+    }
+
+    /// The app a compatibility route serves: the `X-Herald-App` header, else the `/apps/<id>`
+    /// prefix of the path, else the only app.
+    public func compatibilityApp(_ request: Request, prefix: String?) throws -> AppSettings {
+        if let header = request.headers[Self.appHeader] { return try resolve(header, field: "X-Herald-App") }
+        if let prefix { return try resolve(prefix, field: "app") }
+        guard apps.count == 1 else {
+            throw APIError(.badRequest, code: "missing_field", message: "name the app: X-Herald-App or /apps/<id>/…", field: "X-Herald-App")
+        }
+        return apps[0]
+    }
+
+    /// The app a compatibility registration route serves, once its registration policy admits the request.
+    public func registeringApp(_ request: Request, prefix: String?) throws -> AppSettings {
+        let app = try compatibilityApp(request, prefix: prefix)
+        try authorizeRegistration(request, for: app)
+        return app
+    }
+
+    static let appHeader = HTTPField.Name("X-Herald-App")!
+
+    static func bearer(_ request: Request) -> String? {
+        guard let header = request.headers[.authorization], header.lowercased().hasPrefix("bearer ") else { return nil }
+        return String(header.dropFirst("bearer ".count))
+    }
+}

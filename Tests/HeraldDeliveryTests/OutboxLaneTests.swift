@@ -1,0 +1,226 @@
+import Foundation
+import HeraldCore
+import HeraldDelivery
+import HeraldStore
+import HeraldTestSupport
+import Prometheus
+import ServiceLifecycle
+import Testing
+
+/// Outbox lanes on an in-memory queue, a scripted provider and a manual clock: isolation, pauses
+/// and back-off shown by order and counts, never by seconds.
+@Suite("Outbox lanes")
+struct OutboxLaneTests {
+    static let alert = RenderedPush(pushType: .alert, priority: .immediate, collapseID: nil, payload: Array(#"{"aps":{"alert":"x"}}"#.utf8))
+
+    static func enqueue(_ queue: InMemoryDeliveryQueue, app: String, devices: [DeviceRecord], clock: ManualClock, id: String = UUID().uuidString) async throws {
+        _ = try await queue.enqueue(
+            [NewEvent(id: id, app: app, template: "custom", push: alert, expiresAt: clock.now().addingTimeInterval(86_400), deviceRowIDs: devices.map(\.rowID))],
+            checkpoint: nil, now: clock.now())
+    }
+
+    /// Runs the lanes until `body` returns, then cancels them.
+    static func running(_ lanes: [OutboxLane], _ body: () async throws -> Void) async throws {
+        let task = Task {
+            await withTaskGroup(of: Void.self) { group in
+                for lane in lanes { group.addTask { try? await lane.run() } }
+            }
+        }
+        do {
+            try await body()
+        } catch {
+            task.cancel()
+            await task.value
+            throw error
+        }
+        task.cancel()
+        await task.value
+    }
+
+    @Test("one app's stalled push service does not hold back another app's pushes")
+    func lanesIsolateApps() async throws {
+        let clock = ManualClock()
+        let queue = InMemoryDeliveryQueue()
+        let slowProvider = ScriptedProvider(), fastProvider = ScriptedProvider()
+        slowProvider.hold()
+        let slow = queue.addDevices(app: "slow", count: 200, now: clock.now())
+        let fast = queue.addDevices(app: "fast", count: 200, now: clock.now())
+        try await Self.enqueue(queue, app: "slow", devices: slow, clock: clock)
+        try await Self.enqueue(queue, app: "fast", devices: fast, clock: clock)
+        let lanes = [
+            OutboxLane(app: "slow", queue: queue, providers: [slowProvider], clock: clock),
+            OutboxLane(app: "fast", queue: queue, providers: [fastProvider], clock: clock),
+        ]
+        try await Self.running(lanes) {
+            // Every slow push is at its service, unanswered; every fast push is delivered and recorded.
+            #expect(await eventually { queue.count(.sent, app: "fast") == 200 && slowProvider.inFlight == 200 })
+            #expect(queue.count(.sent, app: "slow") == 0)
+            #expect(queue.count(.sending, app: "slow") == 200)
+            slowProvider.release()
+            #expect(await eventually { queue.count(.sent, app: "slow") == 200 })
+        }
+        #expect(fastProvider.sent.count == 200)
+        #expect(slowProvider.sent.count == 200)
+    }
+
+    @Test("refused credentials pause that app only; a probe at the end of each pause; one delivery reopens it")
+    func credentialsPause() async throws {
+        let clock = ManualClock()
+        let queue = InMemoryDeliveryQueue()
+        let refusedProvider = ScriptedProvider(), fineProvider = ScriptedProvider()
+        refusedProvider.answerEverything(.refreshCredentials(reason: "InvalidProviderToken"))
+        let refused = queue.addDevices(app: "refused", count: 20, now: clock.now())
+        let fine = queue.addDevices(app: "fine", count: 20, now: clock.now())
+        try await Self.enqueue(queue, app: "refused", devices: refused, clock: clock)
+        try await Self.enqueue(queue, app: "fine", devices: fine, clock: clock)
+        let (metrics, registry) = HeraldMetrics.prometheus()
+        func paused() -> String? {
+            String(decoding: registry.emitToBuffer(), as: UTF8.self).split(separator: "\n")
+                .first { $0.hasPrefix(#"herald_app_sends_paused{app="refused"}"#) }.map { String($0.split(separator: " ").last ?? "") }
+        }
+        var settings = OutboxSettings()
+        settings.credentialsPause = .seconds(60) ... .seconds(240)
+        let lanes = [
+            OutboxLane(app: "refused", queue: queue, providers: [refusedProvider], settings: settings, clock: clock, metrics: metrics),
+            OutboxLane(app: "fine", queue: queue, providers: [fineProvider], settings: settings, clock: clock, metrics: metrics),
+        ]
+        try await Self.running(lanes) {
+            // Both lanes asleep: the fine app delivered everything, the refused app's batch waits out the pause.
+            #expect(await eventually { queue.count(.sent, app: "fine") == 20 && refusedProvider.sent.count == 20 && clock.sleepers == 2 })
+            #expect(paused().flatMap(Double.init) == 1)
+            #expect(queue.rows().filter { $0.device.app == "refused" }.allSatisfy {
+                $0.state == .pending && $0.nextAttemptAt == clock.now().addingTimeInterval(60)
+            })
+            // Half-way through the pause nothing is sent.
+            clock.advance(by: 30)
+            #expect(await eventually { clock.sleepers == 2 })
+            #expect(refusedProvider.sent.count == 20)
+            // At its end one delivery probes; refused again, the pause doubles.
+            clock.advance(by: 30)
+            #expect(await eventually { refusedProvider.sent.count == 21 && clock.sleepers == 2 })
+            clock.advance(by: 119)
+            #expect(await eventually { clock.sleepers == 2 })
+            #expect(refusedProvider.sent.count == 21)
+            // The credentials are put right: the next probe is delivered and the lane reopens.
+            refusedProvider.answerEverything(.delivered)
+            clock.advance(by: 1)
+            #expect(await eventually { queue.count(.sent, app: "refused") == 20 })
+        }
+        // The refused batch, a refused probe, a probe delivered, then the other 19.
+        let expectedSends = 20 + 1 + 1 + 19
+        #expect(refusedProvider.sent.count == expectedSends)
+        #expect(fineProvider.sent.count == 20)
+        #expect(paused().flatMap(Double.init) == 0)
+    }
+
+    @Test("a 30-second outage: every delivery arrives afterwards, each retried with back-off, not in a hot loop")
+    func outage() async throws {
+        let clock = ManualClock()
+        let queue = InMemoryDeliveryQueue()
+        let provider = ScriptedProvider()
+        provider.answerEverything(.retry(after: nil, scope: .service, reason: "ServiceUnavailable"))
+        let devices = queue.addDevices(app: "default", count: 100, now: clock.now())
+        try await Self.enqueue(queue, app: "default", devices: devices, clock: clock)
+        var settings = OutboxSettings()
+        settings.retryPolicy = RetryPolicy(base: .seconds(1), cap: .seconds(8))
+        let lane = OutboxLane(app: "default", queue: queue, providers: [provider], settings: settings, clock: clock)
+        try await Self.running([lane]) {
+            for _ in 0..<30 {
+                #expect(await eventually { clock.sleepers == 1 && queue.count(.sending) == 0 })
+                clock.advance(by: 1)
+            }
+            #expect(await eventually { clock.sleepers == 1 && queue.count(.sending) == 0 })
+            let refused = provider.sent.count
+            // Full-jitter back-off from 1 s capped at 8 s: about 10 tries a delivery in 30 s.
+            #expect(refused >= 100 && refused <= 100 * 20, "\(refused) refused attempts")
+            #expect(queue.count(.sent) == 0)
+            provider.answerEverything(.delivered)
+            for _ in 0..<10 where queue.count(.sent) < 100 {
+                clock.advance(by: 1)
+                _ = await eventually { clock.sleepers == 1 && queue.count(.sending) == 0 }
+            }
+            #expect(queue.count(.sent) == 100)
+            #expect(provider.sent.count - refused == 100)
+        }
+    }
+
+    @Test("429 for a token holds back that device's other pushes until its Retry-After; other devices go on")
+    func throttledToken() async throws {
+        let clock = ManualClock()
+        let queue = InMemoryDeliveryQueue()
+        let provider = ScriptedProvider()
+        let devices = queue.addDevices(app: "default", count: 2, now: clock.now())
+        let (throttled, other) = (devices[0], devices[1])
+        provider.script(throttled.token, [.retry(after: .seconds(60), scope: .token, reason: "TooManyRequests"), .delivered])
+        try await Self.enqueue(queue, app: "default", devices: [throttled], clock: clock)
+        try await Self.enqueue(queue, app: "default", devices: [throttled], clock: clock)
+        try await Self.enqueue(queue, app: "default", devices: [other], clock: clock)
+        // One delivery in flight at a time, so the second push to the throttled device is still queued.
+        let lane = OutboxLane(app: "default", queue: queue, providers: [provider], maximumInFlight: 1, clock: clock)
+        try await Self.running([lane]) {
+            #expect(await eventually { queue.count(.sent) == 1 && clock.sleepers == 1 })
+            #expect(provider.sends(of: throttled.token) == 1)
+            #expect(provider.sends(of: other.token) == 1)
+            let held = queue.rows().filter { $0.device.rowID == throttled.rowID }
+            #expect(held.count == 2 && held.allSatisfy { $0.state == .pending && $0.nextAttemptAt >= clock.now().addingTimeInterval(60) })
+            clock.advance(by: 59)
+            #expect(await eventually { clock.sleepers == 1 })
+            #expect(provider.sends(of: throttled.token) == 1)
+            clock.advance(by: 1)
+            #expect(await eventually { queue.count(.sent) == 3 })
+        }
+        #expect(provider.sends(of: throttled.token) == 3)
+    }
+
+    @Test("graceful shutdown: the lane stops claiming, finishes the batch in flight and records it")
+    func gracefulShutdown() async throws {
+        let clock = ManualClock()
+        let queue = InMemoryDeliveryQueue()
+        let provider = ScriptedProvider()
+        provider.hold()
+        let devices = queue.addDevices(app: "default", count: 25, now: clock.now())
+        try await Self.enqueue(queue, app: "default", devices: devices, clock: clock)
+        let lane = OutboxLane(app: "default", queue: queue, providers: [provider], maximumInFlight: 10, clock: clock)
+        let group = ServiceGroup(services: [lane], logger: .init(label: "test"))
+        let running = Task { try await group.run() }
+        #expect(await eventually { provider.inFlight == 10 })
+        await group.triggerGracefulShutdown()
+        provider.release()
+        try await running.value
+        #expect(queue.count(.sent) == 10)
+        #expect(queue.count(.sending) == 0)
+        #expect(queue.count(.pending) == 15)
+        #expect(provider.sent.count == 10)
+    }
+
+    @Test("cancelled mid-send, the lane still records the outcomes of what it sent")
+    func outcomesSurviveCancellation() async throws {
+        let clock = ManualClock()
+        let queue = InMemoryDeliveryQueue(refusesCancelledCalls: true)
+        let provider = ScriptedProvider()
+        provider.hold()
+        let devices = queue.addDevices(app: "default", count: 10, now: clock.now())
+        try await Self.enqueue(queue, app: "default", devices: devices, clock: clock)
+        let lane = OutboxLane(app: "default", queue: queue, providers: [provider], clock: clock)
+        let running = Task { try await lane.run() }
+        #expect(await eventually { provider.inFlight == 10 })
+        running.cancel()
+        provider.release()
+        try await running.value
+        #expect(queue.count(.sent) == 10)
+        #expect(queue.count(.sending) == 0)
+    }
+
+    @Test("a device of a platform without a provider fails with a reason instead of waiting forever")
+    func noProviderForPlatform() async throws {
+        let clock = ManualClock()
+        let queue = InMemoryDeliveryQueue()
+        let devices = queue.addDevices(app: "default", count: 1, now: clock.now(), platform: .android)
+        try await Self.enqueue(queue, app: "default", devices: devices, clock: clock)
+        let lane = OutboxLane(app: "default", queue: queue, providers: [ScriptedProvider()], clock: clock)
+        try await Self.running([lane]) {
+            #expect(await eventually { queue.count(.failed) == 1 })
+        }
+        #expect(queue.rows().first?.reason == "no push provider for android devices")
+    }
+}
