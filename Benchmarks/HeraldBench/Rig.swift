@@ -127,20 +127,25 @@ final class Rig: @unchecked Sendable {
         env.merge(extra) { _, new in new }
         process.environment = env
         let logPath = directory.appendingPathComponent("serve-\(n).log").path
+        let readyPath = directory.appendingPathComponent("serve-\(n).ready").path
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: readyPath, contents: nil)
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
-        process.standardOutput = FileHandle.nullDevice
+        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: readyPath))
         try process.run()
         serves.append(process)
-        let marker = "listening on 127.0.0.1:"
+        // `herald serve` prints one readiness line on standard output once it listens.
         let started = ContinuousClock.now
         while ContinuousClock.now - started < .seconds(60) {
-            let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
-            if let range = log.range(of: marker), let port = Int(log[range.upperBound...].prefix(while: \.isNumber)) {
-                apis.append("http://127.0.0.1:\(port)")
+            let line = (try? Data(contentsOf: URL(fileURLWithPath: readyPath))) ?? Data()
+            if line.contains(UInt8(ascii: "\n")),
+                let ready = try? JSONSerialization.jsonObject(with: line.split(separator: UInt8(ascii: "\n"))[0]) as? [String: Any],
+                let http = ready["http"] as? String
+            {
+                apis.append("http://" + http)
                 return
             }
-            guard process.isRunning else { throw BenchError("herald serve exited: \(log)") }
+            guard process.isRunning else { throw BenchError("herald serve exited: \((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "")") }
             try await Task.sleep(for: .milliseconds(20))
         }
         throw BenchError("herald serve did not start within 60 s")

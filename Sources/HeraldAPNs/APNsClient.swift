@@ -96,7 +96,7 @@ public final class APNsClient: Sendable {
             }
             let result = Self.result(from: response, apnsID: notification.apnsID, sentAs: apnsIDString)
             if case .refreshCredentials = result.action, !refreshedOnce {
-                // SPEC §2: mint a new JWT (if the 20-minute floor allows) and retry once.
+                // A refused provider token: mint a new JWT (if the 20-minute floor allows) and retry once.
                 refreshedOnce = true
                 if tokens.refreshRequested(after: token) { continue }
             }

@@ -34,7 +34,7 @@ public enum APNsResult: Sendable, Hashable {
     case transportFailure(APNsTransportFailure)
 }
 
-/// What the caller should do with a result (SPEC §2's table).
+/// What the caller should do with a result.
 public enum APNsAction: Sendable, Hashable {
     /// Delivered; record the apns-id.
     case done
@@ -63,7 +63,8 @@ public enum APNsAction: Sendable, Hashable {
 }
 
 extension APNsResult {
-    /// Classifies the result into SPEC §2's actions.
+    /// Classifies the result: 400 BadDeviceToken/DeviceTokenNotForTopic and 410 → token dead; 403
+    /// Expired/InvalidProviderToken → refresh; 413 → shrink; 429 and 5xx → retry; other 4xx → fail.
     public var action: APNsAction {
         switch self {
         case .accepted:

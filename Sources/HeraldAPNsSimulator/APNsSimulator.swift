@@ -22,7 +22,7 @@ public final class APNsSimulator: Sendable {
     public var port: Int { server.localAddress?.port ?? 0 }
     /// The bound control port.
     public var controlPort: Int { control.localAddress?.port ?? 0 }
-    /// `https://host:port`, for `HERALD_APNS_URL`.
+    /// `https://host:port`: where clients send.
     public var url: URL { URL(string: "https://\(configuration.host):\(port)")! }
 
     private init(

@@ -5,7 +5,7 @@ import SwiftASN1
 import X509
 
 /// The simulator's TLS identity: an ephemeral CA and a leaf certificate for the loopback
-/// names, made at start. Clients trust it through `ca.pem` (`HERALD_APNS_CA_FILE`).
+/// names, made at start. Clients trust it through `ca.pem`.
 public struct SimulatorTLSIdentity: Sendable {
     /// PEM of the CA certificate: the trust root for clients.
     public let caPEM: String

@@ -5,7 +5,7 @@ import HeraldCore
 import HeraldServer
 import Yams
 
-/// `HERALD_CONFIG`: the YAML file for several apps in one instance (SPEC §7). Every key is
+/// `HERALD_CONFIG`: the YAML file for several apps in one instance. Every key is
 /// checked: a file that does not parse, an unknown key or an unreadable `.p8` is refused with
 /// the file and the field named.
 ///
@@ -182,7 +182,7 @@ struct ConfigFile {
             return texts
         }
 
-        /// The `apns` block, checked like SPEC §7's variables, and its key loaded.
+        /// The `apns` block, checked like the `HERALD_APNS_*` variables, and its key loaded.
         func apns(_ value: Any, at field: String) throws -> APNsSettings {
             let block = try map(value, at: field, keys: ConfigFile.apnsKeys)
             var env: [String: String] = [:]

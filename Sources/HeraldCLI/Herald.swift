@@ -16,7 +16,7 @@ struct Herald: AsyncParsableCommand {
         ]
     )
 
-    /// Bad input exits 2 (SPEC §8), not ArgumentParser's 64; help still exits 0.
+    /// Bad input exits 2, not ArgumentParser's 64; help still exits 0.
     static func main() async {
         do {
             var command = try parseAsRoot()
@@ -56,7 +56,7 @@ enum CLILogging {
 }
 
 enum CLIOutput {
-    /// Bad input (SPEC §8): one JSON line naming the field, then exit 2.
+    /// Bad input: one JSON line naming the field, then exit 2.
     static func invalid(field: String, message: String, reason: String? = nil) -> ExitCode {
         var line = ["status": "invalid", "field": field, "error": message]
         if let reason { line["reason"] = reason }

@@ -7,7 +7,7 @@ import Logging
 import NIOCore
 import NIOPosix
 
-/// `herald mock-apns`: the APNs simulator as its own process (SPEC §8).
+/// `herald mock-apns`: the APNs simulator as its own process.
 struct MockAPNsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "mock-apns",

@@ -6,7 +6,7 @@ import NIOCore
 import NIOPosix
 import Synchronization
 
-/// `herald send`: one push, or a measured burst with `--repeat` (SPEC §8).
+/// `herald send`: one push, or a measured burst with `--repeat`.
 struct SendCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "send", abstract: "Send a push through APNs (or a simulator) with the HERALD_APNS_* settings.")

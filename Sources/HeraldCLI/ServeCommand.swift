@@ -13,7 +13,7 @@ import NIOCore
 import NIOPosix
 import ServiceLifecycle
 
-/// `herald serve`: the gateway, configured by SPEC §7's environment.
+/// `herald serve`: the gateway, configured by the `HERALD_*` environment (or `HERALD_CONFIG`).
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
@@ -22,13 +22,12 @@ struct ServeCommand: AsyncParsableCommand {
     func run() async throws {
         CLILogging.bootstrap()
         let logger = Logger(label: "herald")
-        let env = ProcessInfo.processInfo.environment
         let settings = try ServeSettings.load()
 
-        try await settings.withStore { store in try await serve(store: store, settings: settings, logger: logger, env: env) }
+        try await settings.withStore { store in try await serve(store: store, settings: settings, logger: logger) }
     }
 
-    private func serve(store: any Store, settings: ServeSettings, logger: Logger, env: [String: String]) async throws {
+    private func serve(store: any Store, settings: ServeSettings, logger: Logger) async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
         var services: [any Service] = []
 
@@ -133,15 +132,18 @@ struct ServeCommand: AsyncParsableCommand {
             services: services.map { .init(service: $0) }, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         configuration.maximumGracefulShutdownDuration = settings.shutdownGrace
         configuration.maximumCancellationDuration = .seconds(5)
+        // A service that fails (the port is taken) fails the command, once everything is closed.
+        var failure: (any Error)?
         do {
             try await ServiceGroup(configuration: configuration).run()
         } catch {
-            logger.error("shutdown did not finish within the grace period", metadata: ["error": "\(error)"])
+            failure = error
         }
         for entry in providers {
             for provider in entry.providers { await provider.shutdown() }
         }
         try await group.shutdownGracefully()
+        if let failure { throw failure }
     }
 }
 
@@ -166,7 +168,7 @@ enum ReadinessLine {
     }
 }
 
-/// `herald serve`'s settings from SPEC §7's environment.
+/// `herald serve`'s settings from the `HERALD_*` environment.
 struct ServeSettings {
     var host = "127.0.0.1"
     var port = 8080
@@ -197,11 +199,11 @@ struct ServeSettings {
         components.user = nil
         return components.string ?? "postgres"
     }
-    /// From `HERALD_CONFIG`, or the single app "default" of SPEC §7's variables.
+    /// From `HERALD_CONFIG`, or the single app "default" of the `HERALD_*` variables.
     var apps: [ConfigFile.App] = []
     /// `HERALD_REGISTRATION_RATE`/`_BURST` (per client address), `HERALD_PUBLISH_RATE`/`_BURST` (per key).
     var rateLimits = RateLimits()
-    /// `HERALD_STALE_AFTER_DAYS` (SPEC §4.2, default 90).
+    /// `HERALD_STALE_AFTER_DAYS`: devices not seen for this long are removed (default 90).
     var staleAfterDays = 90
     /// `HERALD_OUTBOX_LEASE_SECONDS`: how long a claimed delivery stays with this process before
     /// another may take it (a crashed process's deliveries come back after it). Default 30 s,

@@ -1,6 +1,6 @@
 import HeraldAPNsCore
 
-/// Claudiator's `agent.event` template (SPEC §4.3, reference/claudiator-push-phase4.md): a
+/// Claudiator's `agent.event` template: a
 /// visible alert for a Claude Code hook event, titled by the document's table (an app may
 /// override each title and body; `{device_name}`, `{tool_name}` and `{message}` are filled in).
 public enum AgentEventTemplate {

@@ -1,7 +1,7 @@
 import Crypto
 import HeraldAPNsCore
 
-/// SafeWhisper's `conversation.silent` template (SPEC §4.1): a background push that says only
+/// SafeWhisper's `conversation.silent` template: a background push that says only
 /// which conversation changed, as the first 32 hex characters of SHA-256(conversation id).
 /// No content, no sender, nothing else.
 public enum ConversationSilentTemplate {

@@ -17,7 +17,7 @@ public struct TemplateError: Error, Hashable, Sendable, CustomStringConvertible 
     public var description: String { "\(field): \(message)" }
 }
 
-/// The `custom` template (SPEC §3.2): the caller's `aps` dictionary and top-level keys.
+/// The `custom` template: the caller's `aps` dictionary and top-level keys.
 public enum CustomTemplate {
     /// Renders `{"aps": aps, <data keys>…}` and checks it the way Apple would.
     /// - Parameters:

@@ -9,7 +9,7 @@ public enum Platform: String, Hashable, Sendable, CaseIterable, Codable {
     case android
 }
 
-/// A device's push token, normalised and checked for its platform (SPEC §1).
+/// A device's push token, normalised and checked for its platform.
 public struct DeviceToken: Hashable, Sendable, CustomStringConvertible {
     /// The longest FCM token accepted.
     public static let maximumFCMLength = 4_096
@@ -58,7 +58,7 @@ public enum DeviceTokenError: Error, Hashable, Sendable, CustomStringConvertible
 
 /// Kasia's per-peer filter: a device hears a peer's contextual messages only under these aliases.
 public struct ContextualRoute: Hashable, Sendable {
-    /// Aliases allowed per route (SPEC §3.1, configurable).
+    /// Aliases allowed per route by default (configurable).
     public static let defaultMaximumAliases = 100
     public static let maximumAliasLength = 128
 
@@ -78,9 +78,9 @@ public struct ContextualRoute: Hashable, Sendable {
     }
 }
 
-/// What one device listens for (SPEC §3.1, §5): re-registering replaces it whole.
+/// What one device listens for: re-registering replaces it whole.
 public struct WatchSet: Hashable, Sendable {
-    /// Watch keys per device (SPEC §3.1, configurable).
+    /// Watch keys per device by default (configurable).
     public static let defaultMaximumKeys = 1_000
 
     /// `watched_addresses` and other watch keys: whose activity the device follows.

@@ -1,4 +1,4 @@
-/// Which devices a Kasia event reaches when its publisher names no targets (SPEC §5).
+/// Which devices a Kasia event reaches when its publisher names no targets.
 ///
 /// A store looks devices up by `lookupKey` (an index on watch keys), then keeps those whose
 /// watch set `accepts` the event.

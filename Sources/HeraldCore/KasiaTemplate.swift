@@ -1,6 +1,6 @@
 import HeraldAPNsCore
 
-/// A Kasia transaction worth a push: the fields of the `kasia.*` templates (SPEC §3.2, §5).
+/// A Kasia transaction worth a push: the fields of the `kasia.*` templates.
 public struct KasiaEvent: Hashable, Sendable {
     public typealias Kind = KasiaMessageKind
 
@@ -33,7 +33,7 @@ public struct KasiaEvent: Hashable, Sendable {
     }
 }
 
-/// The `kasia.handshake`, `kasia.contextual_message` and `kasia.payment` templates (SPEC §5).
+/// The `kasia.handshake`, `kasia.contextual_message` and `kasia.payment` templates.
 public enum KasiaTemplate {
     /// The payload travels inline only up to this many hex characters (reference: ≤ 3.5 KB).
     public static let maximumInlinePayloadCharacters = 3_500

@@ -21,7 +21,7 @@ extension RenderedPush {
     /// The shorter alert body keeps at least this many characters.
     static let minimumTruncatedBody = 16
 
-    /// A smaller push for a 413 PayloadTooLarge (SPEC §2: drop optional fields, truncate the body),
+    /// A smaller push for a 413 PayloadTooLarge (drop optional fields, else truncate the body),
     /// or nil when nothing can be dropped. Optional is the Kasia inline `payload` (the app fetches the
     /// transaction when it is null); the body is then cut to half, ending in "…". Keys come out sorted.
     public func shrunk() -> RenderedPush? {

@@ -1,6 +1,6 @@
 import HeraldAPNsCore
 
-/// When to try a delivery again (SPEC §2): exponential back-off with full jitter,
+/// When to try a delivery again: exponential back-off with full jitter,
 /// base 1 s, cap 10 minutes, and never sooner than the server's Retry-After.
 public struct RetryPolicy: Hashable, Sendable {
     public var base: Duration

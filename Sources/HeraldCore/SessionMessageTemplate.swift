@@ -1,6 +1,6 @@
 import HeraldAPNsCore
 
-/// GhostTalk's `session.message` template (SPEC §4.2, reference/ghosttalk-apns-notifier.md):
+/// GhostTalk's `session.message` template, byte for byte what GhostTalk's notifier sent:
 /// a generic alert that says nothing of the message, and the ids the app fetches it by.
 public enum SessionMessageTemplate {
     /// The message a `session.message` push announces.

@@ -1,4 +1,4 @@
-/// What a device wants to hear about (SPEC §1): a typed, validated string.
+/// What a device wants to hear about: a typed, validated string.
 public enum WatchKey: Hashable, Sendable, CustomStringConvertible {
     /// A Kaspa address (`kaspa:…`, `kaspatest:…`), checksum-validated.
     case kaspaAddress(KaspaAddress)

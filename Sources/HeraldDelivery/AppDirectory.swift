@@ -46,7 +46,7 @@ public struct AppDirectory: Sendable {
         byID = Dictionary(apps.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
     }
 
-    /// The single-app instance of SPEC §7's environment.
+    /// The single app of an instance configured by the environment alone.
     public static func single(_ app: AppSettings = AppSettings(id: "default")) -> AppDirectory { AppDirectory([app]) }
 
     public subscript(id: String) -> AppSettings? { byID[id] }

@@ -103,7 +103,7 @@ public struct EventPublisher: Sendable {
         var template: String
         var push: RenderedPush
         var kasia: KasiaEvent?
-        /// Every iOS device of the app (`agent.event` without targets).
+        /// Every device of the app (`agent.event` without targets).
         var allDevices: Bool
         var expiresAt: Date
         var keys: [WatchKey]

@@ -1,6 +1,6 @@
 import HeraldCore
 
-/// Turns a transaction into the Kasia event Herald pushes (kasia-protocol.md §1, §3).
+/// Turns a transaction into the Kasia event Herald pushes.
 ///
 /// Handshakes (`1:handshake:` and legacy `ciph_msg:` + sealed), contextual messages and
 /// payments (`1:payment:`, KaChat's `1:pay:`) become events; self-stash and broadcast are

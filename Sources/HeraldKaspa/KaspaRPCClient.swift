@@ -28,7 +28,7 @@ public enum KaspaRPCError: Error, Hashable, Sendable, CustomStringConvertible {
     }
 }
 
-/// A wRPC JSON client to a Kaspa node (kasia-protocol.md §4): plain text frames
+/// A wRPC JSON client to a Kaspa node: plain text frames
 /// `{"id", "method", "params"}`, answers correlated by `id`, notifications
 /// `{"method": "<op>Notification", "params": {"<Event>": {…}}}`.
 public struct KaspaRPCClient: Sendable {

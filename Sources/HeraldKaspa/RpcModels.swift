@@ -1,7 +1,7 @@
 import Foundation
 import KasiaProtocol
 
-// The node's wRPC JSON shapes (reference/kasia/kasia-protocol.md §4, rusty-kaspa
+// The node's wRPC JSON shapes (rusty-kaspa
 // rpc/core/src/model). Decoding ignores unknown keys (newer nodes add fields) and reads
 // 64-bit integers exactly.
 

@@ -1,6 +1,6 @@
 import Foundation
 
-/// How often a conversation view polls (reference/safewhisper-hybrid-push.md): every 5 s until
+/// How often a conversation view polls (SafeWhisper's hybrid model): every 5 s until
 /// pushes prove they arrive, then every 30 s; a push for this conversation polls at once. Back
 /// to 5 s when notifications are turned off, or when a poll finds messages no push announced.
 public struct AdaptivePollingPolicy: Sendable {

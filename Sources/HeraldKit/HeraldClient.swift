@@ -8,7 +8,7 @@ import FoundationNetworking
 public enum HeraldClientError: Error, Hashable, Sendable, CustomStringConvertible {
     /// A watch key the builder refused before anything was sent.
     case invalidWatchKey(field: String, value: String, reason: String)
-    /// Herald answered with an error (SPEC §3's `{"error":{code, message, field}}`).
+    /// Herald answered with an error (`{"error":{code, message, field}}`).
     case server(status: Int, code: String, message: String, field: String?)
     /// No answer: the network or the server is unreachable (after retries).
     case transport(String)
@@ -38,7 +38,7 @@ public struct RegistrationStatus: Hashable, Sendable {
     public var lastSeen: Date?
 }
 
-/// Herald's registration API (SPEC §3.1) over URLSession.
+/// Herald's registration API (`/v1/push/*`) over URLSession.
 ///
 /// Every call here is idempotent (a registration replaces the watch set), so each is retried on
 /// a transport error, 429 (after `Retry-After`) and 500/502/503/504, up to `maximumAttempts`.

@@ -1,6 +1,6 @@
 import Foundation
 
-/// A push Herald sent, decoded from the notification's user info or its raw JSON (SPEC §4, §5).
+/// A push Herald sent, decoded from the notification's user info or its raw JSON.
 public enum HeraldPush: Hashable, Sendable {
     /// A Kasia transaction (`kasia` dictionary).
     case kasia(KasiaPush)
@@ -68,7 +68,7 @@ public enum HeraldPushError: Error, Hashable, Sendable {
     case notAJSONObject
 }
 
-/// The `kasia` dictionary of SPEC §5.
+/// The `kasia` dictionary of a Kasia push: type, txId, sender, amount, payload.
 public struct KasiaPush: Hashable, Sendable {
     public typealias Kind = KasiaMessageKind
 

@@ -12,7 +12,7 @@ public struct Contact: Codable, Hashable, Sendable {
     }
 }
 
-/// What the extension shows, and what it leaves for the app (SPEC §6).
+/// What the extension shows, and what it leaves for the app.
 public struct NotificationOutcome: Hashable, Sendable {
     public var title: String
     public var body: String
@@ -62,7 +62,7 @@ public struct PendingFetch: Codable, Hashable, Sendable {
 }
 
 /// The Notification Service Extension's logic as a pure function: push + contacts + key →
-/// title, body and what to store (reference/kasia-push-plan.md phase 3).
+/// title, body and what to store.
 public struct NotificationContentResolver: Sendable {
     public let cipher: KasiaCipher
 

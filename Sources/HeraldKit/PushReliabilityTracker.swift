@@ -1,7 +1,7 @@
 import Foundation
 
 /// Scores whether pushes arrive, by matching transaction ids the app learns of another way
-/// (its UTXO subscription, a sync) against the pushes it receives (reference/kachat-app-overview.md):
+/// (its UTXO subscription, a sync) against the pushes it receives (KaChat's reliability rules):
 /// a transaction with no push within the grace period is a miss; three consecutive misses make
 /// the channel unreliable (re-register and catch up now); the first hit makes it reliable again;
 /// while reliable, catch-ups on app-active or restart are debounced to one per 10 minutes.

@@ -1,6 +1,6 @@
 import KasiaProtocol
 
-/// What a device asks Herald to watch (SPEC §3.1): `watched_addresses`, its own `addresses`,
+/// What a device asks Herald to watch: `watched_addresses`, its own `addresses`,
 /// and per-contact `contextual_routes`.
 public struct WatchSet: Hashable, Sendable {
     /// A contact's messages reach the device only under these aliases.
@@ -27,7 +27,7 @@ public struct WatchSet: Hashable, Sendable {
 /// Builds a device's watch set from the wallet's address and its contacts: every address
 /// validated (checksum included), duplicates merged, within Herald's default limits.
 public struct WatchSetBuilder: Sendable {
-    /// SPEC §3.1 defaults.
+    /// Herald's default limits: 1,000 watch keys per device, 100 aliases per route.
     public static let maximumWatchKeys = 1_000
     public static let maximumAliasesPerRoute = 100
 

@@ -4,7 +4,7 @@ import HeraldCore
 import HeraldStore
 import Hummingbird
 
-/// Claudiator's push registration (SPEC §4.3, reference/claudiator-push-phase4.md), unchanged:
+/// Claudiator's push registration, unchanged:
 /// `POST /api/v1/push/register {platform, token}`, always behind one of the app's registration
 /// keys as a bearer (401 without; an app with no keys configured refuses every request).
 public struct ClaudiatorAPI: Sendable {

@@ -4,7 +4,7 @@ import HeraldCore
 import HeraldStore
 import Hummingbird
 
-/// GhostTalk's notifier API (SPEC §4.2, reference/ghosttalk-apns-notifier.md), unchanged, on the
+/// GhostTalk's notifier API (`/apns/*`), unchanged, on the
 /// core registry: a device registers for a session (watch key `session:<id>`).
 public struct GhostTalkAPI: Sendable {
     public let store: any DeviceRegistry & StoreStatistics

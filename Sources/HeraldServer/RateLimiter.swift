@@ -62,7 +62,7 @@ public final class RateLimiter: Sendable {
     }
 }
 
-/// SPEC §3's rate limits: registration routes by client address (default 10/s, burst 50),
+/// The rate limits: registration routes by client address (default 10/s, burst 50),
 /// publishing routes by publisher key; over the limit, 429 with `Retry-After`.
 public struct RateLimits: Sendable {
     public var registration = RateLimiter.Limit(rate: 10, burst: 50)

@@ -11,15 +11,15 @@ public struct APIConfiguration: Sendable {
     public var apps = AppDirectory.single()
     /// Requests per second by client address (registration) and publisher key (events).
     public var rateLimits = RateLimits()
-    /// SPEC §3: 64 KiB.
+    /// Request bodies: 64 KiB.
     public var maximumBodySize = 65_536
-    /// SPEC §3.1: 1,000 watch keys per device, 100 aliases per route.
+    /// 1,000 watch keys per device, 100 aliases per route.
     public var maximumWatchKeys = WatchSet.defaultMaximumKeys
     public var maximumAliases = ContextualRoute.defaultMaximumAliases
     public init() {}
 }
 
-/// SPEC §3.1, the native registration API (shapes from reference/kasia-push-plan.md):
+/// The native registration API (the shapes of Kasia's push plan):
 /// `POST /v1/push/register`, `PUT /v1/push/update`, `DELETE /v1/push/unregister`, `GET /v1/push/status`.
 public struct RegistrationAPI: Sendable {
     public let store: any DeviceRegistry

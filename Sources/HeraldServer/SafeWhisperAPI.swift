@@ -6,7 +6,7 @@ import HTTPTypes
 import HeraldStore
 import Hummingbird
 
-/// SafeWhisper's device API (SPEC §4.1, reference/safewhisper-hybrid-push.md), unchanged, on the
+/// SafeWhisper's device API (`/api/devices/*`), unchanged, on the
 /// core registry: `POST /api/devices/token` and `POST /api/devices/logout`, keyed by `X-Device-ID`.
 /// Its devices have no watch keys: its backend targets them by device id.
 public struct SafeWhisperAPI: Sendable {

@@ -5,7 +5,7 @@ import Logging
 import NIOCore
 import PostgresNIO
 
-/// The `Store` on PostgreSQL (`HERALD_DATABASE_URL=postgres://…`), through postgres-nio's
+/// The `Store` on PostgreSQL (a `postgres://` URL), through postgres-nio's
 /// connection pool. The schema is SQLite's in meaning (`Schema`), and several Herald instances
 /// may share one database: claims take rows with `FOR UPDATE SKIP LOCKED`.
 ///

@@ -15,7 +15,7 @@ import KasiaProtocol
 struct KasiaCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "kasia",
-        abstract: "Decode and encrypt Kasia transaction payloads (reference/kasia/kasia-protocol.md).",
+        abstract: "Decode and encrypt Kasia transaction payloads.",
         subcommands: [Decode.self, Encrypt.self])
 }
 

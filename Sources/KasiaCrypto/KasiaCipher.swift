@@ -48,7 +48,7 @@ public struct KasiaPrivateKey: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// The Kasia message cipher, byte-compatible with Kasia's `cipher/src/lib.rs`
-/// (reference/kasia/kasia-protocol.md §2): ECDH x-coordinate → HKDF-SHA256 (no salt, no info)
+/// (Kasia's sealed box): ECDH x-coordinate → HKDF-SHA256 (no salt, no info)
 /// → ChaCha20-Poly1305 (no AAD); nonce(12) ‖ ephemeral key(33) ‖ ciphertext ‖ tag(16).
 public struct KasiaCipher: Sendable {
     public let curve: any Secp256k1Curve

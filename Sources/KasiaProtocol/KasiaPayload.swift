@@ -1,11 +1,11 @@
-/// The three Kasia operations Herald pushes, as SPEC §5's `kasia.type` names them.
+/// The three Kasia operations Herald pushes, as a push's `kasia.type` names them.
 public enum KasiaMessageKind: String, Hashable, Sendable, CaseIterable {
     case handshake
     case contextualMessage = "contextual_message"
     case payment
 }
 
-/// A Kasia operation read from a transaction's payload (reference/kasia/kasia-protocol.md §1).
+/// A Kasia operation read from a transaction's payload.
 ///
 /// Dispatch is byte-wise after `ciph_msg:`, as the Kasia indexer does, plus KaChat's `1:pay:`.
 public enum KasiaPayload: Hashable, Sendable {
@@ -109,7 +109,7 @@ public enum KasiaPayload: Hashable, Sendable {
 }
 
 /// The cipher's output layout: nonce(12) ‖ ephemeral public key(33) ‖ ciphertext ‖ tag(16)
-/// (reference/kasia/kasia-protocol.md §2). Layout only: no cryptography here.
+/// Layout only: no cryptography here.
 public struct KasiaSealedBox: Hashable, Sendable {
     public static let nonceLength = 12
     public static let ephemeralKeyLength = 33

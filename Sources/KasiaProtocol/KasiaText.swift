@@ -2,7 +2,7 @@
 public enum KasiaText {
     public static let sompiPerKAS: UInt64 = 100_000_000
 
-    /// First 8 characters, `...`, last 6 (SPEC §5); short strings stay whole.
+    /// First 8 characters, `...`, last 6; short strings stay whole.
     public static func shortAddress(_ address: String) -> String {
         guard address.count > 14 + 3 else { return address }
         return String(address.prefix(8)) + "..." + String(address.suffix(6))

@@ -1,5 +1,5 @@
 /// A Kaspa address: `prefix:data`, CashAddr-style bech32 with a 40-bit checksum
-/// (reference/kasia/kasia-protocol.md §6).
+/// (bech32 with Kaspa's prefix and checksum).
 public struct KaspaAddress: Hashable, Sendable, CustomStringConvertible {
     /// The network prefixes Kaspa uses.
     public enum Prefix: String, Sendable, CaseIterable {

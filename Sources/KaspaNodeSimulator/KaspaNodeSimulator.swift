@@ -7,7 +7,7 @@ import NIOCore
 import Synchronization
 
 /// A Kaspa node look-alike for tests: wRPC JSON over WebSocket with the node's frames
-/// (kasia-protocol.md §4) — `subscribe` (BlockAdded, VirtualChainChanged), `getBlock`,
+/// — `subscribe` (BlockAdded, VirtualChainChanged), `getBlock`,
 /// `getVirtualChainFromBlock`, `getUtxoReturnAddress`, `getServerInfo` — fed with transactions
 /// in the node's RPC JSON. Blocks carry the node's full header, so the official SDK decodes them.
 ///

@@ -68,7 +68,11 @@ struct GatewayProcessTests {
         var serve = try HeraldProcess(["serve"], environment: env)
         _ = try serve.ready()
         let batch = 500
-        for _ in 0..<3_000 where try await mock.accepted() < batch { try await Task.sleep(for: .milliseconds(10)) }
+        var polls = 0
+        while try await mock.accepted() < batch, polls < 3_000 {
+            polls += 1
+            try await Task.sleep(for: .milliseconds(10))
+        }
         serve.kill(SIGTERM)
         #expect(serve.process.terminationStatus == 0)
         // The batch in flight was answered and recorded before the exit, and nothing more was claimed.

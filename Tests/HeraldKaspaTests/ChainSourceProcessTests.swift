@@ -210,7 +210,9 @@ struct ChainSourceProcessTests {
         node.blockTime.withLock { $0 = now - 25 * 3_600_000 }
         let staleBlock = await node.produce([stale], senders: senders)
         node.blockTime.withLock { $0 = now }
-        for _ in 0..<200 where try await herald.kaspaStats()["last_block"] as? String != staleBlock {
+        var polls = 0
+        while try await herald.kaspaStats()["last_block"] as? String != staleBlock, polls < 200 {
+            polls += 1
             try await Task.sleep(for: .milliseconds(50))
         }
         #expect(try await herald.kaspaStats()["last_block"] as? String == staleBlock)

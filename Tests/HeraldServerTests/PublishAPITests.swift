@@ -80,3 +80,63 @@ struct PublishBadInputTests {
         }
     }
 }
+
+@Suite("/v1/events: every template honours the event options, and every push is checked for size at publish", .serialized)
+struct EventOptionsTests {
+    /// Publishes `body` and returns the one push it created, claimed from the store.
+    static func published(_ client: any TestClientProtocol, _ store: SQLiteStore, _ body: String) async throws -> RenderedPush? {
+        let r = try await send(client, .post, "/v1/events", body, headers: publisher)
+        #expect(r.status == .accepted, "\(String(buffer: r.body))")
+        let claimed = try await store.claimDue(app: "default", limit: 10, now: Date().addingTimeInterval(1), lease: .seconds(30))
+        try await store.complete(claimed.map { .sent(id: $0.id) }, now: Date())
+        #expect(claimed.count == 1)
+        return claimed.first?.push
+    }
+
+    static func threadID(_ push: RenderedPush?) -> String? {
+        guard let push, let root = try? JSONSerialization.jsonObject(with: Data(push.payload)) as? [String: Any] else { return nil }
+        return (root["aps"] as? [String: Any])?["thread-id"] as? String
+    }
+
+    static let options = #""priority":5,"collapse_id":"c1","thread_id":"t1""#
+
+    @Test("priority, collapse_id and thread_id on session.message, agent.event and kasia.*; conversation.silent collapses by conversation")
+    func honoured() async throws {
+        try await withRegistrationServer { client, store in
+            _ = try await send(client, .post, "/v1/push/register",
+                #"{"device_token":"\#(token1)","platform":"ios","device_id":"d1","watched_addresses":["\#(kaspaA)","session:x"]}"#)
+            let session = #"{"template":"session.message",\#(Self.options),"fields":{"session_id":"x","message_id":"m","timestamp":1700000000}}"#
+            let agent = #"{"template":"agent.event",\#(Self.options),"fields":{"hook_event_name":"Stop","device_name":"mac","session_id":"s"}}"#
+            let kasia = #"{"template":"kasia.contextual_message",\#(Self.options),"fields":{\#(goodKasiaFields)}}"#
+            for body in [session, agent, kasia] {
+                let push = try await Self.published(client, store, body)
+                #expect(push?.priority == .considerate && push?.collapseID == "c1" && Self.threadID(push) == "t1", "\(body)")
+            }
+            let silent = try await Self.published(client, store,
+                #"{"template":"conversation.silent","targets":{"device_ids":["d1"]},"fields":{"conversation_id":"conv-42"}}"#)
+            #expect(silent?.collapseID == "49933ea253b58d70fdf1ca26f4b1bca8")
+            let named = try await Self.published(client, store,
+                #"{"template":"conversation.silent","collapse_id":"mine","targets":{"device_ids":["d1"]},"fields":{"conversation_id":"conv-42"}}"#)
+            #expect(named?.collapseID == "mine")
+        }
+    }
+
+    @Test("options a push type cannot carry are refused with the field; a push over Apple's size is a 413 at publish", arguments: [
+        (#"{"template":"conversation.silent","thread_id":"t","targets":{"device_ids":["d1"]},"fields":{"conversation_id":"c"}}"#, 400, "thread_id"),
+        (#"{"template":"conversation.silent","priority":10,"targets":{"device_ids":["d1"]},"fields":{"conversation_id":"c"}}"#, 400, "priority"),
+        (#"{"template":"session.message","collapse_id":"\#(String(repeating: "c", count: 65))","fields":{"session_id":"x","message_id":"m","timestamp":1}}"#, 400, "collapse_id"),
+        (#"{"template":"agent.event","fields":{"hook_event_name":"Notification","device_name":"\#(String(repeating: "d", count: 256))","session_id":"s","message":"\#(String(repeating: "m", count: 4_000))"}}"#, 413, "fields"),
+        (#"{"template":"custom","targets":{"keys":["session:x"]},"fields":{"aps":{"alert":"\#(String(repeating: "a", count: 5_000))"}}}"#, 413, "fields"),
+        (#"{"template":"custom","expiration":10000000000000000,"targets":{"keys":["session:x"]},"fields":{"aps":{"alert":"x"}}}"#, 400, "expiration"),
+    ])
+    func refused(body: String, status: Int, field: String) async throws {
+        try await withRegistrationServer { client, store in
+            _ = try await send(client, .post, "/v1/push/register",
+                #"{"device_token":"\#(token1)","platform":"ios","device_id":"d1","watched_addresses":["session:x"]}"#)
+            let r = try await send(client, .post, "/v1/events", body, headers: publisher)
+            #expect(Int(r.status.code) == status)
+            #expect((try json(r)["error"] as? [String: Any])?["field"] as? String == field)
+            #expect(try await store.stats().deliveries.isEmpty)
+        }
+    }
+}

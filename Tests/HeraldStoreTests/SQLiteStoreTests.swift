@@ -213,6 +213,22 @@ struct StoreOutboxTests {
         }
     }
 
+    @Test("a throttled token: the delivery and the device's other pending ones wait until the time given; other devices do not")
+    func throttledDevice() async throws {
+        try await withEachStore { store, _ in
+            let a = try await store.register(try registration(1, watching: []), now: t0)
+            let b = try await store.register(try registration(2, watching: []), now: t0)
+            _ = try await store.enqueue([event("e1", rows: [a.rowID])], checkpoint: nil, now: t0)
+            let c = try await store.claimDue(app: "kasia", limit: 1, now: t0, lease: .seconds(30))
+            _ = try await store.enqueue([event("e2", rows: [a.rowID, b.rowID])], checkpoint: nil, now: t0)
+            try await store.complete([.retryDevice(id: c[0].id, deviceRowID: a.rowID, at: t0.addingTimeInterval(60), reason: "TooManyRequests")], now: t0)
+            // Only the other device's delivery is due now; both of the throttled device's are due at 60 s.
+            #expect(try await store.claimDue(app: "kasia", limit: 10, now: t0.addingTimeInterval(59), lease: .seconds(30)).map(\.device.rowID) == [b.rowID])
+            let due = try await store.claimDue(app: "kasia", limit: 10, now: t0.addingTimeInterval(60), lease: .seconds(30))
+            #expect(due.map(\.device.rowID) == [a.rowID, a.rowID])
+        }
+    }
+
     @Test("410 compare-and-delete: older than the last registration keeps the device, newer deletes it")
     func compareAndDelete() async throws {
         try await withEachStore { store, _ in
