@@ -93,7 +93,9 @@ struct ServeCommand: AsyncParsableCommand {
         var api = APIConfiguration()
         api.apps = AppDirectory(settings.apps.map(\.settings))
         api.rateLimits = settings.rateLimits
-        let publisher = EventPublisher(store: store, apps: api.apps, onEnqueued: { outbox.notify(app: $0) }, metrics: metrics.0)
+        let publisher = EventPublisher(
+            store: store, apps: api.apps, onEnqueued: { outbox.notify(app: $0) }, metrics: metrics.0,
+            maximumDeliveriesPerRequest: settings.maximumDeliveriesPerRequest)
 
         let cleanup = StaleDeviceCleanup(store: store, staleAfterDays: settings.staleAfterDays)
         let removed = try await cleanup.once()
@@ -213,6 +215,8 @@ struct ServeSettings {
     var kaspaURL: String?
     /// `HERALD_KASPA_MAX_AGE`: seconds (or `24h`, `90m`); older messages are not pushed.
     var kaspaMaximumAge: Duration = .seconds(24 * 3600)
+    /// `HERALD_MAX_DELIVERIES_PER_REQUEST`: the most deliveries one publish request may create.
+    var maximumDeliveriesPerRequest = EventPublisher.defaultMaximumDeliveriesPerRequest
     /// `HERALD_SIMULATOR_CONTROL_PORT`: the built-in simulator's control port (0: a free one).
     var simulatorControlPort = 0
     /// `HERALD_SHUTDOWN_GRACE_SECONDS`: how long a SIGTERM/SIGINT waits for sends in flight and
@@ -272,6 +276,12 @@ struct ServeSettings {
                 throw InvalidInput(field: "HERALD_SIMULATOR_CONTROL_PORT", message: "is a port number, not \(text)")
             }
             simulatorControlPort = parsed
+        }
+        if let text = env["HERALD_MAX_DELIVERIES_PER_REQUEST"], !text.isEmpty {
+            guard let parsed = Int(text), (1...10_000_000).contains(parsed) else {
+                throw InvalidInput(field: "HERALD_MAX_DELIVERIES_PER_REQUEST", message: "is a whole number from 1 to 10000000")
+            }
+            maximumDeliveriesPerRequest = parsed
         }
         if let text = env["HERALD_SHUTDOWN_GRACE_SECONDS"], !text.isEmpty {
             guard let parsed = Int(text), (1...3_600).contains(parsed) else {

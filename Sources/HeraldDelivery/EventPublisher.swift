@@ -16,6 +16,10 @@ public struct EventPublisher: Sendable {
     public let metrics: HeraldMetrics?
     /// The platforms that have a push provider: devices of other platforms get no delivery.
     public let platforms: Set<Platform>
+    /// The most deliveries one publish request may create (413 over it).
+    public let maximumDeliveriesPerRequest: Int
+    /// The default cap on deliveries per request.
+    public static let defaultMaximumDeliveriesPerRequest = 100_000
     /// Events per batch.
     public static let maximumBatch = 1_000
     /// Entries in each `targets` list and in `exclude_device_ids`, and the bytes of each entry.
@@ -29,8 +33,10 @@ public struct EventPublisher: Sendable {
     public init(
         store: any DeviceRegistry & DeliveryQueue, apps: AppDirectory,
         onEnqueued: @escaping @Sendable (_ app: String) -> Void = { _ in }, clock: any HeraldClock = SystemClock(),
-        metrics: HeraldMetrics? = nil, platforms: Set<Platform> = [.ios]
+        metrics: HeraldMetrics? = nil, platforms: Set<Platform> = [.ios],
+        maximumDeliveriesPerRequest: Int = EventPublisher.defaultMaximumDeliveriesPerRequest
     ) {
+        self.maximumDeliveriesPerRequest = maximumDeliveriesPerRequest
         self.store = store
         self.apps = apps
         self.onEnqueued = onEnqueued
@@ -44,25 +50,36 @@ public struct EventPublisher: Sendable {
         public var app: String?
         public var template: String?
         public var targets: Targets?
-        public var exclude_device_ids: [String]?
+        public var excludeDeviceIDs: [String]?
         public var fields: JSONValue?
         public var priority: Int?
+        /// Unix seconds.
         public var expiration: Int64?
-        public var collapse_id: String?
-        public var thread_id: String?
+        public var collapseID: String?
+        public var threadID: String?
 
         public init(app: String?, template: String, fields: JSONValue) {
             self.app = app
             self.template = template
             self.fields = fields
         }
+
+        enum CodingKeys: String, CodingKey {
+            case app, template, targets, fields, priority, expiration
+            case excludeDeviceIDs = "exclude_device_ids", collapseID = "collapse_id", threadID = "thread_id"
+        }
     }
 
     /// Who an event goes to.
     public struct Targets: Decodable, Sendable {
         public var keys: [String]?
-        public var device_ids: [String]?
+        public var deviceIDs: [String]?
         public var tokens: [String]?
+
+        enum CodingKeys: String, CodingKey {
+            case keys, tokens
+            case deviceIDs = "device_ids"
+        }
     }
 
     /// An event committed: its id, its deliveries and the target tokens no device has.
@@ -88,9 +105,20 @@ public struct EventPublisher: Sendable {
     public func publish(
         _ bodies: [Request], publisherKey: String, fieldPrefix: (Int) -> String = { _ in "" }
     ) async throws -> [Published] {
-        let prepared = try await route(bodies.enumerated().map { i, body in
-            try validate(body, field: fieldPrefix(i), publisherKey: publisherKey)
-        })
+        let drafts = try bodies.enumerated().map { i, body in try validate(body, field: fieldPrefix(i), publisherKey: publisherKey) }
+        let prepared = try await route(drafts)
+        // One request may not become more deliveries than the cap: a publisher cannot fill the
+        // machine with one batch of untargeted events.
+        var total = 0
+        for (draft, published) in zip(drafts, prepared) {
+            total += published.event.deviceRowIDs.count
+            guard total <= maximumDeliveriesPerRequest else {
+                let field = draft.prefix.isEmpty ? "targets" : String(draft.prefix.dropLast())
+                throw APIError(
+                    .contentTooLarge, code: "too_many_deliveries",
+                    message: "this request would make more than \(maximumDeliveriesPerRequest) deliveries", field: field)
+            }
+        }
         _ = try await store.enqueue(prepared.map(\.event), checkpoint: nil, now: clock.now())
         for p in prepared { metrics?.eventsAccepted(template: p.event.template, deliveries: p.event.deviceRowIDs.count) }
         for app in Set(prepared.map(\.event.app)) { onEnqueued(app) }
@@ -152,7 +180,7 @@ public struct EventPublisher: Sendable {
                 pushType = parsed
             }
             do {
-                push = try CustomTemplate.render(aps: aps, data: map["data"], pushType: pushType, priority: priority, collapseID: body.collapse_id)
+                push = try CustomTemplate.render(aps: aps, data: map["data"], pushType: pushType, priority: priority, collapseID: body.collapseID)
             } catch {
                 if error.isTooLarge {
                     throw APIError(.contentTooLarge, code: "push_too_large", message: error.message, field: prefix + error.field)
@@ -194,10 +222,11 @@ public struct EventPublisher: Sendable {
         // took priority and collapse id while rendering), and every push is checked against the
         // push service's rules, size included, before anything is committed.
         do {
-            let options = template == "custom"
-                ? EventOptions(threadID: body.thread_id)
-                : EventOptions(priority: priority, collapseID: body.collapse_id, threadID: body.thread_id)
-            push = try push.applying(options).validated()
+            if template != "custom" {
+                push = try push.applying(EventOptions(priority: priority, collapseID: body.collapseID, threadID: body.threadID)).validated()
+            } else if body.threadID != nil {
+                push = try push.applying(EventOptions(threadID: body.threadID)).validated()
+            }  // else `custom` was checked while rendering
         } catch {
             if error.isTooLarge {
                 throw APIError(.contentTooLarge, code: "push_too_large", message: error.message, field: prefix + error.field)
@@ -207,7 +236,7 @@ public struct EventPublisher: Sendable {
 
         var keys: [WatchKey] = []
         for (name, list) in [("targets.keys", body.targets?.keys), ("targets.tokens", body.targets?.tokens),
-                             ("targets.device_ids", body.targets?.device_ids), ("exclude_device_ids", body.exclude_device_ids)] {
+                             ("targets.device_ids", body.targets?.deviceIDs), ("exclude_device_ids", body.excludeDeviceIDs)] {
             guard (list?.count ?? 0) <= Self.maximumTargets else {
                 throw APIError.invalid(prefix + name, "at most \(Self.maximumTargets) entries")
             }
@@ -229,8 +258,8 @@ public struct EventPublisher: Sendable {
         return Draft(
             app: app, template: template, push: push, kasia: body.targets == nil ? kasia : nil,
             allDevices: body.targets == nil && implicitAllDevices, expiresAt: expiresAt, keys: keys,
-            tokens: (body.targets?.tokens ?? []).map(DeviceToken.lookupForm), deviceIDs: body.targets?.device_ids ?? [],
-            excluded: Set(body.exclude_device_ids ?? []), prefix: prefix)
+            tokens: (body.targets?.tokens ?? []).map(DeviceToken.lookupForm), deviceIDs: body.targets?.deviceIDs ?? [],
+            excluded: Set(body.excludeDeviceIDs ?? []), prefix: prefix)
     }
 
     /// Routes validated events to their devices. Token and device-id targets are looked up once

@@ -45,14 +45,13 @@ public struct KasiaClassifier: Sendable {
         case .broadcast: return .ignored("broadcast")
         }
         guard let first = transaction.inputs.first else { return .notKasia }
-        // Input 0's coin: known, or a self-send (its only output is the change to the sender).
+        // The sender owns the coin input 0 spends, nothing else: an output pays whoever the
+        // signer chose, so taking the sender from one would let anyone speak as anyone.
         let sender: String
         if let resolved {
             sender = resolved
         } else if let known = senderOf(first.previousOutpoint) {
             sender = known
-        } else if transaction.outputs.count == 1, let only = transaction.outputs[0].address {
-            sender = only
         } else {
             return .needsSender(first.previousOutpoint)
         }

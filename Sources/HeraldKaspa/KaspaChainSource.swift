@@ -18,6 +18,8 @@ public struct KaspaSourceStats: Sendable, Hashable {
     public var transactionsSeen = 0
     public var transactionsClassified = 0
     public var eventsCommitted = 0
+    /// Kasia messages whose sender (the owner of input 0's coin) nobody could name: not pushed.
+    public var unattributedMessages = 0
     public var reconnects = 0
 }
 
@@ -139,6 +141,7 @@ public final class KaspaChainSource: Service, Sendable {
         let oldest = now().addingTimeInterval(-Double(configuration.maximumAge.components.seconds))
         var events: [KasiaEvent] = []
         var classified = 0
+        var unattributed = 0
         var lag: Double?
         for acceptance in change.acceptedTransactionIds {
             let accepting = try await block(acceptance.acceptingBlockHash, session: session, memory: memory)
@@ -153,7 +156,12 @@ public final class KaspaChainSource: Service, Sendable {
                 var result = classifier.classify(
                     transaction, timestamp: time, daaScore: accepting.header.daaScore, senderOf: memory.address(of:))
                 if case .needsSender = result {
-                    let sender = try await session.getUtxoReturnAddress(txid: txid, acceptingBlockDaaScore: accepting.header.daaScore)
+                    guard let sender = try await returnAddress(txid: txid, daaScore: accepting.header.daaScore, session: session) else {
+                        // Neither the outpoint map nor the node knows input 0's owner: the message
+                        // is pushed as nobody's rather than as someone's it may not be.
+                        unattributed += 1
+                        continue
+                    }
                     result = classifier.classify(transaction, timestamp: time, daaScore: accepting.header.daaScore, sender: sender)
                 }
                 if case .event(let event) = result {
@@ -171,7 +179,28 @@ public final class KaspaChainSource: Service, Sendable {
             $0.lastDaaScore = lastBlock.header.daaScore
             $0.lagSeconds = lag ?? $0.lagSeconds
             $0.transactionsClassified += classified
+            $0.unattributedMessages += unattributed
             $0.eventsCommitted += events.count
+        }
+    }
+
+    /// The owner of input 0's coin, by the node's `getUtxoReturnAddress`; nil when the node does
+    /// not know it (an error answer, or something that is not a Kaspa address). A lost connection
+    /// still throws, so the source reconnects and fills the gap.
+    private func returnAddress(txid: String, daaScore: UInt64, session: KaspaRPCSession) async throws -> String? {
+        do {
+            let address = try await session.getUtxoReturnAddress(txid: txid, acceptingBlockDaaScore: daaScore)
+            guard let parsed = try? KaspaAddress(address) else {
+                logger.warning("the node's return address is not a Kaspa address", metadata: ["txid": "\(txid)"])
+                return nil
+            }
+            return parsed.string
+        } catch KaspaRPCError.node(_, let message) {
+            logger.notice("no known sender for a Kasia message: not pushed", metadata: ["txid": "\(txid)", "node": "\(message)"])
+            return nil
+        } catch KaspaRPCError.invalidResponse(_, let detail) {
+            logger.notice("no known sender for a Kasia message: not pushed", metadata: ["txid": "\(txid)", "node": "\(detail)"])
+            return nil
         }
     }
 

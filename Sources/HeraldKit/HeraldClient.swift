@@ -146,7 +146,7 @@ public struct HeraldClient: Sendable {
                 return object
             case .failed(let error, let retryAfter):
                 guard let retryAfter, attempt < configuration.maximumAttempts else { throw error }
-                try? await Task.sleep(nanoseconds: UInt64(min(retryAfter, 30) * 1_000_000_000))
+                try? await Task.sleep(nanoseconds: UInt64(Self.clampedDelay(retryAfter) * 1_000_000_000))
             }
         }
     }
@@ -177,7 +177,22 @@ public struct HeraldClient: Sendable {
             message: error?["message"] as? String ?? HTTPURLResponse.localizedString(forStatusCode: http.statusCode),
             field: error?["field"] as? String)
         guard [429, 500, 502, 503, 504].contains(http.statusCode) else { return .failed(failure, retryAfter: nil) }
-        return .failed(failure, retryAfter: http.value(forHTTPHeaderField: "Retry-After").flatMap(TimeInterval.init) ?? backoff(attempt))
+        return .failed(failure, retryAfter: Self.retryAfter(http.value(forHTTPHeaderField: "Retry-After")) ?? backoff(attempt))
+    }
+
+    /// A server's `Retry-After` in seconds: a number 0 or more; anything else (negative, `nan`,
+    /// a date, garbage) is ignored. The server is not trusted to stop the app.
+    static func retryAfter(_ header: String?) -> TimeInterval? {
+        guard let header, let seconds = TimeInterval(header.trimmingCharacters(in: .whitespaces)), seconds.isFinite, seconds >= 0 else {
+            return nil
+        }
+        return seconds
+    }
+
+    /// A wait between attempts, within 0…30 seconds whatever it was computed from.
+    static func clampedDelay(_ seconds: TimeInterval) -> TimeInterval {
+        guard seconds.isFinite else { return 30 }
+        return min(max(seconds, 0), 30)
     }
 
     private func backoff(_ attempt: Int) -> TimeInterval {

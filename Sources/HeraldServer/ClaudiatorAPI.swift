@@ -10,12 +10,12 @@ import Hummingbird
 public struct ClaudiatorAPI: Sendable {
     public let store: any DeviceRegistry
     public let configuration: APIConfiguration
-    public let now: @Sendable () -> Date
+    public let clock: any HeraldClock
 
-    public init(store: any DeviceRegistry, configuration: APIConfiguration, now: @escaping @Sendable () -> Date = { Date() }) {
+    public init(store: any DeviceRegistry, configuration: APIConfiguration, clock: any HeraldClock = SystemClock()) {
         self.store = store
         self.configuration = configuration
-        self.now = now
+        self.clock = clock
     }
 
     struct RegisterBody: Decodable {
@@ -42,7 +42,7 @@ public struct ClaudiatorAPI: Sendable {
         let token = try RegistrationAPI.deviceToken(body.token, platform: platform, field: "token")
         _ = try await store.register(
             Registration(app: app.id, token: token, environment: app.production ? .production : .sandbox, watchSet: .empty),
-            now: now())
+            now: clock.now())
         return try RegistrationAPI.json(["registered": true])
     }
 }

@@ -11,13 +11,13 @@ public struct GhostTalkAPI: Sendable {
     public let configuration: APIConfiguration
     /// Publishing, for the testing-only `/apns/send`.
     let publisher: EventPublisher
-    public let now: @Sendable () -> Date
+    public let clock: any HeraldClock
 
-    init(store: any DeviceRegistry & StoreStatistics, configuration: APIConfiguration, publisher: EventPublisher, now: @escaping @Sendable () -> Date = { Date() }) {
+    init(store: any DeviceRegistry & StoreStatistics, configuration: APIConfiguration, publisher: EventPublisher, clock: any HeraldClock = SystemClock()) {
         self.store = store
         self.configuration = configuration
         self.publisher = publisher
-        self.now = now
+        self.clock = clock
     }
 
     struct RegisterBody: Decodable {
@@ -51,7 +51,7 @@ public struct GhostTalkAPI: Sendable {
         _ = try await store.register(
             Registration(app: app.id, token: token, environment: app.production ? .production : .sandbox,
                          watchSet: try WatchSet(watched: [session])),
-            now: now())
+            now: clock.now())
         return try RegistrationAPI.json(["success": true, "message": "Device registered successfully"])
     }
 

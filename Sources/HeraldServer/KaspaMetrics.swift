@@ -12,6 +12,7 @@ extension HeraldMetrics {
         Gauge(label: "herald_kaspa_transactions_seen", factory: factory).record(stats.transactionsSeen)
         Gauge(label: "herald_kaspa_transactions_classified", factory: factory).record(stats.transactionsClassified)
         Gauge(label: "herald_kaspa_events_committed", factory: factory).record(stats.eventsCommitted)
+        Gauge(label: "herald_kaspa_unattributed_messages", factory: factory).record(stats.unattributedMessages)
         Gauge(label: "herald_kaspa_reconnects", factory: factory).record(stats.reconnects)
     }
 }

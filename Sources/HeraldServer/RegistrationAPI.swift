@@ -24,12 +24,12 @@ public struct APIConfiguration: Sendable {
 public struct RegistrationAPI: Sendable {
     public let store: any DeviceRegistry
     public let configuration: APIConfiguration
-    public let now: @Sendable () -> Date
+    public let clock: any HeraldClock
 
-    public init(store: any DeviceRegistry, configuration: APIConfiguration, now: @escaping @Sendable () -> Date = { Date() }) {
+    public init(store: any DeviceRegistry, configuration: APIConfiguration, clock: any HeraldClock = SystemClock()) {
         self.store = store
         self.configuration = configuration
-        self.now = now
+        self.clock = clock
     }
 
     struct RouteBody: Decodable {
@@ -89,7 +89,7 @@ public struct RegistrationAPI: Sendable {
         let watchSet = try self.watchSet(watched: body.watched_addresses, own: body.addresses, routes: body.contextual_routes)
         let registration = Registration(
             app: app, token: token, environment: environment, deviceID: body.device_id, watchSet: watchSet)
-        _ = try await store.register(registration, now: now())
+        _ = try await store.register(registration, now: clock.now())
         return try Self.json(["registered": true, "watched_addresses": watchSet.watched.count])
     }
 
@@ -98,7 +98,7 @@ public struct RegistrationAPI: Sendable {
         let app = try authorized(request, app: body.app)
         guard let token = body.device_token else { throw APIError.missing("device_token") }
         let watchSet = try self.watchSet(watched: body.watched_addresses, own: body.addresses, routes: body.contextual_routes)
-        guard try await store.updateWatchSet(app: app, token: DeviceToken.lookupForm(token), watchSet: watchSet, now: now()) else {
+        guard try await store.updateWatchSet(app: app, token: DeviceToken.lookupForm(token), watchSet: watchSet, now: clock.now()) else {
             throw APIError(.notFound, code: "not_registered", message: "no device with this token", field: "device_token")
         }
         return try Self.json(["updated": true, "watched_addresses": watchSet.watched.count])
@@ -117,7 +117,7 @@ public struct RegistrationAPI: Sendable {
         guard let token = request.uri.queryParameters.get("device_token"), !token.isEmpty else {
             throw APIError.missing("device_token")
         }
-        guard let (device, watchSet) = try await store.status(app: app, token: DeviceToken.lookupForm(token), now: now()) else {
+        guard let (device, watchSet) = try await store.status(app: app, token: DeviceToken.lookupForm(token), now: clock.now()) else {
             return try Self.json(["registered": false, "watched_addresses": [String](), "last_seen": NSNull()])
         }
         return try Self.json([

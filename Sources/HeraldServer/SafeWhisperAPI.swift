@@ -12,13 +12,13 @@ import Hummingbird
 public struct SafeWhisperAPI: Sendable {
     public let store: any DeviceRegistry
     public let configuration: APIConfiguration
-    public let now: @Sendable () -> Date
+    public let clock: any HeraldClock
     static let deviceHeader = HTTPField.Name("X-Device-ID")!
 
-    public init(store: any DeviceRegistry, configuration: APIConfiguration, now: @escaping @Sendable () -> Date = { Date() }) {
+    public init(store: any DeviceRegistry, configuration: APIConfiguration, clock: any HeraldClock = SystemClock()) {
         self.store = store
         self.configuration = configuration
-        self.now = now
+        self.clock = clock
     }
 
     struct TokenBody: Decodable {
@@ -46,7 +46,7 @@ public struct SafeWhisperAPI: Sendable {
         let device = try await store.register(
             Registration(app: app.id, token: token, environment: app.production ? .production : .sandbox, deviceID: deviceID, watchSet: .empty,
                          replacesDeviceTokens: true),
-            now: now())
+            now: clock.now())
         return try RegistrationAPI.json(["id": Self.recordID(app: device.app, token: device.token)], status: .created)
     }
 

@@ -28,6 +28,22 @@ struct RawFixtures {
     static func txid(_ tx: [String: Any]) -> String { (tx["verboseData"] as! [String: Any])["transactionId"] as! String }
 }
 
+/// Mallory's forgery, made with the official SDK (`Fixtures/make_forged_fixture.py`).
+struct ForgedFixture {
+    let forged: [String: Any]
+    let alice: String
+    let mallory: String
+    let alias: String
+
+    static func load() throws -> ForgedFixture {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/forged_sender.json")
+        let object = try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as! [String: Any]
+        let addresses = object["addresses"] as! [String: String]
+        return ForgedFixture(
+            forged: object["forged"] as! [String: Any], alice: addresses["alice"]!, mallory: addresses["mallory"]!, alias: object["alias"] as! String)
+    }
+}
+
 /// `herald serve` following the node simulator, with its built-in APNs simulator.
 struct FollowingHerald {
     let process: HeraldProcess
@@ -143,6 +159,41 @@ struct ChainSourceProcessTests {
         let text = String(decoding: metrics, as: UTF8.self)
         #expect(text.contains("herald_kaspa_connected 1"))
         #expect(text.contains("herald_kaspa_transactions_classified 3"))
+        await node.shutdown()
+    }
+
+    @Test("a forged sender: Mallory's transaction paying Alice is Mallory's message, never Alice's; with no known sender, nobody's")
+    func forgedSender() async throws {
+        let fixtures = try RawFixtures.load()
+        let forgery = try ForgedFixture.load()
+        let node = try await KaspaNodeSimulator.start()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-kaspa-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let herald = try FollowingHerald.start(node: node, database: directory.appendingPathComponent("herald.sqlite"))
+        defer { herald.stop() }
+        let (followsAlice, followsMallory) = (deviceToken(3), deviceToken(6))
+        try await herald.register(followsAlice, watched: [forgery.alice], routes: [(forgery.alice, [forgery.alias])])
+        try await herald.register(followsMallory, watched: [forgery.mallory])
+        try await herald.waitConnected()
+
+        // One of Alice's own messages (its only output pays Alice) with no sender the node can
+        // name: not pushed as Alice's, or anyone's, and counted.
+        await node.produce([fixtures.bulk[0]])
+        var polls = 0
+        while try await herald.kaspaStats()["unattributed_messages"] as? Int != 1, polls < 200 {
+            polls += 1
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(try await herald.kaspaStats()["unattributed_messages"] as? Int == 1)
+
+        // Mallory's forgery: her coin, one output paying Alice, Alice's alias in the payload.
+        await node.produce([forgery.forged], senders: [RawFixtures.txid(forgery.forged): forgery.mallory])
+        let mallorys = try await herald.pushes(followsMallory, reaching: 1)
+        #expect(mallorys.count == 1)
+        let payload = try JSONSerialization.jsonObject(with: Data((mallorys.first?["payload"] as? String ?? "").utf8)) as? [String: Any]
+        #expect((payload?["kasia"] as? [String: Any])?["sender"] as? String == forgery.mallory)
+        #expect(try await herald.pushes(followsAlice).isEmpty, "a message was pushed as Alice's that she never sent")
         await node.shutdown()
     }
 

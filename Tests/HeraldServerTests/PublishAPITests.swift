@@ -140,3 +140,25 @@ struct EventOptionsTests {
         }
     }
 }
+
+@Suite("/v1/events: a cap on deliveries per request", .serialized)
+struct DeliveryCapTests {
+    @Test("a batch of untargeted agent.events to every device stops at the cap: 413 naming the event, nothing committed")
+    func capped() async throws {
+        try await withRegistrationServer(maximumDeliveriesPerRequest: 5) { client, store in
+            for i in 0..<3 {
+                let token = String(repeating: String(format: "%02x", i + 1), count: 32)
+                _ = try await send(client, .post, "/v1/push/register", #"{"device_token":"\#(token)","platform":"ios","watched_addresses":["session:x"]}"#)
+            }
+            let untargeted = #"{"template":"agent.event","fields":{"hook_event_name":"Stop","device_name":"mac","session_id":"s"}}"#
+            var r = try await send(client, .post, "/v1/events:batch", #"{"events":[\#(untargeted),\#(untargeted)]}"#, headers: publisher)
+            #expect(r.status == .contentTooLarge)
+            #expect((try json(r)["error"] as? [String: Any])?["field"] as? String == "events[1]")
+            #expect(try await store.stats().deliveries.isEmpty)
+            // Within the cap, the same events go through.
+            r = try await send(client, .post, "/v1/events", untargeted, headers: publisher)
+            #expect(r.status == .accepted)
+            #expect(try json(r)["deliveries"] as? Int == 3)
+        }
+    }
+}

@@ -14,6 +14,7 @@ let token1 = String(repeating: "ab", count: 32)
 /// A live HTTP server with the registration API on a fresh SQLite file.
 func withRegistrationServer(
     configure: (inout APIConfiguration) -> Void = { _ in },
+    maximumDeliveriesPerRequest: Int = EventPublisher.defaultMaximumDeliveriesPerRequest,
     _ body: @Sendable (any TestClientProtocol, SQLiteStore) async throws -> Void
 ) async throws {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-api-\(UUID())")
@@ -25,7 +26,8 @@ func withRegistrationServer(
     configuration.apps = .single(AppSettings(id: "default", publishKeys: ["pk"]))
     configure(&configuration)
     let metrics = HeraldMetrics.prometheus()
-    let publisher = EventPublisher(store: store, apps: configuration.apps, metrics: metrics.0)
+    let publisher = EventPublisher(
+        store: store, apps: configuration.apps, metrics: metrics.0, maximumDeliveriesPerRequest: maximumDeliveriesPerRequest)
     let router = Gateway.router(store: store, configuration: configuration, publisher: publisher, metrics: metrics)
     try await Application(router: router).test(.live) { client in try await body(client, store) }
 }
