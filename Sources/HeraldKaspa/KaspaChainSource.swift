@@ -20,6 +20,8 @@ public struct KaspaSourceStats: Sendable, Hashable {
     public var eventsCommitted = 0
     /// Kasia messages whose sender (the owner of input 0's coin) nobody could name: not pushed.
     public var unattributedMessages = 0
+    /// Times the node did not know the checkpoint, so a stretch of the chain was skipped.
+    public var gaps = 0
     public var reconnects = 0
 }
 
@@ -120,8 +122,17 @@ public final class KaspaChainSource: Service, Sendable {
         // Gap-fill from the checkpoint; notifications that arrive meanwhile wait in the stream
         // (a txid seen twice is committed once).
         if let checkpoint = try await store.checkpoint(source: configuration.checkpointName) {
-            let missed = try await session.getVirtualChainFromBlock(startHash: checkpoint.blockHash)
-            try await process(missed, session: session, memory: memory)
+            do {
+                let missed = try await session.getVirtualChainFromBlock(startHash: checkpoint.blockHash)
+                try await process(missed, session: session, memory: memory)
+            } catch KaspaRPCError.node(_, let message) {
+                // The node no longer knows the checkpoint (pruned, or reorged out of the chain):
+                // asking again would fail forever. Follow the chain from now on, and say what was skipped.
+                state.withLock { $0.gaps += 1 }
+                logger.error(
+                    "the node does not know the checkpoint: following from now on, messages since it are not pushed",
+                    metadata: ["checkpoint": "\(checkpoint.blockHash)", "daa_score": "\(checkpoint.daaScore)", "node": "\(message)"])
+            }
         }
         for await notification in session.notifications {
             switch notification {

@@ -18,12 +18,15 @@ public enum KaspaRPCError: Error, Hashable, Sendable, CustomStringConvertible {
     case disconnected
     /// An answer that does not decode.
     case invalidResponse(method: String, detail: String)
+    /// No answer within the call's deadline: the node is treated as gone.
+    case timedOut(method: String)
 
     public var description: String {
         switch self {
         case .node(let method, let message): "\(method): node error: \(message)"
         case .disconnected: "the node's socket closed"
         case .invalidResponse(let method, let detail): "\(method): invalid response: \(detail)"
+        case .timedOut(let method): "\(method): no answer in time"
         }
     }
 }
@@ -34,6 +37,13 @@ public enum KaspaRPCError: Error, Hashable, Sendable, CustomStringConvertible {
 public struct KaspaRPCClient: Sendable {
     public let url: String
     public let logger: Logger
+    /// How long a call waits for its answer before the session is given up (default 10 s).
+    public var callTimeout: Duration = .seconds(10)
+    /// A WebSocket ping this often; a node that misses a pong is disconnected (default 15 s).
+    public var pingInterval: Duration = .seconds(15)
+    /// The largest frame read from the node (default 8 MiB; a block of a few thousand
+    /// transactions is well under it). A larger one is logged and the connection reset.
+    public var maximumFrameSize = 1 << 23
 
     public init(url: String, logger: Logger = Logger(label: "herald.kaspa.rpc")) {
         self.url = url
@@ -45,17 +55,22 @@ public struct KaspaRPCClient: Sendable {
     public func withSession<T: Sendable>(_ body: @escaping @Sendable (KaspaRPCSession) async throws -> T) async throws -> T {
         let result = Mutex<Result<T, any Error>?>(nil)
         var configuration = WebSocketClientConfiguration()
-        configuration.maxFrameSize = 1 << 26
+        configuration.maxFrameSize = maximumFrameSize
+        configuration.autoPing = .enabled(timePeriod: pingInterval)
+        let (logger, maximumFrameSize, callTimeout) = (self.logger, self.maximumFrameSize, self.callTimeout)
         try await WebSocketClient.connect(url: url, configuration: configuration, logger: logger) { inbound, outbound, _ in
-            let session = KaspaRPCSession(outbound: outbound)
+            let session = KaspaRPCSession(outbound: outbound, callTimeout: callTimeout)
             await withTaskGroup(of: Void.self) { group in
                 group.addTask {
                     do {
-                        for try await message in inbound.messages(maxSize: 1 << 26) {
+                        for try await message in inbound.messages(maxSize: maximumFrameSize) {
                             guard case .text(let text) = message else { continue }
                             session.receive(Data(text.utf8))
                         }
-                    } catch {}
+                    } catch {
+                        // A frame over the limit, or a broken stream: the session ends and the source reconnects.
+                        logger.warning("Kaspa node connection reset", metadata: ["error": "\(error)", "maximum_frame": "\(maximumFrameSize)"])
+                    }
                     session.close()
                 }
                 do {
@@ -89,17 +104,44 @@ public final class KaspaRPCSession: Sendable {
     public let notifications: AsyncStream<KaspaNotification>
     private let notify: AsyncStream<KaspaNotification>.Continuation
 
-    init(outbound: WebSocketOutboundWriter) {
+    private let callTimeout: Duration
+
+    init(outbound: WebSocketOutboundWriter, callTimeout: Duration) {
         self.outbound = outbound
+        self.callTimeout = callTimeout
         (notifications, notify) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
     }
 
-    /// Calls `method` with JSON `params` (already encoded) and returns the whole answer frame.
-    public func call(_ method: String, params: String) async throws -> Data {
+    /// What a call sends: `{"id", "method", "params"}`, written by an encoder (no value is ever
+    /// spliced into JSON text).
+    private struct RequestFrame<Params: Encodable>: Encodable {
+        var id: UInt64
+        var method: String
+        var params: Params
+    }
+
+    /// Calls `method` with `params` (encoded as JSON) and returns the whole answer frame.
+    public func call(_ method: String, params: some Encodable & Sendable) async throws -> Data {
         let id = state.withLock { s -> UInt64 in
             s.nextID &+= 1
             return s.nextID
         }
+        let frame: String
+        do {
+            frame = String(decoding: try JSONEncoder().encode(RequestFrame(id: id, method: method, params: params)), as: UTF8.self)
+        } catch {
+            throw KaspaRPCError.invalidResponse(method: method, detail: "the request could not be encoded: \(error)")
+        }
+        return try await call(method, id: id, frame: frame)
+    }
+
+    private func call(_ method: String, id: UInt64, frame: String) async throws -> Data {
+        // The deadline: a node that never answers must not hold the source forever.
+        let deadline = Task { [callTimeout] in
+            try await Task.sleep(for: callTimeout)
+            self.state.withLock { $0.pending.removeValue(forKey: id) }?.resume(throwing: KaspaRPCError.timedOut(method: method))
+        }
+        defer { deadline.cancel() }
         return try await withCheckedThrowingContinuation { continuation in
             let registered = state.withLock { s -> Bool in
                 guard !s.closed else { return false }
@@ -110,7 +152,6 @@ public final class KaspaRPCSession: Sendable {
                 continuation.resume(throwing: KaspaRPCError.disconnected)
                 return
             }
-            let frame = #"{"id":\#(id),"method":"\#(method)","params":\#(params)}"#
             Task {
                 do {
                     try await outbound.write(.text(frame))
@@ -122,7 +163,7 @@ public final class KaspaRPCSession: Sendable {
     }
 
     /// Calls and decodes the answer.
-    public func call<T: Decodable>(_ method: String, params: String, as type: T.Type) async throws -> T {
+    public func call<T: Decodable>(_ method: String, params: some Encodable & Sendable, as type: T.Type) async throws -> T {
         let data = try await call(method, params: params)
         do {
             // Decoded from the frame itself, so 64-bit integers stay exact.
@@ -135,28 +176,28 @@ public final class KaspaRPCSession: Sendable {
     /// `subscribe BlockAdded` then `VirtualChainChanged` with accepted transaction ids
     /// (note the snake_case field, as the node's serde form of the scope has it).
     public func subscribeChain() async throws {
-        _ = try await call("subscribe", params: #"{"BlockAdded":{}}"#)
-        _ = try await call("subscribe", params: #"{"VirtualChainChanged":{"include_accepted_transaction_ids":true}}"#)
+        _ = try await call("subscribe", params: ["BlockAdded": [String: Bool]()])
+        _ = try await call("subscribe", params: ["VirtualChainChanged": ["include_accepted_transaction_ids": true]])
     }
 
     public func getBlock(hash: String, includeTransactions: Bool) async throws -> RpcBlock {
         struct Answer: Decodable { var block: RpcBlock }
         return try await call(
-            "getBlock", params: #"{"hash":"\#(hash)","includeTransactions":\#(includeTransactions)}"#, as: Answer.self
+            "getBlock", params: GetBlock(hash: hash, includeTransactions: includeTransactions), as: Answer.self
         ).block
     }
 
     public func getVirtualChainFromBlock(startHash: String) async throws -> VirtualChainChanged {
         try await call(
             "getVirtualChainFromBlock",
-            params: #"{"includeAcceptedTransactionIds":true,"minConfirmationCount":null,"startHash":"\#(startHash)"}"#,
+            params: GetVirtualChain(startHash: startHash),
             as: VirtualChainChanged.self)
     }
 
     public func getUtxoReturnAddress(txid: String, acceptingBlockDaaScore: UInt64) async throws -> String {
         struct Answer: Decodable { var returnAddress: String }
         return try await call(
-            "getUtxoReturnAddress", params: #"{"acceptingBlockDaaScore":\#(acceptingBlockDaaScore),"txid":"\#(txid)"}"#,
+            "getUtxoReturnAddress", params: GetReturnAddress(acceptingBlockDaaScore: acceptingBlockDaaScore, txid: txid),
             as: Answer.self
         ).returnAddress
     }
@@ -169,7 +210,31 @@ public final class KaspaRPCSession: Sendable {
     }
 
     public func getServerInfo() async throws -> ServerInfo {
-        try await call("getServerInfo", params: "{}", as: ServerInfo.self)
+        return try await call("getServerInfo", params: [String: Bool](), as: ServerInfo.self)
+    }
+
+    private struct GetBlock: Encodable, Sendable {
+        var hash: String
+        var includeTransactions: Bool
+    }
+
+    private struct GetVirtualChain: Encodable, Sendable {
+        var startHash: String
+        var includeAcceptedTransactionIds = true
+
+        enum CodingKeys: String, CodingKey { case startHash, includeAcceptedTransactionIds, minConfirmationCount }
+
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(includeAcceptedTransactionIds, forKey: .includeAcceptedTransactionIds)
+            try c.encodeNil(forKey: .minConfirmationCount)
+            try c.encode(startHash, forKey: .startHash)
+        }
+    }
+
+    private struct GetReturnAddress: Encodable, Sendable {
+        var acceptingBlockDaaScore: UInt64
+        var txid: String
     }
 
     /// One frame from the node.

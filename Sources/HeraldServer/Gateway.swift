@@ -60,7 +60,7 @@ public enum Gateway {
                     "last_daa_score": source.lastDaaScore.map { NSNumber(value: $0) } as Any? ?? NSNull(),
                     "lag_seconds": source.lagSeconds as Any? ?? NSNull(), "transactions_seen": source.transactionsSeen,
                     "transactions_classified": source.transactionsClassified, "events_committed": source.eventsCommitted,
-                    "unattributed_messages": source.unattributedMessages,
+                    "unattributed_messages": source.unattributedMessages, "gaps": source.gaps,
                     "reconnects": source.reconnects, "leader": source.leader,
                 ] as [String: Any]
             }

@@ -13,6 +13,7 @@ extension HeraldMetrics {
         Gauge(label: "herald_kaspa_transactions_classified", factory: factory).record(stats.transactionsClassified)
         Gauge(label: "herald_kaspa_events_committed", factory: factory).record(stats.eventsCommitted)
         Gauge(label: "herald_kaspa_unattributed_messages", factory: factory).record(stats.unattributedMessages)
+        Gauge(label: "herald_kaspa_gaps_total", factory: factory).record(stats.gaps)
         Gauge(label: "herald_kaspa_reconnects", factory: factory).record(stats.reconnects)
     }
 }

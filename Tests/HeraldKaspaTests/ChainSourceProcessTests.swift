@@ -197,6 +197,46 @@ struct ChainSourceProcessTests {
         await node.shutdown()
     }
 
+    @Test("a checkpoint the node no longer knows: the gap is counted and the source follows from now, instead of retrying forever")
+    func unknownCheckpoint() async throws {
+        let fixtures = try RawFixtures.load()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-kaspa-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let database = directory.appendingPathComponent("herald.sqlite")
+        let follower = deviceToken(9)
+        var senders: [String: String] = [:]
+        for tx in fixtures.bulk { senders[RawFixtures.txid(tx)] = fixtures.alice }
+
+        // A first node: a checkpoint is stored.
+        let first = try await KaspaNodeSimulator.start()
+        var herald = try FollowingHerald.start(node: first, database: database)
+        try await herald.register(follower, watched: [fixtures.alice])
+        try await herald.waitConnected()
+        await first.produce([fixtures.bulk[0]], senders: senders)
+        #expect(try await herald.pushes(follower, reaching: 1).count == 1)
+        herald.stop()
+        await first.shutdown()
+
+        // A node whose chain never had that block (a pruned or reorged-out checkpoint looks the same).
+        let second = try await KaspaNodeSimulator.start()
+        herald = try FollowingHerald.start(node: second, database: database)
+        defer { herald.stop() }
+        try await herald.waitConnected()
+        var polls = 0
+        while try await herald.kaspaStats()["gaps"] as? Int != 1, polls < 200 {
+            polls += 1
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(try await herald.kaspaStats()["gaps"] as? Int == 1)
+        await second.produce([fixtures.bulk[1]], senders: senders)
+        let pushes = try await herald.pushes(follower, reaching: 1)
+        #expect(pushes.compactMap { $0["collapse_id"] as? String } == [RawFixtures.txid(fixtures.bulk[1])])
+        let (_, metrics) = try await http("GET", herald.api + "/metrics")
+        #expect(String(decoding: metrics, as: UTF8.self).contains("herald_kaspa_gaps_total 1"))
+        await second.shutdown()
+    }
+
     @Test("restart with 50 missed, a dropped socket, a transaction in two parallel blocks, a reorg: every message pushed exactly once")
     func exactlyOnce() async throws {
         let fixtures = try RawFixtures.load()
