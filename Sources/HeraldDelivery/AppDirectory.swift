@@ -66,15 +66,42 @@ public struct AppDirectory: Sendable {
     /// key is one of that app's), or the key's own app when it names none.
     public func publisherApp(key: String, requested: String?, field: String) throws -> AppSettings {
         guard let requested else {
-            guard let own = apps.first(where: { $0.publishKeys.contains(key) }) else {
+            guard let own = apps.first(where: { $0.isPublisherKey(key) }) else {
                 throw APIError(.unauthorized, code: "unauthorized", message: "a publisher key is required as a bearer token")
             }
             return own
         }
         let app = try resolve(requested, field: field)
-        guard app.publishKeys.contains(key) else {
+        guard app.isPublisherKey(key) else {
             throw APIError(.forbidden, code: "forbidden", message: "this publisher key is not one of app \(app.id)'s", field: field)
         }
         return app
     }
+}
+
+/// Comparing secrets without leaking, through timing, how much of a guess was right.
+public enum SecretComparison {
+    /// True when `candidate` equals one of `secrets`. Every secret is compared, each in time that
+    /// depends on the lengths only.
+    public static func matches(_ candidate: String, anyOf secrets: some Sequence<String>) -> Bool {
+        var found = false
+        for secret in secrets { found = equals(candidate, secret) || found }
+        return found
+    }
+
+    /// Constant-time equality of two strings' UTF-8 bytes.
+    public static func equals(_ a: String, _ b: String) -> Bool {
+        let (x, y) = (Array(a.utf8), Array(b.utf8))
+        var difference = UInt8(truncatingIfNeeded: x.count ^ y.count)
+        difference |= UInt8(truncatingIfNeeded: (x.count ^ y.count) >> 8)
+        for i in 0..<max(x.count, y.count) {
+            difference |= (i < x.count ? x[i] : 0) ^ (i < y.count ? y[i] : 0)
+        }
+        return difference == 0 && x.count == y.count
+    }
+}
+
+extension AppSettings {
+    /// Whether `key` is one of this app's publisher keys (compared in constant time).
+    public func isPublisherKey(_ key: String) -> Bool { SecretComparison.matches(key, anyOf: publishKeys) }
 }

@@ -33,7 +33,7 @@ public struct ClaudiatorAPI: Sendable {
 
     func register(_ request: Request, app prefix: String?) async throws -> Response {
         let app = try configuration.apps.compatibilityApp(request, prefix: prefix)
-        guard case .bearer(let keys) = app.registration, let key = AppDirectory.bearer(request), keys.contains(key) else {
+        guard case .bearer(let keys) = app.registration, let key = AppDirectory.bearer(request), SecretComparison.matches(key, anyOf: keys) else {
             throw APIError(.unauthorized, code: "unauthorized", message: "the app key is required as a bearer token")
         }
         let body = try await JSONBody.decode(RegisterBody.self, from: request, limit: configuration.maximumBodySize)

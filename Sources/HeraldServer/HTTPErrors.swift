@@ -42,14 +42,14 @@ extension AppDirectory {
     /// Checks the request's bearer token against `app`'s registration policy.
     public func authorizeRegistration(_ request: Request, for app: AppSettings) throws {
         guard case .bearer(let keys) = app.registration else { return }
-        guard let key = Self.bearer(request), keys.contains(key) else {
+        guard let key = Self.bearer(request), SecretComparison.matches(key, anyOf: keys) else {
             throw APIError(.unauthorized, code: "unauthorized", message: "a registration key of app \(app.id) is required as a bearer token")
         }
     }
 
     /// The request's publisher key. - Throws: 401 when it carries none of any app's.
     public func publisherKey(_ request: Request) throws -> String {
-        guard let key = Self.bearer(request), apps.contains(where: { $0.publishKeys.contains(key) }) else {
+        guard let key = Self.bearer(request), apps.contains(where: { $0.isPublisherKey(key) }) else {
             throw APIError(.unauthorized, code: "unauthorized", message: "a publisher key is required as a bearer token")
         }
         return key

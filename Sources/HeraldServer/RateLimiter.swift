@@ -82,17 +82,29 @@ public struct RateLimits: Sendable {
 struct RateLimitMiddleware<Context: RemoteAddressRequestContext>: RouterMiddleware {
     let registration: RateLimiter
     let publishing: RateLimiter
+    let apps: AppDirectory
 
-    init(_ limits: RateLimits) {
+    init(_ limits: RateLimits, apps: AppDirectory) {
         registration = RateLimiter(limits.registration)
         publishing = RateLimiter(limits.publishing)
+        self.apps = apps
+    }
+
+    /// The path as the router matches it: empty segments (`//`, a trailing `/`) do not count and
+    /// escapes are decoded, so no other spelling of a route escapes its limit.
+    static func routePath(_ raw: String) -> String {
+        "/" + raw.split(separator: "/", omittingEmptySubsequences: true)
+            .map { $0.removingPercentEncoding ?? String($0) }.joined(separator: "/")
     }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        let path = request.uri.path
+        let path = Self.routePath(request.uri.path)
         if RateLimits.publishingPaths.contains(where: { path.hasSuffix($0) }) {
-            // Unauthenticated requests are refused (401) on their route; only keys are limited.
-            if let key = AppDirectory.bearer(request), let wait = publishing.take(key) {
+            // Unauthenticated requests are refused (401) on their route; only real keys have a
+            // bucket, so made-up bearer strings cannot fill memory with buckets.
+            if let key = AppDirectory.bearer(request), apps.apps.contains(where: { $0.isPublisherKey(key) }),
+                let wait = publishing.take(key)
+            {
                 throw APIError(.tooManyRequests, code: "rate_limited", message: "this publisher key is over its rate limit", retryAfter: wait)
             }
         } else if RateLimits.registrationPaths.contains(where: { path.hasSuffix($0) }) {

@@ -36,6 +36,20 @@ struct RateLimitTests {
         }
     }
 
+    @Test("another spelling of a registration route (trailing slash, doubled slashes, an escape) is limited like the route")
+    func spellings() async throws {
+        try await withRegistrationServer(configure: { $0.rateLimits.registration = .init(rate: 0.01, burst: 2) }) { client, store in
+            for i in 0..<2 {
+                #expect(try await send(client, .post, "/v1/push/register", Self.register(i)).status == .ok)
+            }
+            for (i, path) in ["/v1/push/register/", "//v1/push/register", "/v1//push/register", "/v1/push/regist%65r"].enumerated() {
+                let status = try await send(client, .post, path, Self.register(10 + i)).status
+                #expect(status == .tooManyRequests || status == .notFound, "\(path) answered \(status)")
+            }
+            #expect(try await store.stats().devices == ["default": ["ios": 2]])
+        }
+    }
+
     @Test("publishing: a burst per publisher key; another key keeps its own")
     func publishing() async throws {
         try await withRegistrationServer(configure: {
