@@ -316,6 +316,15 @@ struct ServeSettings {
         rateLimits.publishing = .init(
             rate: try number("HERALD_PUBLISH_RATE", rateLimits.publishing.rate),
             burst: max(1, try number("HERALD_PUBLISH_BURST", rateLimits.publishing.burst)))
+        if let text = env["HERALD_TRUSTED_PROXIES"], !text.isEmpty {
+            rateLimits.trustedProxies = try text.split(separator: ",").map { entry in
+                let cidr = entry.trimmingCharacters(in: .whitespaces)
+                guard let network = IPNetwork(cidr) else {
+                    throw InvalidInput(field: "HERALD_TRUSTED_PROXIES", message: "is a comma-separated list of CIDRs (10.0.0.0/8, ::1/128), not \(cidr)")
+                }
+                return network
+            }
+        }
         if let file {
             apps = file.apps
         } else {

@@ -1,6 +1,7 @@
 import Foundation
 import HeraldDelivery
 import HeraldAPNs
+import HTTPTypes
 import Hummingbird
 import NIOCore
 import Synchronization
@@ -67,6 +68,9 @@ public final class RateLimiter: Sendable {
 public struct RateLimits: Sendable {
     public var registration = RateLimiter.Limit(rate: 10, burst: 50)
     public var publishing = RateLimiter.Limit(rate: 100, burst: 500)
+    /// Reverse proxies whose `Forwarded` / `X-Forwarded-For` name the client (none by default:
+    /// the peer is the client).
+    public var trustedProxies: [IPNetwork] = []
 
     public init() {}
 
@@ -83,11 +87,13 @@ struct RateLimitMiddleware<Context: RemoteAddressRequestContext>: RouterMiddlewa
     let registration: RateLimiter
     let publishing: RateLimiter
     let apps: AppDirectory
+    let trustedProxies: [IPNetwork]
 
     init(_ limits: RateLimits, apps: AppDirectory) {
         registration = RateLimiter(limits.registration)
         publishing = RateLimiter(limits.publishing)
         self.apps = apps
+        trustedProxies = limits.trustedProxies
     }
 
     /// The path as the router matches it: empty segments (`//`, a trailing `/`) do not count and
@@ -108,13 +114,21 @@ struct RateLimitMiddleware<Context: RemoteAddressRequestContext>: RouterMiddlewa
                 throw APIError(.tooManyRequests, code: "rate_limited", message: "this publisher key is over its rate limit", retryAfter: wait)
             }
         } else if RateLimits.registrationPaths.contains(where: { path.hasSuffix($0) }) {
-            let client = context.remoteAddress?.ipAddress ?? "unknown"
+            let client = ClientAddress.of(
+                peer: context.remoteAddress?.ipAddress, forwarded: request.headers[.forwarded],
+                forwardedFor: request.headers[.xForwardedFor], trusted: trustedProxies)
             if let wait = registration.take(client) {
                 throw APIError(.tooManyRequests, code: "rate_limited", message: "too many registrations from this address", retryAfter: wait)
             }
         }
         return try await next(request, context)
     }
+}
+
+extension HTTPField.Name {
+    /// RFC 7239's `Forwarded`, and the older `X-Forwarded-For`.
+    static let forwarded = HTTPField.Name("Forwarded")!
+    static let xForwardedFor = HTTPField.Name("X-Forwarded-For")!
 }
 
 /// The gateway's request context: Hummingbird's, plus the client's address for rate limits.

@@ -1,0 +1,93 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A block of IP addresses, `10.0.0.0/8` or `::1/128` (a bare address is a block of one).
+public struct IPNetwork: Sendable, Hashable, CustomStringConvertible {
+    /// The network's address bytes: 4 for IPv4, 16 for IPv6.
+    let bytes: [UInt8]
+    let prefixLength: Int
+
+    /// Parses `address[/prefix]`; nil when it is neither IPv4 nor IPv6, or the prefix is out of range.
+    public init?(_ text: String) {
+        let parts = text.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
+        guard let bytes = Self.bytes(of: String(parts[0])) else { return nil }
+        let bits = bytes.count * 8
+        if parts.count == 2 {
+            guard let prefix = Int(parts[1]), (0...bits).contains(prefix) else { return nil }
+            prefixLength = prefix
+        } else {
+            prefixLength = bits
+        }
+        self.bytes = bytes
+    }
+
+    public var description: String { "\(Self.text(of: bytes))/\(prefixLength)" }
+
+    /// Whether `address` (in text form) is inside this block.
+    public func contains(_ address: String) -> Bool {
+        guard let other = Self.bytes(of: address), other.count == bytes.count else { return false }
+        var remaining = prefixLength
+        for (a, b) in zip(bytes, other) where remaining > 0 {
+            let mask: UInt8 = remaining >= 8 ? 0xFF : ~(0xFF >> UInt8(remaining))
+            if a & mask != b & mask { return false }
+            remaining -= 8
+        }
+        return true
+    }
+
+    /// The bytes of an IPv4 or IPv6 address in text form.
+    static func bytes(of address: String) -> [UInt8]? {
+        var v4 = in_addr()
+        if inet_pton(AF_INET, address, &v4) == 1 { return withUnsafeBytes(of: &v4) { Array($0) } }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, address, &v6) == 1 { return withUnsafeBytes(of: &v6) { Array($0) } }
+        return nil
+    }
+
+    private static func text(of bytes: [UInt8]) -> String {
+        bytes.count == 4 ? bytes.map(String.init).joined(separator: ".") : bytes.map { String($0, radix: 16) }.joined(separator: ":")
+    }
+}
+
+/// Which client a request comes from, for per-client limits. A proxy's word about the client
+/// (`Forwarded`, `X-Forwarded-For`) counts only when the peer is a proxy the operator trusts;
+/// otherwise anyone could pick their own bucket by sending the header.
+enum ClientAddress {
+    /// The client: the peer itself, or — when the peer is trusted — the nearest address in the
+    /// forwarding chain that is not a trusted proxy.
+    static func of(peer: String?, forwarded: String?, forwardedFor: String?, trusted: [IPNetwork]) -> String {
+        guard let peer else { return "unknown" }
+        guard !trusted.isEmpty, trusted.contains(where: { $0.contains(peer) }) else { return peer }
+        let chain = forwarded.map(forwardedFors) ?? forwardedFor.map { $0.split(separator: ",").map { trim(String($0)) } } ?? []
+        // Right to left: the addresses each trusted hop saw; the first untrusted one is the client.
+        for address in chain.reversed() where IPNetwork.bytes(of: address) != nil {
+            if !trusted.contains(where: { $0.contains(address) }) { return address }
+        }
+        return chain.first(where: { IPNetwork.bytes(of: $0) != nil }) ?? peer
+    }
+
+    /// The `for=` addresses of an RFC 7239 `Forwarded` header, in order, without quotes, brackets or ports.
+    static func forwardedFors(_ header: String) -> [String] {
+        header.split(separator: ",").compactMap { element in
+            for pair in element.split(separator: ";") {
+                let parts = pair.split(separator: "=", maxSplits: 1)
+                guard parts.count == 2, trim(String(parts[0])).lowercased() == "for" else { continue }
+                var value = trim(String(parts[1]))
+                if value.hasPrefix("\""), value.hasSuffix("\""), value.count >= 2 { value = String(value.dropFirst().dropLast()) }
+                if value.hasPrefix("["), let close = value.firstIndex(of: "]") {
+                    return String(value[value.index(after: value.startIndex)..<close])
+                }
+                if value.filter({ $0 == ":" }).count == 1, let colon = value.firstIndex(of: ":") { return String(value[..<colon]) }
+                return value
+            }
+            return nil
+        }
+    }
+
+    private static func trim(_ text: String) -> String {
+        String(text.drop(while: { $0 == " " || $0 == "\t" }).reversed().drop(while: { $0 == " " || $0 == "\t" }).reversed())
+    }
+}

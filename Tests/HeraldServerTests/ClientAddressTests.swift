@@ -1,0 +1,70 @@
+import Foundation
+import HeraldDelivery
+import Hummingbird
+import HummingbirdTesting
+import HTTPTypes
+import Testing
+
+@testable import HeraldServer
+
+@Suite("The client behind a request", .serialized)
+struct ClientAddressTests {
+    static let proxies = [IPNetwork("127.0.0.0/8")!, IPNetwork("10.0.0.0/8")!, IPNetwork("::1/128")!]
+
+    @Test("CIDRs parse, IPv4 and IPv6, and refuse what is not one", arguments: [
+        ("10.0.0.0/8", true), ("192.168.1.7", true), ("::1/128", true), ("2001:db8::/32", true),
+        ("10.0.0.0/33", false), ("10.0.0/8", false), ("example.com", false), ("::1/129", false), ("", false),
+    ])
+    func parsing(text: String, valid: Bool) {
+        #expect((IPNetwork(text) != nil) == valid)
+    }
+
+    @Test("a header counts only from a trusted proxy; the nearest untrusted hop is the client", arguments: [
+        ("127.0.0.1", nil, "203.0.113.5", "203.0.113.5"),
+        ("127.0.0.1", nil, "198.51.100.9, 10.0.0.2", "198.51.100.9"),
+        ("127.0.0.1", nil, "198.51.100.9, 203.0.113.7", "203.0.113.7"),  // the nearest untrusted hop, not a forged leftmost one
+        ("127.0.0.1", #"for="[2001:db8::1]:4711", for=10.0.0.3"#, nil, "2001:db8::1"),
+        ("127.0.0.1", "for=192.0.2.60;proto=https", nil, "192.0.2.60"),
+        ("192.0.2.44", nil, "203.0.113.5", "192.0.2.44"),                 // an untrusted peer's header is ignored
+        ("127.0.0.1", nil, "not-an-address", "127.0.0.1"),
+    ] as [(String, String?, String?, String)])
+    func client(peer: String, forwarded: String?, forwardedFor: String?, expected: String) {
+        #expect(ClientAddress.of(peer: peer, forwarded: forwarded, forwardedFor: forwardedFor, trusted: Self.proxies) == expected)
+        // Trusting nobody, the peer is the client whatever it says.
+        #expect(ClientAddress.of(peer: peer, forwarded: forwarded, forwardedFor: forwardedFor, trusted: []) == peer)
+    }
+
+    static func register(_ i: Int) -> String {
+        #"{"device_token":"\#(String(repeating: String(format: "%02x", i), count: 32))","platform":"ios","watched_addresses":["session:s"]}"#
+    }
+
+    static func headers(forwardedFor: String) -> HTTPFields {
+        [.contentType: "application/json", HTTPField.Name("X-Forwarded-For")!: forwardedFor]
+    }
+
+    @Test("behind a trusted proxy each client has its own registration bucket; without one, a header buys nothing")
+    func buckets() async throws {
+        @Sendable func register(_ client: any TestClientProtocol, _ i: Int, from address: String) async throws -> HTTPResponse.Status {
+            try await send(client, .post, "/v1/push/register", Self.register(i), headers: Self.headers(forwardedFor: address)).status
+        }
+        try await withRegistrationServer(configure: {
+            $0.rateLimits.registration = .init(rate: 0.01, burst: 2)
+            $0.rateLimits.trustedProxies = Self.proxies
+        }) { client, _ in
+            let first = try await register(client, 1, from: "203.0.113.5")
+            let second = try await register(client, 2, from: "203.0.113.5")
+            let third = try await register(client, 3, from: "203.0.113.5")
+            let other = try await register(client, 4, from: "203.0.113.6")
+            #expect(first == .ok && second == .ok)
+            #expect(third == .tooManyRequests)
+            #expect(other == .ok)
+        }
+        try await withRegistrationServer(configure: { $0.rateLimits.registration = .init(rate: 0.01, burst: 2) }) { client, _ in
+            let first = try await register(client, 1, from: "203.0.113.1")
+            let second = try await register(client, 2, from: "203.0.113.2")
+            let third = try await register(client, 3, from: "203.0.113.3")
+            #expect(first == .ok && second == .ok)
+            #expect(third == .tooManyRequests)
+        }
+    }
+}
