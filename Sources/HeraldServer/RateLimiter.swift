@@ -33,6 +33,14 @@ public final class RateLimiter: Sendable {
     private let state = Mutex(State())
     /// Past this many keys, buckets that have refilled are forgotten (they hold no state).
     static let pruneAbove = 10_000
+    /// The most buckets kept, whatever the clients do (many addresses at once, an IPv6 range):
+    /// past it, the least recently used tenth is dropped.
+    public static let maximumBuckets = 100_000
+    /// The longest wait ever announced (a tiny configured rate must not overflow it).
+    static let longestWait = 86_400
+
+    /// How many keys have a bucket now.
+    public var bucketCount: Int { state.withLock { $0.buckets.count } }
 
     public init(_ limit: Limit) {
         self.limit = limit
@@ -49,15 +57,26 @@ public final class RateLimiter: Sendable {
             defer {
                 state.buckets[key] = bucket
                 if state.buckets.count > Self.pruneAbove, state.nextPrune.map({ now >= $0 }) ?? true { prune(&state, now: now) }
+                if state.buckets.count > Self.maximumBuckets { evictLeastRecentlyUsed(&state) }
             }
-            guard bucket.tokens >= 1 else { return max(1, Int(((1 - bucket.tokens) / limit.rate).rounded(.up))) }
+            guard bucket.tokens >= 1 else {
+                let wait = ((1 - bucket.tokens) / limit.rate).rounded(.up)
+                return wait.isFinite ? max(1, Int(min(wait, Double(Self.longestWait)))) : Self.longestWait
+            }
             bucket.tokens -= 1
             return nil
         }
     }
 
+    private func evictLeastRecentlyUsed(_ state: inout State) {
+        let keep = Self.maximumBuckets * 9 / 10
+        let newest = state.buckets.sorted { $0.value.updated > $1.value.updated }.prefix(keep)
+        state.buckets = Dictionary(uniqueKeysWithValues: newest.map { ($0.key, $0.value) })
+    }
+
     private func prune(_ state: inout State, now: ContinuousClock.Instant) {
-        let refill = limit.burst / limit.rate
+        // Clamped: a tiny configured rate must not overflow the next prune time.
+        let refill = min(limit.burst / limit.rate, Double(Self.longestWait))
         state.buckets = state.buckets.filter { (now - $0.value.updated).seconds < refill }
         state.nextPrune = now + .seconds(refill)
     }

@@ -92,3 +92,30 @@ struct RateLimitTests {
         }
     }
 }
+
+@Suite("Rate limiter buckets")
+struct RateLimiterBucketTests {
+    @Test("however many clients come at once, the buckets stay bounded; the least recently used go first")
+    func bounded() {
+        let limiter = RateLimiter(.init(rate: 0.001, burst: 1))
+        let now = ContinuousClock.now
+        for i in 0..<(RateLimiter.maximumBuckets + 1) {
+            _ = limiter.take("client-\(i)", now: now.advanced(by: .milliseconds(i)))
+        }
+        #expect(limiter.bucketCount <= RateLimiter.maximumBuckets)
+        // The most recent client kept its (empty) bucket; the oldest was dropped and starts afresh.
+        let later = now.advanced(by: .milliseconds(RateLimiter.maximumBuckets + 1))
+        #expect(limiter.take("client-\(RateLimiter.maximumBuckets)", now: later) != nil)
+        #expect(limiter.take("client-0", now: later) == nil)
+    }
+
+    @Test("a tiny rate announces a bounded wait instead of overflowing", arguments: [1e-300, 1e-12, Double.leastNonzeroMagnitude])
+    func tinyRate(rate: Double) {
+        let limiter = RateLimiter(.init(rate: rate, burst: 1))
+        let now = ContinuousClock.now
+        #expect(limiter.take("k", now: now) == nil)
+        let wait = limiter.take("k", now: now)
+        #expect(wait != nil && wait! >= 1 && wait! <= 86_400)
+        for i in 0..<10_001 { _ = limiter.take("many-\(i)", now: now) }  // past the pruning threshold: pruning must not overflow either
+    }
+}
