@@ -114,6 +114,8 @@ struct ServeCommand: AsyncParsableCommand {
         let controlPort = simulator?.controlPort
         let app = Application(
             router: router,
+            // A connection that sends nothing for this long is closed: idle clients cannot hold the server's connections.
+            server: .http1(configuration: .init(idleTimeout: .seconds(Int64(settings.httpIdleTimeoutSeconds)))),
             configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "Herald"),
             onServerRunning: { channel in
                 // One line on standard output once the API listens, for scripts and tests.
@@ -215,6 +217,8 @@ struct ServeSettings {
     var kaspaURL: String?
     /// `HERALD_KASPA_MAX_AGE`: seconds (or `24h`, `90m`); older messages are not pushed.
     var kaspaMaximumAge: Duration = .seconds(24 * 3600)
+    /// `HERALD_HTTP_IDLE_TIMEOUT_SECONDS`: a connection that sends nothing for this long is closed (default 30).
+    var httpIdleTimeoutSeconds = 30
     /// `HERALD_MAX_DELIVERIES_PER_REQUEST`: the most deliveries one publish request may create.
     var maximumDeliveriesPerRequest = EventPublisher.defaultMaximumDeliveriesPerRequest
     /// `HERALD_SIMULATOR_CONTROL_PORT`: the built-in simulator's control port (0: a free one).
@@ -276,6 +280,12 @@ struct ServeSettings {
                 throw InvalidInput(field: "HERALD_SIMULATOR_CONTROL_PORT", message: "is a port number, not \(text)")
             }
             simulatorControlPort = parsed
+        }
+        if let text = env["HERALD_HTTP_IDLE_TIMEOUT_SECONDS"], !text.isEmpty {
+            guard let parsed = Int(text), (1...3_600).contains(parsed) else {
+                throw InvalidInput(field: "HERALD_HTTP_IDLE_TIMEOUT_SECONDS", message: "is a whole number of seconds from 1 to 3600")
+            }
+            httpIdleTimeoutSeconds = parsed
         }
         if let text = env["HERALD_MAX_DELIVERIES_PER_REQUEST"], !text.isEmpty {
             guard let parsed = Int(text), (1...10_000_000).contains(parsed) else {

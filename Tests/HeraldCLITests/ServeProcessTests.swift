@@ -121,3 +121,46 @@ struct ServeProcessTests {
         }
     }
 }
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@Suite("herald serve and idle clients")
+struct IdleClientTests {
+    /// Opens a TCP connection that sends nothing; returns true when the server closes it before
+    /// `patience` seconds of waiting (false: it was still open).
+    static func closedByServer(port: Int, patience: Int) throws -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw CLIError("socket") }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw CLIError("connect") }
+        var timeout = timeval(tv_sec: patience, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var byte: UInt8 = 0
+        return recv(fd, &byte, 1, 0) == 0
+    }
+
+    @Test("a connection that sends nothing is closed after HERALD_HTTP_IDLE_TIMEOUT_SECONDS")
+    func idleConnectionClosed() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-idle-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let serve = try HeraldProcess(["serve"], environment: [
+            "HERALD_DATABASE_URL": "sqlite:" + directory.appendingPathComponent("herald.sqlite").path,
+            "HERALD_HTTP_PORT": "0", "HERALD_HTTP_IDLE_TIMEOUT_SECONDS": "1",
+        ])
+        defer { serve.kill(SIGTERM) }
+        let api = try serve.ready().api
+        let port = try #require(Int(api.split(separator: ":").last ?? ""))
+        // Closed by the server within a minute: without an idle timeout it would stay open.
+        #expect(try Self.closedByServer(port: port, patience: 60))
+    }
+}
