@@ -43,6 +43,8 @@ struct ConfigFile {
     var staleAfterDays: Int?
 
     static let topKeys: Set<String> = ["apps", "http_host", "http_port", "database_url", "stale_after_days"]
+    /// The shortest publisher or registration key accepted.
+    static let minimumKeyLength = 16
     static let appKeys: Set<String> = ["id", "apns", "publish_keys", "registration", "agent_event", "ghosttalk"]
     static let agentEventKeys: Set<String> = ["stop", "permission_prompt", "idle_prompt", "other", "other_without_message"]
     static let textKeys: Set<String> = ["title", "body"]
@@ -84,10 +86,10 @@ struct ConfigFile {
                 throw reader.error(at: at + ".id", "is required: 1 to 64 characters")
             }
             guard seen.insert(id).inserted else { throw reader.error(at: at + ".id", "\(id) is used by an earlier app") }
-            var settings = AppSettings(id: id, publishKeys: Set(try reader.strings(app["publish_keys"], at: at + ".publish_keys")))
+            var settings = AppSettings(id: id, publishKeys: Set(try reader.secrets(app["publish_keys"], at: at + ".publish_keys")))
             if let registration = app["registration"] {
                 let r = try reader.map(registration, at: at + ".registration", keys: registrationKeys)
-                let keys = try reader.strings(r["keys"], at: at + ".registration.keys")
+                let keys = try reader.secrets(r["keys"], at: at + ".registration.keys")
                 switch try reader.string(r["policy"], at: at + ".registration.policy") {
                 case "open", nil:
                     guard keys.isEmpty else { throw reader.error(at: at + ".registration.keys", "only with policy: bearer") }
@@ -151,6 +153,15 @@ struct ConfigFile {
                 guard let text = item as? String, !text.isEmpty else { throw error(at: "\(field)[\(i)]", "is a non-empty string") }
                 return text
             }
+        }
+
+        /// Bearer keys: each at least `ConfigFile.minimumKeyLength` characters, so none can be guessed.
+        func secrets(_ value: Any?, at field: String) throws -> [String] {
+            let keys = try strings(value, at: field)
+            if let i = keys.firstIndex(where: { $0.count < ConfigFile.minimumKeyLength }) {
+                throw error(at: "\(field)[\(i)]", "a key is at least \(ConfigFile.minimumKeyLength) characters")
+            }
+            return keys
         }
 
         func int(_ value: Any?, at field: String, in range: ClosedRange<Int>) throws -> Int? {

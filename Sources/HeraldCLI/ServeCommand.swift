@@ -338,9 +338,9 @@ struct ServeSettings {
         if let file {
             apps = file.apps
         } else {
-            let registrationKeys = Self.list(env["HERALD_REGISTRATION_KEYS"])
+            let registrationKeys = try Self.keys(env, "HERALD_REGISTRATION_KEYS")
             var settings = AppSettings(
-                id: "default", publishKeys: Self.list(env["HERALD_PUBLISH_KEYS"]),
+                id: "default", publishKeys: try Self.keys(env, "HERALD_PUBLISH_KEYS"),
                 registration: registrationKeys.isEmpty ? .open : .bearer(registrationKeys))
             // GhostTalk's testing-only /apns/send.
             settings.ghostTalkSendEnabled = ["1", "true", "yes"].contains(env["HERALD_GHOSTTALK_SEND_ENABLED"]?.lowercased() ?? "")
@@ -352,6 +352,15 @@ struct ServeSettings {
 
     /// The APNs request deadline (10 s) and a margin for the store.
     static let minimumLeaseSeconds = 15
+
+    /// A comma-separated list of bearer keys, each at least 16 characters.
+    static func keys(_ env: [String: String], _ name: String) throws -> Set<String> {
+        let keys = list(env[name])
+        if keys.contains(where: { $0.count < ConfigFile.minimumKeyLength }) {
+            throw InvalidInput(field: name, message: "each key is at least \(ConfigFile.minimumKeyLength) characters")
+        }
+        return keys
+    }
 
     static func list(_ value: String?) -> Set<String> {
         Set((value ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })

@@ -69,7 +69,7 @@ func post(_ url: String, _ body: String?, headers: [String: String], method: Str
 struct CompatibilityProcessTests {
     @Test("SafeWhisper: register by X-Device-ID, silent pushes to participants but the sender, device switch, token move, logout")
     func safeWhisper() async throws {
-        let gateway = try await ServedGateway.start(environment: ["HERALD_PUBLISH_KEYS": "sw-backend"])
+        let gateway = try await ServedGateway.start(environment: ["HERALD_PUBLISH_KEYS": "sw-backend-key-00001"])
         defer { _ = gateway.stop() }
         let register = gateway.api + "/api/devices/token"
         let (alice, bob, bob2, carol) = (String(repeating: "a0", count: 32), String(repeating: "b0", count: 32),
@@ -96,7 +96,7 @@ struct CompatibilityProcessTests {
             let targets = devices.map { "\"\($0)\"" }.joined(separator: ",")
             let (status, body) = try await post(gateway.api + "/v1/events",
                 #"{"template":"conversation.silent","targets":{"device_ids":[\#(targets)]},"exclude_device_ids":["alice-phone"],"fields":{"conversation_id":"conv-42"}}"#,
-                headers: ["Authorization": "Bearer sw-backend"])
+                headers: ["Authorization": "Bearer sw-backend-key-00001"])
             #expect(status == 202)
             return body["deliveries"] as? Int ?? -1
         }
@@ -137,7 +137,7 @@ struct CompatibilityProcessTests {
     func ghostTalk() async throws {
         let stale = String(repeating: "d0", count: 32)
         let gateway = try await ServedGateway.start(
-            environment: ["HERALD_PUBLISH_KEYS": "gt-server", "HERALD_GHOSTTALK_SEND_ENABLED": "true"],
+            environment: ["HERALD_PUBLISH_KEYS": "gt-server-key-00001", "HERALD_GHOSTTALK_SEND_ENABLED": "true"],
             seed: { store in
                 // Not seen for 100 days: the cleanup job removes it when herald serve starts (default 90 days).
                 _ = try await store.register(
@@ -163,13 +163,13 @@ struct CompatibilityProcessTests {
         // The server announces a message to the recipient's session.
         (status, body) = try await post(gateway.api + "/v1/events",
             #"{"template":"session.message","fields":{"session_id":"\#(session)","message_id":"msg-123","timestamp":1697192400,"encrypted":true,"has_attachment":false}}"#,
-            headers: ["Authorization": "Bearer gt-server"])
+            headers: ["Authorization": "Bearer gt-server-key-00001"])
         #expect(status == 202 && body["deliveries"] as? Int == 1)
         // The testing-only /apns/send, with the document's request (an RFC 3339 timestamp).
         let send = #"{"session_id":"\#(session)","payload":{"session_id":"\#(session)","message_id":"msg-124","timestamp":"2025-10-13T10:30:00Z","encrypted":true,"has_attachment":true}}"#
         (status, _) = try await post(gateway.api + "/apns/send", send, headers: [:])
         #expect(status == 401)
-        (status, body) = try await post(gateway.api + "/apns/send", send, headers: ["Authorization": "Bearer gt-server"])
+        (status, body) = try await post(gateway.api + "/apns/send", send, headers: ["Authorization": "Bearer gt-server-key-00001"])
         #expect(status == 200 && body["success"] as? Bool == true)
 
         let pushes = try await gateway.waitForNotifications(2)
@@ -191,7 +191,7 @@ struct CompatibilityProcessTests {
     @Test("Claudiator: bearer-only registration, agent.event titles and bodies to every iOS device; /apns/send is off")
     func claudiator() async throws {
         let gateway = try await ServedGateway.start(environment: [
-            "HERALD_REGISTRATION_KEYS": "claude-app-key", "HERALD_PUBLISH_KEYS": "claude-server",
+            "HERALD_REGISTRATION_KEYS": "claude-app-key-00001", "HERALD_PUBLISH_KEYS": "claude-server-key-001",
         ])
         defer { _ = gateway.stop() }
         let (phone, pad) = (String(repeating: "1c", count: 32), String(repeating: "2c", count: 32))
@@ -201,10 +201,10 @@ struct CompatibilityProcessTests {
         (status, _) = try await post(register, #"{"platform":"ios","token":"\#(phone)"}"#, headers: ["Authorization": "Bearer wrong"])
         #expect(status == 401)
         for token in [phone, pad] {
-            (status, _) = try await post(register, #"{"platform":"ios","token":"\#(token)"}"#, headers: ["Authorization": "Bearer claude-app-key"])
+            (status, _) = try await post(register, #"{"platform":"ios","token":"\#(token)"}"#, headers: ["Authorization": "Bearer claude-app-key-00001"])
             #expect(status == 200)
         }
-        (status, _) = try await post(register, #"{"platform":"android","token":"fcm-token-1"}"#, headers: ["Authorization": "Bearer claude-app-key"])
+        (status, _) = try await post(register, #"{"platform":"android","token":"fcm-token-1"}"#, headers: ["Authorization": "Bearer claude-app-key-00001"])
         #expect(status == 200)
 
         let events: [(String, String, String)] = [
@@ -216,13 +216,13 @@ struct CompatibilityProcessTests {
         for (fields, _, _) in events {
             let (status, body) = try await post(gateway.api + "/v1/events",
                 #"{"template":"agent.event","fields":{\#(fields),"device_name":"shahads-macbook","session_id":"abc123"}}"#,
-                headers: ["Authorization": "Bearer claude-server"])
+                headers: ["Authorization": "Bearer claude-server-key-001"])
             // Every iOS device of the app; the Android one is not an APNs target.
             #expect(status == 202 && body["deliveries"] as? Int == 2)
         }
         (status, _) = try await post(gateway.api + "/v1/events",
             #"{"template":"agent.event","fields":{"hook_event_name":"PreToolUse","device_name":"m","session_id":"s"}}"#,
-            headers: ["Authorization": "Bearer claude-server"])
+            headers: ["Authorization": "Bearer claude-server-key-001"])
         #expect(status == 400)
 
         let pushes = try await gateway.waitForNotifications(8)
@@ -233,7 +233,7 @@ struct CompatibilityProcessTests {
             #expect(Set(pushes.filter { $0["payload"] as? String == expected }.compactMap { $0["token"] as? String }) == [phone, pad], "\(title)")
         }
         #expect(pushes.allSatisfy { $0["topic"] as? String == "com.example.herald" && $0["priority"] as? Int == 10 })
-        (status, _) = try await post(gateway.api + "/apns/send", #"{"session_id":"s","payload":{}}"#, headers: ["Authorization": "Bearer claude-server"])
+        (status, _) = try await post(gateway.api + "/apns/send", #"{"session_id":"s","payload":{}}"#, headers: ["Authorization": "Bearer claude-server-key-001"])
         #expect(status == 404)
     }
 }

@@ -26,6 +26,8 @@ let badConfigs: [BadConfig] = [
     BadConfig(name: "publish key not a string", yaml: "apps:\n  - id: a\n    publish_keys: [[k]]", field: "apps[0].publish_keys[0]"),
     BadConfig(name: "unknown registration policy", yaml: "apps:\n  - id: a\n    registration: {policy: maybe}", field: "apps[0].registration.policy"),
     BadConfig(name: "bearer without keys", yaml: "apps:\n  - id: a\n    registration: {policy: bearer}", field: "apps[0].registration.keys"),
+    BadConfig(name: "a publish key under 16 characters", yaml: "apps:\n  - id: a\n    publish_keys: [long-enough-key-0001, short]", field: "apps[0].publish_keys[1]"),
+    BadConfig(name: "a registration key under 16 characters", yaml: "apps:\n  - id: a\n    registration: {policy: bearer, keys: [key]}", field: "apps[0].registration.keys[0]"),
     BadConfig(name: "unknown apns key", yaml: "apps:\n  - id: a\n    apns: {key_file: k.p8}", field: "apps[0].apns.key_file"),
     BadConfig(name: "apns without key_id", yaml: "apps:\n  - id: a\n    apns: {key_path: k.p8, team_id: T, topic: t}", field: "apps[0].apns.key_id"),
     BadConfig(name: "unreadable .p8", yaml: "apps:\n  - id: a\n    apns: {key_path: /nonexistent/AuthKey.p8, key_id: K, team_id: T, topic: t}", field: "apps[0].apns.key_path"),
@@ -53,6 +55,19 @@ struct ConfigFileTests {
         #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("herald.sqlite").path))
     }
 
+    @Test("keys under 16 characters in the environment are refused at start, naming the variable", arguments: ["HERALD_PUBLISH_KEYS", "HERALD_REGISTRATION_KEYS"])
+    func shortKeys(variable: String) throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-config-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (code, json) = try runHerald(["serve"], environment: [
+            variable: "long-enough-key-0001,pk", "HERALD_HTTP_PORT": "0",
+            "HERALD_DATABASE_URL": "sqlite:" + directory.appendingPathComponent("herald.sqlite").path,
+        ])
+        #expect(code == 2)
+        #expect(json["field"] as? String == variable)
+    }
+
     @Test("two apps from the file, each with its own publisher key, registration policy and topic")
     func twoAppsFromFile() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-config-\(UUID())")
@@ -65,9 +80,9 @@ struct ConfigFileTests {
             database_url: sqlite:\(directory.appendingPathComponent("herald.sqlite").path)
             apps:
               - id: ghosttalk
-                publish_keys: [ghost-key]
+                publish_keys: [ghost-key-000000001]
               - id: claudiator
-                publish_keys: [claude-key]
+                publish_keys: [claude-key-00000001]
                 registration: {policy: bearer, keys: [claude-registrar]}
                 agent_event:
                   stop: {title: Fertig, body: "{device_name} wartet"}
@@ -104,10 +119,10 @@ struct ConfigFileTests {
 
         (status, _) = try await http("POST", api + "/v1/events",
             #"{"template":"session.message","fields":{"session_id":"g2","message_id":"m","timestamp":1,"encrypted":true,"has_attachment":false}}"#,
-            bearer: "ghost-key")
+            bearer: "ghost-key-000000001")
         #expect(status == 202)
         (status, _) = try await http("POST", api + "/v1/events",
-            #"{"template":"agent.event","fields":{"hook_event_name":"Stop","device_name":"mac","session_id":"s1"}}"#, bearer: "claude-key")
+            #"{"template":"agent.event","fields":{"hook_event_name":"Stop","device_name":"mac","session_id":"s1"}}"#, bearer: "claude-key-00000001")
         #expect(status == 202)
         var pushes: [String: (topic: String, payload: String)] = [:]
         for _ in 0..<100 where pushes.count < 2 {

@@ -111,7 +111,7 @@ struct GatewayProcessTests {
         var env = mock.serveEnvironment
         env.merge([
             "HERALD_DATABASE_URL": "sqlite:" + directory.appendingPathComponent("herald.sqlite").path,
-            "HERALD_HTTP_PORT": "0", "HERALD_PUBLISH_KEYS": "pk",
+            "HERALD_HTTP_PORT": "0", "HERALD_PUBLISH_KEYS": "publisher-key-00001",
             "HERALD_OUTBOX_LEASE_SECONDS": "15",
             // 5,000 registrations from one address, as fast as 16 clients go.
             "HERALD_REGISTRATION_RATE": "0",
@@ -141,7 +141,7 @@ struct GatewayProcessTests {
             let events = (batch..<batch + 250).map {
                 #"{"template":"custom","targets":{"keys":["session:s\#($0)"]},"fields":{"aps":{"alert":"n\#($0)"}}}"#
             }.joined(separator: ",")
-            let (status, _) = try await http("POST", api + "/v1/events:batch", #"{"events":[\#(events)]}"#, bearer: "pk")
+            let (status, _) = try await http("POST", api + "/v1/events:batch", #"{"events":[\#(events)]}"#, bearer: "publisher-key-00001")
             #expect(status == 202)
         }
         // Kill it mid-delivery: some pushes out, most not.

@@ -35,7 +35,7 @@ struct MultiInstanceTests {
             defer { mock.process.kill(SIGTERM) }
             var env = mock.serveEnvironment
             env.merge([
-                "HERALD_DATABASE_URL": database, "HERALD_HTTP_PORT": "0", "HERALD_PUBLISH_KEYS": "pk",
+                "HERALD_DATABASE_URL": database, "HERALD_HTTP_PORT": "0", "HERALD_PUBLISH_KEYS": "publisher-key-00001",
                 "HERALD_OUTBOX_LEASE_SECONDS": "30", "HERALD_PUBLISH_RATE": "0",
             ]) { _, new in new }
             let instances = try (0..<3).map { _ in try HeraldProcess(["serve"], environment: env) }
@@ -65,7 +65,7 @@ struct MultiInstanceTests {
                 var status = 0
                 for attempt in 0..<3 where status != 202 {
                     if attempt > 0 { resent += 1 }
-                    status = (try? await http("POST", apis[(n + attempt) % 3] + "/v1/events:batch", #"{"events":[\#(events)]}"#, bearer: "pk"))?.0 ?? 0
+                    status = (try? await http("POST", apis[(n + attempt) % 3] + "/v1/events:batch", #"{"events":[\#(events)]}"#, bearer: "publisher-key-00001"))?.0 ?? 0
                 }
                 #expect(status == 202)
             }

@@ -20,7 +20,7 @@ import FoundationNetworking
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             var env = [
                 "HERALD_DATABASE_URL": "sqlite:" + directory.appendingPathComponent("herald.sqlite").path, "HERALD_HTTP_PORT": "0",
-                "HERALD_PUBLISH_KEYS": "publisher-key",
+                "HERALD_PUBLISH_KEYS": "publisher-key-00001",
             ]
             env.merge(environment) { _, new in new }
             let serve = try ServeProcess(environment: env)
@@ -105,7 +105,7 @@ import FoundationNetworking
         var request = URLRequest(url: served.api.appendingPathComponent("v1/events"))
         request.httpMethod = "POST"
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        request.setValue("Bearer publisher-key", forHTTPHeaderField: "Authorization")
+        request.setValue("Bearer publisher-key-00001", forHTTPHeaderField: "Authorization")
         request.httpBody = try JSONSerialization.data(withJSONObject: [
             "template": "kasia.payment",
             "fields": ["tx_id": txID, "sender": sender, "recipient": me.string, "payload": payload, "timestamp": 1_750_000_000, "daa_score": 42, "amount": 150_000_000],
@@ -130,7 +130,7 @@ import FoundationNetworking
     }
 
     @Test func registrationKeysAndUnreachableServers() async throws {
-        let served = try Served.start(["HERALD_REGISTRATION_KEYS": "device-key"])
+        let served = try Served.start(["HERALD_REGISTRATION_KEYS": "device-key-0000001"])
         defer { served.stop() }
         var builder = WatchSetBuilder()
         builder.addKey("session:demo")
@@ -141,7 +141,7 @@ import FoundationNetworking
         } catch {
             guard case .server(401, _, _, _) = error else { Issue.record("\(error)"); return }
         }
-        #expect(try await HeraldClient(configuration: .init(baseURL: served.api, registrationKey: "device-key")).register(deviceToken: Self.token, watchSet: set) == 1)
+        #expect(try await HeraldClient(configuration: .init(baseURL: served.api, registrationKey: "device-key-0000001")).register(deviceToken: Self.token, watchSet: set) == 1)
 
         // Nothing listens here: retried, then a transport error.
         var config = HeraldClient.Configuration(baseURL: URL(string: "http://127.0.0.1:9")!)
