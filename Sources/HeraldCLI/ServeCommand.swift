@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import HeraldAPNs
 import HeraldAPNsSimulator
+import HeraldCore
 import HeraldDelivery
 import HeraldKaspa
 import HeraldServer
@@ -93,6 +94,7 @@ struct ServeCommand: AsyncParsableCommand {
         var api = APIConfiguration()
         api.apps = AppDirectory(settings.apps.map(\.settings))
         api.rateLimits = settings.rateLimits
+        api.kaspaNetwork = settings.kaspaNetwork?.prefix
         let publisher = EventPublisher(
             store: store, apps: api.apps, onEnqueued: { outbox.notify(app: $0) }, metrics: metrics.0,
             maximumDeliveriesPerRequest: settings.maximumDeliveriesPerRequest)
@@ -106,6 +108,7 @@ struct ServeCommand: AsyncParsableCommand {
         let chainSource = settings.kaspaURL.map { url in
             var configuration = KaspaChainSource.Configuration(url: url)
             configuration.maximumAge = settings.kaspaMaximumAge
+            configuration.network = settings.kaspaNetwork?.id
             return KaspaChainSource(configuration: configuration, store: store, sink: publisher, logger: Logger(label: "herald.kaspa"))
         }
         if let chainSource { services.append(chainSource) }
@@ -221,6 +224,9 @@ struct ServeSettings {
     var httpIdleTimeoutSeconds = 30
     /// `HERALD_MAX_DELIVERIES_PER_REQUEST`: the most deliveries one publish request may create.
     var maximumDeliveriesPerRequest = EventPublisher.defaultMaximumDeliveriesPerRequest
+    /// `HERALD_KASPA_NETWORK`: the network served — the chain source checks the node's, and
+    /// registrations of another network's addresses are refused.
+    var kaspaNetwork: (id: String, prefix: KaspaAddress.Prefix)?
     /// `HERALD_SIMULATOR_CONTROL_PORT`: the built-in simulator's control port (0: a free one).
     var simulatorControlPort = 0
     /// `HERALD_SHUTDOWN_GRACE_SECONDS`: how long a SIGTERM/SIGINT waits for sends in flight and
@@ -274,6 +280,19 @@ struct ServeSettings {
                     message: "is a whole number of seconds, \(Self.minimumLeaseSeconds) or more (a push's APNs deadline is 10 s)")
             }
             outboxLease = .seconds(parsed)
+        }
+        if let text = env["HERALD_KASPA_NETWORK"], !text.isEmpty {
+            let prefix: KaspaAddress.Prefix? = switch text {
+            case "mainnet": .mainnet
+            case "simnet": .simnet
+            case "devnet": .devnet
+            case _ where text.hasPrefix("testnet-") && Int(text.dropFirst("testnet-".count)) != nil: .testnet
+            default: nil
+            }
+            guard let prefix else {
+                throw InvalidInput(field: "HERALD_KASPA_NETWORK", message: "is mainnet, testnet-<n> (testnet-10), simnet or devnet, not \(text)")
+            }
+            kaspaNetwork = (text, prefix)
         }
         if let text = env["HERALD_SIMULATOR_CONTROL_PORT"], !text.isEmpty {
             guard let parsed = Int(text), (0...65_535).contains(parsed) else {

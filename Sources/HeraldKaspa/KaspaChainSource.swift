@@ -41,6 +41,9 @@ public final class KaspaChainSource: Service, Sendable {
         public var maximumReconnectDelay: Duration = .seconds(5)
         /// How often an instance that does not follow the chain checks whether the follower died.
         public var leadershipPoll: Duration = .seconds(2)
+        /// The network the node must be on (`mainnet`, `testnet-10`, …), checked against its
+        /// `getServerInfo` before anything is read; nil follows whatever the node serves.
+        public var network: String?
 
         public init(url: String) {
             self.url = url
@@ -116,6 +119,16 @@ public final class KaspaChainSource: Service, Sendable {
     }
 
     private func follow(_ session: KaspaRPCSession, memory: ChainMemory) async throws {
+        if let network = configuration.network {
+            // A node of another network would push other people's money and messages as ours.
+            let served = try await session.getServerInfo().networkId
+            guard served == network else {
+                logger.error("the Kaspa node serves another network: not following it", metadata: [
+                    "expected": "\(network)", "node": "\(served ?? "unknown")",
+                ])
+                throw KaspaRPCError.node(method: "getServerInfo", message: "network \(served ?? "unknown"), expected \(network)")
+            }
+        }
         try await session.subscribeChain()
         state.withLock { $0.connected = true }
         logger.info("Following the Kaspa node", metadata: ["url": "\(configuration.url)"])

@@ -16,6 +16,9 @@ public struct APIConfiguration: Sendable {
     /// 1,000 watch keys per device, 100 aliases per route.
     public var maximumWatchKeys = WatchSet.defaultMaximumKeys
     public var maximumAliases = ContextualRoute.defaultMaximumAliases
+    /// The Kaspa network served (`HERALD_KASPA_NETWORK`): addresses of another network are
+    /// refused at registration. Nil accepts every network.
+    public var kaspaNetwork: KaspaAddress.Prefix?
     public init() {}
 }
 
@@ -172,6 +175,17 @@ public struct RegistrationAPI: Sendable {
             } catch {
                 throw APIError.invalid("contextual_routes[\(i)].aliases", "\(error)")
             }
+        }
+        if let network = configuration.kaspaNetwork {
+            // An address of another network could never be paid or written to on this one.
+            func check(_ address: KaspaAddress, _ field: String) throws {
+                guard address.prefix == network else {
+                    throw APIError.invalid(field, "a \(address.prefix.rawValue): address; this instance serves \(network.rawValue): addresses")
+                }
+            }
+            for (i, key) in keys.enumerated() { if case .kaspaAddress(let a) = key { try check(a, "watched_addresses[\(i)]") } }
+            for (i, a) in addresses.enumerated() { try check(a, "addresses[\(i)]") }
+            for (i, route) in parsedRoutes.enumerated() { try check(route.peer, "contextual_routes[\(i)].peer_address") }
         }
         return try WatchSet(watched: keys, own: addresses, routes: parsedRoutes, maximumKeys: .max)
     }

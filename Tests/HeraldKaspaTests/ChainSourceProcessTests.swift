@@ -237,6 +237,48 @@ struct ChainSourceProcessTests {
         await second.shutdown()
     }
 
+    @Test("HERALD_KASPA_NETWORK: a node of another network is not followed; another network's addresses are refused at registration")
+    func network() async throws {
+        let fixtures = try RawFixtures.load()
+        let node = try await KaspaNodeSimulator.start()  // a mainnet node
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-kaspa-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let serve = try ServeProcess(environment: [
+            "HERALD_DATABASE_URL": "sqlite:" + directory.appendingPathComponent("herald.sqlite").path, "HERALD_HTTP_PORT": "0",
+            "HERALD_KASPA_WRPC_URL": node.url, "HERALD_KASPA_NETWORK": "testnet-10",
+        ])
+        defer { serve.process.kill(SIGTERM) }
+        let testnet = try KaspaAddress(prefix: .testnet, version: .publicKey, payload: [UInt8](repeating: 7, count: 32)).string
+        func register(_ body: String) async throws -> (Int, [String: Any]) {
+            let (status, data) = try await http("POST", serve.api + "/v1/push/register", body)
+            return (status, (try? JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:])
+        }
+        var (status, answer) = try await register(#"{"device_token":"\#(deviceToken(1))","platform":"ios","watched_addresses":["\#(testnet)","\#(fixtures.alice)"]}"#)
+        #expect(status == 400)
+        #expect((answer["error"] as? [String: Any])?["field"] as? String == "watched_addresses[1]")
+        (status, answer) = try await register(#"{"device_token":"\#(deviceToken(1))","platform":"ios","watched_addresses":["session:s"],"addresses":["\#(fixtures.bob)"]}"#)
+        #expect((answer["error"] as? [String: Any])?["field"] as? String == "addresses[0]")
+        (status, _) = try await register(#"{"device_token":"\#(deviceToken(1))","platform":"ios","watched_addresses":["\#(testnet)"]}"#)
+        #expect(status == 200)
+
+        // The source asks the node which network it serves, and does not follow a mainnet node.
+        func stats() async throws -> [String: Any] {
+            let (_, data) = try await http("GET", serve.api + "/v1/stats")
+            return ((try JSONSerialization.jsonObject(with: data) as? [String: Any])?["kaspa"] as? [String: Any]) ?? [:]
+        }
+        var polls = 0
+        while (try await stats()["reconnects"] as? Int ?? 0) < 2, polls < 400 {
+            polls += 1
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let kaspa = try await stats()
+        #expect((kaspa["reconnects"] as? Int ?? 0) >= 2)
+        #expect(kaspa["connected"] as? Bool == false)
+        #expect(kaspa["last_block"] is NSNull || kaspa["last_block"] == nil)
+        await node.shutdown()
+    }
+
     @Test("restart with 50 missed, a dropped socket, a transaction in two parallel blocks, a reorg: every message pushed exactly once")
     func exactlyOnce() async throws {
         let fixtures = try RawFixtures.load()
