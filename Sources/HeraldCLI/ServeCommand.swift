@@ -127,6 +127,11 @@ struct ServeCommand: AsyncParsableCommand {
             eventLoopGroupProvider: .shared(group), logger: logger)
         // Last in the group, so it stops first: no new requests while the rest winds down.
         services.append(app)
+        for app in settings.apps where app.settings.registration == .open {
+            logger.warning(
+                "registration is open: anyone who reaches Herald can register any device token for this app, watching any key and any Kaspa address, and unregister tokens they know; put a registration key or a trusted network in front",
+                metadata: ["app": "\(app.settings.id)"])
+        }
         logger.info("herald serve", metadata: [
             "http": "\(settings.host):\(settings.port)", "database": "\(settings.databaseDescription)",
             "apps": "\(settings.apps.map(\.settings.id).joined(separator: ","))",

@@ -45,7 +45,8 @@ public enum OpenAPIDocument {
           "get": {
             "summary": "A device's registration",
             "parameters": [
-              {"name": "device_token", "in": "query", "required": true, "schema": {"type": "string"}},
+              {"name": "device_token", "in": "query", "required": false, "schema": {"type": "string"}, "description": "the token; or the X-Device-Token header, which stays out of access logs"},
+              {"name": "X-Device-Token", "in": "header", "required": false, "schema": {"type": "string"}},
               {"name": "app", "in": "query", "required": false, "schema": {"type": "string"}}
             ],
             "responses": {

@@ -3,6 +3,7 @@ import HeraldDelivery
 import HeraldAPNs
 import HeraldCore
 import HeraldStore
+import HTTPTypes
 import Hummingbird
 
 /// Settings of the HTTP API.
@@ -117,7 +118,10 @@ public struct RegistrationAPI: Sendable {
 
     func status(_ request: Request) async throws -> Response {
         let app = try authorized(request, app: request.uri.queryParameters.get("app").map { String($0) })
-        guard let token = request.uri.queryParameters.get("device_token"), !token.isEmpty else {
+        // The `X-Device-Token` header keeps the token out of access logs; the query still works.
+        guard let token = request.headers[Self.deviceTokenHeader] ?? request.uri.queryParameters.get("device_token").map({ String($0) }),
+            !token.isEmpty
+        else {
             throw APIError.missing("device_token")
         }
         guard let (device, watchSet) = try await store.status(app: app, token: DeviceToken.lookupForm(token), now: clock.now()) else {
@@ -129,6 +133,8 @@ public struct RegistrationAPI: Sendable {
             "last_seen": Int64(device.lastSeen.timeIntervalSince1970),
         ])
     }
+
+    static let deviceTokenHeader = HTTPField.Name("X-Device-Token")!
 
     // MARK: Validation
 

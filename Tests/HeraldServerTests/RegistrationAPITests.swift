@@ -5,6 +5,7 @@ import HeraldServer
 import HeraldStore
 import Hummingbird
 import HummingbirdTesting
+import HTTPTypes
 import Testing
 
 let kaspaA = "kaspa:qp0l70zd5x85ttwd6jv7g3s3a8llzj96d8dncn4zmhv4tlzx5k2jyqh70xmfj"
@@ -67,6 +68,9 @@ struct RegistrationShapeTests {
             #expect(String(buffer: r.body) == #"{"registered":true,"watched_addresses":1}"#)
             status = try json(try await send(client, .get, "/v1/push/status?device_token=\(token1)"))
             #expect(status["watched_addresses"] as? [String] == [kaspaZero])
+            // The token may come in a header instead, out of access logs.
+            status = try json(try await send(client, .get, "/v1/push/status", headers: [HTTPField.Name("X-Device-Token")!: token1]))
+            #expect(status["registered"] as? Bool == true && status["watched_addresses"] as? [String] == [kaspaZero])
 
             r = try await send(client, .put, "/v1/push/update", #"{"device_token":"\#(token1)","watched_addresses":["\#(kaspaA)"]}"#)
             #expect(r.status == .ok)
