@@ -49,7 +49,7 @@ struct ConfigFile {
     static let agentEventKeys: Set<String> = ["stop", "permission_prompt", "idle_prompt", "other", "other_without_message"]
     static let textKeys: Set<String> = ["title", "body"]
     static let apnsKeys: Set<String> = ["key_path", "key_id", "team_id", "topic", "environment", "url", "ca_file"]
-    static let registrationKeys: Set<String> = ["policy", "keys"]
+    static let registrationKeys: Set<String> = ["policy", "keys", "hs256_secret", "es256_public_key_path"]
     /// The `HERALD_APNS_*` variable each `apns` key stands for (their checks are shared).
     static let apnsVariables = [
         "key_path": "HERALD_APNS_KEY_PATH", "key_id": "HERALD_APNS_KEY_ID", "team_id": "HERALD_APNS_TEAM_ID",
@@ -90,14 +90,26 @@ struct ConfigFile {
             if let registration = app["registration"] {
                 let r = try reader.map(registration, at: at + ".registration", keys: registrationKeys)
                 let keys = try reader.secrets(r["keys"], at: at + ".registration.keys")
-                switch try reader.string(r["policy"], at: at + ".registration.policy") {
+                let secret = try reader.string(r["hs256_secret"], at: at + ".registration.hs256_secret")
+                let publicKey = try reader.string(r["es256_public_key_path"], at: at + ".registration.es256_public_key_path")
+                let policy = try reader.string(r["policy"], at: at + ".registration.policy")
+                if policy != "signed", secret != nil || publicKey != nil {
+                    throw reader.error(at: at + ".registration.policy", "signing keys need policy: signed")
+                }
+                switch policy {
                 case "open", nil:
                     guard keys.isEmpty else { throw reader.error(at: at + ".registration.keys", "only with policy: bearer") }
                 case "bearer":
                     guard !keys.isEmpty else { throw reader.error(at: at + ".registration.keys", "policy bearer needs one or more keys") }
                     settings.registration = .bearer(Set(keys))
+                case "signed":
+                    guard keys.isEmpty else { throw reader.error(at: at + ".registration.keys", "only with policy: bearer") }
+                    settings.registration = .signed(try RegistrationSigning.keys(
+                        secret: secret, publicKeyPath: publicKey, secretField: at + ".registration.hs256_secret",
+                        publicKeyField: at + ".registration.es256_public_key_path", policyField: at + ".registration.policy",
+                        error: { field, message in reader.error(at: field, message) }))
                 case let other?:
-                    throw reader.error(at: at + ".registration.policy", "is open or bearer, not \(other)")
+                    throw reader.error(at: at + ".registration.policy", "is open, bearer or signed, not \(other)")
                 }
             }
             if let value = app["agent_event"] {

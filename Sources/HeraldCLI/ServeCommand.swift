@@ -363,9 +363,20 @@ struct ServeSettings {
             apps = file.apps
         } else {
             let registrationKeys = try Self.keys(env, "HERALD_REGISTRATION_KEYS")
+            var registration: RegistrationPolicy = registrationKeys.isEmpty ? .open : .bearer(registrationKeys)
+            let secret = env["HERALD_REGISTRATION_JWT_SECRET"].flatMap { $0.isEmpty ? nil : $0 }
+            let publicKey = env["HERALD_REGISTRATION_JWT_PUBLIC_KEY"].flatMap { $0.isEmpty ? nil : $0 }
+            if secret != nil || publicKey != nil {
+                guard registrationKeys.isEmpty else {
+                    throw InvalidInput(field: "HERALD_REGISTRATION_KEYS", message: "is for the bearer policy; the JWT variables choose the signed one")
+                }
+                registration = .signed(try RegistrationSigning.keys(
+                    secret: secret, publicKeyPath: publicKey, secretField: "HERALD_REGISTRATION_JWT_SECRET",
+                    publicKeyField: "HERALD_REGISTRATION_JWT_PUBLIC_KEY", policyField: "HERALD_REGISTRATION_JWT_SECRET",
+                    error: { InvalidInput(field: $0, message: $1) }))
+            }
             var settings = AppSettings(
-                id: "default", publishKeys: try Self.keys(env, "HERALD_PUBLISH_KEYS"),
-                registration: registrationKeys.isEmpty ? .open : .bearer(registrationKeys))
+                id: "default", publishKeys: try Self.keys(env, "HERALD_PUBLISH_KEYS"), registration: registration)
             // GhostTalk's testing-only /apns/send.
             settings.ghostTalkSendEnabled = ["1", "true", "yes"].contains(env["HERALD_GHOSTTALK_SEND_ENABLED"]?.lowercased() ?? "")
             var app = ConfigFile.App(settings: settings, apns: try APNsSettings.fromEnvironment(env))

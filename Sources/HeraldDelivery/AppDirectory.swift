@@ -6,6 +6,25 @@ public enum RegistrationPolicy: Sendable, Hashable {
     case open
     /// Registration needs one of these keys as a bearer token.
     case bearer(Set<String>)
+    /// Registration needs a short-lived JWT from the app's backend (`aud` = the app, `exp`
+    /// within an hour), and may claim only the identity in its `sub`.
+    case signed(RegistrationSigningKeys)
+}
+
+/// What a registration request has proven.
+public enum RegistrationGrant: Sendable, Hashable {
+    /// The app's policy asks for nothing more (open) or for a shared key only (bearer).
+    case anyIdentity
+    /// A signed token granted this identity only.
+    case identity(String)
+
+    /// Whether the request may act for `identity` (an `X-Device-ID`, a `session_id`, a `device_id`).
+    public func permits(_ identity: String?) -> Bool {
+        switch self {
+        case .anyIdentity: true
+        case .identity(let granted): identity.map { SecretComparison.equals($0, granted) } ?? false
+        }
+    }
 }
 
 /// One app served by this instance: who may publish to it and register with it.

@@ -33,13 +33,17 @@ public struct ClaudiatorAPI: Sendable {
 
     func register(_ request: Request, app prefix: String?) async throws -> Response {
         let app = try configuration.apps.compatibilityApp(request, prefix: prefix)
-        guard case .bearer(let keys) = app.registration, let key = AppDirectory.bearer(request), SecretComparison.matches(key, anyOf: keys) else {
-            throw APIError(.unauthorized, code: "unauthorized", message: "the app key is required as a bearer token")
+        // Claudiator's app key, or a signed token granting the device token itself; never open.
+        let grant: RegistrationGrant
+        switch app.registration {
+        case .bearer, .signed: grant = try configuration.apps.authorizeRegistration(request, for: app, now: clock.now())
+        case .open: throw APIError(.unauthorized, code: "unauthorized", message: "the app key is required as a bearer token")
         }
         let body = try await JSONBody.decode(RegisterBody.self, from: request, limit: configuration.maximumBodySize)
         guard let platformText = body.platform else { throw APIError.missing("platform") }
         guard let platform = Platform(rawValue: platformText) else { throw APIError.invalid("platform", "platform is ios or android") }
         let token = try RegistrationAPI.deviceToken(body.token, platform: platform, field: "token")
+        try AppDirectory.require(grant, covers: token.value, field: "token")
         _ = try await store.register(
             Registration(app: app.id, token: token, environment: app.production ? .production : .sandbox, watchSet: .empty),
             now: clock.now())

@@ -44,9 +44,10 @@ public struct GhostTalkAPI: Sendable {
     }
 
     func register(_ request: Request, app prefix: String?) async throws -> Response {
-        let app = try configuration.apps.registeringApp(request, prefix: prefix)
+        let (app, grant) = try configuration.apps.registeringApp(request, prefix: prefix)
         let body = try await JSONBody.decode(RegisterBody.self, from: request, limit: configuration.maximumBodySize)
         let session = try Self.sessionKey(body.session_id)
+        try AppDirectory.require(grant, covers: body.session_id, field: "session_id")
         let token = try RegistrationAPI.deviceToken(body.device_token, platform: .ios)
         _ = try await store.register(
             Registration(app: app.id, token: token, environment: app.production ? .production : .sandbox,
@@ -57,9 +58,10 @@ public struct GhostTalkAPI: Sendable {
 
     /// Removes the devices registered for the session.
     func unregister(_ request: Request, app prefix: String?) async throws -> Response {
-        let app = try configuration.apps.registeringApp(request, prefix: prefix)
+        let (app, grant) = try configuration.apps.registeringApp(request, prefix: prefix)
         let body = try await JSONBody.decode(SessionBody.self, from: request, limit: configuration.maximumBodySize)
         let session = try Self.sessionKey(body.session_id)
+        try AppDirectory.require(grant, covers: body.session_id, field: "session_id")
         for device in try await store.devices(app: app.id, watching: session.description) {
             _ = try await store.unregister(app: app.id, token: device.token)
         }
@@ -67,7 +69,7 @@ public struct GhostTalkAPI: Sendable {
     }
 
     func stats(_ request: Request, app prefix: String?) async throws -> Response {
-        let app = try configuration.apps.registeringApp(request, prefix: prefix)
+        let (app, _) = try configuration.apps.registeringApp(request, prefix: prefix)
         let registrations = try await store.stats().devices[app.id]?.values.reduce(0, +) ?? 0
         return try RegistrationAPI.json(["total_registrations": registrations, "production_mode": app.production, "topic": app.topic])
     }

@@ -39,11 +39,35 @@ enum JSONBody {
 
 /// Which app a request serves, from its headers and bearer token.
 extension AppDirectory {
-    /// Checks the request's bearer token against `app`'s registration policy.
-    public func authorizeRegistration(_ request: Request, for app: AppSettings) throws {
-        guard case .bearer(let keys) = app.registration else { return }
-        guard let key = Self.bearer(request), SecretComparison.matches(key, anyOf: keys) else {
-            throw APIError(.unauthorized, code: "unauthorized", message: "a registration key of app \(app.id) is required as a bearer token")
+    /// Checks the request's bearer token against `app`'s registration policy, and says which
+    /// identities the request may act for.
+    /// - Throws: 401 without the key or a valid token.
+    @discardableResult
+    public func authorizeRegistration(_ request: Request, for app: AppSettings, now: Date = Date()) throws -> RegistrationGrant {
+        switch app.registration {
+        case .open:
+            return .anyIdentity
+        case .bearer(let keys):
+            guard let key = Self.bearer(request), SecretComparison.matches(key, anyOf: keys) else {
+                throw APIError(.unauthorized, code: "unauthorized", message: "a registration key of app \(app.id) is required as a bearer token")
+            }
+            return .anyIdentity
+        case .signed(let keys):
+            guard let token = Self.bearer(request) else {
+                throw APIError(.unauthorized, code: "unauthorized", message: "a registration token of app \(app.id) is required as a bearer token")
+            }
+            do {
+                return .identity(try keys.verify(token, app: app.id, now: now))
+            } catch {
+                throw APIError(.unauthorized, code: "unauthorized", message: "the registration token is refused: \(error)")
+            }
+        }
+    }
+
+    /// Refuses (403 naming `field`) a request whose grant does not cover `identity`.
+    public static func require(_ grant: RegistrationGrant, covers identity: String?, field: String) throws {
+        guard grant.permits(identity) else {
+            throw APIError(.forbidden, code: "forbidden", message: "the registration token does not grant this \(field)", field: field)
         }
     }
 
@@ -66,11 +90,11 @@ extension AppDirectory {
         return apps[0]
     }
 
-    /// The app a compatibility registration route serves, once its registration policy admits the request.
-    public func registeringApp(_ request: Request, prefix: String?) throws -> AppSettings {
+    /// The app a compatibility registration route serves, once its registration policy admits
+    /// the request, and what the request may claim.
+    public func registeringApp(_ request: Request, prefix: String?) throws -> (AppSettings, RegistrationGrant) {
         let app = try compatibilityApp(request, prefix: prefix)
-        try authorizeRegistration(request, for: app)
-        return app
+        return (app, try authorizeRegistration(request, for: app))
     }
 
     static let appHeader = HTTPField.Name("X-Herald-App")!

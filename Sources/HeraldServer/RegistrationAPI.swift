@@ -74,7 +74,8 @@ public struct RegistrationAPI: Sendable {
 
     func register(_ request: Request) async throws -> Response {
         let body = try await JSONBody.decode(RegisterBody.self, from: request, limit: configuration.maximumBodySize)
-        let app = try authorized(request, app: body.app)
+        let (app, grant) = try authorized(request, app: body.app)
+        try AppDirectory.require(grant, covers: body.device_id, field: "device_id")
         guard let platformText = body.platform else { throw APIError.missing("platform") }
         guard let platform = Platform(rawValue: platformText) else {
             throw APIError.invalid("platform", "platform is ios or android")
@@ -99,8 +100,9 @@ public struct RegistrationAPI: Sendable {
 
     func update(_ request: Request) async throws -> Response {
         let body = try await JSONBody.decode(UpdateBody.self, from: request, limit: configuration.maximumBodySize)
-        let app = try authorized(request, app: body.app)
+        let (app, grant) = try authorized(request, app: body.app)
         guard let token = body.device_token else { throw APIError.missing("device_token") }
+        try await requireOwned(token, app: app, grant: grant)
         let watchSet = try self.watchSet(watched: body.watched_addresses, own: body.addresses, routes: body.contextual_routes)
         guard try await store.updateWatchSet(app: app, token: DeviceToken.lookupForm(token), watchSet: watchSet, now: clock.now()) else {
             throw APIError(.notFound, code: "not_registered", message: "no device with this token", field: "device_token")
@@ -110,20 +112,22 @@ public struct RegistrationAPI: Sendable {
 
     func unregister(_ request: Request) async throws -> Response {
         let body = try await JSONBody.decode(TokenBody.self, from: request, limit: configuration.maximumBodySize)
-        let app = try authorized(request, app: body.app)
+        let (app, grant) = try authorized(request, app: body.app)
         guard let token = body.device_token else { throw APIError.missing("device_token") }
+        try await requireOwned(token, app: app, grant: grant)
         let removed = try await store.unregister(app: app, token: DeviceToken.lookupForm(token))
         return try Self.json(["unregistered": removed])
     }
 
     func status(_ request: Request) async throws -> Response {
-        let app = try authorized(request, app: request.uri.queryParameters.get("app").map { String($0) })
+        let (app, grant) = try authorized(request, app: request.uri.queryParameters.get("app").map { String($0) })
         // The `X-Device-Token` header keeps the token out of access logs; the query still works.
         guard let token = request.headers[Self.deviceTokenHeader] ?? request.uri.queryParameters.get("device_token").map({ String($0) }),
             !token.isEmpty
         else {
             throw APIError.missing("device_token")
         }
+        try await requireOwned(token, app: app, grant: grant)
         guard let (device, watchSet) = try await store.status(app: app, token: DeviceToken.lookupForm(token), now: clock.now()) else {
             return try Self.json(["registered": false, "watched_addresses": [String](), "last_seen": NSNull()])
         }
@@ -138,11 +142,19 @@ public struct RegistrationAPI: Sendable {
 
     // MARK: Validation
 
-    /// The app the request names (or the only one), once its registration policy admits the request.
-    private func authorized(_ request: Request, app requested: String?) throws -> String {
+    /// The app the request names (or the only one), once its registration policy admits the
+    /// request, and what the request may claim.
+    private func authorized(_ request: Request, app requested: String?) throws -> (String, RegistrationGrant) {
         let app = try configuration.apps.resolve(requested)
-        try configuration.apps.authorizeRegistration(request, for: app)
-        return app.id
+        return (app.id, try configuration.apps.authorizeRegistration(request, for: app, now: clock.now()))
+    }
+
+    /// Under a signed policy, a request may touch a registered token only if the device it
+    /// belongs to has the identity its token grants (403 otherwise).
+    private func requireOwned(_ token: String, app: String, grant: RegistrationGrant) async throws {
+        guard grant != .anyIdentity else { return }
+        guard let device = try await store.devices(app: app, tokens: [DeviceToken.lookupForm(token)]).first else { return }
+        try AppDirectory.require(grant, covers: device.deviceID, field: "device_token")
     }
 
     /// A device token from a body, or 400 naming `field` (every registration route's parsing).

@@ -39,8 +39,9 @@ public struct SafeWhisperAPI: Sendable {
     /// 201 `{"id": "<uuid>"}`. The token becomes the device's only one (device switch); a token
     /// registered before under another device id moves to this one.
     func register(_ request: Request, app prefix: String?) async throws -> Response {
-        let app = try configuration.apps.registeringApp(request, prefix: prefix)
+        let (app, grant) = try configuration.apps.registeringApp(request, prefix: prefix)
         let deviceID = try Self.deviceID(request)
+        try AppDirectory.require(grant, covers: deviceID, field: "X-Device-ID")
         let body = try await JSONBody.decode(TokenBody.self, from: request, limit: configuration.maximumBodySize)
         let token = try RegistrationAPI.deviceToken(body.apnsToken, platform: .ios, field: "apnsToken")
         let device = try await store.register(
@@ -52,8 +53,10 @@ public struct SafeWhisperAPI: Sendable {
 
     /// 200: every token of the device is gone.
     func logout(_ request: Request, app prefix: String?) async throws -> Response {
-        let app = try configuration.apps.registeringApp(request, prefix: prefix)
-        let removed = try await store.unregister(app: app.id, deviceID: try Self.deviceID(request))
+        let (app, grant) = try configuration.apps.registeringApp(request, prefix: prefix)
+        let deviceID = try Self.deviceID(request)
+        try AppDirectory.require(grant, covers: deviceID, field: "X-Device-ID")
+        let removed = try await store.unregister(app: app.id, deviceID: deviceID)
         return try RegistrationAPI.json(["removed": removed])
     }
 

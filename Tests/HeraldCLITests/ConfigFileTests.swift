@@ -27,6 +27,10 @@ let badConfigs: [BadConfig] = [
     BadConfig(name: "unknown registration policy", yaml: "apps:\n  - id: a\n    registration: {policy: maybe}", field: "apps[0].registration.policy"),
     BadConfig(name: "bearer without keys", yaml: "apps:\n  - id: a\n    registration: {policy: bearer}", field: "apps[0].registration.keys"),
     BadConfig(name: "a publish key under 16 characters", yaml: "apps:\n  - id: a\n    publish_keys: [long-enough-key-0001, short]", field: "apps[0].publish_keys[1]"),
+    BadConfig(name: "signed without a key", yaml: "apps:\n  - id: a\n    registration: {policy: signed}", field: "apps[0].registration.policy"),
+    BadConfig(name: "signed with a short secret", yaml: "apps:\n  - id: a\n    registration: {policy: signed, hs256_secret: short}", field: "apps[0].registration.hs256_secret"),
+    BadConfig(name: "signed with no such public key", yaml: "apps:\n  - id: a\n    registration: {policy: signed, es256_public_key_path: /nonexistent.pem}", field: "apps[0].registration.es256_public_key_path"),
+    BadConfig(name: "a secret without policy signed", yaml: "apps:\n  - id: a\n    registration: {policy: open, hs256_secret: 0123456789abcdef0123456789abcdef}", field: "apps[0].registration.policy"),
     BadConfig(name: "a registration key under 16 characters", yaml: "apps:\n  - id: a\n    registration: {policy: bearer, keys: [key]}", field: "apps[0].registration.keys[0]"),
     BadConfig(name: "unknown apns key", yaml: "apps:\n  - id: a\n    apns: {key_file: k.p8}", field: "apps[0].apns.key_file"),
     BadConfig(name: "apns without key_id", yaml: "apps:\n  - id: a\n    apns: {key_path: k.p8, team_id: T, topic: t}", field: "apps[0].apns.key_id"),
@@ -55,7 +59,8 @@ struct ConfigFileTests {
         #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("herald.sqlite").path))
     }
 
-    @Test("keys under 16 characters in the environment are refused at start, naming the variable", arguments: ["HERALD_PUBLISH_KEYS", "HERALD_REGISTRATION_KEYS"])
+    @Test("keys under 16 characters (a JWT secret under 32) in the environment are refused at start, naming the variable",
+          arguments: ["HERALD_PUBLISH_KEYS", "HERALD_REGISTRATION_KEYS", "HERALD_REGISTRATION_JWT_SECRET"])
     func shortKeys(variable: String) throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-config-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

@@ -1,0 +1,108 @@
+import Crypto
+import Foundation
+import HeraldAPNs
+import HeraldDelivery
+import HeraldServer
+import Hummingbird
+import HummingbirdTesting
+import HTTPTypes
+import Testing
+
+/// The `signed` registration policy: the app's backend issues short JWTs, and a registration may
+/// claim only the identity in `sub` (the device id, the X-Device-ID, the session id).
+@Suite("Signed registration tokens", .serialized)
+struct SignedRegistrationTests {
+    static let secret = Array("an HS256 secret of 32 bytes or more!".utf8)
+    static let backendKey = P256.Signing.PrivateKey()
+    static let keys = RegistrationSigningKeys(hs256Secret: secret, es256PublicKey: backendKey.publicKey)
+
+    static func jwt(alg: String = "HS256", sub: String? = "d1", aud: Any = "default", exp: Double? = Date().timeIntervalSince1970 + 600,
+                    secret: [UInt8] = SignedRegistrationTests.secret, key: P256.Signing.PrivateKey = backendKey) -> String {
+        var claims: [String: Any] = ["aud": aud]
+        if let sub { claims["sub"] = sub }
+        if let exp { claims["exp"] = Int64(exp) }
+        let header = Base64URL.encode(Array(try! JSONSerialization.data(withJSONObject: ["alg": alg, "typ": "JWT"])))
+        let payload = Base64URL.encode(Array(try! JSONSerialization.data(withJSONObject: claims)))
+        let input = Array("\(header).\(payload)".utf8)
+        let signature: [UInt8] = switch alg {
+        case "HS256": Array(HMAC<SHA256>.authenticationCode(for: input, using: SymmetricKey(data: secret)))
+        case "ES256": Array(try! key.signature(for: input).rawRepresentation)
+        default: []
+        }
+        return "\(header).\(payload).\(Base64URL.encode(signature))"
+    }
+
+    static func headers(_ token: String?, deviceID: String? = nil) -> HTTPFields {
+        var fields: HTTPFields = [.contentType: "application/json"]
+        if let token { fields[.authorization] = "Bearer \(token)" }
+        if let deviceID { fields[HTTPField.Name("X-Device-ID")!] = deviceID }
+        return fields
+    }
+
+    static func register(_ token: String, deviceID: String?) -> String {
+        #"{"device_token":"\#(token)","platform":"ios","watched_addresses":["session:s"]\#(deviceID.map { #","device_id":"\#($0)""# } ?? "")}"#
+    }
+
+    static func signed(_ body: @escaping @Sendable (any TestClientProtocol) async throws -> Void) async throws {
+        try await withRegistrationServer(configure: {
+            $0.apps = .single(AppSettings(id: "default", publishKeys: ["publisher-key-00001"], registration: .signed(Self.keys)))
+        }) { client, _ in try await body(client) }
+    }
+
+    @Test("refused tokens: 401, nothing registered", arguments: [
+        ("none", nil as String?),
+        ("not a JWT", "abc.def"),
+        ("alg none", jwt(alg: "none")),
+        ("another secret", jwt(secret: Array("another secret that is long enough!!".utf8))),
+        ("another ES256 key", jwt(alg: "ES256", key: P256.Signing.PrivateKey())),
+        ("expired", jwt(exp: Date().timeIntervalSince1970 - 10)),
+        ("living two hours", jwt(exp: Date().timeIntervalSince1970 + 7_200)),
+        ("no exp", jwt(exp: nil)),
+        ("exp 1e300", jwt(exp: 1e18)),
+        ("another app", jwt(aud: "other")),
+        ("no sub", jwt(sub: nil)),
+    ])
+    func refused(name: String, token: String?) async throws {
+        try await Self.signed { client in
+            let r = try await send(client, .post, "/v1/push/register", Self.register(String(repeating: "ab", count: 32), deviceID: "d1"),
+                                   headers: Self.headers(token))
+            #expect(r.status == .unauthorized, "\(name)")
+        }
+    }
+
+    @Test("a token grants its own identity only: device_id, X-Device-ID, session_id, and the devices registered under it")
+    func identities() async throws {
+        try await Self.signed { client in
+            let mine = String(repeating: "ab", count: 32), theirs = String(repeating: "cd", count: 32)
+            let hs = Self.jwt(sub: "d1"), es = Self.jwt(alg: "ES256", sub: "d2"), other = Self.jwt(sub: "d9")
+            // Native registration: the device_id must be the token's.
+            #expect(try await send(client, .post, "/v1/push/register", Self.register(mine, deviceID: "d1"), headers: Self.headers(hs)).status == .ok)
+            #expect(try await send(client, .post, "/v1/push/register", Self.register(theirs, deviceID: "d2"), headers: Self.headers(es)).status == .ok)
+            var r = try await send(client, .post, "/v1/push/register", Self.register(theirs, deviceID: "d2"), headers: Self.headers(hs))
+            #expect(r.status == .forbidden)
+            #expect((try json(r)["error"] as? [String: Any])?["field"] as? String == "device_id")
+            r = try await send(client, .post, "/v1/push/register", Self.register(theirs, deviceID: nil), headers: Self.headers(hs))
+            #expect(r.status == .forbidden)
+            // Another identity cannot read, move or remove a device that is not its own.
+            r = try await send(client, .get, "/v1/push/status", headers: [HTTPField.Name("X-Device-Token")!: theirs, .authorization: "Bearer \(other)"])
+            #expect(r.status == .forbidden)
+            r = try await send(client, .delete, "/v1/push/unregister", #"{"device_token":"\#(theirs)"}"#, headers: Self.headers(hs))
+            #expect(r.status == .forbidden)
+            r = try await send(client, .delete, "/v1/push/unregister", #"{"device_token":"\#(theirs)"}"#, headers: Self.headers(es))
+            #expect(r.status == .ok)
+            // SafeWhisper: the X-Device-ID must be the token's.
+            r = try await send(client, .post, "/api/devices/token", #"{"apnsToken":"\#(theirs)"}"#, headers: Self.headers(hs, deviceID: "d1"))
+            #expect(r.status == .created)
+            r = try await send(client, .post, "/api/devices/logout", nil, headers: Self.headers(es, deviceID: "d1"))
+            #expect(r.status == .forbidden)
+            #expect((try json(r)["error"] as? [String: Any])?["field"] as? String == "X-Device-ID")
+            // GhostTalk: the session must be the token's.
+            let session = Self.jwt(sub: "session-7")
+            r = try await send(client, .post, "/apns/register", #"{"session_id":"session-7","device_token":"\#(mine)"}"#, headers: Self.headers(session))
+            #expect(r.status == .ok)
+            r = try await send(client, .post, "/apns/unregister", #"{"session_id":"session-8"}"#, headers: Self.headers(session))
+            #expect(r.status == .forbidden)
+            #expect((try json(r)["error"] as? [String: Any])?["field"] as? String == "session_id")
+        }
+    }
+}
