@@ -155,7 +155,7 @@ let package = Package(
         .target(
             name: "HeraldServer",
             dependencies: [
-                "HeraldCore", "HeraldStore", "HeraldDelivery", "HeraldKaspa",
+                "HeraldCore", "HeraldStore", "HeraldDelivery", "HeraldKaspa", "KasiaCrypto",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -221,7 +221,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldKitTests",
-            dependencies: ["HeraldKit", "KasiaProtocol", "HeraldTestSupport", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["HeraldKit", "KasiaProtocol", "KasiaCrypto", "HeraldTestSupport", .product(name: "Crypto", package: "swift-crypto")],
             exclude: ["Fixtures"]
         ),
         // Writes to a HeraldKit shared store from a second process (the cross-process test).

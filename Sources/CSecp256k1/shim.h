@@ -1,3 +1,4 @@
 #include <secp256k1.h>
 #include <secp256k1_ecdh.h>
 #include <secp256k1_extrakeys.h>
+#include <secp256k1_schnorrsig.h>

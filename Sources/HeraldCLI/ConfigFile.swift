@@ -108,8 +108,11 @@ struct ConfigFile {
                         secret: secret, publicKeyPath: publicKey, secretField: at + ".registration.hs256_secret",
                         publicKeyField: at + ".registration.es256_public_key_path", policyField: at + ".registration.policy",
                         error: { field, message in reader.error(at: field, message) }))
+                case "wallet":
+                    guard keys.isEmpty else { throw reader.error(at: at + ".registration.keys", "only with policy: bearer") }
+                    settings.registration = .wallet
                 case let other?:
-                    throw reader.error(at: at + ".registration.policy", "is open, bearer or signed, not \(other)")
+                    throw reader.error(at: at + ".registration.policy", "is open, bearer, signed or wallet, not \(other)")
                 }
             }
             if let value = app["agent_event"] {

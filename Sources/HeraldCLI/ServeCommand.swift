@@ -375,6 +375,17 @@ struct ServeSettings {
                     publicKeyField: "HERALD_REGISTRATION_JWT_PUBLIC_KEY", policyField: "HERALD_REGISTRATION_JWT_SECRET",
                     error: { InvalidInput(field: $0, message: $1) }))
             }
+            if let policy = env["HERALD_REGISTRATION_POLICY"], !policy.isEmpty {
+                // Named outright; bearer and signed take their keys from their own variables.
+                switch (policy, registration) {
+                case ("open", .open), ("bearer", .bearer), ("signed", .signed): break
+                case ("wallet", .open): registration = .wallet
+                default:
+                    throw InvalidInput(
+                        field: "HERALD_REGISTRATION_POLICY",
+                        message: "is open, bearer (with HERALD_REGISTRATION_KEYS), signed (with HERALD_REGISTRATION_JWT_*) or wallet (with neither), not \(policy) here")
+                }
+            }
             var settings = AppSettings(
                 id: "default", publishKeys: try Self.keys(env, "HERALD_PUBLISH_KEYS"), registration: registration)
             // GhostTalk's testing-only /apns/send.

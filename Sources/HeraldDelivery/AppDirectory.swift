@@ -9,6 +9,10 @@ public enum RegistrationPolicy: Sendable, Hashable {
     /// Registration needs a short-lived JWT from the app's backend (`aud` = the app, `exp`
     /// within an hour), and may claim only the identity in its `sub`.
     case signed(RegistrationSigningKeys)
+    /// Anyone may register, but each of a device's own Kaspa `addresses` needs the wallet's
+    /// signature over the device token (Kaspa message signing): only the key's owner can have
+    /// its payments and handshakes pushed to a device.
+    case wallet
 }
 
 /// What a registration request has proven.

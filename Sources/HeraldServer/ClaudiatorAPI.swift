@@ -37,7 +37,7 @@ public struct ClaudiatorAPI: Sendable {
         let grant: RegistrationGrant
         switch app.registration {
         case .bearer, .signed: grant = try configuration.apps.authorizeRegistration(request, for: app, now: clock.now())
-        case .open: throw APIError(.unauthorized, code: "unauthorized", message: "the app key is required as a bearer token")
+        case .open, .wallet: throw APIError(.unauthorized, code: "unauthorized", message: "the app key is required as a bearer token")
         }
         let body = try await JSONBody.decode(RegisterBody.self, from: request, limit: configuration.maximumBodySize)
         guard let platformText = body.platform else { throw APIError.missing("platform") }

@@ -45,7 +45,7 @@ extension AppDirectory {
     @discardableResult
     public func authorizeRegistration(_ request: Request, for app: AppSettings, now: Date = Date()) throws -> RegistrationGrant {
         switch app.registration {
-        case .open:
+        case .open, .wallet:
             return .anyIdentity
         case .bearer(let keys):
             guard let key = Self.bearer(request), SecretComparison.matches(key, anyOf: keys) else {

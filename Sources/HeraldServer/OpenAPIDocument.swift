@@ -141,6 +141,10 @@ public enum OpenAPIDocument {
           "Error": {"description": "An error naming the field at fault", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
         },
         "schemas": {
+          "OwnAddress": {"description": "one of the device's own Kaspa addresses; under the wallet policy with its wallet's signature (Kaspa message signing, hex) of herald-register:<app>:<SHA-256 of the device token, hex>:<timestamp>", "oneOf": [
+            {"type": "string"},
+            {"type": "object", "required": ["address"], "properties": {"address": {"type": "string"}, "timestamp": {"type": "integer", "description": "unix seconds, within 10 minutes of now"}, "signature": {"type": "string", "description": "128 hex characters"}}}
+          ]},
           "Error": {"type": "object", "required": ["error"], "properties": {"error": {"type": "object", "required": ["code", "message"], "properties": {"code": {"type": "string"}, "message": {"type": "string"}, "field": {"type": "string"}}}}},
           "ContextualRoute": {"type": "object", "required": ["peer_address"], "properties": {"peer_address": {"type": "string"}, "aliases": {"type": "array", "maxItems": 100, "items": {"type": "string"}}}},
           "Registration": {
@@ -148,7 +152,7 @@ public enum OpenAPIDocument {
             "properties": {
               "device_token": {"type": "string"}, "platform": {"enum": ["ios", "android"]},
               "watched_addresses": {"type": "array", "maxItems": 1000, "items": {"type": "string", "description": "a Kaspa address, conv:<hash>, session:<id> or user:<id>"}},
-              "addresses": {"type": "array", "items": {"type": "string"}},
+              "addresses": {"type": "array", "items": {"$ref": "#/components/schemas/OwnAddress"}},
               "contextual_routes": {"type": "array", "items": {"$ref": "#/components/schemas/ContextualRoute"}},
               "environment": {"enum": ["production", "sandbox"]}, "app": {"type": "string"}, "device_id": {"type": "string"}
             }
@@ -157,7 +161,7 @@ public enum OpenAPIDocument {
             "type": "object", "required": ["device_token", "watched_addresses"],
             "properties": {
               "device_token": {"type": "string"}, "watched_addresses": {"type": "array", "items": {"type": "string"}},
-              "addresses": {"type": "array", "items": {"type": "string"}},
+              "addresses": {"type": "array", "items": {"$ref": "#/components/schemas/OwnAddress"}},
               "contextual_routes": {"type": "array", "items": {"$ref": "#/components/schemas/ContextualRoute"}}, "app": {"type": "string"}
             }
           },

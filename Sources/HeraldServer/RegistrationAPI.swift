@@ -4,6 +4,8 @@ import HeraldAPNs
 import HeraldCore
 import HeraldStore
 import HTTPTypes
+import KasiaCrypto
+import Crypto
 import Hummingbird
 
 /// Settings of the HTTP API.
@@ -20,6 +22,8 @@ public struct APIConfiguration: Sendable {
     /// The Kaspa network served (`HERALD_KASPA_NETWORK`): addresses of another network are
     /// refused at registration. Nil accepts every network.
     public var kaspaNetwork: KaspaAddress.Prefix?
+    /// Checks the wallet policy's signatures (libsecp256k1 where the build has it).
+    public var schnorrVerifier: (any SchnorrVerifier)? = RegistrationAPI.defaultVerifier
     public init() {}
 }
 
@@ -41,11 +45,33 @@ public struct RegistrationAPI: Sendable {
         var aliases: [String]?
     }
 
+    /// One of a device's own addresses: the address alone, or — as the `wallet` policy requires —
+    /// `{"address", "timestamp", "signature"}`, the wallet's Kaspa message signature (hex) of
+    /// `herald-register:<app>:<SHA-256 of the device token, hex>:<timestamp>`.
+    struct AddressEntry: Decodable {
+        var address: String
+        var timestamp: Int64?
+        var signature: String?
+
+        init(from decoder: any Decoder) throws {
+            if let text = try? decoder.singleValueContainer().decode(String.self) {
+                address = text
+                return
+            }
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            address = try c.decode(String.self, forKey: .address)
+            timestamp = try c.decodeIfPresent(Int64.self, forKey: .timestamp)
+            signature = try c.decodeIfPresent(String.self, forKey: .signature)
+        }
+
+        enum CodingKeys: String, CodingKey { case address, timestamp, signature }
+    }
+
     struct RegisterBody: Decodable {
         var device_token: String?
         var platform: String?
         var watched_addresses: [String]?
-        var addresses: [String]?
+        var addresses: [AddressEntry]?
         var contextual_routes: [RouteBody]?
         var environment: String?
         var app: String?
@@ -55,7 +81,7 @@ public struct RegistrationAPI: Sendable {
     struct UpdateBody: Decodable {
         var device_token: String?
         var watched_addresses: [String]?
-        var addresses: [String]?
+        var addresses: [AddressEntry]?
         var contextual_routes: [RouteBody]?
         var app: String?
     }
@@ -92,6 +118,7 @@ public struct RegistrationAPI: Sendable {
             throw APIError.invalid("device_id", "device_id is 1 to 256 bytes")
         }
         let watchSet = try self.watchSet(watched: body.watched_addresses, own: body.addresses, routes: body.contextual_routes)
+        try proveOwnership(body.addresses, app: app, token: token.value)
         let registration = Registration(
             app: app, token: token, environment: environment, deviceID: body.device_id, watchSet: watchSet)
         _ = try await store.register(registration, now: clock.now())
@@ -104,6 +131,7 @@ public struct RegistrationAPI: Sendable {
         guard let token = body.device_token else { throw APIError.missing("device_token") }
         try await requireOwned(token, app: app, grant: grant)
         let watchSet = try self.watchSet(watched: body.watched_addresses, own: body.addresses, routes: body.contextual_routes)
+        try proveOwnership(body.addresses, app: app, token: DeviceToken.lookupForm(token))
         guard try await store.updateWatchSet(app: app, token: DeviceToken.lookupForm(token), watchSet: watchSet, now: clock.now()) else {
             throw APIError(.notFound, code: "not_registered", message: "no device with this token", field: "device_token")
         }
@@ -140,6 +168,15 @@ public struct RegistrationAPI: Sendable {
 
     static let deviceTokenHeader = HTTPField.Name("X-Device-Token")!
 
+    /// libsecp256k1 where the build links it.
+    public static var defaultVerifier: (any SchnorrVerifier)? {
+        #if canImport(CSecp256k1)
+        LibSecp256k1()
+        #else
+        nil
+        #endif
+    }
+
     // MARK: Validation
 
     /// The app the request names (or the only one), once its registration policy admits the
@@ -167,7 +204,39 @@ public struct RegistrationAPI: Sendable {
         }
     }
 
-    private func watchSet(watched: [String]?, own: [String]?, routes: [RouteBody]?) throws -> WatchSet {
+    /// The wallet policy: each own address must come with its owner's signature over this
+    /// device token, made within the last ten minutes (403 naming `addresses[i]` otherwise).
+    private func proveOwnership(_ entries: [AddressEntry]?, app: String, token: String) throws {
+        guard case .wallet = configuration.apps[app]?.registration else { return }
+        guard let verifier = configuration.schnorrVerifier else {
+            throw APIError(.serviceUnavailable, code: "unavailable", message: "this build cannot check Kaspa signatures")
+        }
+        let tokenHash = Hex.encode(SHA256.hash(data: Array(token.utf8)))
+        let now = Int64(clock.now().timeIntervalSince1970)
+        for (i, entry) in (entries ?? []).enumerated() {
+            let field = "addresses[\(i)]"
+            func refuse(_ reason: String) -> APIError { APIError(.forbidden, code: "unproven_address", message: reason, field: field) }
+            guard let timestamp = entry.timestamp, let signatureHex = entry.signature else {
+                throw refuse("an own address needs its wallet's signature and timestamp under the wallet policy")
+            }
+            guard (now - Self.proofWindow...now + Self.proofWindow).contains(timestamp) else {
+                throw refuse("the signature's timestamp is more than 10 minutes from now")
+            }
+            guard let signature = Hex.decode(signatureHex), signature.count == 64, let address = try? KaspaAddress(entry.address) else {
+                throw refuse("the signature is 64 bytes of hex")
+            }
+            let message = "herald-register:\(app):\(tokenHash):\(timestamp)"
+            guard KaspaMessageSignature.verify(message: message, signature: signature, address: address, verifier: verifier) else {
+                throw refuse("the signature is not this address's over this device token")
+            }
+        }
+    }
+
+    /// How far a proof's timestamp may be from now: 10 minutes.
+    static let proofWindow: Int64 = 600
+
+    private func watchSet(watched: [String]?, own ownEntries: [AddressEntry]?, routes: [RouteBody]?) throws -> WatchSet {
+        let own = ownEntries?.map(\.address)
         guard let watched else { throw APIError.missing("watched_addresses") }
         let total = watched.count + (own?.count ?? 0)
         guard total <= configuration.maximumWatchKeys else {

@@ -16,7 +16,7 @@ public protocol Secp256k1Curve: Sendable {
 /// secp256k1 through libsecp256k1 (one randomized context, safe for concurrent use).
 public final class LibSecp256k1: Secp256k1Curve, @unchecked Sendable {
     // Randomized once at creation, then only read: libsecp256k1 allows concurrent use.
-    private let context: OpaquePointer
+    let context: OpaquePointer
 
     public init() {
         context = secp256k1_context_create(UInt32(1))  // SECP256K1_CONTEXT_NONE
