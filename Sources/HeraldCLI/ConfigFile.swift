@@ -45,7 +45,7 @@ struct ConfigFile {
     static let topKeys: Set<String> = ["apps", "http_host", "http_port", "database_url", "stale_after_days"]
     /// The shortest publisher or registration key accepted.
     static let minimumKeyLength = 16
-    static let appKeys: Set<String> = ["id", "apns", "publish_keys", "registration", "agent_event", "ghosttalk"]
+    static let appKeys: Set<String> = ["id", "apns", "publish_keys", "registration", "agent_event", "ghosttalk", "max_devices"]
     static let agentEventKeys: Set<String> = ["stop", "permission_prompt", "idle_prompt", "other", "other_without_message"]
     static let textKeys: Set<String> = ["title", "body"]
     static let apnsKeys: Set<String> = ["key_path", "key_id", "team_id", "topic", "environment", "url", "ca_file"]
@@ -115,6 +115,7 @@ struct ConfigFile {
                     throw reader.error(at: at + ".registration.policy", "is open, bearer, signed or wallet, not \(other)")
                 }
             }
+            settings.maximumDevices = try reader.int(app["max_devices"], at: at + ".max_devices", in: 1...100_000_000)
             if let value = app["agent_event"] {
                 settings.agentEventTexts = try reader.agentEventTexts(value, at: at + ".agent_event")
             }

@@ -388,6 +388,12 @@ struct ServeSettings {
             }
             var settings = AppSettings(
                 id: "default", publishKeys: try Self.keys(env, "HERALD_PUBLISH_KEYS"), registration: registration)
+            if let text = env["HERALD_MAX_DEVICES"], !text.isEmpty {
+                guard let parsed = Int(text), (1...100_000_000).contains(parsed) else {
+                    throw InvalidInput(field: "HERALD_MAX_DEVICES", message: "is a whole number from 1 to 100000000")
+                }
+                settings.maximumDevices = parsed
+            }
             // GhostTalk's testing-only /apns/send.
             settings.ghostTalkSendEnabled = ["1", "true", "yes"].contains(env["HERALD_GHOSTTALK_SEND_ENABLED"]?.lowercased() ?? "")
             var app = ConfigFile.App(settings: settings, apns: try APNsSettings.fromEnvironment(env))

@@ -44,6 +44,8 @@ public struct AppSettings: Sendable {
     public var agentEventTexts = AgentEventTemplate.Texts()
     /// GhostTalk's testing-only `POST /apns/send` (off unless enabled; always behind a publisher key).
     public var ghostTalkSendEnabled = false
+    /// The most devices the app may have; a registration of a new token past it is refused.
+    public var maximumDevices: Int?
 
     public init(
         id: String, publishKeys: Set<String> = [], registration: RegistrationPolicy = .open, topic: String? = nil,

@@ -44,6 +44,7 @@ public struct ClaudiatorAPI: Sendable {
         guard let platform = Platform(rawValue: platformText) else { throw APIError.invalid("platform", "platform is ios or android") }
         let token = try RegistrationAPI.deviceToken(body.token, platform: platform, field: "token")
         try AppDirectory.require(grant, covers: token.value, field: "token")
+        try await RegistrationAPI.admitDevice(token, app: app, store: store, field: "token")
         _ = try await store.register(
             Registration(app: app.id, token: token, environment: app.production ? .production : .sandbox, watchSet: .empty),
             now: clock.now())

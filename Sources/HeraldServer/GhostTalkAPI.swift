@@ -49,6 +49,7 @@ public struct GhostTalkAPI: Sendable {
         let session = try Self.sessionKey(body.session_id)
         try AppDirectory.require(grant, covers: body.session_id, field: "session_id")
         let token = try RegistrationAPI.deviceToken(body.device_token, platform: .ios)
+        try await RegistrationAPI.admitDevice(token, app: app, store: store, field: "device_token")
         _ = try await store.register(
             Registration(app: app.id, token: token, environment: app.production ? .production : .sandbox,
                          watchSet: try WatchSet(watched: [session])),

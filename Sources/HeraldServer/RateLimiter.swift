@@ -125,13 +125,7 @@ struct RateLimitMiddleware<Context: RemoteAddressRequestContext>: RouterMiddlewa
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let path = Self.routePath(request.uri.path)
         if RateLimits.publishingPaths.contains(where: { path.hasSuffix($0) }) {
-            // Unauthenticated requests are refused (401) on their route; only real keys have a
-            // bucket, so made-up bearer strings cannot fill memory with buckets.
-            if let key = AppDirectory.bearer(request), apps.apps.contains(where: { $0.isPublisherKey(key) }),
-                let wait = publishing.take(key)
-            {
-                throw APIError(.tooManyRequests, code: "rate_limited", message: "this publisher key is over its rate limit", retryAfter: wait)
-            }
+            try limitPublishing(bearer: AppDirectory.bearer(request))
         } else if RateLimits.registrationPaths.contains(where: { path.hasSuffix($0) }) {
             let client = ClientAddress.of(
                 peer: context.remoteAddress?.ipAddress, forwarded: request.headers[.forwarded],
@@ -141,6 +135,15 @@ struct RateLimitMiddleware<Context: RemoteAddressRequestContext>: RouterMiddlewa
             }
         }
         return try await next(request, context)
+    }
+
+    /// Takes a publishing token for a real publisher key; anything else passes here (its route
+    /// answers 401) and gets no bucket, so made-up bearer strings cannot grow memory.
+    func limitPublishing(bearer: String?) throws {
+        guard let key = bearer, apps.apps.contains(where: { $0.isPublisherKey(key) }) else { return }
+        if let wait = publishing.take(key) {
+            throw APIError(.tooManyRequests, code: "rate_limited", message: "this publisher key is over its rate limit", retryAfter: wait)
+        }
     }
 }
 

@@ -121,6 +121,7 @@ public struct RegistrationAPI: Sendable {
         try proveOwnership(body.addresses, app: app, token: token.value)
         let registration = Registration(
             app: app, token: token, environment: environment, deviceID: body.device_id, watchSet: watchSet)
+        if let settings = configuration.apps[app] { try await Self.admitDevice(token, app: settings, store: store, field: "device_token") }
         _ = try await store.register(registration, now: clock.now())
         return try Self.json(["registered": true, "watched_addresses": watchSet.watched.count])
     }
@@ -230,6 +231,15 @@ public struct RegistrationAPI: Sendable {
                 throw refuse("the signature is not this address's over this device token")
             }
         }
+    }
+
+    /// Refuses (403 `device_limit`) a new token once the app has its `maximumDevices`; a token
+    /// already registered may always register again. Registrations racing each other at the
+    /// limit may pass it by as many as are in flight.
+    static func admitDevice(_ token: DeviceToken, app: AppSettings, store: any DeviceRegistry, field: String) async throws {
+        guard let maximum = app.maximumDevices, try await store.deviceCount(app: app.id) >= maximum else { return }
+        guard try await store.devices(app: app.id, tokens: [token.value]).isEmpty else { return }
+        throw APIError(.forbidden, code: "device_limit", message: "app \(app.id) has its maximum of \(maximum) devices", field: field)
     }
 
     /// How far a proof's timestamp may be from now: 10 minutes.

@@ -44,6 +44,7 @@ public struct SafeWhisperAPI: Sendable {
         try AppDirectory.require(grant, covers: deviceID, field: "X-Device-ID")
         let body = try await JSONBody.decode(TokenBody.self, from: request, limit: configuration.maximumBodySize)
         let token = try RegistrationAPI.deviceToken(body.apnsToken, platform: .ios, field: "apnsToken")
+        try await RegistrationAPI.admitDevice(token, app: app, store: store, field: "apnsToken")
         let device = try await store.register(
             Registration(app: app.id, token: token, environment: app.production ? .production : .sandbox, deviceID: deviceID, watchSet: .empty,
                          replacesDeviceTokens: true),

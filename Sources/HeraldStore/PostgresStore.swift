@@ -404,6 +404,13 @@ public final class PostgresStore: Store {
 
     // MARK: Operations
 
+    public func deviceCount(app: String) async throws -> Int {
+        for try await (count) in try await client.query("SELECT COUNT(*) FROM devices WHERE app_id = \(app)", logger: logger).decode(Int64.self) {
+            return Int(count)
+        }
+        return 0
+    }
+
     public func deleteStaleDevices(lastSeenBefore: Date) async throws -> Int {
         try await Self.count(client.query(
             "DELETE FROM devices WHERE last_seen < \(lastSeenBefore.milliseconds) RETURNING id", logger: logger))

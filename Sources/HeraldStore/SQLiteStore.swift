@@ -357,6 +357,10 @@ public final class SQLiteStore: Store {
 
     // MARK: Operations
 
+    public func deviceCount(app: String) async throws -> Int {
+        try await pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM devices WHERE app_id = ?", arguments: [app]) ?? 0 }
+    }
+
     public func deleteStaleDevices(lastSeenBefore: Date) async throws -> Int {
         try await pool.write { db in
             try db.execute(sql: "DELETE FROM devices WHERE last_seen < ?", arguments: [lastSeenBefore.milliseconds])

@@ -174,6 +174,8 @@ public protocol DeviceRegistry: Sendable {
     func devices(app: String, deviceIDs: [String]) async throws -> [DeviceRecord]
     /// Removes devices not seen since `lastSeenBefore`; returns how many.
     func deleteStaleDevices(lastSeenBefore: Date) async throws -> Int
+    /// How many devices `app` has (its `(app, token)` index counts them).
+    func deviceCount(app: String) async throws -> Int
 }
 
 /// Accepted events and their deliveries: the publisher commits into it, the outbox claims from

@@ -68,3 +68,19 @@ struct ClientAddressTests {
         }
     }
 }
+
+@Suite("Publishing buckets")
+struct PublishingBucketTests {
+    @Test("made-up bearer strings get no bucket; a real key gets one")
+    func onlyRealKeys() throws {
+        var limits = RateLimits()
+        limits.publishing = .init(rate: 1, burst: 1)
+        let middleware = RateLimitMiddleware<HeraldRequestContext>(limits, apps: .single(AppSettings(id: "default", publishKeys: ["publisher-key-00001"])))
+        for i in 0..<1_000 { try middleware.limitPublishing(bearer: "guess-\(i)") }
+        try middleware.limitPublishing(bearer: nil)
+        #expect(middleware.publishing.bucketCount == 0)
+        try middleware.limitPublishing(bearer: "publisher-key-00001")
+        #expect(middleware.publishing.bucketCount == 1)
+        #expect(throws: APIError.self) { try middleware.limitPublishing(bearer: "publisher-key-00001") }
+    }
+}

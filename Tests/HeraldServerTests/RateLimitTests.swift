@@ -119,3 +119,32 @@ struct RateLimiterBucketTests {
         for i in 0..<10_001 { _ = limiter.take("many-\(i)", now: now) }  // past the pruning threshold: pruning must not overflow either
     }
 }
+
+@Suite("Devices per app", .serialized)
+struct DeviceLimitTests {
+    @Test("past max_devices a new token is refused (403 naming it) on every registration route; a known one may register again")
+    func capped() async throws {
+        try await withRegistrationServer(configure: {
+            var app = AppSettings(id: "default", publishKeys: ["publisher-key-00001"])
+            app.maximumDevices = 2
+            $0.apps = .single(app)
+        }) { client, store in
+            func token(_ i: Int) -> String { String(repeating: String(format: "%02x", i), count: 32) }
+            for i in 1...2 {
+                #expect(try await send(client, .post, "/v1/push/register", RateLimitTests.register(i)).status == .ok)
+            }
+            var r = try await send(client, .post, "/v1/push/register", RateLimitTests.register(3))
+            #expect(r.status == .forbidden)
+            #expect((try json(r)["error"] as? [String: Any])?["code"] as? String == "device_limit")
+            #expect((try json(r)["error"] as? [String: Any])?["field"] as? String == "device_token")
+            r = try await send(client, .post, "/apns/register", #"{"session_id":"s","device_token":"\#(token(9))"}"#)
+            #expect(r.status == .forbidden)
+            r = try await send(client, .post, "/api/devices/token", #"{"apnsToken":"\#(token(9))"}"#,
+                               headers: [.contentType: "application/json", HTTPField.Name("X-Device-ID")!: "d9"])
+            #expect((try json(r)["error"] as? [String: Any])?["field"] as? String == "apnsToken")
+            // A device already registered may register again (a new watch set).
+            #expect(try await send(client, .post, "/v1/push/register", RateLimitTests.register(1)).status == .ok)
+            #expect(try await store.deviceCount(app: "default") == 2)
+        }
+    }
+}

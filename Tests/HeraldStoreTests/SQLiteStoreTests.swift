@@ -80,6 +80,17 @@ struct StoreRegistrationTests {
         }
     }
 
+    @Test("devices are counted per app")
+    func deviceCount() async throws {
+        try await withEachStore { store, _ in
+            for i in 1...3 { _ = try await store.register(try registration(i, watching: []), now: t0) }
+            _ = try await store.register(try registration(4, app: "other", watching: []), now: t0)
+            #expect(try await store.deviceCount(app: "kasia") == 3)
+            #expect(try await store.deviceCount(app: "other") == 1)
+            #expect(try await store.deviceCount(app: "none") == 0)
+        }
+    }
+
     @Test("register, status, re-register replaces the watch set, update, unregister")
     func lifecycle() async throws {
         try await withEachStore { store, _ in
