@@ -32,6 +32,8 @@ public final class KaspaNodeSimulator: Sendable {
         var connections: [Int: Connection] = [:]
         var nextConnection = 0
         var requests: [String] = []
+        /// A hung node: it reads calls and answers none.
+        var silent = false
     }
 
     private let state = Mutex(State())
@@ -39,6 +41,9 @@ public final class KaspaNodeSimulator: Sendable {
     /// The port it listens on, once started.
     public let port: Int
     public var url: String { "ws://127.0.0.1:\(port)" }
+    /// Makes the node hang (it reads calls and answers none) or answer again.
+    public func setSilent(_ silent: Bool) { state.withLock { $0.silent = silent } }
+
     /// The time written into new blocks (ms); tests move it.
     public let blockTime = Mutex<UInt64>(UInt64(Date().timeIntervalSince1970 * 1000))
 
@@ -250,8 +255,9 @@ public final class KaspaNodeSimulator: Sendable {
         func error(_ message: String) -> String {
             #"{"id":\#(id),"method":"\#(request.method)","error":{"code":0,"message":\#(Self.json([message]).dropFirst().dropLast()),"data":null}}"#
         }
-        return state.withLock { s -> String in
+        return state.withLock { s -> String? in
             s.requests.append(request.method)
+            if s.silent { return nil }
             switch request.method {
             case "subscribe":
                 if params["BlockAdded"] != nil { s.connections[connection]?.blockAdded = true }

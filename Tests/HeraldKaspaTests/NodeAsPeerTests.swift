@@ -1,0 +1,80 @@
+import Foundation
+import HeraldKaspa
+import KaspaNodeSimulator
+import Synchronization
+import Testing
+
+/// The node is a peer, not trusted: a hung node, a huge frame or a hostile value cannot hold or
+/// corrupt the client.
+@Suite("The Kaspa node as an untrusted peer")
+struct NodeAsPeerTests {
+    /// Runs `body`, or records a failure if it has not returned after `limit` (it must never hang).
+    static func bounded<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T? {
+        try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask { try await body() }
+            group.addTask {
+                try await Task.sleep(for: limit)
+                return nil
+            }
+            let first = try await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+    }
+
+    @Test("a node that never answers: the call ends with timedOut at its deadline")
+    func hungNode() async throws {
+        let node = try await KaspaNodeSimulator.start()
+        node.setSilent(true)
+        var configured = KaspaRPCClient(url: node.url)
+        configured.callTimeout = .milliseconds(300)
+        let client = configured
+        let outcome: String? = try await Self.bounded(.seconds(60)) {
+            do {
+                _ = try await client.withSession { try await $0.getServerInfo() }
+                return "answered"
+            } catch {
+                return "\(error)"
+            }
+        }
+        #expect(outcome == "\(KaspaRPCError.timedOut(method: "getServerInfo"))")
+        await node.shutdown()
+    }
+
+    @Test("a frame over the limit resets the connection: the session ends instead of buffering it")
+    func oversizedFrame() async throws {
+        // Node JSON, read-only from here on.
+        nonisolated(unsafe) let transaction = try RawFixtures.load().bulk[0]
+        let node = try await KaspaNodeSimulator.start()
+        var configured = KaspaRPCClient(url: node.url)
+        configured.maximumFrameSize = 1_024  // a block with a Kasia transaction is larger
+        let client = configured
+        let ended = try await Self.bounded(.seconds(60)) {
+            try? await client.withSession { session in
+                try await session.subscribeChain()
+                await node.produce([transaction])
+                for await _ in session.notifications {}
+            }
+            return true
+        }
+        #expect(ended == true)
+        await node.shutdown()
+    }
+
+    @Test("values go into requests through an encoder: a hash with quotes is asked for, not spliced into the JSON")
+    func encodedRequests() async throws {
+        let node = try await KaspaNodeSimulator.start()
+        let client = KaspaRPCClient(url: node.url)
+        let answer: String? = try await Self.bounded(.seconds(60)) {
+            do {
+                _ = try await client.withSession { try await $0.getBlock(hash: #"x","includeTransactions":true,"hash":"y"#, includeTransactions: false) }
+                return "answered"
+            } catch {
+                return "\(error)"
+            }
+        }
+        // The node read one well-formed request naming that odd hash, and knew no such block.
+        #expect(answer == "\(KaspaRPCError.node(method: "getBlock", message: "block not found"))")
+        await node.shutdown()
+    }
+}
