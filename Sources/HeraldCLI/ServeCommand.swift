@@ -299,30 +299,10 @@ struct ServeSettings {
             }
             kaspaNetwork = (text, prefix)
         }
-        if let text = env["HERALD_SIMULATOR_CONTROL_PORT"], !text.isEmpty {
-            guard let parsed = Int(text), (0...65_535).contains(parsed) else {
-                throw InvalidInput(field: "HERALD_SIMULATOR_CONTROL_PORT", message: "is a port number, not \(text)")
-            }
-            simulatorControlPort = parsed
-        }
-        if let text = env["HERALD_HTTP_IDLE_TIMEOUT_SECONDS"], !text.isEmpty {
-            guard let parsed = Int(text), (1...3_600).contains(parsed) else {
-                throw InvalidInput(field: "HERALD_HTTP_IDLE_TIMEOUT_SECONDS", message: "is a whole number of seconds from 1 to 3600")
-            }
-            httpIdleTimeoutSeconds = parsed
-        }
-        if let text = env["HERALD_MAX_DELIVERIES_PER_REQUEST"], !text.isEmpty {
-            guard let parsed = Int(text), (1...10_000_000).contains(parsed) else {
-                throw InvalidInput(field: "HERALD_MAX_DELIVERIES_PER_REQUEST", message: "is a whole number from 1 to 10000000")
-            }
-            maximumDeliveriesPerRequest = parsed
-        }
-        if let text = env["HERALD_SHUTDOWN_GRACE_SECONDS"], !text.isEmpty {
-            guard let parsed = Int(text), (1...3_600).contains(parsed) else {
-                throw InvalidInput(field: "HERALD_SHUTDOWN_GRACE_SECONDS", message: "is a whole number of seconds from 1 to 3600")
-            }
-            shutdownGrace = .seconds(parsed)
-        }
+        if let value = try Self.integer(env, "HERALD_SIMULATOR_CONTROL_PORT", in: 0...65_535, "is a port number from 0 to 65535") { simulatorControlPort = value }
+        if let value = try Self.integer(env, "HERALD_HTTP_IDLE_TIMEOUT_SECONDS", in: 1...3_600, "is a whole number of seconds from 1 to 3600") { httpIdleTimeoutSeconds = value }
+        if let value = try Self.integer(env, "HERALD_MAX_DELIVERIES_PER_REQUEST", in: 1...10_000_000, "is a whole number from 1 to 10000000") { maximumDeliveriesPerRequest = value }
+        if let value = try Self.integer(env, "HERALD_SHUTDOWN_GRACE_SECONDS", in: 1...3_600, "is a whole number of seconds from 1 to 3600") { shutdownGrace = .seconds(value) }
         if let url = env["HERALD_KASPA_WRPC_URL"], !url.isEmpty {
             guard url.hasPrefix("ws://") || url.hasPrefix("wss://"), URL(string: url)?.host != nil else {
                 throw InvalidInput(field: "HERALD_KASPA_WRPC_URL", message: "is ws://host:port (a node's wRPC JSON endpoint, e.g. ws://127.0.0.1:18110)")
@@ -388,12 +368,7 @@ struct ServeSettings {
             }
             var settings = AppSettings(
                 id: "default", publishKeys: try Self.keys(env, "HERALD_PUBLISH_KEYS"), registration: registration)
-            if let text = env["HERALD_MAX_DEVICES"], !text.isEmpty {
-                guard let parsed = Int(text), (1...100_000_000).contains(parsed) else {
-                    throw InvalidInput(field: "HERALD_MAX_DEVICES", message: "is a whole number from 1 to 100000000")
-                }
-                settings.maximumDevices = parsed
-            }
+            settings.maximumDevices = try Self.integer(env, "HERALD_MAX_DEVICES", in: 1...100_000_000, "is a whole number from 1 to 100000000")
             // GhostTalk's testing-only /apns/send.
             settings.ghostTalkSendEnabled = ["1", "true", "yes"].contains(env["HERALD_GHOSTTALK_SEND_ENABLED"]?.lowercased() ?? "")
             var app = ConfigFile.App(settings: settings, apns: try APNsSettings.fromEnvironment(env))
@@ -412,6 +387,13 @@ struct ServeSettings {
             throw InvalidInput(field: name, message: "each key is at least \(ConfigFile.minimumKeyLength) characters")
         }
         return keys
+    }
+
+    /// A whole number from `range`, when the variable is set; else exit 2 with `message`.
+    private static func integer(_ env: [String: String], _ name: String, in range: ClosedRange<Int>, _ message: String) throws -> Int? {
+        guard let text = env[name], !text.isEmpty else { return nil }
+        guard let value = Int(text), range.contains(value) else { throw InvalidInput(field: name, message: message) }
+        return value
     }
 
     static func list(_ value: String?) -> Set<String> {
