@@ -8,6 +8,7 @@ getUtxoReturnAddress, and prints one JSON line of what it decoded.
 """
 import asyncio
 import json
+import os
 import sys
 
 import kaspa
@@ -50,3 +51,7 @@ async def main(url: str, txid: str) -> None:
 
 if __name__ == "__main__":
     asyncio.run(main(sys.argv[1], sys.argv[2]))
+    # Everything is printed and flushed: leave without the interpreter's teardown, in which the
+    # SDK's native runtime has been seen to abort (exit status 6) on a loaded machine.
+    sys.stdout.flush()
+    os._exit(0)
