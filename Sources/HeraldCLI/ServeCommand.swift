@@ -289,13 +289,14 @@ struct ServeSettings {
         if let text = env["HERALD_KASPA_NETWORK"], !text.isEmpty {
             let prefix: KaspaAddress.Prefix? = switch text {
             case "mainnet": .mainnet
+            case "testnet": .testnet
             case "simnet": .simnet
             case "devnet": .devnet
             case _ where text.hasPrefix("testnet-") && Int(text.dropFirst("testnet-".count)) != nil: .testnet
             default: nil
             }
             guard let prefix else {
-                throw InvalidInput(field: "HERALD_KASPA_NETWORK", message: "is mainnet, testnet-<n> (testnet-10), simnet or devnet, not \(text)")
+                throw InvalidInput(field: "HERALD_KASPA_NETWORK", message: "is mainnet, testnet (any testnet), testnet-<n> (testnet-10), simnet or devnet, not \(text)")
             }
             kaspaNetwork = (text, prefix)
         }

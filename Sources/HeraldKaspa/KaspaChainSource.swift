@@ -41,7 +41,7 @@ public final class KaspaChainSource: Service, Sendable {
         public var maximumReconnectDelay: Duration = .seconds(5)
         /// How often an instance that does not follow the chain checks whether the follower died.
         public var leadershipPoll: Duration = .seconds(2)
-        /// The network the node must be on (`mainnet`, `testnet-10`, …), checked against its
+        /// The network the node must be on (`mainnet`, `testnet` for any testnet, `testnet-10`, …), checked against its
         /// `getServerInfo` before anything is read; nil follows whatever the node serves.
         public var network: String?
 
@@ -122,7 +122,8 @@ public final class KaspaChainSource: Service, Sendable {
         if let network = configuration.network {
             // A node of another network would push other people's money and messages as ours.
             let served = try await session.getServerInfo().networkId
-            guard served == network else {
+            // `testnet` accepts any numbered testnet (`testnet-10`, `testnet-11`).
+            guard served == network || (network == "testnet" && served?.hasPrefix("testnet-") == true) else {
                 logger.error("the Kaspa node serves another network: not following it", metadata: [
                     "expected": "\(network)", "node": "\(served ?? "unknown")",
                 ])

@@ -246,7 +246,7 @@ struct ChainSourceProcessTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let serve = try ServeProcess(environment: [
             "HERALD_DATABASE_URL": "sqlite:" + directory.appendingPathComponent("herald.sqlite").path, "HERALD_HTTP_PORT": "0",
-            "HERALD_KASPA_WRPC_URL": node.url, "HERALD_KASPA_NETWORK": "testnet-10",
+            "HERALD_KASPA_WRPC_URL": node.url, "HERALD_KASPA_NETWORK": "testnet",
         ])
         defer { serve.process.kill(SIGTERM) }
         let testnet = try KaspaAddress(prefix: .testnet, version: .publicKey, payload: [UInt8](repeating: 7, count: 32)).string
