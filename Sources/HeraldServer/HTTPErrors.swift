@@ -43,7 +43,7 @@ extension AppDirectory {
     /// identities the request may act for.
     /// - Throws: 401 without the key or a valid token.
     @discardableResult
-    public func authorizeRegistration(_ request: Request, for app: AppSettings, now: Date = Date()) throws -> RegistrationGrant {
+    public func authorizeRegistration(_ request: Request, for app: AppSettings, now: Date) throws -> RegistrationGrant {
         switch app.registration {
         case .open, .wallet:
             return .anyIdentity
@@ -92,9 +92,9 @@ extension AppDirectory {
 
     /// The app a compatibility registration route serves, once its registration policy admits
     /// the request, and what the request may claim.
-    public func registeringApp(_ request: Request, prefix: String?) throws -> (AppSettings, RegistrationGrant) {
+    public func registeringApp(_ request: Request, prefix: String?, now: Date) throws -> (AppSettings, RegistrationGrant) {
         let app = try compatibilityApp(request, prefix: prefix)
-        return (app, try authorizeRegistration(request, for: app))
+        return (app, try authorizeRegistration(request, for: app, now: now))
     }
 
     static let appHeader = HTTPField.Name("X-Herald-App")!

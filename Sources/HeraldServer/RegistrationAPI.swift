@@ -237,8 +237,9 @@ public struct RegistrationAPI: Sendable {
     /// already registered may always register again. Registrations racing each other at the
     /// limit may pass it by as many as are in flight.
     static func admitDevice(_ token: DeviceToken, app: AppSettings, store: any DeviceRegistry, field: String) async throws {
-        guard let maximum = app.maximumDevices, try await store.deviceCount(app: app.id) >= maximum else { return }
-        guard try await store.devices(app: app.id, tokens: [token.value]).isEmpty else { return }
+        // A known token is the common case and an index lookup; the count runs for new tokens only.
+        guard let maximum = app.maximumDevices, try await store.devices(app: app.id, tokens: [token.value]).isEmpty else { return }
+        guard try await store.deviceCount(app: app.id) >= maximum else { return }
         throw APIError(.forbidden, code: "device_limit", message: "app \(app.id) has its maximum of \(maximum) devices", field: field)
     }
 

@@ -50,11 +50,11 @@ struct FollowingHerald {
     let api: String
     let control: String
 
-    static func start(node: KaspaNodeSimulator, database: URL) throws -> FollowingHerald {
+    static func start(node: KaspaNodeSimulator, database: URL, environment extra: [String: String] = [:]) throws -> FollowingHerald {
         let serve = try ServeProcess(environment: [
             "HERALD_DATABASE_URL": "sqlite:" + database.path, "HERALD_HTTP_PORT": "0", "HERALD_KASPA_WRPC_URL": node.url,
             "HERALD_REGISTRATION_RATE": "0",
-        ])
+        ].merging(extra) { _, new in new })
         return FollowingHerald(process: serve.process, api: serve.api, control: serve.control)
     }
 
@@ -67,11 +67,21 @@ struct FollowingHerald {
 
     /// Waits until the chain source is connected (10 s at most).
     func waitConnected() async throws {
-        for _ in 0..<200 {
-            if try await kaspaStats()["connected"] as? Bool == true { return }
+        let stats = try await waitForStats { $0["connected"] as? Bool == true }
+        if stats["connected"] as? Bool != true { Issue.record("the chain source did not connect") }
+    }
+
+    /// Polls `/v1/stats` until the chain source's stats satisfy `done` (10 s at most); returns the last ones.
+    @discardableResult
+    func waitForStats(_ done: ([String: Any]) -> Bool) async throws -> [String: Any] {
+        var stats = try await kaspaStats()
+        var polls = 0
+        while !done(stats), polls < 200 {
+            polls += 1
             try await Task.sleep(for: .milliseconds(50))
+            stats = try await kaspaStats()
         }
-        Issue.record("the chain source did not connect")
+        return stats
     }
 
     func kaspaStats() async throws -> [String: Any] {
@@ -180,12 +190,8 @@ struct ChainSourceProcessTests {
         // One of Alice's own messages (its only output pays Alice) with no sender the node can
         // name: not pushed as Alice's, or anyone's, and counted.
         await node.produce([fixtures.bulk[0]])
-        var polls = 0
-        while try await herald.kaspaStats()["unattributed_messages"] as? Int != 1, polls < 200 {
-            polls += 1
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        #expect(try await herald.kaspaStats()["unattributed_messages"] as? Int == 1)
+        let stats = try await herald.waitForStats { $0["unattributed_messages"] as? Int == 1 }
+        #expect(stats["unattributed_messages"] as? Int == 1)
 
         // Mallory's forgery: her coin, one output paying Alice, Alice's alias in the payload.
         await node.produce([forgery.forged], senders: [RawFixtures.txid(forgery.forged): forgery.mallory])
@@ -223,12 +229,8 @@ struct ChainSourceProcessTests {
         herald = try FollowingHerald.start(node: second, database: database)
         defer { herald.stop() }
         try await herald.waitConnected()
-        var polls = 0
-        while try await herald.kaspaStats()["gaps"] as? Int != 1, polls < 200 {
-            polls += 1
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        #expect(try await herald.kaspaStats()["gaps"] as? Int == 1)
+        let stats = try await herald.waitForStats { $0["gaps"] as? Int == 1 }
+        #expect(stats["gaps"] as? Int == 1)
         await second.produce([fixtures.bulk[1]], senders: senders)
         let pushes = try await herald.pushes(follower, reaching: 1)
         #expect(pushes.compactMap { $0["collapse_id"] as? String } == [RawFixtures.txid(fixtures.bulk[1])])
@@ -244,14 +246,12 @@ struct ChainSourceProcessTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-kaspa-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let serve = try ServeProcess(environment: [
-            "HERALD_DATABASE_URL": "sqlite:" + directory.appendingPathComponent("herald.sqlite").path, "HERALD_HTTP_PORT": "0",
-            "HERALD_KASPA_WRPC_URL": node.url, "HERALD_KASPA_NETWORK": "testnet",
-        ])
-        defer { serve.process.kill(SIGTERM) }
+        let herald = try FollowingHerald.start(
+            node: node, database: directory.appendingPathComponent("herald.sqlite"), environment: ["HERALD_KASPA_NETWORK": "testnet"])
+        defer { herald.stop() }
         let testnet = try KaspaAddress(prefix: .testnet, version: .publicKey, payload: [UInt8](repeating: 7, count: 32)).string
         func register(_ body: String) async throws -> (Int, [String: Any]) {
-            let (status, data) = try await http("POST", serve.api + "/v1/push/register", body)
+            let (status, data) = try await http("POST", herald.api + "/v1/push/register", body)
             return (status, (try? JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:])
         }
         var (status, answer) = try await register(#"{"device_token":"\#(deviceToken(1))","platform":"ios","watched_addresses":["\#(testnet)","\#(fixtures.alice)"]}"#)
@@ -263,16 +263,7 @@ struct ChainSourceProcessTests {
         #expect(status == 200)
 
         // The source asks the node which network it serves, and does not follow a mainnet node.
-        func stats() async throws -> [String: Any] {
-            let (_, data) = try await http("GET", serve.api + "/v1/stats")
-            return ((try JSONSerialization.jsonObject(with: data) as? [String: Any])?["kaspa"] as? [String: Any]) ?? [:]
-        }
-        var polls = 0
-        while (try await stats()["reconnects"] as? Int ?? 0) < 2, polls < 400 {
-            polls += 1
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        let kaspa = try await stats()
+        let kaspa = try await herald.waitForStats { ($0["reconnects"] as? Int ?? 0) >= 2 }
         #expect((kaspa["reconnects"] as? Int ?? 0) >= 2)
         #expect(kaspa["connected"] as? Bool == false)
         #expect(kaspa["last_block"] is NSNull || kaspa["last_block"] == nil)
@@ -343,12 +334,8 @@ struct ChainSourceProcessTests {
         node.blockTime.withLock { $0 = now - 25 * 3_600_000 }
         let staleBlock = await node.produce([stale], senders: senders)
         node.blockTime.withLock { $0 = now }
-        var polls = 0
-        while try await herald.kaspaStats()["last_block"] as? String != staleBlock, polls < 200 {
-            polls += 1
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        #expect(try await herald.kaspaStats()["last_block"] as? String == staleBlock)
+        let stats = try await herald.waitForStats { $0["last_block"] as? String == staleBlock }
+        #expect(stats["last_block"] as? String == staleBlock)
         try await Task.sleep(for: .milliseconds(500))
         #expect(try await herald.pushes(follower).count == 51, "a 25-hour-old payment was pushed")
         herald.stop()
