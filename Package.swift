@@ -96,7 +96,7 @@ let package = Package(
             ]
         ),
         // The client library apps and their notification extensions embed (SPEC §6).
-        .target(name: "HeraldKit", dependencies: ["KasiaProtocol", "KasiaCrypto"]),
+        .target(name: "HeraldKit", dependencies: ["KasiaProtocol", "KasiaCrypto", .product(name: "Crypto", package: "swift-crypto")]),
         // `kasia`: decode and encrypt Kasia payloads when debugging pushes.
         .executableTarget(
             name: "KasiaCLI",

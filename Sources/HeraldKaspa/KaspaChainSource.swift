@@ -33,6 +33,9 @@ public final class KaspaChainSource: Service, Sendable {
         public var url: String
         /// Messages older than this are not pushed (default 24 h).
         public var maximumAge: Duration = .seconds(24 * 3600)
+        /// At most this many chain blocks are walked back from the node's sink to find where the
+        /// maximum age begins, when the node no longer knows the checkpoint.
+        public var recoveryDepth = 1_000_000
         /// The checkpoint's name in the store.
         public var checkpointName = "kaspa"
         /// Blocks remembered for acceptance (about 16 minutes at 10 blocks/s).
@@ -136,17 +139,29 @@ public final class KaspaChainSource: Service, Sendable {
         // Gap-fill from the checkpoint; notifications that arrive meanwhile wait in the stream
         // (a txid seen twice is committed once).
         if let checkpoint = try await store.checkpoint(source: configuration.checkpointName) {
+            var missed: VirtualChainChanged?
             do {
-                let missed = try await session.getVirtualChainFromBlock(startHash: checkpoint.blockHash)
-                try await process(missed, session: session, memory: memory)
+                missed = try await session.getVirtualChainFromBlock(startHash: checkpoint.blockHash)
             } catch KaspaRPCError.node(_, let message) {
                 // The node no longer knows the checkpoint (pruned, or reorged out of the chain):
-                // asking again would fail forever. Follow the chain from now on, and say what was skipped.
+                // asking again would fail forever. Resume where the maximum age begins, and say what was skipped.
                 state.withLock { $0.gaps += 1 }
+                let start = try await recoveryStart(session: session)
                 logger.error(
-                    "the node does not know the checkpoint: following from now on, messages since it are not pushed",
-                    metadata: ["checkpoint": "\(checkpoint.blockHash)", "daa_score": "\(checkpoint.daaScore)", "node": "\(message)"])
+                    "the node does not know the checkpoint: resuming from the maximum age back, messages before it are not pushed",
+                    metadata: [
+                        "checkpoint": "\(checkpoint.blockHash)", "daa_score": "\(checkpoint.daaScore)", "node": "\(message)",
+                        "resume_from": "\(start ?? "the node's sink")",
+                    ])
+                if let start {
+                    do {
+                        missed = try await session.getVirtualChainFromBlock(startHash: start)
+                    } catch KaspaRPCError.node(_, let message) {
+                        logger.error("the node refused its own chain block: following from now on", metadata: ["node": "\(message)"])
+                    }
+                }
             }
+            if let missed { try await catchUp(missed, session: session, memory: memory) }
         }
         for await notification in session.notifications {
             switch notification {
@@ -158,6 +173,47 @@ public final class KaspaChainSource: Service, Sendable {
             }
         }
         throw KaspaRPCError.disconnected
+    }
+
+    /// Processes `first` and the rest of the chain up to the node's sink: the node answers
+    /// `getVirtualChainFromBlock` a batch at a time (about ten merge-set limits of blocks), so
+    /// the source asks again from the last block it got until nothing is added.
+    private func catchUp(_ first: VirtualChainChanged, session: KaspaRPCSession, memory: ChainMemory) async throws {
+        var batch = first
+        var asked: String?
+        // A node that answers with the block it was asked from has nothing newer (or is lying): stop.
+        while let last = batch.addedChainBlockHashes.last, last != asked, !Task.isCancelled {
+            try await process(batch, session: session, memory: memory)
+            asked = last
+            batch = try await session.getVirtualChainFromBlock(startHash: last)
+        }
+    }
+
+    /// Where to resume when the checkpoint is unknown: the newest chain block older than the
+    /// maximum age, found by walking back from the node's sink along selected parents. The walk
+    /// stops at the node's pruning point, at a block the node no longer has, or after
+    /// `configuration.recoveryDepth` blocks. Nil when the node names no sink.
+    private func recoveryStart(session: KaspaRPCSession) async throws -> String? {
+        let dag = try await session.getBlockDagInfo()
+        guard let sink = dag.sink else { return nil }
+        let cutoff = max(0, now().timeIntervalSince1970 - Double(configuration.maximumAge.components.seconds))
+        let cutoffMilliseconds = UInt64(cutoff) * 1000
+        var hash = sink
+        var oldestKnown: String?
+        for _ in 0..<max(1, configuration.recoveryDepth) {
+            let block: RpcBlock
+            do {
+                block = try await session.getBlock(hash: hash, includeTransactions: false)
+            } catch KaspaRPCError.node {
+                break  // below what the node keeps
+            }
+            oldestKnown = hash
+            guard block.header.timestamp >= cutoffMilliseconds, hash != dag.pruningPointHash,
+                let parent = block.verboseData?.selectedParentHash, parent.contains(where: { $0 != "0" })
+            else { break }
+            hash = parent
+        }
+        return oldestKnown
     }
 
     /// Turns one chain change into events and commits them with the new checkpoint.

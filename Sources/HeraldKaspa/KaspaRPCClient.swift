@@ -213,6 +213,19 @@ public final class KaspaRPCSession: Sendable {
         return try await call("getServerInfo", params: [String: Bool](), as: ServerInfo.self)
     }
 
+    /// What `getBlockDagInfo` tells of the node's DAG: its sink (the selected tip) and its
+    /// pruning point (the oldest block whose history it keeps).
+    public struct BlockDagInfo: Decodable, Sendable {
+        public var network: String?
+        public var sink: String?
+        public var pruningPointHash: String?
+        public var virtualDaaScore: UInt64?
+    }
+
+    public func getBlockDagInfo() async throws -> BlockDagInfo {
+        try await call("getBlockDagInfo", params: [String: Bool](), as: BlockDagInfo.self)
+    }
+
     private struct GetBlock: Encodable, Sendable {
         var hash: String
         var includeTransactions: Bool

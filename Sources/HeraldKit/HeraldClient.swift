@@ -70,11 +70,13 @@ public struct HeraldClient: Sendable {
     }
 
     /// Registers (or re-registers) a device; returns how many keys Herald watches for it.
+    /// `ownership` signs the own `addresses` when the app's registration policy is `wallet`.
     @discardableResult
     public func register(
-        deviceToken: String, watchSet: WatchSet, platform: String = "ios", environment: String? = nil, deviceID: String? = nil
+        deviceToken: String, watchSet: WatchSet, platform: String = "ios", environment: String? = nil, deviceID: String? = nil,
+        ownership: AddressOwnership? = nil
     ) async throws(HeraldClientError) -> Int {
-        var body = Self.watchSetBody(watchSet)
+        var body = try await watchSetBody(watchSet, deviceToken: deviceToken, ownership: ownership)
         body["device_token"] = deviceToken
         body["platform"] = platform
         if let environment { body["environment"] = environment }
@@ -85,8 +87,8 @@ public struct HeraldClient: Sendable {
 
     /// Replaces a registered device's watch set; `isNotRegistered` when Herald does not know it.
     @discardableResult
-    public func update(deviceToken: String, watchSet: WatchSet) async throws(HeraldClientError) -> Int {
-        var body = Self.watchSetBody(watchSet)
+    public func update(deviceToken: String, watchSet: WatchSet, ownership: AddressOwnership? = nil) async throws(HeraldClientError) -> Int {
+        var body = try await watchSetBody(watchSet, deviceToken: deviceToken, ownership: ownership)
         body["device_token"] = deviceToken
         let answer = try await send("PUT", "v1/push/update", body: body)
         return try Self.int(answer["watched_addresses"], "watched_addresses")
@@ -108,6 +110,15 @@ public struct HeraldClient: Sendable {
         guard let registered = answer["registered"] as? Bool else { throw .invalidResponse("no registered") }
         let lastSeen = (answer["last_seen"] as? NSNumber).map { Date(timeIntervalSince1970: $0.doubleValue) }
         return RegistrationStatus(registered: registered, watchedAddresses: answer["watched_addresses"] as? [String] ?? [], lastSeen: lastSeen)
+    }
+
+    func watchSetBody(_ set: WatchSet, deviceToken: String, ownership: AddressOwnership?) async throws(HeraldClientError) -> [String: Any] {
+        var body = Self.watchSetBody(set)
+        if let ownership, !set.addresses.isEmpty {
+            // Herald's default app is "default" when none is named.
+            body["addresses"] = try await ownership.proofs(of: set.addresses, app: configuration.app ?? "default", deviceToken: deviceToken)
+        }
+        return body
     }
 
     static func watchSetBody(_ set: WatchSet) -> [String: Any] {

@@ -7,8 +7,9 @@ import NIOCore
 import Synchronization
 
 /// A Kaspa node look-alike for tests: wRPC JSON over WebSocket with the node's frames
-/// — `subscribe` (BlockAdded, VirtualChainChanged), `getBlock`,
-/// `getVirtualChainFromBlock`, `getUtxoReturnAddress`, `getServerInfo` — fed with transactions
+/// — `subscribe` (BlockAdded, VirtualChainChanged), `getBlock`, `getBlockDagInfo`,
+/// `getVirtualChainFromBlock` (in batches, as the node answers it), `getUtxoReturnAddress`,
+/// `getServerInfo` — fed with transactions
 /// in the node's RPC JSON. Blocks carry the node's full header, so the official SDK decodes them.
 ///
 /// Its DAG is simple: each `produce` makes one chain block (and optional parallel blocks) whose
@@ -34,6 +35,10 @@ public final class KaspaNodeSimulator: Sendable {
         var requests: [String] = []
         /// A hung node: it reads calls and answers none.
         var silent = false
+        /// At most this many chain blocks per `getVirtualChainFromBlock` answer (the node's batch).
+        var chainBatch = 1800
+        /// The oldest chain block kept; older ones were pruned.
+        var pruningPoint = String(repeating: "0", count: 64)
     }
 
     private let state = Mutex(State())
@@ -43,6 +48,24 @@ public final class KaspaNodeSimulator: Sendable {
     public var url: String { "ws://127.0.0.1:\(port)" }
     /// Makes the node hang (it reads calls and answers none) or answer again.
     public func setSilent(_ silent: Bool) { state.withLock { $0.silent = silent } }
+    /// How many chain blocks one `getVirtualChainFromBlock` answer carries at most (a real node:
+    /// ten times its merge-set limit, 1,800 on mainnet); the rest is asked for again.
+    public func setChainBatch(_ blocks: Int) { state.withLock { $0.chainBatch = max(1, blocks) } }
+
+    /// Forgets every chain block but the newest `count` (and the blocks they merged), as a node
+    /// does below its pruning point; the oldest kept becomes the pruning point.
+    public func prune(keepingLast count: Int) {
+        state.withLock { s in
+            let dropped = s.chain.dropLast(max(1, count))
+            for hash in dropped {
+                s.blocks[hash] = nil
+                s.headers[hash] = nil
+                s.accepted[hash] = nil
+            }
+            s.chain.removeFirst(dropped.count)
+            if let first = s.chain.first { s.pruningPoint = first }
+        }
+    }
 
     /// The time written into new blocks (ms); tests move it.
     public let blockTime = Mutex<UInt64>(UInt64(Date().timeIntervalSince1970 * 1000))
@@ -268,6 +291,12 @@ public final class KaspaNodeSimulator: Sendable {
                     "rpcApiVersion": 1, "rpcApiRevision": 0, "serverVersion": "1.1.0-simulator", "networkId": "mainnet",
                     "hasUtxoIndex": true, "isSynced": true, "virtualDaaScore": s.daaScore,
                 ]))
+            case "getBlockDagInfo":
+                return reply(Self.json([
+                    "network": "mainnet", "blockCount": s.blocks.count, "headerCount": s.headers.count, "tipHashes": Array(s.chain.suffix(1)),
+                    "difficulty": 1.0, "pastMedianTime": blockTime.withLock { $0 }, "virtualParentHashes": Array(s.chain.suffix(1)),
+                    "pruningPointHash": s.pruningPoint, "virtualDaaScore": s.daaScore, "sink": s.chain.last ?? s.pruningPoint,
+                ]))
             case "getBlock":
                 guard let hash = params["hash"] as? String, let block = (params["includeTransactions"] as? Bool ?? false) ? s.blocks[hash] : s.headers[hash]
                 else { return error("block not found") }
@@ -276,7 +305,7 @@ public final class KaspaNodeSimulator: Sendable {
                 guard let start = params["startHash"] as? String, let index = s.chain.firstIndex(of: start) else {
                     return error("start hash is not a chain block")
                 }
-                let added = Array(s.chain[(index + 1)...])
+                let added = Array(s.chain[(index + 1)...].prefix(s.chainBatch))
                 return reply(Self.chainChange(removed: [], added: added, accepted: added.map { ($0, s.accepted[$0] ?? []) }))
             case "getUtxoReturnAddress":
                 guard let txid = params["txid"] as? String, let address = s.returnAddresses[txid] else { return error("TransactionNotFound") }

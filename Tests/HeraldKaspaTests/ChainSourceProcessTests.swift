@@ -239,6 +239,83 @@ struct ChainSourceProcessTests {
         await second.shutdown()
     }
 
+    @Test("a pruned checkpoint: the source resumes from the node's sink minus HERALD_KASPA_MAX_AGE, so recent messages are still pushed")
+    func prunedCheckpointResumesFromMaximumAge() async throws {
+        let fixtures = try RawFixtures.load()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-kaspa-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let database = directory.appendingPathComponent("herald.sqlite")
+        let follower = deviceToken(10)
+        var senders: [String: String] = [:]
+        for tx in fixtures.bulk { senders[RawFixtures.txid(tx)] = fixtures.alice }
+        let node = try await KaspaNodeSimulator.start()
+        let environment = ["HERALD_KASPA_MAX_AGE": "1h"]
+
+        var herald = try FollowingHerald.start(node: node, database: database, environment: environment)
+        try await herald.register(follower, watched: [fixtures.alice])
+        try await herald.waitConnected()
+        await node.produce([fixtures.bulk[0]], senders: senders)
+        #expect(try await herald.pushes(follower, reaching: 1).count == 1)
+        herald.stop()
+
+        // While Herald is down: one message two hours old, then three recent ones; then the node
+        // prunes everything up to the two-hour-old block, the checkpoint with it. It answers one
+        // chain block per call, so the resumed read must page.
+        let now = node.blockTime.withLock { $0 }
+        node.blockTime.withLock { $0 = now - 2 * 3_600_000 }
+        await node.produce([fixtures.bulk[1]], senders: senders)
+        node.blockTime.withLock { $0 = now - 600_000 }
+        for tx in fixtures.bulk[2...4] { await node.produce([tx], senders: senders) }
+        node.blockTime.withLock { $0 = now }
+        node.prune(keepingLast: 4)
+        node.setChainBatch(1)
+
+        herald = try FollowingHerald.start(node: node, database: database, environment: environment)
+        defer { herald.stop() }
+        try await herald.waitConnected()
+        let recent = Set(fixtures.bulk[2...4].map(RawFixtures.txid))
+        let pushes = try await herald.pushes(follower, reaching: 3)
+        #expect(Set(pushes.compactMap { $0["collapse_id"] as? String }) == recent, "the recent messages since the lost checkpoint")
+        #expect(pushes.count == 3)
+        let stats = try await herald.kaspaStats()
+        #expect(stats["gaps"] as? Int == 1)
+        // And it goes on following.
+        await node.produce([fixtures.bulk[5]], senders: senders)
+        #expect(try await herald.pushes(follower, reaching: 4).count == 4)
+        await node.shutdown()
+    }
+
+    @Test("after a restart the missed chain is read to the end, though the node answers it a batch at a time")
+    func gapFillPages() async throws {
+        let fixtures = try RawFixtures.load()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-kaspa-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let database = directory.appendingPathComponent("herald.sqlite")
+        let follower = deviceToken(11)
+        var senders: [String: String] = [:]
+        for tx in fixtures.bulk { senders[RawFixtures.txid(tx)] = fixtures.alice }
+        let node = try await KaspaNodeSimulator.start()
+        node.setChainBatch(2)
+
+        var herald = try FollowingHerald.start(node: node, database: database)
+        try await herald.register(follower, watched: [fixtures.alice])
+        try await herald.waitConnected()
+        await node.produce([fixtures.bulk[0]], senders: senders)
+        #expect(try await herald.pushes(follower, reaching: 1).count == 1)
+        herald.stop()
+
+        for tx in fixtures.bulk[1...7] { await node.produce([tx], senders: senders) }
+        herald = try FollowingHerald.start(node: node, database: database)
+        defer { herald.stop() }
+        let pushes = try await herald.pushes(follower, reaching: 7)
+        #expect(Set(pushes.compactMap { $0["collapse_id"] as? String }) == Set(fixtures.bulk[1...7].map(RawFixtures.txid)))
+        #expect(pushes.count == 7)
+        #expect(try await herald.kaspaStats()["gaps"] as? Int == 0)
+        await node.shutdown()
+    }
+
     @Test("HERALD_KASPA_NETWORK: a node of another network is not followed; another network's addresses are refused at registration")
     func network() async throws {
         let fixtures = try RawFixtures.load()

@@ -10,6 +10,7 @@ import Testing
     func sdkDecodesTheSimulator() async throws {
         let fixtures = try RawFixtures.load()
         let node = try await KaspaNodeSimulator.start()
+        await node.produce([])  // a chain block before the one the SDK sees: its selected parent
         let message = fixtures.cases["contextual_message"]!
         let txid = RawFixtures.txid(message)
 
@@ -56,7 +57,13 @@ import Testing
         #expect(result["return_address"] as? String == fixtures.alice)
         #expect(result["server_version"] as? String == "1.1.0-simulator")
         #expect(node.requests.filter { $0 == "subscribe" }.count == 2)
-        #expect(Set(node.requests) == ["subscribe", "getServerInfo", "getBlock", "getUtxoReturnAddress"])
+        #expect(result["dag_sink"] as? String == block)
+        #expect(result["dag_pruning_point"] as? String == String(repeating: "0", count: 64))
+        #expect(result["dag_network"] as? String == "mainnet")
+        #expect(result["virtual_chain_added"] as? [String] == [block])
+        #expect(Set(node.requests) == [
+            "subscribe", "getServerInfo", "getBlock", "getUtxoReturnAddress", "getBlockDagInfo", "getVirtualChainFromBlock",
+        ])
         await node.shutdown()
     }
 }

@@ -154,6 +154,45 @@ import FoundationNetworking
         }
     }
 
+    @Test("wallet policy: HeraldKit signs the own address with the wallet's key and Herald accepts it; unsigned or wrongly signed, 403 naming addresses[0]")
+    func walletProofs() async throws {
+        let served = try Served.start(["HERALD_REGISTRATION_POLICY": "wallet"])
+        defer { served.stop() }
+        let client = HeraldClient(configuration: .init(baseURL: served.api))
+        let walletKey = try cipher.randomPrivateKey()
+        let me = try cipher.address(of: walletKey).string
+        let alice = try cipher.address(of: cipher.randomPrivateKey()).string
+        var builder = WatchSetBuilder()
+        builder.addOwnAddress(me)
+        builder.addContact(alice)
+        let set = try builder.build()
+        let token = String(repeating: "7B", count: 32)  // upper case: signed as Herald keeps it, in lower case
+
+        func refusal(_ ownership: AddressOwnership?) async -> HeraldClientError? {
+            do {
+                try await client.register(deviceToken: token, watchSet: set, ownership: ownership)
+                return nil
+            } catch { return error }
+        }
+        guard case .server(403, "unproven_address", _, "addresses[0]")? = await refusal(nil) else {
+            Issue.record("an own address was taken without proof")
+            return
+        }
+        guard case .server(403, "unproven_address", _, "addresses[0]")? = await refusal(AddressOwnership(privateKey: try cipher.randomPrivateKey())) else {
+            Issue.record("another wallet's signature was taken")
+            return
+        }
+        // Signed an hour ago: outside Herald's 10 minutes.
+        let stale = AddressOwnership(privateKey: walletKey, now: { Date().addingTimeInterval(-3600) })
+        guard case .server(403, "unproven_address", _, "addresses[0]")? = await refusal(stale) else {
+            Issue.record("an hour-old proof was taken")
+            return
+        }
+        #expect(try await client.register(deviceToken: token, watchSet: set, ownership: AddressOwnership(privateKey: walletKey)) == 1)
+        #expect(try await client.update(deviceToken: token, watchSet: set, ownership: AddressOwnership(privateKey: walletKey)) == 1)
+        #expect(try await client.status(deviceToken: token).registered)
+    }
+
     @Test func theBuilderRefusesBadAddressesAndLimits() throws {
         var builder = WatchSetBuilder()
         builder.addOwnAddress("kaspa:qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqkx9awp4e")

@@ -1,3 +1,5 @@
+import Foundation
+import HeraldKit
 import KasiaCrypto
 import KasiaProtocol
 import Testing
@@ -37,6 +39,51 @@ struct MessageSignatureTests {
     }
 
     #if canImport(CSecp256k1)
+    @Test("signing without auxiliary randomness reproduces the SDK's signature byte for byte; with it, the signature still verifies")
+    func signLikeTheSDK() throws {
+        let message = "herald-register:default:abcd:1700000000"
+        let key = [UInt8](repeating: 0x11, count: 32)
+        let curve = LibSecp256k1()
+        let sdk = Self.hex(
+            "510c58ce0a0cad9b6b29d0140f47adb3856d20aa92e6d443e5109ac8cb7641e7d9f617dafe9eec03d404a5846a799f39ee918f2bf06be55ff50734ae387f5cfe")
+        #expect(try KaspaMessageSignature.sign(message: message, privateKey: key, signer: curve, deterministic: true) == sdk)
+        let randomized = try KaspaMessageSignature.sign(message: message, privateKey: key, signer: curve)
+        #expect(randomized != sdk)
+        let address = try KaspaAddress("kaspa:qp8n2k7uklxq4aegau7vawtptkgxsja4kt99lpv6krctwpq8tpc6547zhh9u4")
+        #expect(KaspaMessageSignature.verify(message: message, signature: randomized, address: address, verifier: curve))
+        #expect(throws: KasiaCipherError.invalidPrivateKey) {
+            try KaspaMessageSignature.sign(message: message, privateKey: [UInt8](repeating: 0, count: 32), signer: curve)
+        }
+    }
+
+    @Test("the official SDK's verify_message accepts a signature HeraldKit made")
+    func sdkVerifiesOurs() throws {
+        let curve = LibSecp256k1()
+        let key = (0..<32).map { _ in UInt8.random(in: 1...255) }
+        let message = AddressOwnership.message(app: "kasia", deviceToken: String(repeating: "AB", count: 32), timestamp: 1_800_000_000)
+        let signature = try KaspaMessageSignature.sign(message: message, privateKey: key, signer: curve)
+        let hex = { (bytes: [UInt8]) in bytes.map { String(format: "%02x", $0) }.joined() }
+        let script = """
+            import kaspa, os, sys
+            key = kaspa.PrivateKey(sys.argv[1])
+            print(kaspa.verify_message(sys.argv[2], sys.argv[3], key.to_public_key()), flush=True)
+            print(kaspa.verify_message(sys.argv[2] + "x", sys.argv[3], key.to_public_key()), flush=True)
+            os._exit(0)
+            """
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", script, hex(key), message, hex(signature)]
+        let out = Pipe()
+        process.standardOutput = out
+        try process.run()
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(text.split(separator: "\n") == ["True", "False"], "pip install kaspa: \(text)")
+        // The message names the token's SHA-256 in lower-case hex, taken of the lower-case token.
+        #expect(message == AddressOwnership.message(app: "kasia", deviceToken: String(repeating: "ab", count: 32), timestamp: 1_800_000_000))
+        #expect(message.hasPrefix("herald-register:kasia:") && message.hasSuffix(":1800000000"))
+    }
+
     @Test("the SDK's signature verifies for its address, and for nothing else")
     func sdkSignature() throws {
         let message = "herald-register:default:abcd:1700000000"

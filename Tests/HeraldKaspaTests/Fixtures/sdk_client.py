@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The official Kaspa Python SDK (PyPI `kaspa`) as a client of Herald's node simulator:
 connects with JSON encoding, subscribes to BlockAdded and VirtualChainChanged, prints
-"subscribed", waits for both notifications (60 s at most: a loaded CI machine is slow), calls getBlock and
-getUtxoReturnAddress, and prints one JSON line of what it decoded.
+"subscribed", waits for both notifications (60 s at most: a loaded CI machine is slow), calls getBlock,
+getUtxoReturnAddress, getBlockDagInfo and getVirtualChainFromBlock, and prints one JSON line of what it decoded.
 
     python3 sdk_client.py ws://127.0.0.1:PORT TXID
 """
@@ -34,6 +34,9 @@ async def main(url: str, txid: str) -> None:
     block_hash = blocks[0]["header"]["hash"] if blocks else None
     fetched = await client.get_block({"hash": block_hash, "includeTransactions": True}) if block_hash else None
     returned = await client.get_utxo_return_address({"txid": txid, "acceptingBlockDaaScore": 1})
+    dag = await client.get_block_dag_info()
+    parent = fetched["block"]["verboseData"]["selectedParentHash"] if fetched else None
+    virtual_chain = await client.get_virtual_chain_from_block({"startHash": parent, "includeAcceptedTransactionIds": True}) if parent else None
     await client.disconnect()
     print(json.dumps({
         "sdk": getattr(kaspa, "__version__", "?"),
@@ -45,6 +48,10 @@ async def main(url: str, txid: str) -> None:
         "chain_added": [h for c in chain for h in c.get("addedChainBlockHashes", [])],
         "chain_accepted": [t for c in chain for a in c.get("acceptedTransactionIds", []) for t in a.get("acceptedTransactionIds", [])],
         "get_block_txids": [t["verboseData"]["transactionId"] for t in fetched["block"]["transactions"]] if fetched else [],
+        "dag_sink": dag.get("sink"),
+        "dag_pruning_point": dag.get("pruningPointHash"),
+        "dag_network": str(dag.get("network")),
+        "virtual_chain_added": virtual_chain.get("addedChainBlockHashes") if virtual_chain else None,
         "return_address": returned.get("returnAddress") if isinstance(returned, dict) else str(returned),
     }, default=str), flush=True)
 

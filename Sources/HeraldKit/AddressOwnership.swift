@@ -1,0 +1,56 @@
+import Crypto
+import Foundation
+
+/// Proof that this device holds the keys of its own `addresses`, for a Herald app whose
+/// registration policy is `wallet` (Kasia). Each own address is sent as
+/// `{"address", "timestamp", "signature"}`: the wallet's Kaspa message signature of
+/// ``message(app:deviceToken:timestamp:)``. Herald accepts it for 10 minutes around `timestamp`.
+public struct AddressOwnership: Sendable {
+    /// Signs `message` with the key of `address`: Kaspa message signing (the official SDK's
+    /// `sign_message`), 64 bytes.
+    public typealias Sign = @Sendable (_ address: String, _ message: String) async throws -> [UInt8]
+
+    let sign: Sign
+    let now: @Sendable () -> Date
+
+    /// Signs with the app's own wallet signer (a key store, a hardware wallet).
+    public init(now: @escaping @Sendable () -> Date = { Date() }, sign: @escaping Sign) {
+        self.sign = sign
+        self.now = now
+    }
+
+    /// Signs every own address with `privateKey`: a Kasia wallet's one receive address.
+    public init(privateKey: KasiaPrivateKey, curve: LibSecp256k1 = LibSecp256k1(), now: @escaping @Sendable () -> Date = { Date() }) {
+        self.init(now: now) { _, message in
+            try KaspaMessageSignature.sign(message: message, privateKey: privateKey.bytes, signer: curve)
+        }
+    }
+
+    /// What a wallet signs: `herald-register:<app>:<SHA-256 of the device token, hex>:<unix seconds>`,
+    /// the token as Herald keeps it (hex tokens in lower case).
+    public static func message(app: String, deviceToken: String, timestamp: Int64) -> String {
+        let isHex = !deviceToken.isEmpty && deviceToken.utf8.allSatisfy { $0 < 128 && Character(UnicodeScalar($0)).isHexDigit }
+        let token = isHex ? deviceToken.lowercased() : deviceToken
+        let hash = Hex.encode(SHA256.hash(data: Array(token.utf8)))
+        return "herald-register:\(app):\(hash):\(timestamp)"
+    }
+
+    /// The `addresses` array with each address signed for `deviceToken` at `app`.
+    func proofs(of addresses: [String], app: String, deviceToken: String) async throws(HeraldClientError) -> [[String: Any]] {
+        let timestamp = Int64(now().timeIntervalSince1970.rounded(.down))
+        let message = Self.message(app: app, deviceToken: deviceToken, timestamp: timestamp)
+        var proofs: [[String: Any]] = []
+        for (i, address) in addresses.enumerated() {
+            let signature: [UInt8]
+            do {
+                signature = try await sign(address, message)
+            } catch {
+                throw .invalidWatchKey(field: "addresses[\(i)]", value: address, reason: "the wallet did not sign: \(error)")
+            }
+            proofs.append([
+                "address": address, "timestamp": timestamp, "signature": Hex.encode(signature),
+            ])
+        }
+        return proofs
+    }
+}
