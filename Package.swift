@@ -7,6 +7,9 @@ let package = Package(
     products: [
         .library(name: "HeraldAPNsCore", targets: ["HeraldAPNsCore"]),
         .library(name: "HeraldAPNs", targets: ["HeraldAPNs"]),
+        .library(name: "HeraldFCMCore", targets: ["HeraldFCMCore"]),
+        .library(name: "HeraldFCM", targets: ["HeraldFCM"]),
+        .library(name: "HeraldFCMSimulator", targets: ["HeraldFCMSimulator"]),
         .library(name: "HeraldAPNsSimulator", targets: ["HeraldAPNsSimulator"]),
         .library(name: "HeraldCore", targets: ["HeraldCore"]),
         .library(name: "HeraldStore", targets: ["HeraldStore"]),
@@ -49,11 +52,51 @@ let package = Package(
             name: "HeraldAPNsCore",
             dependencies: [.product(name: "Crypto", package: "swift-crypto")]
         ),
-        // The APNs transport: the HTTP/2-over-TLS client and its connection pool.
+        // HTTP/2 over TLS to a push service: one connection per handler, a pool that honours each
+        // connection's live stream limit. APNs and FCM both send on it.
+        .target(
+            name: "HeraldHTTP2",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // FCM HTTP v1 as values, no NIO: the service account and its RS256 grant, the data-only
+        // message, Google's error envelope and what each answer means.
+        .target(
+            name: "HeraldFCMCore",
+            dependencies: ["HeraldAPNsCore", .product(name: "_CryptoExtras", package: "swift-crypto")]
+        ),
+        // The FCM transport: OAuth access tokens and messages:send on the HTTP/2 pool.
+        .target(
+            name: "HeraldFCM",
+            dependencies: [
+                "HeraldFCMCore", "HeraldHTTP2",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // `herald mock-fcm`: an FCM look-alike (OAuth grant checks, messages:send) with faults.
+        .target(
+            name: "HeraldFCMSimulator",
+            dependencies: [
+                "HeraldFCMCore", "HeraldAPNsSimulator",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdHTTP2", package: "hummingbird"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
+        // The APNs transport: the APNs client on the HTTP/2 pool.
         .target(
             name: "HeraldAPNs",
             dependencies: [
                 "HeraldAPNsCore",
+                "HeraldHTTP2",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
@@ -122,7 +165,7 @@ let package = Package(
         .target(
             name: "HeraldDelivery",
             dependencies: [
-                "HeraldCore", "HeraldStore", "HeraldAPNs",
+                "HeraldCore", "HeraldStore", "HeraldAPNs", "HeraldFCM",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -169,7 +212,7 @@ let package = Package(
             name: "HeraldCLI",
             dependencies: [
                 "HeraldAPNs", "HeraldKaspa",
-                "HeraldAPNsSimulator",
+                "HeraldAPNsSimulator", "HeraldFCM", "HeraldFCMSimulator",
                 "HeraldCore",
                 "HeraldStore",
                 "HeraldDelivery",

@@ -22,7 +22,7 @@ public struct APNsClientConfiguration: Sendable {
     /// APNs clients that speak HTTP/2 by prior knowledge.
     var offersALPN = true
     /// The last stream id a connection uses before it is retired; tests lower it.
-    var lastUsableStreamID = APNsConnectionHandler.lastUsableStreamID
+    var lastUsableStreamID = HTTP2ConnectionHandler.lastUsableStreamID
 
     public init(environment: APNsEnvironment, url: URL? = nil, trustRootsPEMFile: String? = nil) {
         self.url = url ?? environment.defaultURL
@@ -42,7 +42,7 @@ public final class APNsClient: Sendable {
     public let configuration: APNsClientConfiguration
     /// The key's token source; share one between clients of the same key.
     public let tokens: APNsProviderTokenSource
-    private let pool: APNsConnectionPool
+    private let pool: HTTP2ConnectionPool
     private let logger: Logger
     /// How often a request that APNs never processed (GOAWAY, refused stream) is re-sent at once.
     private static let maximumUnprocessedRetries = 3
@@ -56,12 +56,12 @@ public final class APNsClient: Sendable {
         self.configuration = configuration
         self.tokens = tokens
         self.logger = logger
-        let factory = try APNsConnectionFactory(
+        let factory = try HTTP2ConnectionFactory(
             url: configuration.url, trustRootsPEMFile: configuration.trustRootsPEMFile,
             offersALPN: configuration.offersALPN,
             connectTimeout: configuration.connectTimeout, pingInterval: configuration.pingInterval,
             pingTimeout: configuration.pingTimeout, lastUsableStreamID: configuration.lastUsableStreamID)
-        self.pool = APNsConnectionPool(
+        self.pool = HTTP2ConnectionPool(
             factory: factory, group: eventLoopGroup, size: configuration.connections, logger: logger)
     }
 
@@ -85,12 +85,12 @@ public final class APNsClient: Sendable {
             let response: APNsHTTPResponse
             do {
                 response = try await execute(request, deadline: deadline)
-            } catch let failure as APNsTransportFailure {
+            } catch let failure as HTTP2TransportFailure {
                 if failure == .notProcessed, unprocessedRetries < Self.maximumUnprocessedRetries, NIODeadline.now() < deadline {
                     unprocessedRetries += 1
                     continue
                 }
-                return .transportFailure(failure)
+                return .transportFailure(APNsTransportFailure(failure))
             } catch {
                 return .transportFailure(.connectionClosed)
             }

@@ -9,8 +9,8 @@ import X509
 public struct SimulatorTLSIdentity: Sendable {
     /// PEM of the CA certificate: the trust root for clients.
     public let caPEM: String
-    let leafPEM: String
-    let leafKeyPEM: String
+    package let leafPEM: String
+    package let leafKeyPEM: String
 
     /// Makes a CA and a leaf valid for `localhost`, `127.0.0.1` and `::1`.
     public static func generate(now: Date = Date()) throws -> SimulatorTLSIdentity {

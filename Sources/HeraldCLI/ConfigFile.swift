@@ -1,4 +1,5 @@
 import Foundation
+import HeraldFCM
 import HeraldDelivery
 import HeraldAPNs
 import HeraldCore
@@ -22,6 +23,8 @@ struct ConfigFile {
     struct App {
         var settings: AppSettings
         var apns: APNsSettings?
+        /// The FCM service account (none: the built-in FCM simulator).
+        var fcm: FCMSettings?
         /// The `apns-topic` used with the built-in simulator (no `apns` block).
         var simulatorTopic: String {
             didSet { if apns == nil { settings.topic = simulatorTopic } }
@@ -45,7 +48,7 @@ struct ConfigFile {
     static let topKeys: Set<String> = ["apps", "http_host", "http_port", "database_url", "stale_after_days"]
     /// The shortest publisher or registration key accepted.
     static let minimumKeyLength = 16
-    static let appKeys: Set<String> = ["id", "apns", "publish_keys", "registration", "agent_event", "ghosttalk", "max_devices"]
+    static let appKeys: Set<String> = ["id", "apns", "fcm", "publish_keys", "registration", "agent_event", "ghosttalk", "max_devices"]
     static let agentEventKeys: Set<String> = ["stop", "permission_prompt", "idle_prompt", "other", "other_without_message"]
     static let textKeys: Set<String> = ["title", "body"]
     static let apnsKeys: Set<String> = ["key_path", "key_id", "team_id", "topic", "environment", "url", "ca_file"]
@@ -130,7 +133,11 @@ struct ConfigFile {
             if let value = app["apns"] {
                 apns = try reader.apns(value, at: at + ".apns")
             }
-            file.apps.append(App(settings: settings, apns: apns))
+            var entry = App(settings: settings, apns: apns)
+            if let value = app["fcm"] {
+                entry.fcm = try reader.fcm(value, at: at + ".fcm")
+            }
+            file.apps.append(entry)
         }
         return file
     }
@@ -207,6 +214,27 @@ struct ConfigFile {
                 texts.otherWithoutMessage = fallback
             }
             return texts
+        }
+
+        /// The `fcm` block, checked like the `HERALD_FCM_*` variables, and its service account loaded.
+        func fcm(_ value: Any, at field: String) throws -> FCMSettings {
+            guard let block = value as? [String: Any] else { throw InvalidInput(field: field, message: "is a mapping") }
+            var env: [String: String] = [:]
+            for (key, raw) in block {
+                guard let name = FCMSettings.fileKeys[key] else {
+                    throw InvalidInput(field: field + "." + key, message: "is not an fcm key (\(FCMSettings.fileKeys.keys.sorted().joined(separator: ", ")))")
+                }
+                env[name] = "\(raw)"
+            }
+            do {
+                guard let settings = try FCMSettings.fromEnvironment(env) else {
+                    throw InvalidInput(field: field + ".credentials_file", message: "is required")
+                }
+                return settings
+            } catch let failure as FCMConfigurationError {
+                let key = FCMSettings.fileKeys.first { $0.value == failure.field }?.key ?? "credentials_file"
+                throw InvalidInput(field: field + "." + key, message: failure.message)
+            }
         }
 
         /// The `apns` block, checked like the `HERALD_APNS_*` variables, and its key loaded.

@@ -5,6 +5,8 @@ import HeraldAPNs
 import HeraldAPNsSimulator
 import HeraldCore
 import HeraldDelivery
+import HeraldFCM
+import HeraldFCMSimulator
 import HeraldKaspa
 import HeraldServer
 import HeraldStore
@@ -59,6 +61,29 @@ struct ServeCommand: AsyncParsableCommand {
                 ])
         }
 
+        // Apps without FCM credentials share one in-process FCM simulator and its service account.
+        var fcmSimulator: FCMSimulator?
+        var fcmSimulatorCA: String?
+        let fcmSimulated = settings.apps.filter { $0.fcm == nil }
+        if !fcmSimulated.isEmpty {
+            var configuration = FCMSimulator.Configuration()
+            configuration.controlPort = settings.fcmSimulatorControlPort
+            let sim = try await FCMSimulator.start(configuration: configuration)
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-fcm-\(getpid())")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let ca = directory.appendingPathComponent("ca.pem")
+            try Data(sim.tls.caPEM.utf8).write(to: ca)
+            fcmSimulatorCA = ca.path
+            fcmSimulator = sim
+            services.append(FCMSimulatorService(simulator: sim))
+            logger.warning(
+                "No FCM credentials (HERALD_FCM_*): Android pushes go to the built-in FCM SIMULATOR, not to Google",
+                metadata: [
+                    "apps": "\(fcmSimulated.map(\.settings.id).joined(separator: ","))", "simulator": "\(sim.url)",
+                    "control": "http://127.0.0.1:\(sim.controlPort)",
+                ])
+        }
+
         // One APNs provider per app: a client (key, JWT, connections) per APNs environment, opened on first use.
         var providers: [(app: String, providers: [any PushProvider])] = []
         for app in settings.apps {
@@ -82,7 +107,18 @@ struct ServeCommand: AsyncParsableCommand {
                     tokens: tokens, eventLoopGroup: group, logger: Logger(label: "herald.apns"))
                 provider = APNsPushProvider(client: client, topic: app.simulatorTopic)
             }
-            providers.append((app.settings.id, [provider]))
+            let fcmClient: FCMClient
+            if let fcm = app.fcm {
+                fcmClient = try FCMClient(
+                    configuration: fcm.clientConfiguration, account: fcm.account, projectID: fcm.projectID, eventLoopGroup: group,
+                    logger: Logger(label: "herald.fcm"))
+            } else {
+                let sim = fcmSimulator!
+                fcmClient = try FCMClient(
+                    configuration: FCMClientConfiguration(url: sim.url, trustRootsPEMFile: fcmSimulatorCA),
+                    account: try FCMServiceAccount(json: sim.serviceAccountJSON), eventLoopGroup: group, logger: Logger(label: "herald.fcm"))
+            }
+            providers.append((app.settings.id, [provider, FCMPushProvider(client: fcmClient)]))
         }
 
         let metrics = HeraldMetrics.prometheus()
@@ -96,7 +132,7 @@ struct ServeCommand: AsyncParsableCommand {
         api.rateLimits = settings.rateLimits
         api.kaspaNetwork = settings.kaspaNetwork?.prefix
         let publisher = EventPublisher(
-            store: store, apps: api.apps, onEnqueued: { outbox.notify(app: $0) }, metrics: metrics.0,
+            store: store, apps: api.apps, onEnqueued: { outbox.notify(app: $0) }, metrics: metrics.0, platforms: [.ios, .android],
             maximumDeliveriesPerRequest: settings.maximumDeliveriesPerRequest)
 
         let cleanup = StaleDeviceCleanup(store: store, staleAfterDays: settings.staleAfterDays)
@@ -115,6 +151,7 @@ struct ServeCommand: AsyncParsableCommand {
 
         let router = Gateway.router(store: store, configuration: api, publisher: publisher, metrics: metrics, chainSource: chainSource)
         let controlPort = simulator?.controlPort
+        let fcmControlPort = fcmSimulator?.controlPort
         let app = Application(
             router: router,
             // A connection that sends nothing for this long is closed: idle clients cannot hold the server's connections.
@@ -122,7 +159,8 @@ struct ServeCommand: AsyncParsableCommand {
             configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "Herald"),
             onServerRunning: { channel in
                 // One line on standard output once the API listens, for scripts and tests.
-                ReadinessLine.print(http: channel.localAddress, host: settings.host, simulatorControl: controlPort)
+                ReadinessLine.print(
+                    http: channel.localAddress, host: settings.host, simulatorControl: controlPort, fcmSimulatorControl: fcmControlPort)
             },
             eventLoopGroupProvider: .shared(group), logger: logger)
         // Last in the group, so it stops first: no new requests while the rest winds down.
@@ -169,12 +207,23 @@ struct SimulatorService: Service {
     }
 }
 
-/// `{"ready":true,"http":"127.0.0.1:8080","simulator_control":"http://127.0.0.1:…"}` on standard
+/// The built-in FCM simulator as a service, like the APNs one.
+struct FCMSimulatorService: Service {
+    let simulator: FCMSimulator
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        await simulator.shutdown()
+    }
+}
+
+/// `{"ready":true,"http":"127.0.0.1:8080","simulator_control":"http://127.0.0.1:…","fcm_simulator_control":…}` on standard
 /// output when the API listens.
 enum ReadinessLine {
-    static func print(http address: SocketAddress?, host: String, simulatorControl: Int?) {
+    static func print(http address: SocketAddress?, host: String, simulatorControl: Int?, fcmSimulatorControl: Int?) {
         var line: [String: Any] = ["ready": true, "http": "\(host):\(address?.port ?? 0)"]
         line["simulator_control"] = simulatorControl.map { "http://127.0.0.1:\($0)" } ?? NSNull()
+        line["fcm_simulator_control"] = fcmSimulatorControl.map { "http://127.0.0.1:\($0)" } ?? NSNull()
         guard let data = try? JSONSerialization.data(withJSONObject: line, options: [.sortedKeys, .withoutEscapingSlashes]) else { return }
         FileHandle.standardOutput.write(data + Data("\n".utf8))
     }
@@ -234,6 +283,8 @@ struct ServeSettings {
     var kaspaNetwork: (id: String, prefix: KaspaAddress.Prefix)?
     /// `HERALD_SIMULATOR_CONTROL_PORT`: the built-in simulator's control port (0: a free one).
     var simulatorControlPort = 0
+    /// `HERALD_FCM_SIMULATOR_CONTROL_PORT`: the built-in FCM simulator's control port (0: a free one).
+    var fcmSimulatorControlPort = 0
     /// `HERALD_SHUTDOWN_GRACE_SECONDS`: how long a SIGTERM/SIGINT waits for sends in flight and
     /// their outcomes before the rest is cancelled (default 20).
     var shutdownGrace: Duration = .seconds(20)
@@ -301,6 +352,9 @@ struct ServeSettings {
             kaspaNetwork = (text, prefix)
         }
         if let value = try Self.integer(env, "HERALD_SIMULATOR_CONTROL_PORT", in: 0...65_535, "is a port number from 0 to 65535") { simulatorControlPort = value }
+        if let value = try Self.integer(env, "HERALD_FCM_SIMULATOR_CONTROL_PORT", in: 0...65_535, "is a port number from 0 to 65535") {
+            fcmSimulatorControlPort = value
+        }
         if let value = try Self.integer(env, "HERALD_HTTP_IDLE_TIMEOUT_SECONDS", in: 1...3_600, "is a whole number of seconds from 1 to 3600") { httpIdleTimeoutSeconds = value }
         if let value = try Self.integer(env, "HERALD_MAX_DELIVERIES_PER_REQUEST", in: 1...10_000_000, "is a whole number from 1 to 10000000") { maximumDeliveriesPerRequest = value }
         if let value = try Self.integer(env, "HERALD_SHUTDOWN_GRACE_SECONDS", in: 1...3_600, "is a whole number of seconds from 1 to 3600") { shutdownGrace = .seconds(value) }
@@ -373,6 +427,7 @@ struct ServeSettings {
             // GhostTalk's testing-only /apns/send.
             settings.ghostTalkSendEnabled = ["1", "true", "yes"].contains(env["HERALD_GHOSTTALK_SEND_ENABLED"]?.lowercased() ?? "")
             var app = ConfigFile.App(settings: settings, apns: try APNsSettings.fromEnvironment(env))
+            app.fcm = try FCMSettings.fromEnvironment(env)
             app.simulatorTopic = env["HERALD_APNS_TOPIC"].flatMap { $0.isEmpty ? nil : $0 } ?? "com.example.herald"
             apps = [app]
         }

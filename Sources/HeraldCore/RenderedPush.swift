@@ -50,7 +50,7 @@ extension RenderedPush {
 extension JSONValue {
     /// The value at a path of object keys; nil where a key is missing or a value is not an object.
     /// Setting a path that does not exist changes nothing.
-    subscript(path path: [String]) -> JSONValue? {
+    public subscript(path path: [String]) -> JSONValue? {
         get {
             guard let key = path.first else { return self }
             guard let field = objectFields?.first(where: { $0.key == key }) else { return nil }

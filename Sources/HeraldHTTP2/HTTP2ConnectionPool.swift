@@ -3,7 +3,7 @@ import NIOCore
 import NIOHTTP2
 import Synchronization
 
-/// A pool of HTTP/2 connections to one APNs host for one key.
+/// A pool of HTTP/2 connections to one push service host for one credential.
 ///
 /// Each connection has a live stream limit (the server's SETTINGS_MAX_CONCURRENT_STREAMS,
 /// which APNs lowers to 1 after a rejection); a request leases a stream on the least loaded
@@ -11,17 +11,17 @@ import Synchronization
 /// Waiting requests are queued here, not suspended tasks: APNs drops the limit to 1 after
 /// every rejection, so waiting is common and must be cheap.
 /// A connection that receives GOAWAY drains and is replaced; one that closes is forgotten.
-final class APNsConnectionPool: Sendable {
+package final class HTTP2ConnectionPool: Sendable {
     struct Lease: Sendable {
         let connectionID: Int
-        let handle: APNsConnectionHandle
+        let handle: HTTP2ConnectionHandle
     }
 
     private enum Phase { case connecting, ready, draining }
 
     private struct Connection {
         var phase: Phase = .connecting
-        var handle: APNsConnectionHandle?
+        var handle: HTTP2ConnectionHandle?
         var inFlight = 0
         /// The server's live SETTINGS_MAX_CONCURRENT_STREAMS; nil until its first SETTINGS.
         var maxStreams: Int?
@@ -31,9 +31,9 @@ final class APNsConnectionPool: Sendable {
 
     /// A request waiting for a stream: dispatched by whoever frees one.
     private struct Waiter {
-        var request: APNsHTTPRequest
+        var request: HTTP2Request
         var deadline: NIODeadline
-        var promise: EventLoopPromise<APNsHTTPResponse>
+        var promise: EventLoopPromise<HTTP2Response>
     }
 
     private struct State {
@@ -46,12 +46,12 @@ final class APNsConnectionPool: Sendable {
     }
 
     private let state = Mutex(State())
-    private let factory: APNsConnectionFactory
+    private let factory: HTTP2ConnectionFactory
     private let group: EventLoopGroup
     let size: Int
     private let logger: Logger
 
-    init(factory: APNsConnectionFactory, group: EventLoopGroup, size: Int, logger: Logger) {
+    package init(factory: HTTP2ConnectionFactory, group: EventLoopGroup, size: Int, logger: Logger) {
         self.factory = factory
         self.group = group
         self.size = max(1, size)
@@ -59,15 +59,15 @@ final class APNsConnectionPool: Sendable {
     }
 
     /// Current per-connection view, for stats and tests.
-    struct Snapshot: Sendable {
-        var ready: Int
-        var connecting: Int
-        var draining: Int
-        var maxStreams: [Int]
-        var waiting: Int
+    package struct Snapshot: Sendable {
+        package var ready: Int
+        package var connecting: Int
+        package var draining: Int
+        package var maxStreams: [Int]
+        package var waiting: Int
     }
 
-    var snapshot: Snapshot {
+    package var snapshot: Snapshot {
         state.withLock { s in
             var snap = Snapshot(ready: 0, connecting: 0, draining: 0, maxStreams: [], waiting: s.waiters.count)
             for c in s.connections.values {
@@ -85,9 +85,9 @@ final class APNsConnectionPool: Sendable {
 
     /// Sends `request` on the least-loaded connection with a free stream, or queues it (FIFO)
     /// until one frees or `deadline` passes. The future always completes: with the answer or an
-    /// `APNsTransportFailure`.
-    func submit(_ request: APNsHTTPRequest, deadline: NIODeadline) -> EventLoopFuture<APNsHTTPResponse> {
-        let promise = group.next().makePromise(of: APNsHTTPResponse.self)
+    /// `HTTP2TransportFailure`.
+    package func submit(_ request: HTTP2Request, deadline: NIODeadline) -> EventLoopFuture<HTTP2Response> {
+        let promise = group.next().makePromise(of: HTTP2Response.self)
         var toOpen: [(Int, EventLoop)] = []
         var shutDown = false
         let lease: Lease? = state.withLock { s in
@@ -101,7 +101,7 @@ final class APNsConnectionPool: Sendable {
             if s.waiterTimer == nil { self.armWaiterTimer(&s) }
             return nil
         }
-        if shutDown { promise.fail(APNsTransportFailure.connectFailed("client shut down")) }
+        if shutDown { promise.fail(HTTP2TransportFailure.connectFailed("client shut down")) }
         open(toOpen)
         if let lease { dispatch(Waiter(request: request, deadline: deadline, promise: promise), on: lease) }
         return promise.futureResult
@@ -139,7 +139,7 @@ final class APNsConnectionPool: Sendable {
             armWaiterTimer(&s)
             return out
         }
-        for waiter in expired { waiter.promise.fail(APNsTransportFailure.deadlineExceeded) }
+        for waiter in expired { waiter.promise.fail(HTTP2TransportFailure.deadlineExceeded) }
     }
 
     /// The ready connection with the most room, or nil.
@@ -189,7 +189,7 @@ final class APNsConnectionPool: Sendable {
     }
 
     private func open(id: Int, on loop: EventLoop) {
-        let events = APNsConnectionEvents(
+        let events = HTTP2ConnectionEvents(
             maxConcurrentStreamsChanged: { [weak self] limit in self?.settingsChanged(id, limit: limit) },
             retired: { [weak self] in self?.retire(id) },
             closed: { [weak self] in self?.closed(id) }
@@ -234,7 +234,7 @@ final class APNsConnectionPool: Sendable {
             s.connections[id]!.phase = .draining
             if !s.waiters.isEmpty { toOpen = self.connectionsToOpen(&s) }
         }
-        logger.debug("APNs connection retired (GOAWAY or failed PING); draining", metadata: ["connection": "\(id)"])
+        logger.debug("HTTP/2 connection retired (GOAWAY or failed PING); draining", metadata: ["connection": "\(id)"])
         open(toOpen)
         closeIfDrained(id)
     }
@@ -258,13 +258,13 @@ final class APNsConnectionPool: Sendable {
         }
         if neverReady {
             // TLS or HTTP/2 setup failed: a failed connect, not a reason to reconnect at once.
-            connectFailed(id, error: APNsTransportFailure.connectFailed("closed during TLS/HTTP/2 setup"))
+            connectFailed(id, error: HTTP2TransportFailure.connectFailed("closed during TLS/HTTP/2 setup"))
         }
         open(toOpen)
     }
 
     private func connectFailed(_ id: Int, error: any Error) {
-        logger.warning("APNs connect failed", metadata: ["error": "\(error)"])
+        logger.warning("push service connect failed", metadata: ["error": "\(error)"])
         let failed: [Waiter] = state.withLock { s in
             s.connections[id] = nil
             // With nothing ready or coming, the waiters would only wait for their deadline.
@@ -275,12 +275,12 @@ final class APNsConnectionPool: Sendable {
             return out
         }
         for waiter in failed {
-            waiter.promise.fail(APNsTransportFailure.connectFailed("\(error)"))
+            waiter.promise.fail(HTTP2TransportFailure.connectFailed("\(error)"))
         }
     }
 
     /// Closes every connection and fails every waiter.
-    func shutdown() async {
+    package func shutdown() async {
         let (channels, waiters): ([Channel], [Waiter]) = state.withLock { s in
             s.shutDown = true
             s.waiterTimer?.cancel()
@@ -291,7 +291,7 @@ final class APNsConnectionPool: Sendable {
             return (channels, waiters)
         }
         for waiter in waiters {
-            waiter.promise.fail(APNsTransportFailure.connectFailed("client shut down"))
+            waiter.promise.fail(HTTP2TransportFailure.connectFailed("client shut down"))
         }
         for channel in channels { try? await channel.close() }
     }

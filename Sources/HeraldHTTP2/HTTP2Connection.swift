@@ -7,7 +7,7 @@ import NIOPosix
 import NIOSSL
 
 /// What a connection reports to its pool. Called on the connection's event loop.
-struct APNsConnectionEvents: Sendable {
+package struct HTTP2ConnectionEvents: Sendable {
     /// The server's SETTINGS_MAX_CONCURRENT_STREAMS changed (the first call means "ready").
     var maxConcurrentStreamsChanged: @Sendable (Int) -> Void
     /// No new streams on this connection: the server sent GOAWAY, or it failed its health check.
@@ -16,26 +16,26 @@ struct APNsConnectionEvents: Sendable {
     var closed: @Sendable () -> Void
 }
 
-/// Speaks APNs on one HTTP/2 connection, at the frame level.
+/// Speaks HTTP/2 to a push service (APNs, FCM) on one connection, at the frame level.
 ///
 /// It numbers the streams itself and keeps a table of requests in flight instead of a child
 /// channel per request: the per-push cost is then a dictionary entry and two frames. It also
 /// follows SETTINGS (the live stream limit), GOAWAY, PING health checks, the connection's
 /// flow-control window and each request's deadline.
-final class APNsConnectionHandler: ChannelDuplexHandler {
-    typealias InboundIn = HTTP2Frame
-    typealias OutboundIn = Never
-    typealias OutboundOut = HTTP2Frame
+package final class HTTP2ConnectionHandler: ChannelDuplexHandler {
+    package typealias InboundIn = HTTP2Frame
+    package typealias OutboundIn = Never
+    package typealias OutboundOut = HTTP2Frame
 
     /// What HTTP/2 assumes when a server's SETTINGS names no limit: unlimited; we cap it.
     static let defaultMaxConcurrentStreams = 1_000
     /// Past this stream id the connection is retired (HTTP/2 ids end at 2^31 - 1).
-    static let lastUsableStreamID = Int32.max - 1_000
+    package static let lastUsableStreamID = Int32.max - 1_000
     /// Give the server back its connection window once this much DATA has arrived.
     static let windowUpdateThreshold = 32_768
 
     private struct Pending {
-        var promise: EventLoopPromise<APNsHTTPResponse>
+        var promise: EventLoopPromise<HTTP2Response>
         var deadline: NIODeadline
         var status: Int?
         var headers = HPACKHeaders()
@@ -43,7 +43,7 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         var headersWritten = false
     }
 
-    private let events: APNsConnectionEvents
+    private let events: HTTP2ConnectionEvents
     private let authority: String
     private let lastUsableStreamID: Int32
     private let pingInterval: TimeAmount
@@ -64,8 +64,8 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
     private var lastActivity = NIODeadline.now()
 
     init(
-        events: APNsConnectionEvents, authority: String, pingInterval: TimeAmount, pingTimeout: TimeAmount,
-        lastUsableStreamID: Int32 = APNsConnectionHandler.lastUsableStreamID
+        events: HTTP2ConnectionEvents, authority: String, pingInterval: TimeAmount, pingTimeout: TimeAmount,
+        lastUsableStreamID: Int32 = HTTP2ConnectionHandler.lastUsableStreamID
     ) {
         self.events = events
         self.authority = authority
@@ -74,12 +74,12 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         self.pingTimeout = pingTimeout
     }
 
-    func handlerAdded(context: ChannelHandlerContext) {
+    package func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
         if context.channel.isActive { schedulePing(context: context) }
     }
 
-    func channelActive(context: ChannelHandlerContext) {
+    package func channelActive(context: ChannelHandlerContext) {
         schedulePing(context: context)
         context.fireChannelActive()
     }
@@ -87,9 +87,9 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
     // MARK: Sending
 
     /// Opens a stream for `request`. Must run on the event loop.
-    func send(_ request: APNsHTTPRequest, deadline: NIODeadline, promise: EventLoopPromise<APNsHTTPResponse>) {
+    func send(_ request: HTTP2Request, deadline: NIODeadline, promise: EventLoopPromise<HTTP2Response>) {
         guard let context, context.channel.isActive, goAwayLastStreamID == nil else {
-            promise.fail(APNsTransportFailure.notProcessed)
+            promise.fail(HTTP2TransportFailure.notProcessed)
             return
         }
         let streamID = nextStreamID
@@ -116,8 +116,8 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
             let handler = loopBound.value
             switch result {
             case .success: handler.pending[streamID]?.headersWritten = true
-            // The stream never went out (GOAWAY, closed connection): APNs never saw it.
-            case .failure: handler.finish(streamID, .failure(APNsTransportFailure.notProcessed))
+            // The stream never went out (GOAWAY, closed connection): the server never saw it.
+            case .failure: handler.finish(streamID, .failure(HTTP2TransportFailure.notProcessed))
             }
         }
         let headersFrame = HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: headers, endStream: !hasBody)))
@@ -144,7 +144,7 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         }
     }
 
-    private func finish(_ streamID: HTTP2StreamID, _ result: Result<APNsHTTPResponse, any Error>) {
+    private func finish(_ streamID: HTTP2StreamID, _ result: Result<HTTP2Response, any Error>) {
         guard let entry = pending.removeValue(forKey: streamID) else { return }
         entry.promise.completeWith(result)
         while let head = deadlineOrder.first, pending[head.0] == nil { deadlineOrder.removeFirst() }
@@ -152,7 +152,7 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
 
     // MARK: Receiving
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+    package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = unwrapInboundIn(data)
         lastActivity = .now()
         switch frame.payload {
@@ -160,7 +160,7 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
             guard pending[frame.streamID] != nil else { return }
             if pending[frame.streamID]!.status == nil {
                 guard let value = payload.headers.first(name: ":status"), let code = Int(value) else {
-                    finish(frame.streamID, .failure(APNsTransportFailure.protocolError("response without :status")))
+                    finish(frame.streamID, .failure(HTTP2TransportFailure.protocolError("response without :status")))
                     return
                 }
                 if code >= 100, code < 200 { return }  // informational; the real answer follows
@@ -187,7 +187,7 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         case .rstStream(let code):
             let entry = pending[frame.streamID]
             let unprocessed = entry?.status == nil && (code == .refusedStream || entry?.headersWritten == false)
-            finish(frame.streamID, .failure(unprocessed ? APNsTransportFailure.notProcessed : APNsTransportFailure.connectionClosed))
+            finish(frame.streamID, .failure(unprocessed ? HTTP2TransportFailure.notProcessed : HTTP2TransportFailure.connectionClosed))
         case .settings(.settings(let settings)):
             var limit: Int? = sawSettings ? nil : Self.defaultMaxConcurrentStreams
             for setting in settings where setting.parameter == .maxConcurrentStreams {
@@ -201,7 +201,7 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
             events.retired()
             // Streams past the server's last one were never processed: safe to send elsewhere.
             for id in pending.keys where id > lastStreamID {
-                finish(id, .failure(APNsTransportFailure.notProcessed))
+                finish(id, .failure(HTTP2TransportFailure.notProcessed))
             }
         case .ping(_, ack: true):
             pongDeadline?.cancel()
@@ -214,10 +214,10 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
     private func complete(_ streamID: HTTP2StreamID) {
         guard let entry = pending[streamID] else { return }
         guard let status = entry.status else {
-            finish(streamID, .failure(APNsTransportFailure.protocolError("stream ended without headers")))
+            finish(streamID, .failure(HTTP2TransportFailure.protocolError("stream ended without headers")))
             return
         }
-        finish(streamID, .success(APNsHTTPResponse(status: status, headers: entry.headers, body: entry.body ?? ByteBuffer())))
+        finish(streamID, .success(HTTP2Response(status: status, headers: entry.headers, body: entry.body ?? ByteBuffer())))
     }
 
     /// Without a stream multiplexer, the connection window is ours to return.
@@ -230,7 +230,7 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         scheduleFlush(context: context)
     }
 
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+    package func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if let closed = event as? StreamClosedEvent, let entry = pending[closed.streamID] {
             if closed.reason == nil, entry.status != nil {
                 // A clean close: the answer is whole.
@@ -240,26 +240,26 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
             }
             // Closed without a complete answer (reset, or dropped by GOAWAY).
             let unprocessed = entry.status == nil && (!entry.headersWritten || closed.reason == .refusedStream)
-            finish(closed.streamID, .failure(unprocessed ? APNsTransportFailure.notProcessed : APNsTransportFailure.connectionClosed))
+            finish(closed.streamID, .failure(unprocessed ? HTTP2TransportFailure.notProcessed : HTTP2TransportFailure.connectionClosed))
         }
         context.fireUserInboundEventTriggered(event)
     }
 
-    func channelInactive(context: ChannelHandlerContext) {
+    package func channelInactive(context: ChannelHandlerContext) {
         pingTask?.cancel()
         pongDeadline?.cancel()
         deadlineTimer?.cancel()
         for (id, entry) in pending {
-            finish(id, .failure(entry.headersWritten ? APNsTransportFailure.connectionClosed : APNsTransportFailure.notProcessed))
+            finish(id, .failure(entry.headersWritten ? HTTP2TransportFailure.connectionClosed : HTTP2TransportFailure.notProcessed))
         }
         events.closed()
         context.fireChannelInactive()
     }
 
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+    package func errorCaught(context: ChannelHandlerContext, error: any Error) {
         if let streamError = error as? NIOHTTP2Errors.StreamError {
             // One stream failed; the connection carries on.
-            finish(streamError.streamID, .failure(APNsTransportFailure.connectionClosed))
+            finish(streamError.streamID, .failure(HTTP2TransportFailure.connectionClosed))
             return
         }
         context.close(promise: nil)
@@ -282,7 +282,7 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         while let (id, deadline) = deadlineOrder.first, deadline <= now || pending[id] == nil {
             deadlineOrder.removeFirst()
             guard pending[id] != nil else { continue }
-            finish(id, .failure(APNsTransportFailure.deadlineExceeded))
+            finish(id, .failure(HTTP2TransportFailure.deadlineExceeded))
             if let context {
                 context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.cancel))), promise: nil)
                 scheduleFlush(context: context)
@@ -304,7 +304,7 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
     private func abandon(context: ChannelHandlerContext) {
         events.retired()
         for (id, entry) in pending {
-            finish(id, .failure(entry.headersWritten ? APNsTransportFailure.connectionClosed : APNsTransportFailure.notProcessed))
+            finish(id, .failure(entry.headersWritten ? HTTP2TransportFailure.connectionClosed : HTTP2TransportFailure.notProcessed))
         }
         context.close(promise: nil)
     }
@@ -337,12 +337,12 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
 }
 
 /// A connected, negotiated connection: its channel and the handler that carries requests.
-struct APNsConnectionHandle: Sendable {
+package struct HTTP2ConnectionHandle: Sendable {
     let channel: Channel
-    let handler: NIOLoopBound<APNsConnectionHandler>
+    let handler: NIOLoopBound<HTTP2ConnectionHandler>
 
     /// Sends a request on this connection; the promise gets the answer or a transport failure.
-    func send(_ request: APNsHTTPRequest, deadline: NIODeadline, promise: EventLoopPromise<APNsHTTPResponse>) {
+    func send(_ request: HTTP2Request, deadline: NIODeadline, promise: EventLoopPromise<HTTP2Response>) {
         let handler = self.handler
         if channel.eventLoop.inEventLoop {
             handler.value.send(request, deadline: deadline, promise: promise)
@@ -352,8 +352,8 @@ struct APNsConnectionHandle: Sendable {
     }
 }
 
-/// How connections to one APNs host are made.
-struct APNsConnectionFactory: Sendable {
+/// How connections to one push service host are made.
+package struct HTTP2ConnectionFactory: Sendable {
     let host: String
     let port: Int
     let authority: String
@@ -363,13 +363,13 @@ struct APNsConnectionFactory: Sendable {
     let pingTimeout: TimeAmount
     let lastUsableStreamID: Int32
 
-    init(
+    package init(
         url: URL, trustRootsPEMFile: String?, offersALPN: Bool = true, connectTimeout: Duration,
-        pingInterval: Duration, pingTimeout: Duration, lastUsableStreamID: Int32 = APNsConnectionHandler.lastUsableStreamID
+        pingInterval: Duration, pingTimeout: Duration, lastUsableStreamID: Int32 = HTTP2ConnectionHandler.lastUsableStreamID
     ) throws {
         self.lastUsableStreamID = lastUsableStreamID
         guard let host = url.host, !host.isEmpty else {
-            throw APNsConfigurationError(field: "url", message: "no host in \(url)")
+            throw HTTP2ConfigurationError(field: "url", message: "no host in \(url)")
         }
         self.host = host
         self.port = url.port ?? 443
@@ -382,9 +382,9 @@ struct APNsConnectionFactory: Sendable {
             tls.additionalTrustRoots = [.file(trustRootsPEMFile)]
         }
         self.sslContext = try NIOSSLContext(configuration: tls)
-        self.connectTimeout = .nanoseconds(Int64(connectTimeout.seconds * 1e9))
-        self.pingInterval = .nanoseconds(Int64(pingInterval.seconds * 1e9))
-        self.pingTimeout = .nanoseconds(Int64(pingTimeout.seconds * 1e9))
+        self.connectTimeout = .nanoseconds(Int64(connectTimeout.nanoseconds))
+        self.pingInterval = .nanoseconds(Int64(pingInterval.nanoseconds))
+        self.pingTimeout = .nanoseconds(Int64(pingTimeout.nanoseconds))
     }
 
     /// A host that is an IP literal gets no SNI; NIOSSL then matches the certificate's IP SAN.
@@ -398,8 +398,8 @@ struct APNsConnectionFactory: Sendable {
 
     /// Connects, negotiates TLS and HTTP/2, and returns the channel and its multiplexer.
     func connect(
-        on eventLoop: EventLoop, events: APNsConnectionEvents
-    ) -> EventLoopFuture<APNsConnectionHandle> {
+        on eventLoop: EventLoop, events: HTTP2ConnectionEvents
+    ) -> EventLoopFuture<HTTP2ConnectionHandle> {
         let sslContext = self.sslContext
         let sni = serverNameForSNI
         let pingInterval = self.pingInterval
@@ -417,7 +417,7 @@ struct APNsConnectionFactory: Sendable {
                     // APNs changes SETTINGS after every rejection; NIO's default flood guard would
                     // take that for an attack and close the connection.
                     configuration.controlFrameRateLimit.maximumCount = Int.max / 2
-                    // Herald builds its own headers and talks only to a TLS-authenticated APNs host.
+                    // Herald builds its own headers and talks only to a TLS-authenticated push service.
                     configuration.headerBlockValidation = .disabled
                     configuration.initialSettings = [
                         HTTP2Setting(parameter: .maxConcurrentStreams, value: 100),
@@ -429,22 +429,27 @@ struct APNsConnectionFactory: Sendable {
                     try sync.addHandler(
                         NIOHTTP2Handler(mode: .client, connectionConfiguration: configuration, streamConfiguration: streams))
                     try sync.addHandler(
-                        APNsConnectionHandler(
+                        HTTP2ConnectionHandler(
                             events: events, authority: authority, pingInterval: pingInterval, pingTimeout: pingTimeout,
                             lastUsableStreamID: lastUsableStreamID))
                 }
             }
             .connect(host: host, port: port)
             .flatMap { channel in
-                channel.pipeline.handler(type: APNsConnectionHandler.self).map { handler in
-                    APNsConnectionHandle(channel: channel, handler: NIOLoopBound(handler, eventLoop: channel.eventLoop))
+                channel.pipeline.handler(type: HTTP2ConnectionHandler.self).map { handler in
+                    HTTP2ConnectionHandle(channel: channel, handler: NIOLoopBound(handler, eventLoop: channel.eventLoop))
                 }
             }
     }
 }
 
+extension Duration {
+    /// In nanoseconds, for NIO's `TimeAmount`.
+    var nanoseconds: Double { Double(components.seconds) * 1e9 + Double(components.attoseconds) / 1e9 }
+}
+
 /// A configuration value Herald cannot use.
-public struct APNsConfigurationError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct HTTP2ConfigurationError: Error, Hashable, Sendable, CustomStringConvertible {
     public var field: String
     public var message: String
     public init(field: String, message: String) {

@@ -1,0 +1,64 @@
+import ArgumentParser
+import Foundation
+import HeraldFCMSimulator
+import Logging
+
+/// `herald mock-fcm`: the FCM simulator as its own process.
+struct MockFCMCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "mock-fcm",
+        abstract: "Run the FCM simulator: OAuth grants and messages:send over TLS (HTTP/2 and HTTP/1.1), with a control port.")
+
+    @Option(help: "The TLS port (0 picks a free one).")
+    var port = 0
+
+    @Option(name: .customLong("control-port"), help: "The plain-HTTP control port (0 picks a free one).")
+    var controlPort = 0
+
+    @Option(help: "The address to listen on.")
+    var host = "127.0.0.1"
+
+    @Option(name: .customLong("project-id"), help: "The Firebase project messages may be sent for.")
+    var projectID = "herald-simulator"
+
+    @Option(name: .customLong("credentials-out"), help: "Where to write service-account.json (its token_uri points here), ca.pem and herald.env.")
+    var credentialsOut: String?
+
+    func run() async throws {
+        CLILogging.bootstrap()
+        let logger = Logger(label: "herald.mock-fcm")
+        guard (0...65_535).contains(port) else { throw InvalidInput(field: "--port", message: "is a port number from 0 to 65535") }
+        guard (0...65_535).contains(controlPort) else { throw InvalidInput(field: "--control-port", message: "is a port number from 0 to 65535") }
+        guard !projectID.isEmpty, projectID.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" }) else {
+            throw InvalidInput(field: "--project-id", message: "is a Firebase project id (letters, digits, -)")
+        }
+        var configuration = FCMSimulator.Configuration()
+        configuration.host = host
+        configuration.port = port
+        configuration.controlPort = controlPort
+        configuration.projectID = projectID
+        let simulator = try await FCMSimulator.start(configuration: configuration, logger: logger)
+        let directory = URL(fileURLWithPath: credentialsOut ?? FileManager.default.temporaryDirectory
+            .appendingPathComponent("herald-mock-fcm-\(getpid())").path).standardizedFileURL
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let credentials = directory.appendingPathComponent("service-account.json")
+        // The account's private key: readable by its owner only.
+        FileManager.default.createFile(atPath: credentials.path, contents: simulator.serviceAccountJSON, attributes: [.posixPermissions: 0o600])
+        let ca = directory.appendingPathComponent("ca.pem")
+        try Data(simulator.tls.caPEM.utf8).write(to: ca)
+        let env = """
+            HERALD_FCM_CREDENTIALS_FILE=\(credentials.path)
+            HERALD_FCM_URL=\(simulator.url.absoluteString)
+            HERALD_FCM_CA_FILE=\(ca.path)
+
+            """
+        try Data(env.utf8).write(to: directory.appendingPathComponent("herald.env"))
+        CLIOutput.printJSON([
+            "ready": true, "port": simulator.port, "control_port": simulator.controlPort, "ca": ca.path, "credentials": credentials.path,
+            "project_id": projectID, "token_uri": simulator.tokenURL.absoluteString,
+        ])
+        logger.info("mock-fcm listening", metadata: ["port": "\(simulator.port)", "control_port": "\(simulator.controlPort)"])
+        _ = await SignalWaiter.waitForTermination()
+        await simulator.shutdown()
+    }
+}

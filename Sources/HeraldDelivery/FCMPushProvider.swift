@@ -1,0 +1,104 @@
+import Foundation
+import HeraldCore
+import HeraldFCM
+import HeraldStore
+import Synchronization
+
+/// FCM for one app's Android devices. Every push goes as a data-only message: an E2EE app must
+/// decrypt before it shows anything, and FCM shows a `notification` block itself.
+public final class FCMPushProvider: PushProvider {
+    public var platform: Platform { .android }
+    private let client: FCMClient
+    private let now: @Sendable () -> Date
+    /// Whether the latest answer was a delivery: tells a token's SENDER_ID_MISMATCH (others go
+    /// through) from the app's (nothing goes through), so a misconfigured app loses no tokens.
+    private let lastWasDelivered = Mutex(false)
+
+    public init(client: FCMClient, now: @escaping @Sendable () -> Date = { Date() }) {
+        self.client = client
+        self.now = now
+    }
+
+    public func send(_ delivery: ClaimedDelivery) async -> PushOutcome {
+        let message: FCMMessage
+        do {
+            message = try Self.message(for: delivery, now: now())
+        } catch {
+            return .failed(reason: error.description)
+        }
+        let result: FCMResult
+        do {
+            result = try await client.send(message)
+        } catch {
+            return .failed(reason: error.description)
+        }
+        let outcome = outcome(of: result)
+        lastWasDelivered.withLock { $0 = outcome == .delivered }
+        return outcome
+    }
+
+    /// FCM's answer in the outbox's terms: the one place FCM is mapped.
+    func outcome(of result: FCMResult) -> PushOutcome {
+        let reason: String = switch result {
+        case .accepted: "accepted"
+        case .rejected(let answer): answer.reason
+        case .transportFailure(let text): text
+        }
+        switch result.action {
+        case .done: return .delivered
+        case .tokenDead: return .tokenDead(since: nil, reason: reason)
+        case .senderMismatch:
+            return lastWasDelivered.withLock { $0 } ? .tokenDead(since: nil, reason: reason) : .refreshCredentials(reason: reason)
+        case .refreshAccessToken, .credentialsRefused: return .refreshCredentials(reason: reason)
+        case .retry(let after, let scope):
+            let neutral: PushOutcome.RetryScope = switch scope {
+            case .device: .token
+            case .project: .credentials
+            case .service: .service
+            }
+            return .retry(after: after, scope: neutral, reason: reason)
+        case .fail(let text): return .failed(reason: text)
+        }
+    }
+
+    public func shutdown() async { await client.shutdown() }
+
+    /// The data-only message for a delivery (README "FCM messages" has the mapping).
+    /// - Throws: `FCMValidationError` when even the shrunk push is over FCM's 4,096 bytes.
+    public static func message(for delivery: ClaimedDelivery, now: Date) throws(FCMValidationError) -> FCMMessage {
+        var push = delivery.push
+        var data = dataMap(of: push)
+        // Over 4,096 bytes: drop what may be dropped (the Kasia inline payload), as for APNs's 413.
+        while data.reduce(0, { $0 + $1.key.utf8.count + $1.value.utf8.count }) > FCMMessage.maximumDataBytes, let smaller = push.shrunk() {
+            push = smaller
+            data = dataMap(of: push)
+        }
+        let seen = push.pushType == .alert || push.pushType == .voip
+        let remaining = delivery.expiresAt.timeIntervalSince(now)
+        let ttl = remaining.isFinite ? Int(min(max(remaining, 0), Double(FCMMessage.maximumTTLSeconds))) : FCMMessage.maximumTTLSeconds
+        let message = FCMMessage(
+            target: .token(delivery.device.token), data: data, priority: seen && push.priority == .immediate ? .high : .normal,
+            ttlSeconds: ttl, collapseKey: push.collapseID)
+        try message.validate()
+        return message
+    }
+
+    /// Every top-level field of the rendered payload but `aps`, strings as they are and anything
+    /// else as compact JSON; the alert's `title`, `subtitle` and `body` as fallback texts.
+    static func dataMap(of push: RenderedPush) -> [String: String] {
+        guard let root = try? JSONDecoder().decode(JSONValue.self, from: Data(push.payload)), let fields = root.objectFields else { return [:] }
+        var data: [String: String] = [:]
+        for field in fields where field.key != "aps" && !FCMMessage.isReservedDataKey(field.key) {
+            if case .string(let text) = field.value { data[field.key] = text } else { data[field.key] = String(decoding: field.value.encoded, as: UTF8.self) }
+        }
+        switch root[path: ["aps", "alert"]] {
+        case .string(let body)?: data["body"] = data["body"] ?? body
+        case .object(let alert)?:
+            for part in alert where ["title", "subtitle", "body"].contains(part.key) {
+                if case .string(let text) = part.value, data[part.key] == nil { data[part.key] = text }
+            }
+        default: break
+        }
+        return data
+    }
+}

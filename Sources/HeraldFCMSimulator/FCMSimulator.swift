@@ -1,0 +1,323 @@
+import Foundation
+import HTTPTypes
+import HeraldAPNsCore
+import HeraldAPNsSimulator
+import HeraldFCMCore
+import Hummingbird
+import HummingbirdHTTP2
+import Logging
+import NIOCore
+import NIOSSL
+import Synchronization
+import _CryptoExtras
+
+/// An FCM look-alike held to Google's documented behaviour: an OAuth token endpoint that checks
+/// the service account's RS256 grant (signature, claims, lifetime) and `messages:send` over TLS
+/// (HTTP/2, and HTTP/1.1 for clients such as firebase-admin that speak only that) that checks the
+/// bearer, the project, exactly one target, string-only data, the 4,096-byte limit, priority and
+/// ttl, answering with Google's error envelope. Fault injection and recording on a plain-HTTP
+/// control port (`GET /stats`, `GET /notifications?token=`, `POST /faults`, `POST /reset`).
+public final class FCMSimulator: Sendable {
+    public struct Configuration: Sendable {
+        public var host = "127.0.0.1"
+        public var port = 0
+        public var controlPort = 0
+        /// The project messages may be sent for.
+        public var projectID = "herald-simulator"
+        public var clientEmail = "herald-simulator@herald-simulator.iam.gserviceaccount.com"
+        /// Access tokens live this long (Google: about an hour).
+        public var accessTokenLifetime: TimeInterval = 3599
+        public init() {}
+    }
+
+    public let configuration: Configuration
+    public let tls: SimulatorTLSIdentity
+    /// The service-account JSON this simulator accepts grants from (its `token_uri` points here).
+    public let serviceAccountJSON: Data
+    let state: FCMSimulatorState
+    public let port: Int
+    public let controlPort: Int
+    private let tasks: [Task<Void, any Error>]
+
+    /// `https://host:port`: where clients send.
+    public var url: URL { URL(string: "https://\(configuration.host):\(port)")! }
+    /// The OAuth token endpoint.
+    public var tokenURL: URL { URL(string: "https://\(configuration.host):\(port)/token")! }
+    public var stats: FCMSimulatorStats { state.stats }
+
+    private init(
+        configuration: Configuration, tls: SimulatorTLSIdentity, serviceAccountJSON: Data, state: FCMSimulatorState, port: Int,
+        controlPort: Int, tasks: [Task<Void, any Error>]
+    ) {
+        self.configuration = configuration
+        self.tls = tls
+        self.serviceAccountJSON = serviceAccountJSON
+        self.state = state
+        self.port = port
+        self.controlPort = controlPort
+        self.tasks = tasks
+    }
+
+    /// Starts both listeners and makes the service account whose grants it accepts.
+    public static func start(configuration: Configuration = .init(), logger: Logger = Logger(label: "herald.mock-fcm")) async throws -> FCMSimulator {
+        let tls = try SimulatorTLSIdentity.generate()
+        let state = FCMSimulatorState()
+        var tlsConfiguration = TLSConfiguration.makeServerConfiguration(
+            certificateChain: [.certificate(try NIOSSLCertificate(bytes: Array(tls.leafPEM.utf8), format: .pem))],
+            privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(tls.leafKeyPEM.utf8), format: .pem)))
+        tlsConfiguration.applicationProtocols = ["h2", "http/1.1"]
+
+        // The port is known only once bound, and the account's token_uri names it: the
+        // account's key is made first and its file written once the port is known.
+        let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+        let keyID = UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        let holder = Mutex<(publicKey: _RSA.Signing.PublicKey, tokenURL: String)?>(nil)
+
+        let api = Router()
+        api.post("/token") { request, _ -> Response in
+            let body = try await request.body.collect(upTo: 65_536)
+            guard let (publicKey, tokenURL) = holder.withLock({ $0 }) else { return Self.json(.serviceUnavailable, #"{"error":"starting"}"#) }
+            switch Self.checkGrant(body: String(buffer: body), publicKey: publicKey, audience: tokenURL, clientEmail: configuration.clientEmail, now: Date()) {
+            case .success(let account):
+                let token = state.issue(account: account, lifetime: configuration.accessTokenLifetime, now: Date())
+                return Self.json(.ok, #"{"access_token":"\#(token)","expires_in":\#(Int(configuration.accessTokenLifetime)),"token_type":"Bearer"}"#)
+            case .failure(let refusal):
+                state.grantRefused()
+                return Self.json(.badRequest, Self.encode(["error": refusal.error, "error_description": refusal.description]))
+            }
+        }
+        api.post("/v1/projects/:project/:method") { request, context -> Response in
+            let body = try await request.body.collect(upTo: 1 << 20)
+            let project = context.parameters.get("project") ?? ""
+            let method = context.parameters.get("method") ?? ""
+            return Self.send(
+                method: method, project: project, authorization: request.headers[.authorization], body: Array(buffer: body),
+                configuration: configuration, state: state)
+        }
+        let control = Router()
+        control.get("/stats") { _, _ -> Response in Self.json(.ok, Self.encode(state.stats)) }
+        control.get("/notifications") { request, _ -> Response in
+            let token = request.uri.queryParameters.get("token")
+            return Self.json(.ok, Self.encode(["notifications": state.notifications(token: token)]))
+        }
+        control.post("/faults") { request, _ -> Response in
+            let body = try await request.body.collect(upTo: 65_536)
+            guard let fault = try? JSONDecoder().decode(FCMSimulatorFault.self, from: Data(buffer: body)) else {
+                return Self.json(.badRequest, #"{"error":"a fault is {\"kind\": unregistered|sender_id_mismatch|quota_exceeded|unavailable|internal|unauthenticated|permission_denied, \"token\", \"count\", \"retry_after\", \"device\"}"}"#)
+            }
+            return Self.json(.created, #"{"id":\#(state.addFault(fault))}"#)
+        }
+        control.post("/reset") { _, _ -> Response in
+            state.reset()
+            return Self.json(.ok, #"{"reset":true}"#)
+        }
+
+        let apiBound = AsyncStream<Int>.makeStream()
+        let controlBound = AsyncStream<Int>.makeStream()
+        let apiApp = Application(
+            router: api, server: try .http2Upgrade(tlsConfiguration: tlsConfiguration),
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "herald-mock-fcm"),
+            onServerRunning: { channel in
+                apiBound.continuation.yield(channel.localAddress?.port ?? 0)
+                apiBound.continuation.finish()
+            },
+            logger: logger)
+        let controlApp = Application(
+            router: control,
+            configuration: .init(address: .hostname(configuration.host, port: configuration.controlPort), serverName: "herald-mock-fcm-control"),
+            onServerRunning: { channel in
+                controlBound.continuation.yield(channel.localAddress?.port ?? 0)
+                controlBound.continuation.finish()
+            },
+            logger: logger)
+        let apiTask = Task { try await apiApp.run() }
+        let controlTask = Task { try await controlApp.run() }
+        var apiPorts = apiBound.stream.makeAsyncIterator()
+        var controlPorts = controlBound.stream.makeAsyncIterator()
+        guard let apiPort = await apiPorts.next(), let controlPort = await controlPorts.next() else {
+            apiTask.cancel()
+            controlTask.cancel()
+            throw CancellationError()
+        }
+        let tokenURL = "https://\(configuration.host):\(apiPort)/token"
+        holder.withLock { $0 = (key.publicKey, tokenURL) }
+        let file: [String: String] = [
+            "type": "service_account", "project_id": configuration.projectID, "private_key_id": keyID,
+            "private_key": key.pkcs8PEMRepresentation + "\n", "client_email": configuration.clientEmail, "client_id": "1",
+            "token_uri": tokenURL,
+        ]
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+        return FCMSimulator(
+            configuration: configuration, tls: tls, serviceAccountJSON: try encoder.encode(file), state: state, port: apiPort,
+            controlPort: controlPort, tasks: [apiTask, controlTask])
+    }
+
+    public func shutdown() async {
+        for task in tasks { task.cancel() }
+        for task in tasks { _ = try? await task.value }
+    }
+
+    // MARK: The OAuth grant
+
+    struct GrantRefusal: Error, CustomStringConvertible {
+        var error = "invalid_grant"
+        var description: String
+    }
+
+    /// Checks a token request as Google's endpoint does: the JWT-bearer grant type, an RS256 JWT
+    /// signed by the account's key, `iss` the account, `aud` Google's token endpoint, a scope that covers
+    /// FCM, `iat` not in the future and `exp` at most an hour after it and not passed.
+    static func checkGrant(body: String, publicKey: _RSA.Signing.PublicKey, audience: String, clientEmail: String, now: Date) -> Result<String, GrantRefusal> {
+        var form: [String: String] = [:]
+        for pair in body.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1).map { String($0).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? "" }
+            if parts.count == 2 { form[parts[0]] = parts[1] }
+        }
+        guard form["grant_type"] == "urn:ietf:params:oauth:grant-type:jwt-bearer" else {
+            return .failure(GrantRefusal(error: "unsupported_grant_type", description: "Invalid grant_type: \(form["grant_type"] ?? "")"))
+        }
+        guard let assertion = form["assertion"] else { return .failure(GrantRefusal(description: "No assertion")) }
+        let parts = assertion.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let headerBytes = Base64URL.decode(parts[0]), let claimBytes = Base64URL.decode(parts[1]),
+            let signature = Base64URL.decode(parts[2])
+        else { return .failure(GrantRefusal(description: "Invalid JWT: not three base64url parts")) }
+        struct Header: Decodable { var alg: String }
+        guard let header = try? JSONDecoder().decode(Header.self, from: Data(headerBytes)), header.alg == "RS256" else {
+            return .failure(GrantRefusal(description: "Invalid JWT: alg must be RS256"))
+        }
+        let signingInput = Array((parts[0] + "." + parts[1]).utf8)
+        guard publicKey.isValidSignature(_RSA.Signing.RSASignature(rawRepresentation: signature), for: signingInput, padding: .insecurePKCS1v1_5) else {
+            return .failure(GrantRefusal(description: "Invalid JWT Signature."))
+        }
+        struct Claims: Decodable {
+            var iss: String?
+            var scope: String?
+            var aud: String?
+            var iat: Double?
+            var exp: Double?
+        }
+        guard let claims = try? JSONDecoder().decode(Claims.self, from: Data(claimBytes)) else {
+            return .failure(GrantRefusal(description: "Invalid JWT: claims are not JSON"))
+        }
+        guard claims.iss == clientEmail else { return .failure(GrantRefusal(error: "invalid_client", description: "The OAuth client was not found.")) }
+        // Google's endpoint is the documented audience (google-auth always sends it); this endpoint's own URL is taken too.
+        guard claims.aud == FCMServiceAccount.grantAudience || claims.aud == audience else {
+            return .failure(GrantRefusal(description: "Invalid JWT: the audience is \(claims.aud ?? "missing"), not \(FCMServiceAccount.grantAudience)"))
+        }
+        let scopes = Set((claims.scope ?? "").split(separator: " ").map(String.init))
+        guard !scopes.isDisjoint(with: [FCMServiceAccount.messagingScope, "https://www.googleapis.com/auth/cloud-platform"]) else {
+            return .failure(GrantRefusal(error: "invalid_scope", description: "Invalid OAuth scope or ID token audience provided."))
+        }
+        let nowSeconds = now.timeIntervalSince1970
+        guard let iat = claims.iat, let exp = claims.exp, iat.isFinite, exp.isFinite, iat <= nowSeconds + 60, exp > nowSeconds, exp - iat <= 3600,
+            exp > iat
+        else {
+            return .failure(GrantRefusal(description: "Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe. Check your iat and exp values in the JWT claim."))
+        }
+        return .success(clientEmail)
+    }
+
+    // MARK: messages:send
+
+    static func send(
+        method: String, project: String, authorization: String?, body: [UInt8], configuration: Configuration, state: FCMSimulatorState
+    ) -> Response {
+        func refuse(_ status: HTTPResponse.Status, _ canonical: String, _ message: String, code: String? = nil, field: String? = nil, retryAfter: Int? = nil) -> Response {
+            var details: [[String: Any]] = []
+            if let code { details.append(["@type": "type.googleapis.com/google.firebase.fcm.v1.FcmError", "errorCode": code]) }
+            if let field { details.append(["@type": "type.googleapis.com/google.rpc.BadRequest", "fieldViolations": [["field": field, "description": message]]]) }
+            var error: [String: Any] = ["code": status.code, "message": message, "status": canonical]
+            if !details.isEmpty { error["details"] = details }
+            state.rejected(code ?? canonical)
+            var response = json(status, String(decoding: (try? JSONSerialization.data(withJSONObject: ["error": error], options: [.sortedKeys])) ?? Data(), as: UTF8.self))
+            if let retryAfter { response.headers[.retryAfter] = String(retryAfter) }
+            return response
+        }
+        guard method == "messages:send" else { return refuse(.notFound, "NOT_FOUND", "Method not found.") }
+        guard let authorization, authorization.hasPrefix("Bearer "), state.account(ofAccessToken: String(authorization.dropFirst(7)), now: Date()) != nil else {
+            return refuse(.unauthorized, "UNAUTHENTICATED", "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.")
+        }
+        guard project == configuration.projectID else {
+            return refuse(.forbidden, "PERMISSION_DENIED", "Permission 'cloudmessaging.messages.create' denied on resource '//cloudresourcemanager.googleapis.com/projects/\(project)' (or it may not exist).")
+        }
+        guard let root = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any], let message = root["message"] as? [String: Any] else {
+            return refuse(.badRequest, "INVALID_ARGUMENT", "Invalid JSON payload received. Unknown name or missing \"message\".")
+        }
+        let targets = ["token", "topic", "condition", "fid"].filter { message[$0] != nil }
+        guard targets.count == 1 else {
+            return refuse(.badRequest, "INVALID_ARGUMENT", "Exactly one of token, topic, condition or fid must be set.", code: "INVALID_ARGUMENT", field: "message")
+        }
+        let target = (message[targets[0]] as? String) ?? ""
+        if targets[0] == "token" || targets[0] == "fid" {
+            guard !target.isEmpty, target.utf8.count <= 4096, target.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "_-:".contains($0)) }) else {
+                return refuse(.badRequest, "INVALID_ARGUMENT", "The registration token is not a valid FCM registration token", code: "INVALID_ARGUMENT", field: "message.token")
+            }
+        }
+        var data: [String: String] = [:]
+        if let raw = message["data"] {
+            guard let object = raw as? [String: Any] else {
+                return refuse(.badRequest, "INVALID_ARGUMENT", "Invalid value at 'message.data' (type.googleapis.com/google.firebase.fcm.v1.Message.DataEntry)", code: "INVALID_ARGUMENT", field: "message.data")
+            }
+            for (i, (key, value)) in object.sorted(by: { $0.key < $1.key }).enumerated() {
+                guard let string = value as? String else {
+                    return refuse(.badRequest, "INVALID_ARGUMENT", "Invalid value at 'message.data[\(i)].value' (TYPE_STRING)", code: "INVALID_ARGUMENT", field: "message.data[\(i)].value")
+                }
+                guard !FCMMessage.isReservedDataKey(key) else {
+                    return refuse(.badRequest, "INVALID_ARGUMENT", "Invalid data key: \(key) is reserved", code: "INVALID_ARGUMENT", field: "message.data")
+                }
+                data[key] = string
+            }
+        }
+        var dataBytes = data.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
+        if let notification = message["notification"] as? [String: Any] {
+            dataBytes += notification.reduce(0) { $0 + $1.key.utf8.count + "\($1.value)".utf8.count }
+        }
+        // Google answers an oversized message with a bare 400: no FcmError detail.
+        guard dataBytes <= FCMMessage.maximumDataBytes else { return refuse(.badRequest, "INVALID_ARGUMENT", "Message is too big") }
+        let android = message["android"] as? [String: Any] ?? [:]
+        let priority = android["priority"] as? String
+        if let priority, !["normal", "high", "NORMAL", "HIGH"].contains(priority) {
+            return refuse(.badRequest, "INVALID_ARGUMENT", "Invalid value at 'message.android.priority'", code: "INVALID_ARGUMENT", field: "message.android.priority")
+        }
+        let ttl = android["ttl"] as? String
+        if let ttl {
+            guard ttl.hasSuffix("s"), let seconds = Double(ttl.dropLast()), seconds.isFinite, (0...Double(FCMMessage.maximumTTLSeconds)).contains(seconds) else {
+                return refuse(.badRequest, "INVALID_ARGUMENT", "Invalid value at 'message.android.ttl' (type.googleapis.com/google.protobuf.Duration)", code: "INVALID_ARGUMENT", field: "message.android.ttl")
+            }
+        }
+        if let fault = state.fault(for: target) {
+            switch fault.kind {
+            case .unregistered:
+                // A dead token stays dead.
+                _ = state.addFault(FCMSimulatorFault(kind: .unregistered, token: target))
+                return refuse(.notFound, "NOT_FOUND", "Requested entity was not found.", code: "UNREGISTERED")
+            case .senderIDMismatch: return refuse(.forbidden, "PERMISSION_DENIED", "SenderId mismatch", code: "SENDER_ID_MISMATCH")
+            case .quotaExceeded:
+                let text = fault.device == true ? "Device message rate exceeded." : "Message rate exceeded."
+                return refuse(.tooManyRequests, "RESOURCE_EXHAUSTED", text, code: "QUOTA_EXCEEDED", retryAfter: fault.retryAfter)
+            case .unavailable: return refuse(.serviceUnavailable, "UNAVAILABLE", "The service is currently unavailable.", code: "UNAVAILABLE", retryAfter: fault.retryAfter)
+            case .internal: return refuse(.internalServerError, "INTERNAL", "Internal error encountered.", code: "INTERNAL", retryAfter: fault.retryAfter)
+            case .unauthenticated: return refuse(.unauthorized, "UNAUTHENTICATED", "Request had invalid authentication credentials.")
+            case .permissionDenied: return refuse(.forbidden, "PERMISSION_DENIED", "Firebase Cloud Messaging API has not been used in project \(project) before or it is disabled.")
+            }
+        }
+        if root["validate_only"] as? Bool == true {
+            return json(.ok, #"{"name":"projects/\#(project)/messages/fake_message_id"}"#)
+        }
+        let name = "projects/\(project)/messages/0:\(state.nextMessageID())"
+        state.record(FCMSimulatorRecord(
+            token: target, name: name, data: data, priority: priority, ttl: ttl, collapseKey: android["collapse_key"] as? String))
+        return json(.ok, #"{"name":"\#(name)"}"#)
+    }
+
+    static func json(_ status: HTTPResponse.Status, _ text: String) -> Response {
+        Response(status: status, headers: [.contentType: "application/json; charset=UTF-8"], body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+
+    static func encode(_ value: some Encodable) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return String(decoding: (try? encoder.encode(value)) ?? Data("{}".utf8), as: UTF8.self)
+    }
+}
