@@ -258,6 +258,11 @@ let package = Package(
         .testTarget(name: "HeraldCLITests", dependencies: ["HeraldStore", "HeraldCore", "HeraldAPNs", "HeraldTestSupport"]),
         .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore", "HeraldAPNs"]),
         .testTarget(
+            name: "HeraldFCMTests",
+            dependencies: ["HeraldFCM", "HeraldFCMSimulator", "HeraldDelivery", "HeraldStore", "HeraldCore", "HeraldAPNsCore", "HeraldTestSupport"],
+            exclude: ["Fixtures"]
+        ),
+        .testTarget(
             name: "HeraldKaspaTests",
             dependencies: ["HeraldKaspa", "HeraldCore", "HeraldKit", "KaspaNodeSimulator", "HeraldTestSupport"],
             exclude: ["Fixtures"]

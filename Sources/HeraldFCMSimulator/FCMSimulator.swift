@@ -44,6 +44,8 @@ public final class FCMSimulator: Sendable {
     /// The OAuth token endpoint.
     public var tokenURL: URL { URL(string: "https://\(configuration.host):\(port)/token")! }
     public var stats: FCMSimulatorStats { state.stats }
+    /// The messages accepted for `token` (all, when nil).
+    public func notifications(token: String?) -> [FCMSimulatorRecord] { state.notifications(token: token) }
 
     private init(
         configuration: Configuration, tls: SimulatorTLSIdentity, serviceAccountJSON: Data, state: FCMSimulatorState, port: Int,

@@ -1,0 +1,239 @@
+import Foundation
+import HeraldAPNsCore
+import HeraldCore
+import HeraldDelivery
+import HeraldFCM
+import HeraldFCMSimulator
+import HeraldStore
+import NIOPosix
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The FCM client against the FCM simulator, both real: TLS, HTTP/2, the RS256 grant.
+@Suite(.serialized) struct FCMClientTests {
+    /// A simulator, its CA on disk, and a client holding its service account.
+    struct Rig {
+        let simulator: FCMSimulator
+        let client: FCMClient
+        let directory: URL
+
+        static func start(account: Data? = nil) async throws -> Rig {
+            let simulator = try await FCMSimulator.start()
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-fcm-\(UUID())")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let ca = directory.appendingPathComponent("ca.pem")
+            try Data(simulator.tls.caPEM.utf8).write(to: ca)
+            try simulator.serviceAccountJSON.write(to: directory.appendingPathComponent("service-account.json"))
+            var configuration = FCMClientConfiguration(url: simulator.url, trustRootsPEMFile: ca.path)
+            configuration.tokenURL = simulator.tokenURL
+            let client = try FCMClient(
+                configuration: configuration, account: try FCMServiceAccount(json: account ?? simulator.serviceAccountJSON),
+                eventLoopGroup: MultiThreadedEventLoopGroup.singleton)
+            return Rig(simulator: simulator, client: client, directory: directory)
+        }
+
+        func fault(_ json: String) async throws {
+            var request = URLRequest(url: URL(string: "http://127.0.0.1:\(simulator.controlPort)/faults")!)
+            request.httpMethod = "POST"
+            request.httpBody = Data(json.utf8)
+            let (_, response) = try await URLSession.shared.data(for: request)
+            #expect((response as? HTTPURLResponse)?.statusCode == 201)
+        }
+
+        func stop() async {
+            await client.shutdown()
+            await simulator.shutdown()
+            try? FileManager.default.removeItem(at: directory)
+        }
+    }
+
+    static func message(_ token: String, data: [String: String] = ["kasia": "{}"]) -> FCMMessage {
+        FCMMessage(target: .token(token), data: data, priority: .high, ttlSeconds: 3600, collapseKey: "c1")
+    }
+
+    @Test("a message is accepted and arrives as sent; one grant serves many sends")
+    func accepted() async throws {
+        let rig = try await Rig.start()
+        defer { Task { await rig.stop() } }
+        for i in 0..<5 {
+            guard case .accepted(let name) = try await rig.client.send(Self.message("token-\(i)")) else {
+                Issue.record("not accepted")
+                return
+            }
+            #expect(name.hasPrefix("projects/herald-simulator/messages/"))
+        }
+        #expect(rig.client.tokens.exchangeCount == 1)
+        #expect(rig.simulator.stats.accepted == 5)
+        #expect(rig.simulator.stats.tokenGrants == 1)
+    }
+
+    @Test("a grant signed with another key is refused by the token endpoint, and nothing is sent")
+    func foreignKeyRefused() async throws {
+        let other = try FCMServiceAccount.generateFile(
+            projectID: "herald-simulator", clientEmail: "herald-simulator@herald-simulator.iam.gserviceaccount.com",
+            tokenURI: URL(string: "https://oauth2.googleapis.com/token")!)
+        let rig = try await Rig.start(account: other)
+        defer { Task { await rig.stop() } }
+        let result = try await rig.client.send(Self.message("token-1"))
+        guard case .rejected(let answer) = result else {
+            Issue.record("a foreign grant was taken: \(result)")
+            return
+        }
+        #expect(answer.httpStatus == 401)
+        #expect(rig.simulator.stats.grantsRefused >= 1)
+        #expect(rig.simulator.stats.accepted == 0)
+    }
+
+    @Test("a refused access token is refreshed once and the message goes through")
+    func refreshOnce() async throws {
+        let rig = try await Rig.start()
+        defer { Task { await rig.stop() } }
+        _ = try await rig.client.send(Self.message("warm-up"))
+        try await rig.fault(#"{"kind":"unauthenticated","count":1}"#)
+        guard case .accepted = try await rig.client.send(Self.message("token-2")) else {
+            Issue.record("not accepted after a refresh")
+            return
+        }
+        #expect(rig.client.tokens.exchangeCount == 2)
+    }
+
+    @Test("Google's answers mean what Google says", arguments: [
+        (#"{"kind":"unregistered"}"#, "tokenDead"),
+        (#"{"kind":"quota_exceeded"}"#, "project"),
+        (#"{"kind":"quota_exceeded","device":true,"retry_after":7}"#, "device"),
+        (#"{"kind":"unavailable","retry_after":3}"#, "service"),
+        (#"{"kind":"internal"}"#, "service"),
+        (#"{"kind":"sender_id_mismatch"}"#, "senderMismatch"),
+        (#"{"kind":"permission_denied"}"#, "credentialsRefused"),
+    ])
+    func classification(fault: String, expected: String) async throws {
+        let rig = try await Rig.start()
+        defer { Task { await rig.stop() } }
+        try await rig.fault(fault)
+        let action = try await rig.client.send(Self.message("token-3")).action
+        let name: String = switch action {
+        case .tokenDead: "tokenDead"
+        case .senderMismatch: "senderMismatch"
+        case .credentialsRefused: "credentialsRefused"
+        case .retry(let after, .project): after.map { $0 >= .seconds(60) } == true ? "project" : "project without 60 s"
+        case .retry(let after, .device): after == .seconds(7) ? "device" : "device without Retry-After"
+        case .retry(_, .service): "service"
+        default: "\(action)"
+        }
+        #expect(name == expected)
+    }
+
+    @Test("a token with characters FCM never issues is dead (400 naming message.token)")
+    func malformedToken() async throws {
+        let rig = try await Rig.start()
+        defer { Task { await rig.stop() } }
+        let result = try await rig.client.send(Self.message("bad token with spaces"))
+        #expect(result.action == .tokenDead)
+        guard case .rejected(let answer) = result else { return }
+        #expect(answer.fieldViolations == ["message.token"])
+    }
+
+    @Test("what FCM would refuse is refused before sending: over 4,096 bytes, reserved keys, ttl out of range")
+    func validation() throws {
+        #expect(throws: FCMValidationError.self) { try Self.message("t", data: ["k": String(repeating: "x", count: 4096)]).validate() }
+        #expect(throws: FCMValidationError.self) { try Self.message("t", data: ["google.x": "y"]).validate() }
+        var message = Self.message("t")
+        message.ttlSeconds = FCMMessage.maximumTTLSeconds + 1
+        #expect(throws: FCMValidationError.self) { try message.validate() }
+        message.ttlSeconds = FCMMessage.maximumTTLSeconds
+        try message.validate()
+    }
+
+    @Test("Google's error envelope: a proxy's HTML and absurd Retry-After values are no hints")
+    func hostileAnswers() {
+        let html = FCMErrorAnswer(httpStatus: 502, body: Array("<html>bad gateway</html>".utf8), retryAfterHeader: "99999999999999999999")
+        #expect(html.errorCode == nil && html.retryAfter == nil)
+        #expect(FCMResult.rejected(html).action == .retry(after: nil, scope: .service))
+        #expect(FCMErrorAnswer(httpStatus: 503, body: [], retryAfterHeader: "-1").retryAfter == nil)
+        #expect(FCMErrorAnswer(httpStatus: 503, body: [], retryAfterHeader: "86400").retryAfter == .seconds(3600))
+    }
+
+    @Test("Google's own client, firebase-admin, sends through the simulator: accepted, and UnregisteredError for a dead token")
+    func firebaseAdmin() async throws {
+        let rig = try await Rig.start()
+        defer { Task { await rig.stop() } }
+        try await rig.fault(#"{"kind":"unregistered","token":"dead-token"}"#)
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/firebase_admin_client.py")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [
+            "python3", script.path, rig.directory.appendingPathComponent("service-account.json").path, rig.simulator.url.absoluteString,
+            "live-token", "dead-token",
+        ]
+        var environment = ProcessInfo.processInfo.environment
+        environment["REQUESTS_CA_BUNDLE"] = rig.directory.appendingPathComponent("ca.pem").path
+        process.environment = environment
+        let out = Pipe()
+        let errors = Pipe()
+        process.standardOutput = out
+        process.standardError = errors
+        try process.run()
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let line = try #require(text.split(separator: "\n").last, "pip install firebase-admin: \(stderr)")
+        let result = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        #expect((result["live"] as? String)?.hasPrefix("projects/herald-simulator/messages/") == true)
+        #expect(result["dead"] as? String == "UnregisteredError")
+        let records = rig.simulator.notifications(token: "live-token")
+        #expect(records.count == 1)
+        #expect(records.first?.data == ["kasia": #"{"kind":"message"}"#, "title": "New Message"])
+        #expect(records.first?.priority == "high")
+        #expect(records.first?.ttl == "3600s")
+        #expect(records.first?.collapseKey == "c1")
+    }
+}
+
+/// The data-only message each rendered push becomes.
+@Suite struct FCMMessageMappingTests {
+    static func delivery(_ payload: String, pushType: APNsPushType = .alert, priority: APNsPriority = .immediate, expiresIn: TimeInterval = 600) -> ClaimedDelivery {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        return ClaimedDelivery(
+            id: 1, eventID: "e",
+            device: DeviceRecord(rowID: 1, app: "kasia", platform: .android, token: "fcm-token", environment: .production, createdAt: now, updatedAt: now, lastSeen: now),
+            push: RenderedPush(pushType: pushType, priority: priority, collapseID: "tx1", payload: Array(payload.utf8)), apnsID: UUID(), attempt: 1,
+            expiresAt: now.addingTimeInterval(expiresIn))
+    }
+
+    @Test("a Kasia push: every field a string, the alert as title and body, high priority, ttl and collapse key")
+    func kasia() throws {
+        let payload = #"{"aps":{"alert":{"title":"New Message","body":"From alice"},"mutable-content":1},"kasia":{"kind":"message","payload":"ab12","amount":5}}"#
+        let message = try FCMPushProvider.message(for: Self.delivery(payload), now: Date(timeIntervalSince1970: 1_800_000_000))
+        #expect(message.data["title"] == "New Message")
+        #expect(message.data["body"] == "From alice")
+        let kasia = try JSONSerialization.jsonObject(with: Data(try #require(message.data["kasia"]).utf8)) as? [String: Any]
+        #expect(kasia?["payload"] as? String == "ab12")
+        #expect(message.data["aps"] == nil)
+        #expect(message.priority == .high)
+        #expect(message.ttlSeconds == 600)
+        #expect(message.collapseKey == "tx1")
+        #expect(message.target == .token("fcm-token"))
+    }
+
+    @Test("a silent push goes at normal priority")
+    func silent() throws {
+        let message = try FCMPushProvider.message(
+            for: Self.delivery(#"{"aps":{"content-available":1},"conversation":"c"}"#, pushType: .background, priority: .considerate),
+            now: Date(timeIntervalSince1970: 1_800_000_000))
+        #expect(message.priority == .normal)
+        #expect(message.data == ["conversation": "c"])
+    }
+
+    @Test("over FCM's 4,096 bytes the Kasia inline payload goes, as on APNs: the app fetches the transaction")
+    func shrinks() throws {
+        let big = String(repeating: "ab", count: 2500)
+        let payload = #"{"aps":{"alert":{"title":"New Message","body":"x"}},"kasia":{"kind":"message","payload":"\#(big)"}}"#
+        let message = try FCMPushProvider.message(for: Self.delivery(payload), now: Date(timeIntervalSince1970: 1_800_000_000))
+        #expect(message.dataBytes <= FCMMessage.maximumDataBytes)
+        let kasia = try JSONSerialization.jsonObject(with: Data(try #require(message.data["kasia"]).utf8)) as? [String: Any]
+        #expect(kasia?["payload"] is NSNull)
+    }
+}
