@@ -46,9 +46,11 @@ public final class FCMPushProvider: PushProvider {
         }
         switch result.action {
         case .done: return .delivered
-        case .tokenDead: return .tokenDead(since: nil, reason: reason)
+        // FCM gives no timestamp: the answer's own moment stands in, so the device is deleted
+        // unless it registered again after it (compare-and-delete, as for APNs's 410).
+        case .tokenDead: return .tokenDead(since: now(), reason: reason)
         case .senderMismatch:
-            return lastWasDelivered.withLock { $0 } ? .tokenDead(since: nil, reason: reason) : .refreshCredentials(reason: reason)
+            return lastWasDelivered.withLock { $0 } ? .tokenDead(since: now(), reason: reason) : .refreshCredentials(reason: reason)
         case .refreshAccessToken, .credentialsRefused: return .refreshCredentials(reason: reason)
         case .retry(let after, let scope):
             let neutral: PushOutcome.RetryScope = switch scope {

@@ -99,7 +99,7 @@ public final class HeraldProcess: @unchecked Sendable {
     }
 
     /// `herald serve`'s readiness line: the API's and the built-in simulator's base URLs.
-    public func ready() throws -> (api: String, simulatorControl: String?) {
+    public func ready() throws -> (api: String, simulatorControl: String?, fcmSimulatorControl: String?) {
         var line = Data()
         while !line.contains(UInt8(ascii: "\n")) {
             let chunk = output.fileHandleForReading.availableData
@@ -109,7 +109,7 @@ public final class HeraldProcess: @unchecked Sendable {
         guard let ready = try JSONSerialization.jsonObject(with: line.split(separator: UInt8(ascii: "\n"))[0]) as? [String: Any],
             ready["ready"] as? Bool == true, let http = ready["http"] as? String
         else { throw CLIError("not a readiness line: \(String(decoding: line, as: UTF8.self))") }
-        return ("http://" + http, ready["simulator_control"] as? String)
+        return ("http://" + http, ready["simulator_control"] as? String, ready["fcm_simulator_control"] as? String)
     }
 
     /// Reads the log until `marker` is followed by a port number.
@@ -147,6 +147,8 @@ public struct ServeProcess: Sendable {
     public let api: String
     /// The built-in simulator's control URL.
     public let control: String
+    /// The built-in FCM simulator's control URL, when it runs.
+    public let fcmControl: String?
 
     /// Starts `herald serve` with `environment` (give it `HERALD_HTTP_PORT=0` and a database).
     public init(environment: [String: String]) throws {
@@ -155,6 +157,7 @@ public struct ServeProcess: Sendable {
         api = ready.api
         guard let control = ready.simulatorControl else { throw CLIError("herald serve started no simulator") }
         self.control = control
+        self.fcmControl = ready.fcmSimulatorControl
     }
 }
 
