@@ -188,7 +188,7 @@ struct CompatibilityProcessTests {
         #expect(body["total_registrations"] as? Int == 1)
     }
 
-    @Test("Claudiator: bearer-only registration, agent.event titles and bodies to every iOS device; /apns/send is off")
+    @Test("Claudiator: bearer-only registration, agent.event titles and bodies to every device of the app; /apns/send is off")
     func claudiator() async throws {
         let gateway = try await ServedGateway.start(environment: [
             "HERALD_REGISTRATION_KEYS": "claude-app-key-00001", "HERALD_PUBLISH_KEYS": "claude-server-key-001",
@@ -217,8 +217,8 @@ struct CompatibilityProcessTests {
             let (status, body) = try await post(gateway.api + "/v1/events",
                 #"{"template":"agent.event","fields":{\#(fields),"device_name":"shahads-macbook","session_id":"abc123"}}"#,
                 headers: ["Authorization": "Bearer claude-server-key-001"])
-            // Every iOS device of the app; the Android one is not an APNs target.
-            #expect(status == 202 && body["deliveries"] as? Int == 2)
+            // Every device of the app: the two iOS ones through APNs, the Android one through FCM.
+            #expect(status == 202 && body["deliveries"] as? Int == 3)
         }
         (status, _) = try await post(gateway.api + "/v1/events",
             #"{"template":"agent.event","fields":{"hook_event_name":"PreToolUse","device_name":"m","session_id":"s"}}"#,
