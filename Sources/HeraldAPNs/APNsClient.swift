@@ -75,7 +75,7 @@ public final class APNsClient: Sendable {
 
     /// Sends a notification already validated by the caller.
     public func sendValidated(_ notification: APNsNotification) async -> APNsResult {
-        let deadline = NIODeadline.now() + .nanoseconds(Int64(configuration.requestTimeout.seconds * 1e9))
+        let deadline = NIODeadline.now() + TimeAmount(configuration.requestTimeout)
         var refreshedOnce = false
         var unprocessedRetries = 0
         let apnsIDString = notification.apnsID.uuidString.lowercased()

@@ -100,10 +100,7 @@ public final class APNsSimulator: Sendable {
     /// Writes `ca.pem` into `directory` and returns its path.
     @discardableResult
     public func writeCA(to directory: String) throws -> String {
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let path = (directory as NSString).appendingPathComponent("ca.pem")
-        try tls.caPEM.write(toFile: path, atomically: true, encoding: .utf8)
-        return path
+        try tls.writeCA(to: directory)
     }
 
     /// Adds a fault; returns its id.

@@ -61,6 +61,14 @@ public struct SimulatorTLSIdentity: Sendable {
             extensions: extensions, issuerPrivateKey: .init(issuerKey))
     }
 
+    /// Writes `ca.pem` (the clients' trust root) into `directory`, made if missing; returns its path.
+    public func writeCA(to directory: String) throws -> String {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let path = (directory as NSString).appendingPathComponent("ca.pem")
+        try caPEM.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
     /// A server context offering ALPN `h2`; clients that offer no ALPN get HTTP/2 too.
     func makeServerContext() throws -> NIOSSLContext {
         let certificate = try NIOSSLCertificate(bytes: Array(leafPEM.utf8), format: .pem)

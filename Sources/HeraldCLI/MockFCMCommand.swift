@@ -44,17 +44,16 @@ struct MockFCMCommand: AsyncParsableCommand {
         let credentials = directory.appendingPathComponent("service-account.json")
         // The account's private key: readable by its owner only.
         FileManager.default.createFile(atPath: credentials.path, contents: simulator.serviceAccountJSON, attributes: [.posixPermissions: 0o600])
-        let ca = directory.appendingPathComponent("ca.pem")
-        try Data(simulator.tls.caPEM.utf8).write(to: ca)
+        let ca = try simulator.tls.writeCA(to: directory.path)
         let env = """
             HERALD_FCM_CREDENTIALS_FILE=\(credentials.path)
             HERALD_FCM_URL=\(simulator.url.absoluteString)
-            HERALD_FCM_CA_FILE=\(ca.path)
+            HERALD_FCM_CA_FILE=\(ca)
 
             """
         try Data(env.utf8).write(to: directory.appendingPathComponent("herald.env"))
         CLIOutput.printJSON([
-            "ready": true, "port": simulator.port, "control_port": simulator.controlPort, "ca": ca.path, "credentials": credentials.path,
+            "ready": true, "port": simulator.port, "control_port": simulator.controlPort, "ca": ca, "credentials": credentials.path,
             "project_id": projectID, "token_uri": simulator.tokenURL.absoluteString,
         ])
         logger.info("mock-fcm listening", metadata: ["port": "\(simulator.port)", "control_port": "\(simulator.controlPort)"])

@@ -69,11 +69,7 @@ struct ServeCommand: AsyncParsableCommand {
             var configuration = FCMSimulator.Configuration()
             configuration.controlPort = settings.fcmSimulatorControlPort
             let sim = try await FCMSimulator.start(configuration: configuration)
-            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-fcm-\(getpid())")
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            let ca = directory.appendingPathComponent("ca.pem")
-            try Data(sim.tls.caPEM.utf8).write(to: ca)
-            fcmSimulatorCA = ca.path
+            fcmSimulatorCA = try sim.tls.writeCA(to: FileManager.default.temporaryDirectory.appendingPathComponent("herald-fcm-\(getpid())").path)
             fcmSimulator = sim
             services.append(FCMSimulatorService(simulator: sim))
             logger.warning(

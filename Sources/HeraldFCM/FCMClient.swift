@@ -65,7 +65,7 @@ public final class FCMClient: Sendable {
             var headers = HPACKHeaders()
             headers.add(name: "content-type", value: "application/x-www-form-urlencoded")
             let request = HTTP2Request(path: tokenURL.path.isEmpty ? "/" : tokenURL.path, headers: headers, body: ByteBuffer(string: body))
-            let response = try await tokenPool.submit(request, deadline: .now() + .nanoseconds(Int64(deadline.components.seconds) * 1_000_000_000)).get()
+            let response = try await tokenPool.submit(request, deadline: .now() + TimeAmount(deadline)).get()
             return (response.status, Array(response.body.readableBytesView))
         } shutdown: {
             await tokenPool.shutdown()
@@ -99,7 +99,7 @@ public final class FCMClient: Sendable {
         headers.add(name: "authorization", value: authorization)
         headers.add(name: "content-type", value: "application/json")
         let request = HTTP2Request(path: sendPath, headers: headers, body: ByteBuffer(bytes: message.encoded()))
-        let deadline = NIODeadline.now() + .nanoseconds(Int64(configuration.requestTimeout.components.seconds) * 1_000_000_000)
+        let deadline = NIODeadline.now() + TimeAmount(configuration.requestTimeout)
         do {
             let response = try await pool.submit(request, deadline: deadline).get()
             let body = Array(response.body.readableBytesView)
@@ -162,16 +162,18 @@ public final class FCMAccessTokenSource: Sendable {
 
     public func currentToken() async throws -> FCMAccessToken {
         let now = self.now()
-        let task: Task<FCMAccessToken, any Error> = state.withLock { s in
-            if let current = s.current, current.expiresAt.timeIntervalSince(now) > refreshMargin {
-                return Task { current }
-            }
-            if let pending = s.pending { return pending }
+        enum Step { case use(FCMAccessToken), wait(Task<FCMAccessToken, any Error>) }
+        let step: Step = state.withLock { s in
+            if let current = s.current, current.expiresAt.timeIntervalSince(now) > refreshMargin { return .use(current) }
+            if let pending = s.pending { return .wait(pending) }
             let task = Task { [self] in try await self.exchangeGrant(at: now) }
             s.pending = task
-            return task
+            return .wait(task)
         }
-        return try await task.value
+        switch step {
+        case .use(let token): return token
+        case .wait(let task): return try await task.value
+        }
     }
 
     /// Forgets `token` (FCM refused it), so the next call exchanges a new grant.

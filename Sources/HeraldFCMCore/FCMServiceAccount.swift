@@ -85,13 +85,17 @@ public struct FCMServiceAccount: Sendable {
     /// The public half, for whoever verifies grants (the simulator).
     public var publicKeyPEM: String { privateKey.publicKey.pemRepresentation }
 
-    /// A new account with a fresh 2048-bit key (`herald mock-fcm --credentials-out`, tests): the
-    /// JSON file Google would hand out, pointing its `token_uri` at `tokenURI`.
+    /// A new account with a fresh 2048-bit key (tests): the JSON file Google would hand out,
+    /// pointing its `token_uri` at `tokenURI`.
     public static func generateFile(projectID: String, clientEmail: String, tokenURI: URL) throws -> Data {
-        let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+        try file(privateKey: try _RSA.Signing.PrivateKey(keySize: .bits2048), projectID: projectID, clientEmail: clientEmail, tokenURI: tokenURI)
+    }
+
+    /// The service-account JSON file for `privateKey`, as Google's console writes it.
+    public static func file(privateKey: _RSA.Signing.PrivateKey, projectID: String, clientEmail: String, tokenURI: URL) throws -> Data {
         let file: [String: String] = [
             "type": "service_account", "project_id": projectID, "private_key_id": UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: ""),
-            "private_key": key.pkcs8PEMRepresentation + "\n", "client_email": clientEmail, "client_id": "1",
+            "private_key": privateKey.pkcs8PEMRepresentation + "\n", "client_email": clientEmail, "client_id": "1",
             "auth_uri": "https://accounts.google.com/o/oauth2/auth", "token_uri": tokenURI.absoluteString,
         ]
         let encoder = JSONEncoder()

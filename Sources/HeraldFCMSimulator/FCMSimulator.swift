@@ -72,7 +72,6 @@ public final class FCMSimulator: Sendable {
         // The port is known only once bound, and the account's token_uri names it: the
         // account's key is made first and its file written once the port is known.
         let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
-        let keyID = UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
         let holder = Mutex<(publicKey: _RSA.Signing.PublicKey, tokenURL: String)?>(nil)
 
         let api = Router()
@@ -143,15 +142,10 @@ public final class FCMSimulator: Sendable {
         }
         let tokenURL = "https://\(configuration.host):\(apiPort)/token"
         holder.withLock { $0 = (key.publicKey, tokenURL) }
-        let file: [String: String] = [
-            "type": "service_account", "project_id": configuration.projectID, "private_key_id": keyID,
-            "private_key": key.pkcs8PEMRepresentation + "\n", "client_email": configuration.clientEmail, "client_id": "1",
-            "token_uri": tokenURL,
-        ]
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+        let account = try FCMServiceAccount.file(
+            privateKey: key, projectID: configuration.projectID, clientEmail: configuration.clientEmail, tokenURI: URL(string: tokenURL)!)
         return FCMSimulator(
-            configuration: configuration, tls: tls, serviceAccountJSON: try encoder.encode(file), state: state, port: apiPort,
+            configuration: configuration, tls: tls, serviceAccountJSON: account, state: state, port: apiPort,
             controlPort: controlPort, tasks: [apiTask, controlTask])
     }
 

@@ -382,9 +382,9 @@ package struct HTTP2ConnectionFactory: Sendable {
             tls.additionalTrustRoots = [.file(trustRootsPEMFile)]
         }
         self.sslContext = try NIOSSLContext(configuration: tls)
-        self.connectTimeout = .nanoseconds(Int64(connectTimeout.nanoseconds))
-        self.pingInterval = .nanoseconds(Int64(pingInterval.nanoseconds))
-        self.pingTimeout = .nanoseconds(Int64(pingTimeout.nanoseconds))
+        self.connectTimeout = TimeAmount(connectTimeout)
+        self.pingInterval = TimeAmount(pingInterval)
+        self.pingTimeout = TimeAmount(pingTimeout)
     }
 
     /// A host that is an IP literal gets no SNI; NIOSSL then matches the certificate's IP SAN.
@@ -441,11 +441,6 @@ package struct HTTP2ConnectionFactory: Sendable {
                 }
             }
     }
-}
-
-extension Duration {
-    /// In nanoseconds, for NIO's `TimeAmount`.
-    var nanoseconds: Double { Double(components.seconds) * 1e9 + Double(components.attoseconds) / 1e9 }
 }
 
 /// A configuration value Herald cannot use.

@@ -54,3 +54,4 @@ public enum HTTP2TransportFailure: Error, Hashable, Sendable, CustomStringConver
         }
     }
 }
+

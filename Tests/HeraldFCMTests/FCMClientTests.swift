@@ -24,10 +24,9 @@ import FoundationNetworking
             let simulator = try await FCMSimulator.start()
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-fcm-\(UUID())")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            let ca = directory.appendingPathComponent("ca.pem")
-            try Data(simulator.tls.caPEM.utf8).write(to: ca)
+            let ca = try simulator.tls.writeCA(to: directory.path)
             try simulator.serviceAccountJSON.write(to: directory.appendingPathComponent("service-account.json"))
-            var configuration = FCMClientConfiguration(url: simulator.url, trustRootsPEMFile: ca.path)
+            var configuration = FCMClientConfiguration(url: simulator.url, trustRootsPEMFile: ca)
             configuration.tokenURL = simulator.tokenURL
             let client = try FCMClient(
                 configuration: configuration, account: try FCMServiceAccount(json: account ?? simulator.serviceAccountJSON),

@@ -26,6 +26,18 @@ struct RawFixtures {
     }
 
     static func txid(_ tx: [String: Any]) -> String { (tx["verboseData"] as! [String: Any])["transactionId"] as! String }
+
+    /// `getUtxoReturnAddress` answers naming Alice as the sender of every bulk message.
+    var bulkSenders: [String: String] {
+        Dictionary(uniqueKeysWithValues: bulk.map { (Self.txid($0), alice) })
+    }
+}
+
+/// A fresh directory for one test's files; the test removes it.
+func scratchDirectory() throws -> URL {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-kaspa-\(UUID())")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    return directory
 }
 
 /// Mallory's forgery, made with the official SDK (`Fixtures/make_forged_fixture.py`).
@@ -56,6 +68,19 @@ struct FollowingHerald {
             "HERALD_REGISTRATION_RATE": "0",
         ].merging(extra) { _, new in new })
         return FollowingHerald(process: serve.process, api: serve.api, control: serve.control)
+    }
+
+    /// A first run on `node`: `follower` registers watching Alice, one of her messages is pushed,
+    /// and Herald stops with the checkpoint stored in `database`.
+    static func storeCheckpoint(
+        node: KaspaNodeSimulator, database: URL, follower: String, fixtures: RawFixtures, environment: [String: String] = [:]
+    ) async throws {
+        let herald = try FollowingHerald.start(node: node, database: database, environment: environment)
+        defer { herald.stop() }
+        try await herald.register(follower, watched: [fixtures.alice])
+        try await herald.waitConnected()
+        await node.produce([fixtures.bulk[0]], senders: fixtures.bulkSenders)
+        #expect(try await herald.pushes(follower, reaching: 1).count == 1)
     }
 
     func register(_ token: String, watched: [String], addresses: [String] = [], routes: [(String, [String])] = []) async throws {
@@ -122,8 +147,7 @@ struct ChainSourceProcessTests {
     func exactPushesAndRouting() async throws {
         let fixtures = try RawFixtures.load()
         let node = try await KaspaNodeSimulator.start()
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-kaspa-\(UUID())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let herald = try FollowingHerald.start(node: node, database: directory.appendingPathComponent("herald.sqlite"))
         defer { herald.stop() }
@@ -177,8 +201,7 @@ struct ChainSourceProcessTests {
         let fixtures = try RawFixtures.load()
         let forgery = try ForgedFixture.load()
         let node = try await KaspaNodeSimulator.start()
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-kaspa-\(UUID())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let herald = try FollowingHerald.start(node: node, database: directory.appendingPathComponent("herald.sqlite"))
         defer { herald.stop() }
@@ -206,27 +229,20 @@ struct ChainSourceProcessTests {
     @Test("a checkpoint the node no longer knows: the gap is counted and the source follows from now, instead of retrying forever")
     func unknownCheckpoint() async throws {
         let fixtures = try RawFixtures.load()
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-kaspa-\(UUID())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let database = directory.appendingPathComponent("herald.sqlite")
         let follower = deviceToken(9)
-        var senders: [String: String] = [:]
-        for tx in fixtures.bulk { senders[RawFixtures.txid(tx)] = fixtures.alice }
+        let senders = fixtures.bulkSenders
 
         // A first node: a checkpoint is stored.
         let first = try await KaspaNodeSimulator.start()
-        var herald = try FollowingHerald.start(node: first, database: database)
-        try await herald.register(follower, watched: [fixtures.alice])
-        try await herald.waitConnected()
-        await first.produce([fixtures.bulk[0]], senders: senders)
-        #expect(try await herald.pushes(follower, reaching: 1).count == 1)
-        herald.stop()
+        try await FollowingHerald.storeCheckpoint(node: first, database: database, follower: follower, fixtures: fixtures)
         await first.shutdown()
 
         // A node whose chain never had that block (a pruned or reorged-out checkpoint looks the same).
         let second = try await KaspaNodeSimulator.start()
-        herald = try FollowingHerald.start(node: second, database: database)
+        let herald = try FollowingHerald.start(node: second, database: database)
         defer { herald.stop() }
         try await herald.waitConnected()
         let stats = try await herald.waitForStats { $0["gaps"] as? Int == 1 }
@@ -242,22 +258,15 @@ struct ChainSourceProcessTests {
     @Test("a pruned checkpoint: the source resumes from the node's sink minus HERALD_KASPA_MAX_AGE, so recent messages are still pushed")
     func prunedCheckpointResumesFromMaximumAge() async throws {
         let fixtures = try RawFixtures.load()
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-kaspa-\(UUID())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let database = directory.appendingPathComponent("herald.sqlite")
         let follower = deviceToken(10)
-        var senders: [String: String] = [:]
-        for tx in fixtures.bulk { senders[RawFixtures.txid(tx)] = fixtures.alice }
+        let senders = fixtures.bulkSenders
         let node = try await KaspaNodeSimulator.start()
         let environment = ["HERALD_KASPA_MAX_AGE": "1h"]
 
-        var herald = try FollowingHerald.start(node: node, database: database, environment: environment)
-        try await herald.register(follower, watched: [fixtures.alice])
-        try await herald.waitConnected()
-        await node.produce([fixtures.bulk[0]], senders: senders)
-        #expect(try await herald.pushes(follower, reaching: 1).count == 1)
-        herald.stop()
+        try await FollowingHerald.storeCheckpoint(node: node, database: database, follower: follower, fixtures: fixtures, environment: environment)
 
         // While Herald is down: one message two hours old, then three recent ones; then the node
         // prunes everything up to the two-hour-old block, the checkpoint with it. It answers one
@@ -271,7 +280,7 @@ struct ChainSourceProcessTests {
         node.prune(keepingLast: 4)
         node.setChainBatch(1)
 
-        herald = try FollowingHerald.start(node: node, database: database, environment: environment)
+        let herald = try FollowingHerald.start(node: node, database: database, environment: environment)
         defer { herald.stop() }
         try await herald.waitConnected()
         let recent = Set(fixtures.bulk[2...4].map(RawFixtures.txid))
@@ -289,25 +298,18 @@ struct ChainSourceProcessTests {
     @Test("after a restart the missed chain is read to the end, though the node answers it a batch at a time")
     func gapFillPages() async throws {
         let fixtures = try RawFixtures.load()
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-kaspa-\(UUID())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let database = directory.appendingPathComponent("herald.sqlite")
         let follower = deviceToken(11)
-        var senders: [String: String] = [:]
-        for tx in fixtures.bulk { senders[RawFixtures.txid(tx)] = fixtures.alice }
+        let senders = fixtures.bulkSenders
         let node = try await KaspaNodeSimulator.start()
         node.setChainBatch(2)
 
-        var herald = try FollowingHerald.start(node: node, database: database)
-        try await herald.register(follower, watched: [fixtures.alice])
-        try await herald.waitConnected()
-        await node.produce([fixtures.bulk[0]], senders: senders)
-        #expect(try await herald.pushes(follower, reaching: 1).count == 1)
-        herald.stop()
+        try await FollowingHerald.storeCheckpoint(node: node, database: database, follower: follower, fixtures: fixtures)
 
         for tx in fixtures.bulk[1...7] { await node.produce([tx], senders: senders) }
-        herald = try FollowingHerald.start(node: node, database: database)
+        let herald = try FollowingHerald.start(node: node, database: database)
         defer { herald.stop() }
         let pushes = try await herald.pushes(follower, reaching: 7)
         #expect(Set(pushes.compactMap { $0["collapse_id"] as? String }) == Set(fixtures.bulk[1...7].map(RawFixtures.txid)))
@@ -320,8 +322,7 @@ struct ChainSourceProcessTests {
     func network() async throws {
         let fixtures = try RawFixtures.load()
         let node = try await KaspaNodeSimulator.start()  // a mainnet node
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-kaspa-\(UUID())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let herald = try FollowingHerald.start(
             node: node, database: directory.appendingPathComponent("herald.sqlite"), environment: ["HERALD_KASPA_NETWORK": "testnet"])
@@ -351,13 +352,11 @@ struct ChainSourceProcessTests {
     func exactlyOnce() async throws {
         let fixtures = try RawFixtures.load()
         let node = try await KaspaNodeSimulator.start()
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-kaspa-\(UUID())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let database = directory.appendingPathComponent("herald.sqlite")
         let follower = deviceToken(9)
-        var senders: [String: String] = [:]
-        for tx in fixtures.bulk { senders[RawFixtures.txid(tx)] = fixtures.alice }
+        var senders = fixtures.bulkSenders
 
         var herald = try FollowingHerald.start(node: node, database: database)
         try await herald.register(follower, watched: [fixtures.alice])
