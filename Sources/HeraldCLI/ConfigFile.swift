@@ -218,22 +218,19 @@ struct ConfigFile {
 
         /// The `fcm` block, checked like the `HERALD_FCM_*` variables, and its service account loaded.
         func fcm(_ value: Any, at field: String) throws -> FCMSettings {
-            guard let block = value as? [String: Any] else { throw InvalidInput(field: field, message: "is a mapping") }
+            let block = try map(value, at: field, keys: Set(FCMSettings.fileKeys.keys))
             var env: [String: String] = [:]
-            for (key, raw) in block {
-                guard let name = FCMSettings.fileKeys[key] else {
-                    throw InvalidInput(field: field + "." + key, message: "is not an fcm key (\(FCMSettings.fileKeys.keys.sorted().joined(separator: ", ")))")
-                }
-                env[name] = "\(raw)"
+            for (key, variable) in FCMSettings.fileKeys {
+                if let text = try string(block[key], at: field + "." + key) { env[variable] = text }
             }
             do {
                 guard let settings = try FCMSettings.fromEnvironment(env) else {
-                    throw InvalidInput(field: field + ".credentials_file", message: "is required")
+                    throw error(at: field + ".credentials_file", "is required")
                 }
                 return settings
             } catch let failure as FCMConfigurationError {
                 let key = FCMSettings.fileKeys.first { $0.value == failure.field }?.key ?? "credentials_file"
-                throw InvalidInput(field: field + "." + key, message: failure.message)
+                throw error(at: field + "." + key, failure.message.replacingOccurrences(of: "HERALD_FCM_CREDENTIALS_FILE", with: "credentials_file"))
             }
         }
 

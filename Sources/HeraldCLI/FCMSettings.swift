@@ -43,7 +43,7 @@ struct FCMSettings: Sendable {
             return parsed
         }
         let projectID = value("HERALD_FCM_PROJECT_ID")
-        if let projectID, projectID.isEmpty || !projectID.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" }) {
+        if let projectID, !FCMServiceAccount.isProjectID(projectID) {
             throw FCMConfigurationError(field: "HERALD_FCM_PROJECT_ID", message: "is a Firebase project id (letters, digits, -)")
         }
         let caFile = value("HERALD_FCM_CA_FILE")

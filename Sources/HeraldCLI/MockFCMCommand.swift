@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HeraldFCM
 import HeraldFCMSimulator
 import Logging
 
@@ -29,7 +30,7 @@ struct MockFCMCommand: AsyncParsableCommand {
         let logger = Logger(label: "herald.mock-fcm")
         guard (0...65_535).contains(port) else { throw InvalidInput(field: "--port", message: "is a port number from 0 to 65535") }
         guard (0...65_535).contains(controlPort) else { throw InvalidInput(field: "--control-port", message: "is a port number from 0 to 65535") }
-        guard !projectID.isEmpty, projectID.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" }) else {
+        guard FCMServiceAccount.isProjectID(projectID) else {
             throw InvalidInput(field: "--project-id", message: "is a Firebase project id (letters, digits, -)")
         }
         var configuration = FCMSimulator.Configuration()

@@ -293,6 +293,8 @@ struct ServeSettings {
             throw CLIOutput.invalid(field: error.field, message: error.message)
         } catch let error as APNsConfigurationError {
             throw CLIOutput.invalid(field: error.field, message: error.message)
+        } catch let error as FCMConfigurationError {
+            throw CLIOutput.invalid(field: error.field, message: error.message)
         }
     }
 

@@ -47,7 +47,7 @@ public final class FCMClient: Sendable {
     ) throws {
         self.configuration = configuration
         self.projectID = projectID ?? account.projectID
-        guard self.projectID.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" }), !self.projectID.isEmpty else {
+        guard FCMServiceAccount.isProjectID(self.projectID) else {
             throw FCMConfigurationError(field: "project_id", message: "is not a Firebase project id")
         }
         self.sendPath = "/v1/projects/\(self.projectID)/messages:send"

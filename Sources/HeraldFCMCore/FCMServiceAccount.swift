@@ -37,7 +37,9 @@ public struct FCMServiceAccount: Sendable {
         if let type = file.type, type != "service_account" {
             throw FCMConfigurationError(field: "type", message: "is \(type), not service_account")
         }
-        guard let project = file.project_id, !project.isEmpty else { throw FCMConfigurationError(field: "project_id", message: "is missing") }
+        guard let project = file.project_id, Self.isProjectID(project) else {
+            throw FCMConfigurationError(field: "project_id", message: "is missing or not a Firebase project id (letters, digits, -)")
+        }
         guard let email = file.client_email, !email.isEmpty else { throw FCMConfigurationError(field: "client_email", message: "is missing") }
         guard let uri = file.token_uri.flatMap(URL.init(string:)), uri.scheme == "https" || uri.scheme == "http", uri.host != nil else {
             throw FCMConfigurationError(field: "token_uri", message: "is not an https URL")
@@ -80,6 +82,11 @@ public struct FCMServiceAccount: Sendable {
     /// The form body of the token request.
     public func tokenRequestBody(issuedAt: Date) -> String {
         "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=" + makeGrant(issuedAt: issuedAt)
+    }
+
+    /// Whether `text` can be a Firebase project id: letters, digits and `-` (it goes into a URL path).
+    public static func isProjectID(_ text: String) -> Bool {
+        !text.isEmpty && text.utf8.count <= 64 && text.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }
     }
 
     /// The public half, for whoever verifies grants (the simulator).

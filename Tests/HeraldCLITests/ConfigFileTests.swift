@@ -36,6 +36,9 @@ let badConfigs: [BadConfig] = [
     BadConfig(name: "apns without key_id", yaml: "apps:\n  - id: a\n    apns: {key_path: k.p8, team_id: T, topic: t}", field: "apps[0].apns.key_id"),
     BadConfig(name: "unreadable .p8", yaml: "apps:\n  - id: a\n    apns: {key_path: /nonexistent/AuthKey.p8, key_id: K, team_id: T, topic: t}", field: "apps[0].apns.key_path"),
     BadConfig(name: "bad apns environment", yaml: "apps:\n  - id: a\n    apns: {key_path: k.p8, key_id: K, team_id: T, topic: t, environment: staging}", field: "apps[0].apns.environment"),
+    BadConfig(name: "unknown fcm key", yaml: "apps:\n  - id: a\n    fcm: {credentials: x.json}", field: "apps[0].fcm.credentials"),
+    BadConfig(name: "fcm without credentials_file", yaml: "apps:\n  - id: a\n    fcm: {project_id: p}", field: "apps[0].fcm.project_id"),
+    BadConfig(name: "unreadable service account", yaml: "apps:\n  - id: a\n    fcm: {credentials_file: /nonexistent/sa.json}", field: "apps[0].fcm.credentials_file"),
     BadConfig(name: "port out of range", yaml: "http_port: 70000\napps: [{id: a}]", field: "http_port"),
 ]
 
@@ -71,6 +74,23 @@ struct ConfigFileTests {
         ])
         #expect(code == 2)
         #expect(json["field"] as? String == variable)
+    }
+
+    @Test("bad FCM variables are refused at start, naming the variable", arguments: [
+        (["HERALD_FCM_CREDENTIALS_FILE": "/nonexistent/service-account.json"], "HERALD_FCM_CREDENTIALS_FILE"),
+        (["HERALD_FCM_URL": "https://127.0.0.1:1"], "HERALD_FCM_URL"),
+        (["HERALD_FCM_PROJECT_ID": "my-project"], "HERALD_FCM_PROJECT_ID"),
+    ])
+    func badFCMVariables(environment: [String: String], variable: String) throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-config-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (code, json) = try runHerald(["serve"], environment: environment.merging([
+            "HERALD_HTTP_PORT": "0", "HERALD_DATABASE_URL": "sqlite:" + directory.appendingPathComponent("herald.sqlite").path,
+        ]) { _, new in new })
+        #expect(code == 2)
+        #expect(json["status"] as? String == "invalid")
+        #expect(json["field"] as? String == variable, "\(json)")
     }
 
     @Test("two apps from the file, each with its own publisher key, registration policy and topic")
