@@ -244,9 +244,10 @@ let package = Package(
         .testTarget(
             name: "HeraldAPNsTests",
             dependencies: [
-                "HeraldAPNs", "HeraldTestSupport",
+                "HeraldAPNs", "HeraldHTTP2", "HeraldTestSupport",
                 "HeraldAPNsSimulator",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),

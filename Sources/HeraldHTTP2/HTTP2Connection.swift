@@ -31,6 +31,9 @@ package final class HTTP2ConnectionHandler: ChannelDuplexHandler {
     static let defaultMaxConcurrentStreams = 1_000
     /// Past this stream id the connection is retired (HTTP/2 ids end at 2^31 - 1).
     package static let lastUsableStreamID = Int32.max - 1_000
+    /// The largest answer body kept: APNs's and FCM's answers are well under a kilobyte, and a
+    /// peer streaming more would only grow memory. Past it the stream is reset and fails.
+    package static let maximumResponseBody = 65_536
     /// Give the server back its connection window once this much DATA has arrived.
     static let windowUpdateThreshold = 32_768
 
@@ -172,7 +175,11 @@ package final class HTTP2ConnectionHandler: ChannelDuplexHandler {
             var received = 0
             if case .byteBuffer(var buffer) = payload.data {
                 received = buffer.readableBytes
-                if pending[frame.streamID] != nil {
+                if pending[frame.streamID] != nil, (pending[frame.streamID]!.body?.readableBytes ?? 0) + received > Self.maximumResponseBody {
+                    finish(frame.streamID, .failure(HTTP2TransportFailure.protocolError("answer body over \(Self.maximumResponseBody) bytes")))
+                    context.write(wrapOutboundOut(HTTP2Frame(streamID: frame.streamID, payload: .rstStream(.cancel))), promise: nil)
+                    scheduleFlush(context: context)
+                } else if pending[frame.streamID] != nil {
                     if pending[frame.streamID]!.body == nil {
                         pending[frame.streamID]!.body = buffer
                     } else {
