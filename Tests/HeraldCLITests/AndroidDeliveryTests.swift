@@ -30,9 +30,10 @@ import FoundationNetworking
         return (try JSONSerialization.jsonObject(with: data) as? [String: Any])?["notifications"] as? [[String: Any]] ?? []
     }
 
-    /// Polls until `condition` holds (20 s at most; a loaded machine is slow, never a failure by itself).
+    /// Polls until `condition` holds (60 s at most: three full-jitter retries need at most 7 s,
+    /// and a loaded machine is slow, never a failure by itself).
     static func eventually(_ condition: () async throws -> Bool) async throws {
-        for _ in 0..<400 {
+        for _ in 0..<1200 {
             if try await condition() { return }
             try await Task.sleep(for: .milliseconds(50))
         }
