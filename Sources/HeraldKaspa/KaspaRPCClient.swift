@@ -216,10 +216,8 @@ public final class KaspaRPCSession: Sendable {
     /// What `getBlockDagInfo` tells of the node's DAG: its sink (the selected tip) and its
     /// pruning point (the oldest block whose history it keeps).
     public struct BlockDagInfo: Decodable, Sendable {
-        public var network: String?
         public var sink: String?
         public var pruningPointHash: String?
-        public var virtualDaaScore: UInt64?
     }
 
     public func getBlockDagInfo() async throws -> BlockDagInfo {
