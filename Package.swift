@@ -156,7 +156,7 @@ let package = Package(
         .target(
             name: "HeraldStore",
             dependencies: [
-                "HeraldCore", "HeraldAPNsCore", .product(name: "GRDB", package: "GRDB.swift"),
+                "HeraldCore", "HeraldAPNsCore", "HeraldFCMCore", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -290,7 +290,7 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
-        .testTarget(name: "HeraldStoreTests", dependencies: ["HeraldStore", "HeraldCore", "HeraldAPNs", "HeraldTestSupport"]),
+        .testTarget(name: "HeraldStoreTests", dependencies: ["HeraldStore", "HeraldCore", "HeraldAPNs", "HeraldFCM", "HeraldTestSupport"]),
         .testTarget(
             name: "HeraldServerTests",
             dependencies: [

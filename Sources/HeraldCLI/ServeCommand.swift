@@ -80,7 +80,7 @@ struct ServeCommand: AsyncParsableCommand {
                 ])
         }
 
-        // One APNs provider per app: a client (key, JWT, connections) per APNs environment, opened on first use.
+        // Per app: an APNs provider (a client per APNs environment, opened on first use) and an FCM provider.
         var providers: [(app: String, providers: [any PushProvider])] = []
         for app in settings.apps {
             let provider: APNsPushProvider
@@ -105,9 +105,10 @@ struct ServeCommand: AsyncParsableCommand {
             }
             let fcmClient: FCMClient
             if let fcm = app.fcm {
+                // The store is the ledger: every instance on this database uses one access token per account.
                 fcmClient = try FCMClient(
                     configuration: fcm.clientConfiguration, account: fcm.account, projectID: fcm.projectID, eventLoopGroup: group,
-                    logger: Logger(label: "herald.fcm"))
+                    ledger: store, logger: Logger(label: "herald.fcm"))
             } else {
                 let sim = fcmSimulator!
                 fcmClient = try FCMClient(

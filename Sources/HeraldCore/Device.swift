@@ -14,24 +14,45 @@ public struct DeviceToken: Hashable, Sendable, CustomStringConvertible {
     /// The longest FCM token accepted.
     public static let maximumFCMLength = 4_096
 
+    /// What an Android token is: FCM sends to a registration token as `message.token` and to a
+    /// Firebase Installation ID as `message.fid`.
+    public enum Kind: String, Hashable, Sendable, CaseIterable, Codable {
+        /// An APNs device token or an FCM registration token.
+        case token
+        /// A Firebase Installation ID (22 base64url characters).
+        case fid
+    }
+
     public let platform: Platform
+    public let kind: Kind
     /// APNs: lowercase hex. FCM: as given.
     public let value: String
 
-    public init(_ text: String, platform: Platform) throws(DeviceTokenError) {
-        switch platform {
-        case .ios:
+    public init(_ text: String, platform: Platform, kind: Kind = .token) throws(DeviceTokenError) {
+        switch (platform, kind) {
+        case (.ios, .token):
             let lower = text.lowercased()
             guard APNsDeviceToken.isWellFormed(Substring(lower)) else { throw .notAPNsHex }
             value = lower
-        case .android:
+        case (.ios, .fid):
+            throw .installationIDNotForIOS
+        case (.android, .token):
             guard !text.isEmpty, text.utf8.count <= Self.maximumFCMLength,
                 text.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7f })
             else { throw .notFCMToken }
             value = text
+        case (.android, .fid):
+            guard text.utf8.count == Self.installationIDLength,
+                text.utf8.allSatisfy({ $0.isASCIILetterOrDigit || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") })
+            else { throw .notInstallationID }
+            value = text
         }
         self.platform = platform
+        self.kind = kind
     }
+
+    /// A Firebase Installation ID's length.
+    public static let installationIDLength = 22
 
     /// Log-safe: the first 8 characters and an ellipsis.
     public var description: String { Self.redacted(value) }
@@ -46,10 +67,19 @@ public struct DeviceToken: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
+extension UInt8 {
+    fileprivate var isASCIILetterOrDigit: Bool {
+        (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(self) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(self)
+            || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(self)
+    }
+}
+
 public enum DeviceTokenError: Error, Hashable, Sendable, CustomStringConvertible {
-    case notAPNsHex, notFCMToken
+    case notAPNsHex, notFCMToken, notInstallationID, installationIDNotForIOS
     public var description: String {
         switch self {
+        case .notInstallationID: "a Firebase Installation ID is \(DeviceToken.installationIDLength) base64url characters"
+        case .installationIDNotForIOS: "token_kind fid is for android devices"
         case .notAPNsHex: "an APNs token is \(APNsDeviceToken.minimumLength)+ hexadecimal characters"
         case .notFCMToken: "an FCM token is 1 to \(DeviceToken.maximumFCMLength) printable ASCII characters"
         }

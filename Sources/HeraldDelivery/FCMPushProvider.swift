@@ -79,7 +79,7 @@ public final class FCMPushProvider: PushProvider {
         let remaining = delivery.expiresAt.timeIntervalSince(now)
         let ttl = remaining.isFinite ? Int(min(max(remaining, 0), Double(FCMMessage.maximumTTLSeconds))) : FCMMessage.maximumTTLSeconds
         let message = FCMMessage(
-            target: .token(delivery.device.token), data: data, priority: seen && push.priority == .immediate ? .high : .normal,
+            target: delivery.device.tokenKind == .fid ? .fid(delivery.device.token) : .token(delivery.device.token), data: data, priority: seen && push.priority == .immediate ? .high : .normal,
             ttlSeconds: ttl, collapseKey: push.collapseID)
         try message.validate()
         return message

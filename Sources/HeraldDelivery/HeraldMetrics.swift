@@ -1,4 +1,5 @@
 import CoreMetrics
+import HeraldCore
 import Prometheus
 
 /// Herald's metrics, through swift-metrics. The factory is passed in (no global bootstrap), so
@@ -29,12 +30,13 @@ public struct HeraldMetrics: Sendable {
     }
 
     /// A push service refused an app's credentials even after a refresh: an operator must look.
-    func credentialsRefused() {
-        Counter(label: "herald_apns_credentials_refused_total", factory: factory).increment()
+    func credentialsRefused(platform: Platform) {
+        Counter(label: "herald_credentials_refused_total", dimensions: [("platform", platform.rawValue)], factory: factory).increment()
     }
 
-    /// 1 while an app's sends are paused because its push service refused its credentials.
-    func sendsPaused(app: String, _ paused: Bool) {
-        Gauge(label: "herald_app_sends_paused", dimensions: [("app", app)], factory: factory).record(paused ? 1 : 0)
+    /// 1 while an app's sends to one push service are paused because it refused the app's credentials.
+    func sendsPaused(app: String, platform: Platform, _ paused: Bool) {
+        Gauge(label: "herald_app_sends_paused", dimensions: [("app", app), ("platform", platform.rawValue)], factory: factory)
+            .record(paused ? 1 : 0)
     }
 }

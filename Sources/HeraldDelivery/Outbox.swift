@@ -23,30 +23,43 @@ public struct OutboxSettings: Sendable {
     public init() {}
 }
 
-/// The outbox: one lane per app, each a service that claims that app's due deliveries, sends
-/// them through the provider for each device's platform, and records the outcomes. Publishing
-/// never waits on it; a crash leaves leased deliveries that come back after the lease.
+/// The outbox: one lane per app and push service, each a service that claims that app's due
+/// deliveries to that service's devices, sends them through its provider, and records the
+/// outcomes. Publishing never waits on it; a crash leaves leased deliveries that come back after
+/// the lease.
 public struct Outbox: Sendable {
-    /// Each app's lane, in configuration order.
+    /// Each app's lanes (one per provider), in configuration order.
     public let lanes: [OutboxLane]
     /// Marks unclaimed deliveries past their expiration.
     public let expirySweep: ExpirySweep
-    private let lanesByApp: [String: OutboxLane]
+    private let lanesByApp: [String: [OutboxLane]]
 
     /// - Parameter providers: each app's providers (one per platform it delivers to).
     public init(
         queue: any DeliveryQueue, providers: [(app: String, providers: [any PushProvider])], settings: OutboxSettings = OutboxSettings(),
         clock: any HeraldClock = SystemClock(), logger: Logger = Logger(label: "herald.outbox"), metrics: HeraldMetrics? = nil
     ) {
-        lanes = providers.map {
-            OutboxLane(app: $0.app, queue: queue, providers: $0.providers, settings: settings, clock: clock, logger: logger, metrics: metrics)
+        var lanes: [OutboxLane] = []
+        for (app, appProviders) in providers {
+            // One provider per platform: a second for the same platform would claim the same rows.
+            var seen = Set<Platform>()
+            // A platform without a provider still gets a lane: its deliveries fail with a reason
+            // instead of waiting forever.
+            let all = appProviders + Platform.allCases.map { MissingProvider(platform: $0) }
+            for provider in all where seen.insert(provider.platform).inserted {
+                lanes.append(OutboxLane(
+                    app: app, queue: queue, provider: provider, settings: settings, clock: clock, logger: logger, metrics: metrics))
+            }
         }
-        lanesByApp = Dictionary(lanes.map { ($0.app, $0) }, uniquingKeysWith: { first, _ in first })
+        self.lanes = lanes
+        lanesByApp = Dictionary(grouping: lanes, by: \.app)
         expirySweep = ExpirySweep(queue: queue, interval: settings.expirySweepInterval, clock: clock, logger: logger)
     }
 
     /// Tells `app`'s lane that new deliveries are waiting.
-    public func notify(app: String) { lanesByApp[app]?.notify() }
+    public func notify(app: String) {
+        for lane in lanesByApp[app] ?? [] { lane.notify() }
+    }
 
     /// Every service of the outbox: the lanes, then the expiry sweep.
     public var services: [any Service] { lanes + [expirySweep] }
@@ -62,16 +75,19 @@ public struct Outbox: Sendable {
     }
 }
 
-/// One app's share of the outbox, so one app's outage or slow push service cannot hold back
-/// another app's pushes: its own claims, its own limit in flight (one claimed batch), its own
-/// pause. A service: on graceful shutdown it stops claiming, lets the batch in flight finish and
-/// records its outcomes before it returns.
+/// One app's share of the outbox for one push service, so one app's outage or slow push service
+/// (or its refused FCM credentials) cannot hold back another app's pushes, nor the same app's
+/// pushes through another service: its own claims, its own limit in flight (one claimed batch),
+/// its own pause. A service: on graceful shutdown it stops claiming, lets the batch in flight
+/// finish and records its outcomes before it returns.
 public final class OutboxLane: Service, Sendable {
     public let app: String
-    /// Deliveries of this app in flight at once.
+    /// The devices this lane delivers to: its provider's.
+    public let platform: Platform
+    /// Deliveries of this lane in flight at once.
     public let maximumInFlight: Int
     let queue: any DeliveryQueue
-    let providers: [Platform: any PushProvider]
+    let provider: any PushProvider
     let settings: OutboxSettings
     let clock: any HeraldClock
     let logger: Logger
@@ -80,13 +96,14 @@ public final class OutboxLane: Service, Sendable {
     private let stopping = Atomic<Bool>(false)
 
     public init(
-        app: String, queue: any DeliveryQueue, providers: [any PushProvider], maximumInFlight: Int = 500,
+        app: String, queue: any DeliveryQueue, provider: any PushProvider, maximumInFlight: Int = 500,
         settings: OutboxSettings = OutboxSettings(), clock: any HeraldClock = SystemClock(),
         logger: Logger = Logger(label: "herald.outbox"), metrics: HeraldMetrics? = nil
     ) {
         self.app = app
         self.queue = queue
-        self.providers = Dictionary(providers.map { ($0.platform, $0) }, uniquingKeysWith: { first, _ in first })
+        self.platform = provider.platform
+        self.provider = provider
         self.maximumInFlight = max(1, maximumInFlight)
         self.settings = settings
         self.clock = clock
@@ -123,7 +140,7 @@ public final class OutboxLane: Service, Sendable {
                 case .probe: limit = 1
                 case .open: limit = maximumInFlight
                 }
-                let claimed = try await queue.claimDue(app: app, limit: limit, now: clock.now(), lease: settings.lease)
+                let claimed = try await queue.claimDue(app: app, platform: platform, limit: limit, now: clock.now(), lease: settings.lease)
                 if claimed.isEmpty {
                     await wakeup.wait(timeout: settings.idleInterval, clock: clock)
                     continue
@@ -156,9 +173,9 @@ public final class OutboxLane: Service, Sendable {
         if attempts.contains(where: \.credentialsRefused) {
             let until = now.addingTimeInterval(pause.refused(within: settings.credentialsPause, now: now).seconds)
             logger.critical(
-                "the push service refused freshly refreshed credentials: pausing this app's sends",
-                metadata: ["app": "\(app)", "seconds": "\(Int(until.timeIntervalSince(now).rounded()))"])
-            metrics?.sendsPaused(app: app, true)
+                "the push service refused freshly refreshed credentials: pausing this app's sends to it",
+                metadata: ["app": "\(app)", "platform": "\(platform.rawValue)", "seconds": "\(Int(until.timeIntervalSince(now).rounded()))"])
+            metrics?.sendsPaused(app: app, platform: platform, true)
             // Every refused delivery waits out the pause instead of its own back-off.
             return attempts.map { a in
                 guard a.credentialsRefused, case .retry(let id, _, let reason) = a.outcome else { return a.outcome }
@@ -167,8 +184,9 @@ public final class OutboxLane: Service, Sendable {
         }
         if pause.isPaused, attempts.contains(where: { if case .sent = $0.outcome { true } else { false } }) {
             pause = LanePause()
-            logger.notice("the push service accepted the app's credentials again: sends resumed", metadata: ["app": "\(app)"])
-            metrics?.sendsPaused(app: app, false)
+            logger.notice(
+                "the push service accepted the app's credentials again: sends resumed", metadata: ["app": "\(app)", "platform": "\(platform.rawValue)"])
+            metrics?.sendsPaused(app: app, platform: platform, false)
         }
         if let hold = attempts.compactMap(\.holdLaneUntil).max() { pause.hold(until: hold) }
         return attempts.map(\.outcome)
@@ -200,9 +218,6 @@ public final class OutboxLane: Service, Sendable {
 
     private func decide(_ delivery: ClaimedDelivery, mayShrink: Bool) async -> Attempt {
         if delivery.expiresAt <= clock.now() { return Attempt(outcome: .expired(id: delivery.id)) }
-        guard let provider = providers[delivery.device.platform] else {
-            return failed(delivery, reason: "no push provider for \(delivery.device.platform.rawValue) devices")
-        }
         let outcome = await provider.send(delivery)
         let now = clock.now()
         switch outcome {
@@ -225,7 +240,7 @@ public final class OutboxLane: Service, Sendable {
             return Attempt(outcome: .tokenDead(id: delivery.id, deviceRowID: delivery.device.rowID, since: since, reason: reason))
         case .refreshCredentials(let reason):
             // The provider already refreshed its credentials (where its floor allowed) and retried once.
-            metrics?.credentialsRefused()
+            metrics?.credentialsRefused(platform: platform)
             let delay = settings.retryPolicy.delay(afterAttempt: delivery.attempt)
             return Attempt(outcome: .retry(id: delivery.id, at: now.addingTimeInterval(delay.seconds), reason: reason), credentialsRefused: true)
         case .shrinkPayload(let reason):

@@ -56,3 +56,11 @@ public protocol PushProvider: Sendable {
 extension PushProvider {
     public func shutdown() async {}
 }
+
+/// Stands in for a platform an app has no push service for: every delivery fails, named.
+struct MissingProvider: PushProvider {
+    let platform: Platform
+    func send(_ delivery: ClaimedDelivery) async -> PushOutcome {
+        .failed(reason: "no push provider for \(platform.rawValue) devices")
+    }
+}

@@ -43,7 +43,8 @@ public final class FCMClient: Sendable {
 
     public init(
         configuration: FCMClientConfiguration, account: FCMServiceAccount, projectID: String? = nil,
-        eventLoopGroup: EventLoopGroup, logger: Logger = Logger(label: "herald.fcm"), now: @escaping @Sendable () -> Date = { Date() }
+        eventLoopGroup: EventLoopGroup, ledger: (any FCMAccessTokenLedger)? = nil, logger: Logger = Logger(label: "herald.fcm"),
+        now: @escaping @Sendable () -> Date = { Date() }
     ) throws {
         self.configuration = configuration
         self.projectID = projectID ?? account.projectID
@@ -61,7 +62,7 @@ public final class FCMClient: Sendable {
         let tokenURL = configuration.tokenURL ?? account.tokenURI
         let tokenPool = try pool(tokenURL, size: 1)
         let deadline = configuration.requestTimeout
-        self.tokens = FCMAccessTokenSource(account: account, now: now) { body in
+        self.tokens = FCMAccessTokenSource(account: account, ledger: ledger, logger: logger, now: now) { body in
             var headers = HPACKHeaders()
             headers.add(name: "content-type", value: "application/x-www-form-urlencoded")
             let request = HTTP2Request(path: tokenURL.path.isEmpty ? "/" : tokenURL.path, headers: headers, body: ByteBuffer(string: body))
@@ -120,12 +121,6 @@ public final class FCMClient: Sendable {
     }
 }
 
-/// An OAuth access token and when it expires.
-public struct FCMAccessToken: Sendable, Hashable {
-    public let value: String
-    public let expiresAt: Date
-}
-
 /// The access token for one service account: exchanged from a fresh JWT grant when there is
 /// none, when it is within `refreshMargin` of expiry, or when FCM refused it. One exchange at a
 /// time; every sender waits for it.
@@ -135,6 +130,9 @@ public final class FCMAccessTokenSource: Sendable {
     public let account: FCMServiceAccount
     /// Refresh this long before the token expires (default 5 minutes).
     public let refreshMargin: TimeInterval
+    /// Where instances on one database share the token (nil: this process alone).
+    public let ledger: (any FCMAccessTokenLedger)?
+    private let logger: Logger
     private let now: @Sendable () -> Date
     private let exchange: Exchange
     private let close: @Sendable () async -> Void
@@ -142,22 +140,27 @@ public final class FCMAccessTokenSource: Sendable {
     private struct State {
         var current: FCMAccessToken?
         var pending: Task<FCMAccessToken, any Error>?
+        /// The token FCM refused last: the ledger must not hand it back.
+        var rejected: String?
         var exchanges = 0
     }
     private let state = Mutex(State())
 
     public init(
-        account: FCMServiceAccount, refreshMargin: TimeInterval = 300, now: @escaping @Sendable () -> Date = { Date() },
+        account: FCMServiceAccount, refreshMargin: TimeInterval = 300, ledger: (any FCMAccessTokenLedger)? = nil,
+        logger: Logger = Logger(label: "herald.fcm"), now: @escaping @Sendable () -> Date = { Date() },
         exchange: @escaping Exchange, shutdown: @escaping @Sendable () async -> Void = {}
     ) {
         self.account = account
         self.refreshMargin = refreshMargin
+        self.ledger = ledger
+        self.logger = logger
         self.now = now
         self.exchange = exchange
         self.close = shutdown
     }
 
-    /// How many grants were exchanged.
+    /// How many grants this process exchanged (a token adopted from the ledger is not one).
     public var exchangeCount: Int { state.withLock { $0.exchanges } }
 
     public func currentToken() async throws -> FCMAccessToken {
@@ -178,11 +181,38 @@ public final class FCMAccessTokenSource: Sendable {
 
     /// Forgets `token` (FCM refused it), so the next call exchanges a new grant.
     public func invalidate(_ token: FCMAccessToken) {
-        state.withLock { s in if s.current == token { s.current = nil } }
+        state.withLock { s in
+            if s.current?.value == token.value { s.current = nil }
+            s.rejected = token.value
+        }
     }
 
+    /// A token from the ledger (another instance's, or one this process exchanges inside the
+    /// ledger's lock), else from an exchange of its own. A ledger that fails (the database is
+    /// away) costs one extra grant, never a send.
     private func exchangeGrant(at now: Date) async throws -> FCMAccessToken {
         defer { state.withLock { $0.pending = nil } }
+        let token: FCMAccessToken
+        if let ledger {
+            let rejected = state.withLock { $0.rejected }
+            do {
+                token = try await ledger.accessToken(
+                    account: account.clientEmail, now: now, refreshMargin: .seconds(refreshMargin), rejected: rejected
+                ) { try await self.exchangeOwnGrant(at: now) }.token
+            } catch let error as FCMConfigurationError {
+                throw error
+            } catch {
+                logger.warning("the access-token ledger failed: exchanging a grant alone", metadata: ["error": "\(error)"])
+                token = try await exchangeOwnGrant(at: now)
+            }
+        } else {
+            token = try await exchangeOwnGrant(at: now)
+        }
+        state.withLock { $0.current = token }
+        return token
+    }
+
+    private func exchangeOwnGrant(at now: Date) async throws -> FCMAccessToken {
         let (status, body) = try await exchange(account.tokenRequestBody(issuedAt: now))
         struct Answer: Decodable {
             var access_token: String
@@ -194,12 +224,8 @@ public final class FCMAccessTokenSource: Sendable {
         }
         // A peer's number: believed between a minute and a day, else an hour.
         let lifetime = answer.expires_in.flatMap { $0.isFinite && (60...86_400).contains($0) ? $0 : nil } ?? 3600
-        let token = FCMAccessToken(value: answer.access_token, expiresAt: now.addingTimeInterval(lifetime))
-        state.withLock { s in
-            s.current = token
-            s.exchanges += 1
-        }
-        return token
+        state.withLock { $0.exchanges += 1 }
+        return FCMAccessToken(value: answer.access_token, expiresAt: now.addingTimeInterval(lifetime))
     }
 
     func shutdown() async { await close() }

@@ -130,3 +130,26 @@ public struct FCMConfigurationError: Error, Hashable, Sendable, CustomStringConv
     }
     public var description: String { "\(field): \(message)" }
 }
+
+/// An OAuth access token and when it expires.
+public struct FCMAccessToken: Sendable, Hashable {
+    public let value: String
+    public let expiresAt: Date
+
+    public init(value: String, expiresAt: Date) {
+        self.value = value
+        self.expiresAt = expiresAt
+    }
+}
+
+/// Where several Herald instances with one service account share its access token, so that N
+/// instances make one grant exchange, not N (one grant per account at a time, cluster wide).
+public protocol FCMAccessTokenLedger: Sendable {
+    /// In one critical section across instances: the account's shared token while it is valid
+    /// for more than `refreshMargin` and is not `rejected`; else `exchange()`'s, stored and
+    /// returned. `exchanged` says which.
+    func accessToken(
+        account: String, now: Date, refreshMargin: Duration, rejected: String?,
+        exchange: @Sendable () async throws -> FCMAccessToken
+    ) async throws -> (token: FCMAccessToken, exchanged: Bool)
+}

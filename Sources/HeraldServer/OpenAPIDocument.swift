@@ -150,7 +150,7 @@ public enum OpenAPIDocument {
           "Registration": {
             "type": "object", "required": ["device_token", "platform", "watched_addresses"],
             "properties": {
-              "device_token": {"type": "string"}, "platform": {"enum": ["ios", "android"]},
+              "device_token": {"type": "string"}, "platform": {"enum": ["ios", "android"]}, "token_kind": {"enum": ["token", "fid"]},
               "watched_addresses": {"type": "array", "maxItems": 1000, "items": {"type": "string", "description": "a Kaspa address, conv:<hash>, session:<id> or user:<id>"}},
               "addresses": {"type": "array", "items": {"$ref": "#/components/schemas/OwnAddress"}},
               "contextual_routes": {"type": "array", "items": {"$ref": "#/components/schemas/ContextualRoute"}},

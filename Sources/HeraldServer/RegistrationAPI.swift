@@ -70,6 +70,7 @@ public struct RegistrationAPI: Sendable {
     struct RegisterBody: Decodable {
         var device_token: String?
         var platform: String?
+        var token_kind: String?
         var watched_addresses: [String]?
         var addresses: [AddressEntry]?
         var contextual_routes: [RouteBody]?
@@ -106,7 +107,13 @@ public struct RegistrationAPI: Sendable {
         guard let platform = Platform(rawValue: platformText) else {
             throw APIError.invalid("platform", "platform is ios or android")
         }
-        let token = try Self.deviceToken(body.device_token, platform: platform)
+        var kind = DeviceToken.Kind.token
+        if let text = body.token_kind {
+            guard let parsed = DeviceToken.Kind(rawValue: text) else { throw APIError.invalid("token_kind", "token_kind is token or fid") }
+            guard parsed == .token || platform == .android else { throw APIError.invalid("token_kind", "token_kind fid is for android devices") }
+            kind = parsed
+        }
+        let token = try Self.deviceToken(body.device_token, platform: platform, kind: kind)
         var environment = APNsEnvironment.sandbox
         if let text = body.environment {
             guard let parsed = APNsEnvironment(rawValue: text) else {
@@ -162,6 +169,8 @@ public struct RegistrationAPI: Sendable {
         }
         return try Self.json([
             "registered": true,
+            "platform": device.platform.rawValue,
+            "token_kind": device.tokenKind.rawValue,
             "watched_addresses": watchSet.watched.map(\.description).sorted(),
             "last_seen": Int64(device.lastSeen.timeIntervalSince1970),
         ])
@@ -196,10 +205,10 @@ public struct RegistrationAPI: Sendable {
     }
 
     /// A device token from a body, or 400 naming `field` (every registration route's parsing).
-    static func deviceToken(_ text: String?, platform: Platform, field: String = "device_token") throws -> DeviceToken {
+    static func deviceToken(_ text: String?, platform: Platform, kind: DeviceToken.Kind = .token, field: String = "device_token") throws -> DeviceToken {
         guard let text else { throw APIError.missing(field) }
         do {
-            return try DeviceToken(text, platform: platform)
+            return try DeviceToken(text, platform: platform, kind: kind)
         } catch {
             throw APIError.invalid(field, error.description)
         }

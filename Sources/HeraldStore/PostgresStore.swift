@@ -1,6 +1,7 @@
 import Foundation
 import HeraldAPNsCore
 import HeraldCore
+import HeraldFCMCore
 import Logging
 import NIOCore
 import PostgresNIO
@@ -75,9 +76,10 @@ public final class PostgresStore: Store {
                     "INSERT INTO apps (id, created_at) VALUES (\(r.app), \(ms)) ON CONFLICT (id) DO NOTHING", logger: logger)
                 let rows = try await db.query(
                     """
-                    INSERT INTO devices (app_id, platform, token, environment, device_id, created_at, updated_at, last_seen)
-                    VALUES (\(r.app), \(r.token.platform.rawValue), \(r.token.value), \(r.environment.rawValue), \(r.deviceID), \(ms), \(ms), \(ms))
-                    ON CONFLICT (app_id, token) DO UPDATE SET platform = excluded.platform,
+                    INSERT INTO devices (app_id, platform, token, environment, device_id, created_at, updated_at, last_seen, token_kind)
+                    VALUES (\(r.app), \(r.token.platform.rawValue), \(r.token.value), \(r.environment.rawValue), \(r.deviceID), \(ms), \(ms), \(ms),
+                      \(r.token.kind.rawValue))
+                    ON CONFLICT (app_id, token) DO UPDATE SET platform = excluded.platform, token_kind = excluded.token_kind,
                       environment = excluded.environment, device_id = excluded.device_id,
                       updated_at = excluded.updated_at, last_seen = excluded.last_seen, disabled_reason = NULL
                     RETURNING \(unescaped: Self.deviceColumns)
@@ -215,10 +217,10 @@ public final class PostgresStore: Store {
                 if !eventIDs.isEmpty {
                     try await db.query(
                         """
-                        INSERT INTO deliveries (event_id, device_row, app_id, state, attempts, next_attempt_at, apns_id, expires_at, created_at, updated_at)
-                        SELECT v, r, a, 'pending', 0, \(ms), n, e, \(ms), \(ms)
+                        INSERT INTO deliveries (event_id, device_row, app_id, state, attempts, next_attempt_at, apns_id, expires_at, created_at, updated_at, platform)
+                        SELECT v, r, a, 'pending', 0, \(ms), n, e, \(ms), \(ms), d.platform
                         FROM unnest(\(eventIDs)::TEXT[], \(deviceRows)::BIGINT[], \(appIDs)::TEXT[], \(apnsIDs)::TEXT[], \(expires)::BIGINT[])
-                             AS t(v, r, a, n, e)
+                             AS t(v, r, a, n, e) LEFT JOIN devices d ON d.id = t.r  -- a missing device fails the NOT NULL
                         """, logger: logger)
                 }
             }
@@ -295,9 +297,38 @@ public final class PostgresStore: Store {
     /// The first half of the advisory lock key for provider tokens ("APNS").
     static let providerTokenLock: Int32 = 0x4150_4E53
 
+    // MARK: FCM access tokens
+
+    public func accessToken(
+        account: String, now: Date, refreshMargin: Duration, rejected: String?, exchange: @Sendable () async throws -> FCMAccessToken
+    ) async throws -> (token: FCMAccessToken, exchanged: Bool) {
+        try await client.withTransaction(logger: logger) { db in
+            // The lock is held across the exchange: other instances wait for this grant and adopt it.
+            try await db.query("SELECT pg_advisory_xact_lock(\(Self.accessTokenLock), hashtext(\(account)))", logger: logger)
+            let rows = try await db.query(
+                "SELECT access_token, expires_at FROM fcm_access_tokens WHERE client_email = \(account)", logger: logger)
+            for try await (value, expiresAt) in rows.decode((String, Int64).self) {
+                let stored = FCMAccessToken(value: value, expiresAt: Date(milliseconds: expiresAt))
+                if AccessTokenRule.keeps(stored, now: now, refreshMargin: refreshMargin, rejected: rejected) { return (stored, false) }
+            }
+            let token = try await exchange()
+            try await db.query(
+                """
+                INSERT INTO fcm_access_tokens (client_email, access_token, issued_at, expires_at)
+                VALUES (\(account), \(token.value), \(now.milliseconds), \(token.expiresAt.milliseconds))
+                ON CONFLICT (client_email) DO UPDATE SET access_token = excluded.access_token, issued_at = excluded.issued_at,
+                  expires_at = excluded.expires_at
+                """, logger: logger)
+            return (token, true)
+        }
+    }
+
+    /// The first half of the advisory lock key for FCM access tokens ("FCMA").
+    static let accessTokenLock: Int32 = 0x4643_4D41
+
     // MARK: Outbox
 
-    public func claimDue(app: String, limit: Int, now: Date, lease: Duration) async throws -> [ClaimedDelivery] {
+    public func claimDue(app: String, platform: Platform, limit: Int, now: Date, lease: Duration) async throws -> [ClaimedDelivery] {
         let ms = now.milliseconds
         let leaseUntil = ms + Int64(lease.seconds * 1000)
         return try await client.withTransaction(logger: logger) { db in
@@ -306,7 +337,7 @@ public final class PostgresStore: Store {
                 """
                 WITH due AS (
                   SELECT id FROM deliveries
-                  WHERE app_id = \(app) AND ((state = 'pending' AND next_attempt_at <= \(ms)) OR (state = 'sending' AND lease_until <= \(ms)))
+                  WHERE app_id = \(app) AND platform = \(platform.rawValue) AND ((state = 'pending' AND next_attempt_at <= \(ms)) OR (state = 'sending' AND lease_until <= \(ms)))
                   ORDER BY next_attempt_at, id
                   LIMIT \(Int64(limit))
                   FOR UPDATE SKIP LOCKED)
@@ -444,7 +475,7 @@ public final class PostgresStore: Store {
     // MARK: Rows
 
     static let deviceColumns =
-        "id, app_id, platform, token, environment, device_id, created_at, updated_at, last_seen, disabled_reason"
+        "id, app_id, platform, token, environment, device_id, created_at, updated_at, last_seen, disabled_reason, token_kind"
 
     private static func device(_ row: PostgresRow, from first: Int) throws -> DeviceRecord {
         let cells = Array(row)
@@ -453,7 +484,7 @@ public final class PostgresStore: Store {
             rowID: try cell(0, Int64.self), app: try cell(1, String.self), platform: try cell(2, String.self),
             token: try cell(3, String.self), environment: try cell(4, String.self), deviceID: try cell(5, String?.self),
             createdAt: try cell(6, Int64.self), updatedAt: try cell(7, Int64.self), lastSeen: try cell(8, Int64.self),
-            disabledReason: try cell(9, String?.self))
+            disabledReason: try cell(9, String?.self), tokenKind: try cell(10, String.self))
     }
 
     private static func devices(_ rows: PostgresRowSequence) async throws -> [DeviceRecord] {

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import HeraldAPNsCore
 import HeraldCore
+import HeraldFCMCore
 
 /// The `Store` on one SQLite file in WAL mode. Its SQL is the kind PostgreSQL also runs, so
 /// the PostgreSQL store can share the statements.
@@ -43,16 +44,18 @@ public final class SQLiteStore: Store {
             let app = try db.cachedStatement(sql: "INSERT INTO apps (id, created_at) VALUES (?, ?) ON CONFLICT (id) DO NOTHING")
             let upsert = try db.cachedStatement(
                 sql: """
-                    INSERT INTO devices (app_id, platform, token, environment, device_id, created_at, updated_at, last_seen)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                    ON CONFLICT (app_id, token) DO UPDATE SET platform = excluded.platform,
+                    INSERT INTO devices (app_id, platform, token, environment, device_id, created_at, updated_at, last_seen, token_kind)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (app_id, token) DO UPDATE SET platform = excluded.platform, token_kind = excluded.token_kind,
                       environment = excluded.environment, device_id = excluded.device_id,
                       updated_at = excluded.updated_at, last_seen = excluded.last_seen, disabled_reason = NULL
                     """)
             var apps = Set<String>()
             return try registrations.map { r in
                 if apps.insert(r.app).inserted { try app.execute(arguments: [r.app, ms]) }
-                try upsert.execute(arguments: [r.app, r.token.platform.rawValue, r.token.value, r.environment.rawValue, r.deviceID, ms, ms, ms])
+                try upsert.execute(arguments: [
+                    r.app, r.token.platform.rawValue, r.token.value, r.environment.rawValue, r.deviceID, ms, ms, ms, r.token.kind.rawValue,
+                ])
                 let device = try Self.device(db, app: r.app, token: r.token.value)!
                 try Self.replaceWatchSet(db, deviceRowID: device.rowID, with: r.watchSet)
                 if r.replacesDeviceTokens, let deviceID = r.deviceID {
@@ -183,8 +186,8 @@ public final class SQLiteStore: Store {
         let ms = now.milliseconds
         let insertDelivery = try db.cachedStatement(
             sql: """
-                INSERT INTO deliveries (event_id, device_row, app_id, state, attempts, next_attempt_at, apns_id, expires_at, created_at, updated_at)
-                VALUES (?, ?, ?, 'pending', 0, ?, ?, ?, ?, ?)
+                INSERT INTO deliveries (event_id, device_row, app_id, state, attempts, next_attempt_at, apns_id, expires_at, created_at, updated_at, platform)
+                VALUES (?, ?, ?, 'pending', 0, ?, ?, ?, ?, ?, (SELECT platform FROM devices WHERE id = ?))
                 """)
         for event in events {
             if let key = event.dedupeKey,
@@ -205,7 +208,7 @@ public final class SQLiteStore: Store {
             let apnsIDs = APNsIDSequence()
             for row in Set(event.deviceRowIDs).sorted() {
                 try insertDelivery.execute(arguments: [
-                    event.id, row, event.app, ms, apnsIDs.id(for: row), event.expiresAt.milliseconds, ms, ms,
+                    event.id, row, event.app, ms, apnsIDs.id(for: row), event.expiresAt.milliseconds, ms, ms, row,
                 ])
             }
             created[event.id] = Set(event.deviceRowIDs).count
@@ -261,9 +264,33 @@ public final class SQLiteStore: Store {
         }
     }
 
+    // MARK: FCM access tokens
+
+    public func accessToken(
+        account: String, now: Date, refreshMargin: Duration, rejected: String?, exchange: @Sendable () async throws -> FCMAccessToken
+    ) async throws -> (token: FCMAccessToken, exchanged: Bool) {
+        // One process per file: the access-token source's single flight is the lock; the row
+        // keeps the token across restarts.
+        let stored = try await pool.read { db in
+            try Row.fetchOne(db, sql: "SELECT access_token, expires_at FROM fcm_access_tokens WHERE client_email = ?", arguments: [account])
+                .map { FCMAccessToken(value: $0["access_token"], expiresAt: Date(milliseconds: $0["expires_at"])) }
+        }
+        if let stored, AccessTokenRule.keeps(stored, now: now, refreshMargin: refreshMargin, rejected: rejected) { return (stored, false) }
+        let token = try await exchange()
+        try await pool.write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO fcm_access_tokens (client_email, access_token, issued_at, expires_at) VALUES (?, ?, ?, ?)
+                    ON CONFLICT (client_email) DO UPDATE SET access_token = excluded.access_token, issued_at = excluded.issued_at,
+                      expires_at = excluded.expires_at
+                    """, arguments: [account, token.value, now.milliseconds, token.expiresAt.milliseconds])
+        }
+        return (token, true)
+    }
+
     // MARK: Outbox
 
-    public func claimDue(app: String, limit: Int, now: Date, lease: Duration) async throws -> [ClaimedDelivery] {
+    public func claimDue(app: String, platform: Platform, limit: Int, now: Date, lease: Duration) async throws -> [ClaimedDelivery] {
         try await pool.write { db in
             let ms = now.milliseconds
             let rows = try Row.fetchAll(
@@ -275,12 +302,12 @@ public final class SQLiteStore: Store {
                     JOIN events e ON e.id = dl.event_id
                     JOIN devices d ON d.id = dl.device_row
                     WHERE dl.id IN (
-                      SELECT id FROM deliveries WHERE app_id = ? AND state = 'pending' AND next_attempt_at <= ?
-                      UNION SELECT id FROM deliveries WHERE app_id = ? AND state = 'sending' AND lease_until <= ?)
+                      SELECT id FROM deliveries WHERE app_id = ? AND platform = ? AND state = 'pending' AND next_attempt_at <= ?
+                      UNION SELECT id FROM deliveries WHERE app_id = ? AND platform = ? AND state = 'sending' AND lease_until <= ?)
                     ORDER BY dl.next_attempt_at, dl.id
                     LIMIT ?
                     """,
-                arguments: [app, ms, app, ms, limit])
+                arguments: [app, platform.rawValue, ms, app, platform.rawValue, ms, limit])
             let leaseUntil = ms + Int64(lease.seconds * 1000)
             let claim = try db.cachedStatement(
                 sql: "UPDATE deliveries SET state = 'sending', lease_until = ?, attempts = attempts + 1, updated_at = ? WHERE id = ?")
@@ -398,14 +425,14 @@ public final class SQLiteStore: Store {
 
     /// The columns of `devices`, in table order: rows are read by position (a name lookup per
     /// column costs more than the rest of the decoding when a fan-out reads 100,000 devices).
-    static let deviceColumns = 10
+    static let deviceColumns = 11
 
     /// A device from `SELECT devices.*` columns starting at `first`.
     private static func deviceRecord(_ row: Row, from first: Int) -> DeviceRecord {
         StoreRows.device(
             rowID: row[first], app: row[first + 1], platform: row[first + 2], token: row[first + 3], environment: row[first + 4],
             deviceID: row[first + 5], createdAt: row[first + 6], updatedAt: row[first + 7], lastSeen: row[first + 8],
-            disabledReason: row[first + 9])
+            disabledReason: row[first + 9], tokenKind: row[first + 10])
     }
 
     private static func deviceRecord(_ row: Row) -> DeviceRecord { deviceRecord(row, from: 0) }

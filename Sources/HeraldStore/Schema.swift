@@ -2,7 +2,7 @@
 /// PostgreSQL runs as well (its store maps INTEGER PRIMARY KEY to BIGSERIAL and BLOB to BYTEA).
 enum Schema {
     /// Every version, in order; both stores apply the ones a database lacks.
-    static let versions: [(String, String)] = [("v1", v1), ("v2", v2), ("v3", v3)]
+    static let versions: [(String, String)] = [("v1", v1), ("v2", v2), ("v3", v3), ("v4", v4)]
 
     static let v1 = """
         CREATE TABLE apps (
@@ -91,6 +91,26 @@ enum Schema {
           jwt TEXT NOT NULL,
           issued_at BIGINT NOT NULL,
           PRIMARY KEY (team_id, key_id)
+        );
+        """
+
+    /// Android: a device's token is an FCM registration token or a Firebase Installation ID
+    /// (`token_kind`); each push service has its own lane per app, which claims by platform (so a
+    /// paused FCM lane never holds APNs pushes back); one FCM access token per service account,
+    /// shared by every instance.
+    static let v4 = """
+        ALTER TABLE devices ADD COLUMN token_kind TEXT NOT NULL DEFAULT 'token';
+        ALTER TABLE deliveries ADD COLUMN platform TEXT NOT NULL DEFAULT 'ios';
+        UPDATE deliveries SET platform = (SELECT platform FROM devices WHERE devices.id = deliveries.device_row);
+        CREATE INDEX deliveries_lane_due ON deliveries (app_id, platform, state, next_attempt_at);
+        CREATE INDEX deliveries_lane_lease ON deliveries (app_id, platform, state, lease_until);
+        DROP INDEX deliveries_app_due;
+        DROP INDEX deliveries_app_lease;
+        CREATE TABLE fcm_access_tokens (
+          client_email TEXT PRIMARY KEY,
+          access_token TEXT NOT NULL,
+          issued_at BIGINT NOT NULL,
+          expires_at BIGINT NOT NULL
         );
         """
 }

@@ -1,6 +1,7 @@
 import Foundation
 import HeraldAPNsCore
 import HeraldCore
+import HeraldFCMCore
 
 /// A registered device as stored.
 public struct DeviceRecord: Hashable, Sendable {
@@ -13,6 +14,8 @@ public struct DeviceRecord: Hashable, Sendable {
     public var environment: APNsEnvironment
     /// An app-chosen stable id (SafeWhisper's X-Device-ID).
     public var deviceID: String?
+    /// An FCM registration token or a Firebase Installation ID (`.token` for every APNs device).
+    public var tokenKind: DeviceToken.Kind
     public var createdAt: Date
     /// The last registration; a 410 older than this keeps the device.
     public var updatedAt: Date
@@ -22,9 +25,10 @@ public struct DeviceRecord: Hashable, Sendable {
 
     public init(
         rowID: Int64, app: String, platform: Platform, token: String, environment: APNsEnvironment, deviceID: String? = nil,
-        createdAt: Date, updatedAt: Date, lastSeen: Date, disabledReason: String? = nil
+        tokenKind: DeviceToken.Kind = .token, createdAt: Date, updatedAt: Date, lastSeen: Date, disabledReason: String? = nil
     ) {
         self.rowID = rowID
+        self.tokenKind = tokenKind
         self.app = app
         self.platform = platform
         self.token = token
@@ -184,8 +188,9 @@ public protocol DeliveryQueue: Sendable {
     /// Commits events and their deliveries (and a chain checkpoint) together. Events whose
     /// dedupe key was seen before are skipped. Returns the deliveries created per event id.
     func enqueue(_ events: [NewEvent], checkpoint: ChainCheckpoint?, now: Date) async throws -> [String: Int]
-    /// Leases up to `limit` of `app`'s due deliveries (pending and due, or sending with an expired lease).
-    func claimDue(app: String, limit: Int, now: Date, lease: Duration) async throws -> [ClaimedDelivery]
+    /// Leases up to `limit` of `app`'s due deliveries to `platform`'s devices (pending and due, or
+    /// sending with an expired lease).
+    func claimDue(app: String, platform: Platform, limit: Int, now: Date, lease: Duration) async throws -> [ClaimedDelivery]
     /// Applies outcomes of claimed deliveries.
     func complete(_ outcomes: [DeliveryOutcome], now: Date) async throws
     /// Marks pending deliveries past their expiration; returns how many.
@@ -210,8 +215,9 @@ public protocol StoreStatistics: Sendable {
     func stats() async throws -> StoreStats
 }
 
-/// Where instances share a push service's credentials (the APNs provider token per key).
-public typealias CredentialLedger = APNsProviderTokenLedger
+/// Where instances share a push service's credentials (the APNs provider token per key, the
+/// FCM access token per service account).
+public typealias CredentialLedger = APNsProviderTokenLedger & FCMAccessTokenLedger
 
 /// Herald's durable state: every role, implemented by SQLite and PostgreSQL alike. Consumers take
 /// only the role they use. Every method is one transaction: it happens whole or not at all.
@@ -236,4 +242,12 @@ enum ProviderTokenRule {
 
     /// `iat` in whole seconds, as the JWT carries it.
     static func issuedAt(_ now: Date) -> Int64 { Int64(now.timeIntervalSince1970.rounded(.down)) }
+}
+
+/// The FCM ledger's rule, the same on every backend: keep the shared access token while it is
+/// valid past the margin and FCM has not refused it.
+enum AccessTokenRule {
+    static func keeps(_ token: FCMAccessToken, now: Date, refreshMargin: Duration, rejected: String?) -> Bool {
+        token.value != rejected && token.expiresAt.timeIntervalSince(now) > refreshMargin.seconds
+    }
 }

@@ -4,14 +4,15 @@ import HeraldCore
 
 /// What both stores read back from their rows, built in one place.
 enum StoreRows {
-    /// A device from the `devices` columns in table order.
+    /// A device from the `devices` columns in table order (`token_kind`, added in v4, is last).
     static func device(
         rowID: Int64, app: String, platform: String, token: String, environment: String, deviceID: String?,
-        createdAt: Int64, updatedAt: Int64, lastSeen: Int64, disabledReason: String?
+        createdAt: Int64, updatedAt: Int64, lastSeen: Int64, disabledReason: String?, tokenKind: String
     ) -> DeviceRecord {
         DeviceRecord(
             rowID: rowID, app: app, platform: Platform(rawValue: platform) ?? .ios, token: token,
             environment: APNsEnvironment(rawValue: environment) ?? .sandbox, deviceID: deviceID,
+            tokenKind: DeviceToken.Kind(rawValue: tokenKind) ?? .token,
             createdAt: Date(milliseconds: createdAt), updatedAt: Date(milliseconds: updatedAt),
             lastSeen: Date(milliseconds: lastSeen), disabledReason: disabledReason)
     }

@@ -48,8 +48,8 @@ struct OutboxLaneTests {
         try await Self.enqueue(queue, app: "slow", devices: slow, clock: clock)
         try await Self.enqueue(queue, app: "fast", devices: fast, clock: clock)
         let lanes = [
-            OutboxLane(app: "slow", queue: queue, providers: [slowProvider], clock: clock),
-            OutboxLane(app: "fast", queue: queue, providers: [fastProvider], clock: clock),
+            OutboxLane(app: "slow", queue: queue, provider: slowProvider, clock: clock),
+            OutboxLane(app: "fast", queue: queue, provider: fastProvider, clock: clock),
         ]
         try await Self.running(lanes) {
             // Every slow push is at its service, unanswered; every fast push is delivered and recorded.
@@ -76,13 +76,13 @@ struct OutboxLaneTests {
         let (metrics, registry) = HeraldMetrics.prometheus()
         func paused() -> String? {
             String(decoding: registry.emitToBuffer(), as: UTF8.self).split(separator: "\n")
-                .first { $0.hasPrefix(#"herald_app_sends_paused{app="refused"}"#) }.map { String($0.split(separator: " ").last ?? "") }
+                .first { $0.hasPrefix(#"herald_app_sends_paused{app="refused",platform="ios"}"#) }.map { String($0.split(separator: " ").last ?? "") }
         }
         var settings = OutboxSettings()
         settings.credentialsPause = .seconds(60) ... .seconds(240)
         let lanes = [
-            OutboxLane(app: "refused", queue: queue, providers: [refusedProvider], settings: settings, clock: clock, metrics: metrics),
-            OutboxLane(app: "fine", queue: queue, providers: [fineProvider], settings: settings, clock: clock, metrics: metrics),
+            OutboxLane(app: "refused", queue: queue, provider: refusedProvider, settings: settings, clock: clock, metrics: metrics),
+            OutboxLane(app: "fine", queue: queue, provider: fineProvider, settings: settings, clock: clock, metrics: metrics),
         ]
         try await Self.running(lanes) {
             // Both lanes asleep: the fine app delivered everything, the refused app's batch waits out the pause.
@@ -113,6 +113,31 @@ struct OutboxLaneTests {
         #expect(paused().flatMap(Double.init) == 0)
     }
 
+    @Test("an app's refused FCM credentials pause its Android lane only: its iOS pushes go on, and the gauge names the platform")
+    func pausedPlatformAlone() async throws {
+        let clock = ManualClock()
+        let queue = InMemoryDeliveryQueue()
+        let apns = ScriptedProvider(platform: .ios), fcm = ScriptedProvider(platform: .android)
+        fcm.answerEverything(.refreshCredentials(reason: "PERMISSION_DENIED"))
+        let phones = queue.addDevices(app: "mixed", count: 10, now: clock.now(), platform: .ios)
+        let androids = queue.addDevices(app: "mixed", count: 10, now: clock.now(), platform: .android)
+        try await Self.enqueue(queue, app: "mixed", devices: phones + androids, clock: clock)
+        let (metrics, registry) = HeraldMetrics.prometheus()
+        let outbox = Outbox(queue: queue, providers: [(app: "mixed", providers: [apns, fcm])], clock: clock, metrics: metrics)
+        try await Self.running(outbox.lanes) {
+            #expect(await eventually { apns.sent.count == 10 && fcm.sent.count == 10 && queue.count(.sent, app: "mixed") == 10 })
+            // Another event while the Android lane is paused: iOS delivers it at once.
+            try await Self.enqueue(queue, app: "mixed", devices: phones + androids, clock: clock)
+            outbox.notify(app: "mixed")
+            #expect(await eventually { apns.sent.count == 20 && queue.count(.sent, app: "mixed") == 20 })
+            #expect(fcm.sent.count == 10)
+        }
+        let text = String(decoding: registry.emitToBuffer(), as: UTF8.self)
+        #expect(text.contains(#"herald_app_sends_paused{app="mixed",platform="android"} 1"#), "\(text)")
+        #expect(!text.contains(#"herald_app_sends_paused{app="mixed",platform="ios"} 1"#))
+        #expect(queue.rows().filter { $0.device.platform == .android }.allSatisfy { $0.state == .pending })
+    }
+
     @Test("a 30-second outage: every delivery arrives afterwards, each retried with back-off, not in a hot loop")
     func outage() async throws {
         let clock = ManualClock()
@@ -123,7 +148,7 @@ struct OutboxLaneTests {
         try await Self.enqueue(queue, app: "default", devices: devices, clock: clock)
         var settings = OutboxSettings()
         settings.retryPolicy = RetryPolicy(base: .seconds(1), cap: .seconds(8))
-        let lane = OutboxLane(app: "default", queue: queue, providers: [provider], settings: settings, clock: clock)
+        let lane = OutboxLane(app: "default", queue: queue, provider: provider, settings: settings, clock: clock)
         try await Self.running([lane]) {
             for _ in 0..<30 {
                 #expect(await eventually { clock.sleepers == 1 && queue.count(.sending) == 0 })
@@ -156,7 +181,7 @@ struct OutboxLaneTests {
         try await Self.enqueue(queue, app: "default", devices: [throttled], clock: clock)
         try await Self.enqueue(queue, app: "default", devices: [other], clock: clock)
         // One delivery in flight at a time, so the second push to the throttled device is still queued.
-        let lane = OutboxLane(app: "default", queue: queue, providers: [provider], maximumInFlight: 1, clock: clock)
+        let lane = OutboxLane(app: "default", queue: queue, provider: provider, maximumInFlight: 1, clock: clock)
         try await Self.running([lane]) {
             #expect(await eventually { queue.count(.sent) == 1 && clock.sleepers == 1 })
             #expect(provider.sends(of: throttled.token) == 1)
@@ -180,7 +205,7 @@ struct OutboxLaneTests {
         provider.hold()
         let devices = queue.addDevices(app: "default", count: 25, now: clock.now())
         try await Self.enqueue(queue, app: "default", devices: devices, clock: clock)
-        let lane = OutboxLane(app: "default", queue: queue, providers: [provider], maximumInFlight: 10, clock: clock)
+        let lane = OutboxLane(app: "default", queue: queue, provider: provider, maximumInFlight: 10, clock: clock)
         let group = ServiceGroup(services: [lane], logger: .init(label: "test"))
         let running = Task { try await group.run() }
         #expect(await eventually { provider.inFlight == 10 })
@@ -201,7 +226,7 @@ struct OutboxLaneTests {
         provider.hold()
         let devices = queue.addDevices(app: "default", count: 10, now: clock.now())
         try await Self.enqueue(queue, app: "default", devices: devices, clock: clock)
-        let lane = OutboxLane(app: "default", queue: queue, providers: [provider], clock: clock)
+        let lane = OutboxLane(app: "default", queue: queue, provider: provider, clock: clock)
         let running = Task { try await lane.run() }
         #expect(await eventually { provider.inFlight == 10 })
         running.cancel()
@@ -217,8 +242,8 @@ struct OutboxLaneTests {
         let queue = InMemoryDeliveryQueue()
         let devices = queue.addDevices(app: "default", count: 1, now: clock.now(), platform: .android)
         try await Self.enqueue(queue, app: "default", devices: devices, clock: clock)
-        let lane = OutboxLane(app: "default", queue: queue, providers: [ScriptedProvider()], clock: clock)
-        try await Self.running([lane]) {
+        let outbox = Outbox(queue: queue, providers: [(app: "default", providers: [ScriptedProvider()])], clock: clock)
+        try await Self.running(outbox.lanes) {
             #expect(await eventually { queue.count(.failed) == 1 })
         }
         #expect(queue.rows().first?.reason == "no push provider for android devices")

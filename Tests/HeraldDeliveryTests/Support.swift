@@ -66,10 +66,10 @@ final class InMemoryDeliveryQueue: DeliveryQueue {
         }
     }
 
-    func claimDue(app: String, limit: Int, now: Date, lease: Duration) async throws -> [ClaimedDelivery] {
+    func claimDue(app: String, platform: Platform, limit: Int, now: Date, lease: Duration) async throws -> [ClaimedDelivery] {
         state.withLock { s in
             let due = s.rows.values.filter { row in
-                guard row.device.app == app else { return false }
+                guard row.device.app == app, row.device.platform == platform else { return false }
                 switch row.state {
                 case .pending: return row.nextAttemptAt <= now
                 case .sending: return (row.leaseUntil ?? now) <= now
@@ -144,7 +144,8 @@ final class InMemoryDeliveryQueue: DeliveryQueue {
 
 /// A push provider whose answers a test scripts per token, and which can hold sends until released.
 final class ScriptedProvider: PushProvider {
-    let platform: Platform = .ios
+    let platform: Platform
+    init(platform: Platform = .ios) { self.platform = platform }
     private struct State {
         /// Answers by token, used in order; the last one repeats.
         var script: [String: [PushOutcome]] = [:]

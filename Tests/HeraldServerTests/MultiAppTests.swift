@@ -103,8 +103,8 @@ struct MultiAppTests {
                 #expect((1...3).contains(refused))
                 #expect(h.simulator.stats.reasons["InvalidProviderToken"] == refused)
                 let text = String(decoding: registry.emitToBuffer(), as: UTF8.self)
-                #expect(text.contains(#"herald_app_sends_paused{app="beta"} 1"#), "\(text)")
-                #expect(!text.contains(#"herald_app_sends_paused{app="alpha"} 1"#))
+                #expect(text.contains(#"herald_app_sends_paused{app="beta",platform="ios"} 1"#), "\(text)")
+                #expect(!text.contains(#"herald_app_sends_paused{app="alpha",platform="ios"} 1"#))
             }
             running.cancel()
             await running.value

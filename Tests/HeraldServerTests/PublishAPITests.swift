@@ -87,7 +87,7 @@ struct EventOptionsTests {
     static func published(_ client: any TestClientProtocol, _ store: SQLiteStore, _ body: String) async throws -> RenderedPush? {
         let r = try await send(client, .post, "/v1/events", body, headers: publisher)
         #expect(r.status == .accepted, "\(String(buffer: r.body))")
-        let claimed = try await store.claimDue(app: "default", limit: 10, now: Date().addingTimeInterval(1), lease: .seconds(30))
+        let claimed = try await store.claimDue(app: "default", platform: .ios, limit: 10, now: Date().addingTimeInterval(1), lease: .seconds(30))
         try await store.complete(claimed.map { .sent(id: $0.id) }, now: Date())
         #expect(claimed.count == 1)
         return claimed.first?.push

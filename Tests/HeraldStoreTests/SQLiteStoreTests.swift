@@ -1,8 +1,10 @@
 import Foundation
 import HeraldAPNs
+import HeraldFCM
 import HeraldCore
 import HeraldStore
 import HeraldTestSupport
+import Synchronization
 import Testing
 
 /// The store suite runs on every backend: SQLite always, and PostgreSQL when
@@ -193,13 +195,13 @@ struct StoreOutboxTests {
         try await withEachStore { store, _ in
             let rows = try await (1...3).asyncMap { try await store.register(try registration($0, watching: []), now: t0).rowID }
             _ = try await store.enqueue([event("e", rows: rows)], checkpoint: nil, now: t0)
-            let first = try await store.claimDue(app: "kasia", limit: 2, now: t0, lease: .seconds(30))
+            let first = try await store.claimDue(app: "kasia", platform: .ios, limit: 2, now: t0, lease: .seconds(30))
             #expect(first.count == 2 && first.allSatisfy { $0.attempt == 1 && $0.push == push })
-            let second = try await store.claimDue(app: "kasia", limit: 10, now: t0.addingTimeInterval(1), lease: .seconds(30))
+            let second = try await store.claimDue(app: "kasia", platform: .ios, limit: 10, now: t0.addingTimeInterval(1), lease: .seconds(30))
             #expect(second.count == 1)
-            #expect(try await store.claimDue(app: "kasia", limit: 10, now: t0.addingTimeInterval(2), lease: .seconds(30)).isEmpty)
+            #expect(try await store.claimDue(app: "kasia", platform: .ios, limit: 10, now: t0.addingTimeInterval(2), lease: .seconds(30)).isEmpty)
             // The sender died: after the lease, the same deliveries come back, attempt 2, same apns-id.
-            let again = try await store.claimDue(app: "kasia", limit: 10, now: t0.addingTimeInterval(30.5), lease: .seconds(30))
+            let again = try await store.claimDue(app: "kasia", platform: .ios, limit: 10, now: t0.addingTimeInterval(30.5), lease: .seconds(30))
             #expect(Set(again.map(\.id)) == Set(first.map(\.id)))
             #expect(Set(again.map(\.apnsID)) == Set(first.map(\.apnsID)))
             #expect(again.allSatisfy { $0.attempt == 2 })
@@ -211,13 +213,13 @@ struct StoreOutboxTests {
         try await withEachStore { store, _ in
             let rows = try await (1...4).asyncMap { try await store.register(try registration($0, watching: []), now: t0).rowID }
             _ = try await store.enqueue([event("e", rows: rows)], checkpoint: nil, now: t0)
-            let c = try await store.claimDue(app: "kasia", limit: 10, now: t0, lease: .seconds(30))
+            let c = try await store.claimDue(app: "kasia", platform: .ios, limit: 10, now: t0, lease: .seconds(30))
             try await store.complete([
                 .sent(id: c[0].id), .retry(id: c[1].id, at: t0.addingTimeInterval(60), reason: "ServiceUnavailable"),
                 .failed(id: c[2].id, reason: "TopicDisallowed"), .expired(id: c[3].id),
             ], now: t0)
-            #expect(try await store.claimDue(app: "kasia", limit: 10, now: t0.addingTimeInterval(59), lease: .seconds(30)).isEmpty)
-            #expect(try await store.claimDue(app: "kasia", limit: 10, now: t0.addingTimeInterval(60), lease: .seconds(30)).map(\.id) == [c[1].id])
+            #expect(try await store.claimDue(app: "kasia", platform: .ios, limit: 10, now: t0.addingTimeInterval(59), lease: .seconds(30)).isEmpty)
+            #expect(try await store.claimDue(app: "kasia", platform: .ios, limit: 10, now: t0.addingTimeInterval(60), lease: .seconds(30)).map(\.id) == [c[1].id])
             let stats = try await store.stats()
             #expect(stats.deliveries[.sent] == 1 && stats.deliveries[.failed] == 1 && stats.deliveries[.expired] == 1)
             #expect(stats.failureReasons["TopicDisallowed"] == 1)
@@ -230,12 +232,12 @@ struct StoreOutboxTests {
             let a = try await store.register(try registration(1, watching: []), now: t0)
             let b = try await store.register(try registration(2, watching: []), now: t0)
             _ = try await store.enqueue([event("e1", rows: [a.rowID])], checkpoint: nil, now: t0)
-            let c = try await store.claimDue(app: "kasia", limit: 1, now: t0, lease: .seconds(30))
+            let c = try await store.claimDue(app: "kasia", platform: .ios, limit: 1, now: t0, lease: .seconds(30))
             _ = try await store.enqueue([event("e2", rows: [a.rowID, b.rowID])], checkpoint: nil, now: t0)
             try await store.complete([.retryDevice(id: c[0].id, deviceRowID: a.rowID, at: t0.addingTimeInterval(60), reason: "TooManyRequests")], now: t0)
             // Only the other device's delivery is due now; both of the throttled device's are due at 60 s.
-            #expect(try await store.claimDue(app: "kasia", limit: 10, now: t0.addingTimeInterval(59), lease: .seconds(30)).map(\.device.rowID) == [b.rowID])
-            let due = try await store.claimDue(app: "kasia", limit: 10, now: t0.addingTimeInterval(60), lease: .seconds(30))
+            #expect(try await store.claimDue(app: "kasia", platform: .ios, limit: 10, now: t0.addingTimeInterval(59), lease: .seconds(30)).map(\.device.rowID) == [b.rowID])
+            let due = try await store.claimDue(app: "kasia", platform: .ios, limit: 10, now: t0.addingTimeInterval(60), lease: .seconds(30))
             #expect(due.map(\.device.rowID) == [a.rowID, a.rowID])
         }
     }
@@ -245,13 +247,13 @@ struct StoreOutboxTests {
         try await withEachStore { store, _ in
             let d = try await store.register(try registration(1, watching: [.session("s")]), now: t0)
             _ = try await store.enqueue([event("e1", rows: [d.rowID])], checkpoint: nil, now: t0)
-            var c = try await store.claimDue(app: "kasia", limit: 1, now: t0, lease: .seconds(30))
+            var c = try await store.claimDue(app: "kasia", platform: .ios, limit: 1, now: t0, lease: .seconds(30))
             // APNs saw the token die before the device registered: keep it.
             try await store.complete([.tokenDead(id: c[0].id, deviceRowID: d.rowID, since: t0.addingTimeInterval(-60), reason: "Unregistered")], now: t0)
             #expect(try await store.status(app: "kasia", token: d.token, now: t0) != nil)
 
             _ = try await store.enqueue([event("e2", rows: [d.rowID])], checkpoint: nil, now: t0)
-            c = try await store.claimDue(app: "kasia", limit: 1, now: t0, lease: .seconds(30))
+            c = try await store.claimDue(app: "kasia", platform: .ios, limit: 1, now: t0, lease: .seconds(30))
             try await store.complete([.tokenDead(id: c[0].id, deviceRowID: d.rowID, since: t0.addingTimeInterval(60), reason: "Unregistered")], now: t0)
             #expect(try await store.status(app: "kasia", token: d.token, now: t0) == nil)
             #expect(try await store.devices(app: "kasia", watching: "session:s").isEmpty)
@@ -263,10 +265,10 @@ struct StoreOutboxTests {
         try await withEachStore { store, _ in
             let d = try await store.register(try registration(1, watching: [.session("s")]), now: t0)
             _ = try await store.enqueue([event("e1", rows: [d.rowID]), event("e2", rows: [d.rowID])], checkpoint: nil, now: t0)
-            let c = try await store.claimDue(app: "kasia", limit: 1, now: t0, lease: .seconds(30))
+            let c = try await store.claimDue(app: "kasia", platform: .ios, limit: 1, now: t0, lease: .seconds(30))
             try await store.complete([.tokenDead(id: c[0].id, deviceRowID: d.rowID, since: nil, reason: "BadDeviceToken")], now: t0)
             #expect(try await store.devices(app: "kasia", watching: "session:s").isEmpty)
-            #expect(try await store.claimDue(app: "kasia", limit: 10, now: t0.addingTimeInterval(3_600), lease: .seconds(30)).isEmpty)
+            #expect(try await store.claimDue(app: "kasia", platform: .ios, limit: 10, now: t0.addingTimeInterval(3_600), lease: .seconds(30)).isEmpty)
             let stats = try await store.stats()
             #expect(stats.deliveries[.failed] == 1 && stats.deliveries[.dropped] == 1)
             _ = try await store.register(try registration(1, watching: [.session("s")]), now: t0.addingTimeInterval(5))
@@ -282,7 +284,7 @@ struct StoreOutboxTests {
             _ = try await store.enqueue([event("e", rows: [d1.rowID, d2.rowID], expires: t0.addingTimeInterval(60))], checkpoint: nil, now: t0)
             #expect(try await store.expire(now: t0.addingTimeInterval(59)) == 0)
             #expect(try await store.expire(now: t0.addingTimeInterval(60)) == 2)
-            #expect(try await store.claimDue(app: "kasia", limit: 10, now: t0.addingTimeInterval(61), lease: .seconds(30)).isEmpty)
+            #expect(try await store.claimDue(app: "kasia", platform: .ios, limit: 10, now: t0.addingTimeInterval(61), lease: .seconds(30)).isEmpty)
             #expect(try await store.deleteStaleDevices(lastSeenBefore: t0.addingTimeInterval(86_400 * 90)) == 1)
             #expect(try await store.stats().devices == ["kasia": ["ios": 1]])
         }
@@ -305,7 +307,7 @@ struct APNsIDTests {
             var rows: [Int64] = []
             for i in 0..<300 { rows.append(try await store.register(try registration(i, watching: [.session("s")]), now: t0).rowID) }
             _ = try await store.enqueue([event("a", rows: rows), event("b", rows: rows)], checkpoint: nil, now: t0)
-            let claimed = try await store.claimDue(app: "kasia", limit: 1_000, now: t0, lease: .seconds(30))
+            let claimed = try await store.claimDue(app: "kasia", platform: .ios, limit: 1_000, now: t0, lease: .seconds(30))
             #expect(claimed.count == 600)
             #expect(Set(claimed.map(\.apnsID)).count == 600)
         }
@@ -385,5 +387,79 @@ struct ProviderTokenLedgerTests {
         #expect(await source.currentToken() == first)
         clock.advance(by: 5 * 60)
         #expect(await source.currentToken() != first)
+    }
+}
+
+@Suite("Store: the shared FCM access token and Android lanes (SQLite, and PostgreSQL when configured)")
+struct FCMLedgerAndLaneTests {
+    static let account = try! FCMServiceAccount(json: FCMServiceAccount.generateFile(projectID: "herald-ledger", clientEmail: "ledger@herald-ledger.iam.gserviceaccount.com", tokenURI: URL(string: "https://127.0.0.1/token")!))
+
+    /// A token endpoint that hands out numbered tokens for an hour and counts its grants.
+    final class TokenEndpoint: Sendable {
+        let grants = Mutex(0)
+        func exchange(_ body: String) async throws -> (status: Int, body: [UInt8]) {
+            let n = grants.withLock { $0 += 1; return $0 }
+            return (200, Array(#"{"access_token":"ya29.test-\#(n)","expires_in":3600,"token_type":"Bearer"}"#.utf8))
+        }
+    }
+
+    @Test("two instances use one access token: one grant for both; a refused token is replaced once and adopted by the other; at 55 minutes one refresh")
+    func oneAccessTokenAcrossInstances() async throws {
+        try await withEachStore { first, reopen in
+            let second = try await reopen()
+            let clock = TestClock()
+            let endpoint = TokenEndpoint()
+            let a = FCMAccessTokenSource(account: Self.account, ledger: first, now: clock.now, exchange: endpoint.exchange)
+            let b = FCMAccessTokenSource(account: Self.account, ledger: second, now: clock.now, exchange: endpoint.exchange)
+            // Many senders on one instance: one grant.
+            let tokens = try await withThrowingTaskGroup(of: FCMAccessToken.self) { group in
+                for _ in 0..<20 { group.addTask { try await a.currentToken() } }
+                return try await group.reduce(into: Set<FCMAccessToken>()) { $0.insert($1) }
+            }
+            #expect(tokens.count == 1)
+            let token = try #require(tokens.first)
+            // The other instance adopts it.
+            #expect(try await b.currentToken().value == token.value)
+            #expect(endpoint.grants.withLock { $0 } == 1)
+
+            // FCM refuses it on a: a new grant; b, refused too, adopts a's.
+            a.invalidate(token)
+            let renewed = try await a.currentToken()
+            #expect(renewed.value != token.value)
+            b.invalidate(token)
+            #expect(try await b.currentToken().value == renewed.value)
+            #expect(endpoint.grants.withLock { $0 } == 2)
+
+            // Within 5 minutes of its expiry: one refresh for both.
+            clock.advance(by: 56 * 60)
+            let third = try await b.currentToken()
+            #expect(third.value != renewed.value)
+            #expect(try await a.currentToken().value == third.value)
+            #expect(endpoint.grants.withLock { $0 } == 3)
+        }
+    }
+
+    @Test("each push service's lane claims its own platform's deliveries; a Firebase Installation ID keeps its kind")
+    func claimsByPlatform() async throws {
+        try await withEachStore { store, _ in
+            let now = Date(timeIntervalSince1970: 1_800_000_000)
+            let phone = try await store.register(
+                Registration(app: "mixed", token: try DeviceToken(String(repeating: "ab", count: 32), platform: .ios), environment: .sandbox, watchSet: .empty),
+                now: now)
+            let fid = try await store.register(
+                Registration(app: "mixed", token: try DeviceToken("cXyZ0123456789_-abcdeF", platform: .android, kind: .fid), environment: .sandbox, watchSet: .empty),
+                now: now)
+            #expect(fid.tokenKind == .fid)
+            #expect(phone.tokenKind == .token)
+            let push = RenderedPush(pushType: .alert, priority: .immediate, collapseID: nil, payload: Array(#"{"aps":{"alert":"hi"}}"#.utf8))
+            _ = try await store.enqueue(
+                [NewEvent(id: "e1", app: "mixed", template: "custom", push: push, expiresAt: now.addingTimeInterval(3600), deviceRowIDs: [phone.rowID, fid.rowID])],
+                checkpoint: nil, now: now)
+            let android = try await store.claimDue(app: "mixed", platform: .android, limit: 10, now: now, lease: .seconds(30))
+            #expect(android.map(\.device.rowID) == [fid.rowID])
+            #expect(android.first?.device.tokenKind == .fid)
+            let ios = try await store.claimDue(app: "mixed", platform: .ios, limit: 10, now: now, lease: .seconds(30))
+            #expect(ios.map(\.device.rowID) == [phone.rowID])
+        }
     }
 }
