@@ -89,6 +89,23 @@ struct RegistrationShapeTests {
         }
     }
 
+    @Test("an Android device registers an FCM token or, with token_kind fid, a Firebase Installation ID; status says which")
+    func tokenKinds() async throws {
+        try await withRegistrationServer { client, store in
+            let fid = "cXyZ0123456789_-abcdeF", fcm = "fcm-token_1:" + String(repeating: "A", count: 140)
+            var r = try await send(client, .post, "/v1/push/register",
+                #"{"device_token":"\#(fid)","platform":"android","token_kind":"fid","watched_addresses":["session:s1"]}"#)
+            #expect(r.status == .ok)
+            r = try await send(client, .post, "/v1/push/register", #"{"device_token":"\#(fcm)","platform":"android","watched_addresses":["session:s1"]}"#)
+            #expect(r.status == .ok)
+            var status = try json(try await send(client, .get, "/v1/push/status?device_token=\(fid)"))
+            #expect(status["platform"] as? String == "android" && status["token_kind"] as? String == "fid")
+            status = try json(try await send(client, .get, "/v1/push/status", headers: [HTTPField.Name("X-Device-Token")!: fcm]))
+            #expect(status["platform"] as? String == "android" && status["token_kind"] as? String == "token")
+            #expect(try await store.devices(app: "default", watching: "session:s1").map(\.tokenKind).sorted { $0.rawValue < $1.rawValue } == [.fid, .token])
+        }
+    }
+
     @Test("own addresses and contextual routes are stored with the watch set")
     func kasiaFields() async throws {
         try await withRegistrationServer { client, store in
@@ -159,6 +176,10 @@ let badRegistrationRequests: [BadRequest] = [
     BadRequest("route with bad peer", #"{"device_token":"\#(token1)","platform":"ios","watched_addresses":[],"contextual_routes":[{"peer_address":"\#(badKaspa)","aliases":["a"]}]}"#, field: "contextual_routes[0].peer_address"),
     BadRequest("too many aliases", #"{"device_token":"\#(token1)","platform":"ios","watched_addresses":[],"contextual_routes":[{"peer_address":"\#(kaspaA)","aliases":[\#(tooManyAliases)]}]}"#, field: "contextual_routes[0].aliases"),
     BadRequest("alias with a colon", #"{"device_token":"\#(token1)","platform":"ios","watched_addresses":[],"contextual_routes":[{"peer_address":"\#(kaspaA)","aliases":["a:b"]}]}"#, field: "contextual_routes[0].aliases"),
+    BadRequest("unknown token kind", #"{"device_token":"\#(token1)","platform":"android","token_kind":"gcm","watched_addresses":[]}"#, field: "token_kind"),
+    BadRequest("an installation id for iOS", #"{"device_token":"\#(token1)","platform":"ios","token_kind":"fid","watched_addresses":[]}"#, field: "token_kind"),
+    BadRequest("an installation id of the wrong length", #"{"device_token":"cXyZ0123456789","platform":"android","token_kind":"fid","watched_addresses":[]}"#, field: "device_token"),
+    BadRequest("an installation id with a slash", #"{"device_token":"cXyZ0123456789/-abcdeF","platform":"android","token_kind":"fid","watched_addresses":[]}"#, field: "device_token"),
     BadRequest("unknown environment", #"{"device_token":"\#(token1)","platform":"ios","watched_addresses":[],"environment":"staging"}"#, field: "environment"),
     BadRequest("device_id too long", #"{"device_token":"\#(token1)","platform":"ios","watched_addresses":[],"device_id":"\#(String(repeating: "d", count: 257))"}"#, field: "device_id"),
     BadRequest("environment null", #"{"device_token":"\#(token1)","platform":"ios","watched_addresses":[],"environment":7}"#, field: "environment"),
