@@ -104,7 +104,7 @@ public final class FCMSimulator: Sendable {
         control.post("/faults") { request, _ -> Response in
             let body = try await request.body.collect(upTo: 65_536)
             guard let fault = try? JSONDecoder().decode(FCMSimulatorFault.self, from: Data(buffer: body)) else {
-                return Self.json(.badRequest, #"{"error":"a fault is {\"kind\": unregistered|sender_id_mismatch|quota_exceeded|unavailable|internal|unauthenticated|permission_denied, \"token\", \"count\", \"retry_after\", \"device\"}"}"#)
+                return Self.json(.badRequest, #"{"error":"a fault is {\"kind\": unregistered|sender_id_mismatch|quota_exceeded|unavailable|internal|unauthenticated|permission_denied, \"token\", \"count\", \"retry_after\", \"device\", \"every\"}"}"#)
             }
             return Self.json(.created, #"{"id":\#(state.addFault(fault))}"#)
         }
@@ -285,8 +285,8 @@ public final class FCMSimulator: Sendable {
         if let fault = state.fault(for: target) {
             switch fault.kind {
             case .unregistered:
-                // A dead token stays dead.
-                _ = state.addFault(FCMSimulatorFault(kind: .unregistered, token: target))
+                // A dead token stays dead (but for a benchmark's share of dead sends).
+                if fault.every == nil { _ = state.addFault(FCMSimulatorFault(kind: .unregistered, token: target)) }
                 return refuse(.notFound, "NOT_FOUND", "Requested entity was not found.", code: "UNREGISTERED")
             case .senderIDMismatch: return refuse(.forbidden, "PERMISSION_DENIED", "SenderId mismatch", code: "SENDER_ID_MISMATCH")
             case .quotaExceeded:

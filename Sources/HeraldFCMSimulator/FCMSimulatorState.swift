@@ -30,9 +30,12 @@ public struct FCMSimulatorFault: Codable, Sendable, Hashable {
     public var retryAfter: Int?
     /// With quota_exceeded: the device's rate, not the project's.
     public var device: Bool?
+    /// Only each k-th matching send (a share of dead tokens in a benchmark); such an
+    /// `unregistered` fault does not make the token dead for good.
+    public var every: Int?
 
     enum CodingKeys: String, CodingKey {
-        case kind, token, count, device
+        case kind, token, count, device, every
         case retryAfter = "retry_after"
     }
 }
@@ -71,6 +74,8 @@ final class FCMSimulatorState: Sendable {
         var accessTokens: [String: (account: String, expires: Date)] = [:]
         var notifications: [String: [FCMSimulatorRecord]] = [:]
         var faults: [Int: FCMSimulatorFault] = [:]
+        /// Matching sends seen per fault with `every`.
+        var matches: [Int: Int] = [:]
         var nextFault = 0
         var stats = FCMSimulatorStats()
         var sequence = 0
@@ -100,9 +105,17 @@ final class FCMSimulatorState: Sendable {
     /// The fault that answers a send to `token`, consuming one of its uses.
     func fault(for token: String) -> FCMSimulatorFault? {
         state.withLock { s in
-            guard let (id, fault) = s.faults.sorted(by: { $0.key < $1.key }).first(where: { $0.value.token == nil || $0.value.token == token }) else {
-                return nil
+            let candidates = s.faults.sorted(by: { $0.key < $1.key }).filter { $0.value.token == nil || $0.value.token == token }
+            var chosen: (Int, FCMSimulatorFault)?
+            for (id, fault) in candidates {
+                if let every = fault.every, every > 1 {
+                    s.matches[id, default: 0] += 1
+                    if s.matches[id]! % every != 0 { continue }
+                }
+                chosen = (id, fault)
+                break
             }
+            guard let (id, fault) = chosen else { return nil }
             if let count = fault.count {
                 if count <= 1 { s.faults[id] = nil } else { s.faults[id]?.count = count - 1 }
             }
@@ -139,6 +152,7 @@ final class FCMSimulatorState: Sendable {
         state.withLock { s in
             s.notifications = [:]
             s.faults = [:]
+            s.matches = [:]
             s.stats = FCMSimulatorStats()
         }
     }
