@@ -38,6 +38,34 @@ public enum HeraldPush: Hashable, Sendable {
         self.init(dictionary: dictionary)
     }
 
+    /// Decodes an FCM data message's `data` map as Herald sends it to Android (README "FCM
+    /// messages"): every value a string, objects such as `kasia` as JSON text, and the alert as
+    /// top-level `title`, `subtitle` and `body`. The same `HeraldPush` as the APNs payload gives.
+    public init(fcmData data: [String: String]) {
+        var d: [String: Any] = [:]
+        for (key, text) in data {
+            if let first = text.first, first == "{" || first == "[",
+                let decoded = try? JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed])
+            {
+                d[key] = decoded
+            } else if Self.fcmBooleanKeys.contains(key), let flag = Bool(text) {
+                d[key] = flag
+            } else {
+                d[key] = text
+            }
+        }
+        if d["aps"] == nil, data["title"] != nil || data["body"] != nil {
+            var alert: [String: Any] = [:]
+            alert["title"] = data["title"]
+            alert["body"] = data["body"]
+            d["aps"] = ["alert": alert]
+        }
+        self.init(dictionary: d)
+    }
+
+    /// Fields the templates send as JSON booleans (numbers are read from strings anyway).
+    static let fcmBooleanKeys: Set<String> = ["encrypted", "has_attachment"]
+
     init(dictionary d: [String: Any]) {
         let alert = Self.alert(d["aps"])
         if let kasia = d["kasia"] as? [String: Any], let push = KasiaPush(kasia, alert: alert) {

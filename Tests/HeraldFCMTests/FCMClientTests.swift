@@ -4,6 +4,7 @@ import HeraldCore
 import HeraldDelivery
 import HeraldFCM
 import HeraldFCMSimulator
+import HeraldKit
 import HeraldStore
 import NIOPosix
 import Testing
@@ -215,6 +216,24 @@ import FoundationNetworking
         #expect(message.ttlSeconds == 600)
         #expect(message.collapseKey == "tx1")
         #expect(message.target == .token("fcm-token"))
+    }
+
+    /// Each template's push, as the APNs payload and as the FCM data map Herald makes of it.
+    static let templatePushes = [
+        #"{"aps":{"alert":{"title":"Payment Received","body":"1.5 KAS from kaspa:qp...70xmfj"},"mutable-content":1,"content-available":1,"thread-id":"kaspa:qp"},"kasia":{"type":"payment","txId":"ab12","sender":"kaspa:qp","payload":null,"timestamp":1704067200,"daaScore":18446744073709551615,"amount":150000000}}"#,
+        #"{"aps":{"alert":{"title":"New Message","body":"From x"},"mutable-content":1},"kasia":{"type":"contextual_message","txId":"cd","sender":"kaspa:s","payload":"6369","timestamp":5,"daaScore":7}}"#,
+        #"{"aps":{"content-available":1},"c":"0123456789abcdef0123456789abcdef"}"#,
+        #"{"aps":{"alert":{"title":"New Message","body":"You have a new message"},"badge":1},"session_id":"s1","message_id":"m1","timestamp":1700000000,"encrypted":true,"has_attachment":false}"#,
+        #"{"aps":{"alert":{"title":"Permission needed","body":"Bash on mac"},"sound":"default"},"session_id":"s2","device_name":"mac","event_type":"Notification"}"#,
+        #"{"aps":{"alert":"Hello"}}"#,
+    ]
+
+    @Test("HeraldKit decodes the FCM data map into the same HeraldPush as the APNs payload", arguments: templatePushes)
+    func heraldKitDecodesBoth(payload: String) throws {
+        let message = try FCMPushProvider.message(for: Self.delivery(payload), now: Date(timeIntervalSince1970: 1_800_000_000))
+        let fromAPNs = try HeraldPush(json: Data(payload.utf8))
+        #expect(HeraldPush(fcmData: message.data) == fromAPNs, "\(message.data)")
+        if case .other(alert: nil) = fromAPNs { Issue.record("the fixture decodes to nothing: \(payload)") }
     }
 
     @Test("a silent push goes at normal priority")
