@@ -97,7 +97,7 @@ struct GatewayProcessTests {
         #expect(serve.process.terminationStatus == 0)
     }
 
-    @Test("crash safety: SIGKILL mid-delivery, restart on the same file, every device gets its push")
+    @Test("crash safety: SIGKILL mid-delivery, restart on the same file, every device (iOS and Android) gets its push")
     func crashSafety() async throws {
         let devices = 5_000
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-crash-\(UUID())")
@@ -107,8 +107,14 @@ struct GatewayProcessTests {
         // APNs: the simulator as its own process, so it outlives the gateway.
         let mock = try MockAPNsProcess(directory: directory, topic: "com.example.crash")
         defer { mock.process.kill(SIGTERM) }
+        // FCM too: every fifth device is an Android phone.
+        let fcm = try MockFCMProcess(directory: directory.appendingPathComponent("fcm"))
+        defer { fcm.process.kill(SIGTERM) }
+        func token(_ i: Int) -> (String, String) {
+            i % 5 == 4 ? ("fcm-crash_\(i):" + String(repeating: "K", count: 140), "android") : (hexToken(i), "ios")
+        }
         let control = mock.control
-        var env = mock.serveEnvironment
+        var env = mock.serveEnvironment.merging(fcm.serveEnvironment) { _, new in new }
         env.merge([
             "HERALD_DATABASE_URL": "sqlite:" + directory.appendingPathComponent("herald.sqlite").path,
             "HERALD_HTTP_PORT": "0", "HERALD_PUBLISH_KEYS": "publisher-key-00001",
@@ -128,8 +134,9 @@ struct GatewayProcessTests {
                 group.addTask {
                     let api = firstAPI
                     for i in stride(from: worker, to: devices, by: 16) {
+                        let (device, platform) = token(i)
                         let (status, _) = try await http("POST", api + "/v1/push/register",
-                            #"{"device_token":"\#(hexToken(i))","platform":"ios","watched_addresses":["session:s\#(i)"]}"#)
+                            #"{"device_token":"\#(device)","platform":"\#(platform)","watched_addresses":["session:s\#(i)"]}"#)
                         guard status == 200 else { throw CLIError("register \(i): \(status)") }
                     }
                 }
@@ -160,14 +167,16 @@ struct GatewayProcessTests {
         var tokens = Set<String>()
         var total = 0
         for _ in 0..<900 {
-            (tokens, total) = try await mock.delivered()
+            let (apns, android) = (try await mock.delivered(), try await fcm.delivered())
+            (tokens, total) = (apns.tokens.union(android.tokens), apns.total + android.total)
             if tokens.count == devices { break }
             try await Task.sleep(for: .milliseconds(100))
         }
         #expect(tokens.count == devices, "\(tokens.count) of \(devices) devices got their push")
+        #expect(tokens.filter { $0.hasPrefix("fcm-crash_") }.count == devices / 5, "Android devices reached")
         let duplicates = total - tokens.count
-        // Only what the killed process had in flight (one outbox batch at most) can arrive twice.
-        #expect(duplicates <= 500)
+        // Only what the killed process had in flight (one outbox batch per lane, APNs and FCM) can arrive twice.
+        #expect(duplicates <= 2 * 500)
         print("crash safety: killed after \(accepted) pushes; \(tokens.count) devices reached; \(duplicates) duplicates")
         serve.kill(SIGTERM)
         #expect(serve.process.terminationStatus == 0)

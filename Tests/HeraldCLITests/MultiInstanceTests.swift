@@ -11,7 +11,11 @@ import FoundationNetworking
 /// Several `herald serve` processes sharing one PostgreSQL (runs when `HERALD_TEST_POSTGRES_URL` is set).
 @Suite("Several herald serve processes on one PostgreSQL", .serialized, .enabled(if: TestPostgres.serverURL != nil))
 struct MultiInstanceTests {
-    @Test("3 instances, 20,000 events round-robin, one SIGKILLed mid-delivery: every device reached, duplicates within its window, one JWT")
+    /// Every fourth device is an Android phone (FCM), the rest iPhones (APNs).
+    static func isAndroid(_ i: Int) -> Bool { i % 4 == 3 }
+    static func fcmToken(_ i: Int) -> String { "fcm-multi_\(i):" + String(repeating: "M", count: 140) }
+
+    @Test("3 instances, 20,000 events round-robin to iOS and Android devices, one SIGKILLed mid-delivery: every device reached, duplicates within the window, one JWT and one FCM access token")
     func threeInstances() async throws {
         let devices = 20_000
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-multi-\(UUID())")
@@ -25,7 +29,8 @@ struct MultiInstanceTests {
             try await store.migrate()
             for start in stride(from: 0, to: devices, by: 5_000) {
                 _ = try await store.register(try (start..<start + 5_000).map { i in
-                    Registration(app: "default", token: try DeviceToken(hexToken(i), platform: .ios), environment: .sandbox,
+                    Registration(app: "default", token: Self.isAndroid(i) ? try DeviceToken(Self.fcmToken(i), platform: .android)
+                                     : try DeviceToken(hexToken(i), platform: .ios), environment: .sandbox,
                                  watchSet: try WatchSet(watched: [WatchKey.session("s\(i)")]))
                 }, now: Date())
             }
@@ -33,7 +38,9 @@ struct MultiInstanceTests {
 
             let mock = try MockAPNsProcess(directory: directory, topic: "com.example.multi")
             defer { mock.process.kill(SIGTERM) }
-            var env = mock.serveEnvironment
+            let fcm = try MockFCMProcess(directory: directory.appendingPathComponent("fcm"))
+            defer { fcm.process.kill(SIGTERM) }
+            var env = mock.serveEnvironment.merging(fcm.serveEnvironment) { _, new in new }
             env.merge([
                 "HERALD_DATABASE_URL": database, "HERALD_HTTP_PORT": "0", "HERALD_PUBLISH_KEYS": "publisher-key-00001",
                 "HERALD_OUTBOX_LEASE_SECONDS": "30", "HERALD_PUBLISH_RATE": "0",
@@ -76,23 +83,28 @@ struct MultiInstanceTests {
             var tokens = Set<String>()
             var total = 0
             for _ in 0..<240 {
-                (tokens, total) = try await mock.delivered()
+                let (apns, fcmDelivered) = (try await mock.delivered(), try await fcm.delivered())
+                (tokens, total) = (apns.tokens.union(fcmDelivered.tokens), apns.total + fcmDelivered.total)
                 if tokens.count == devices { break }
                 try await Task.sleep(for: .milliseconds(500))
             }
+            #expect(tokens.filter { $0.hasPrefix("fcm-multi_") }.count == devices / 4, "Android devices reached")
             #expect(tokens.count == devices, "\(tokens.count) of \(devices) devices got their push")
             let duplicates = total - tokens.count
             // What can arrive twice follows from the configuration: the killed instance's deliveries
-            // in flight (one lane, one claimed batch of at most 500), and the events of batches the
+            // in flight (two lanes, APNs and FCM, one claimed batch of at most 500 each), and the events of batches the
             // client sent again because the dying instance did not answer (it may have committed
             // them). SKIP LOCKED claims never hand one delivery to two live instances.
-            let inFlightWindow = 500
+            let inFlightWindow = 2 * 500
             #expect(duplicates <= inFlightWindow + resent * batchSize, "\(duplicates) duplicates, \(resent) batches sent again")
             // One JWT for the key across all three instances (the run lasts minutes, well inside the
             // 20-minute floor): the store is their ledger, so none minted its own.
             let keyID = try #require(mock.serveEnvironment["HERALD_APNS_KEY_ID"])
             let jwts = try await mock.providerTokens()
             #expect(jwts == [keyID: 1], "distinct provider tokens per key: \(jwts)")
+            // One FCM access token too: one grant exchanged for all three instances.
+            let fcmStats = try await fcm.stats()
+            #expect(fcmStats["token_grants"] as? Int == 1, "\(fcmStats)")
             print("multi-instance: killed one of 3 after \(accepted) pushes; \(tokens.count) devices reached; \(duplicates) duplicates (\(resent) batches sent again); provider tokens \(jwts)")
             for instance in instances.dropFirst() {
                 instance.kill(SIGTERM)

@@ -231,3 +231,44 @@ extension MockAPNsProcess {
         return (try JSONSerialization.jsonObject(with: data) as? [String: Any])?["notifications"] as? [[String: Any]] ?? []
     }
 }
+
+/// `herald mock-fcm` as a child process, with the `HERALD_FCM_*` settings that point at it.
+public struct MockFCMProcess: Sendable {
+    public let process: HeraldProcess
+    /// The control server's base URL.
+    public let control: String
+    public let serveEnvironment: [String: String]
+
+    public init(directory: URL) throws {
+        let readyPipe = Pipe()
+        process = try HeraldProcess(
+            ["mock-fcm", "--port", "0", "--control-port", "0", "--credentials-out", directory.path], environment: [:], stdout: readyPipe)
+        var readyData = Data()
+        while !readyData.contains(UInt8(ascii: "\n")) {
+            let chunk = readyPipe.fileHandleForReading.availableData
+            if chunk.isEmpty { throw CLIError("herald mock-fcm exited") }
+            readyData += chunk
+        }
+        guard let ready = try JSONSerialization.jsonObject(with: readyData.split(separator: UInt8(ascii: "\n"))[0]) as? [String: Any],
+            let port = ready["port"] as? Int, let controlPort = ready["control_port"] as? Int
+        else { throw CLIError("herald mock-fcm printed no ports") }
+        control = "http://127.0.0.1:\(controlPort)"
+        serveEnvironment = [
+            "HERALD_FCM_CREDENTIALS_FILE": ready["credentials"] as? String ?? "", "HERALD_FCM_URL": "https://127.0.0.1:\(port)",
+            "HERALD_FCM_CA_FILE": ready["ca"] as? String ?? "",
+        ]
+    }
+
+    /// The simulator's counters (`accepted`, `rejected`, `token_grants`).
+    public func stats() async throws -> [String: Any] {
+        let (_, data) = try await http("GET", control + "/stats")
+        return try JSONSerialization.jsonObject(with: data) as? [String: Any] ?? [:]
+    }
+
+    /// Every message it accepted: the distinct tokens and the total.
+    public func delivered() async throws -> (tokens: Set<String>, total: Int) {
+        let (_, data) = try await http("GET", control + "/notifications")
+        let list = (try JSONSerialization.jsonObject(with: data) as? [String: Any])?["notifications"] as? [[String: Any]] ?? []
+        return (Set(list.compactMap { $0["token"] as? String }), list.count)
+    }
+}
