@@ -23,9 +23,11 @@ public enum CustomTemplate {
     /// - Parameters:
     ///   - pushType: given, or inferred: `background` for a content-available-only `aps`, else `alert`.
     ///   - priority: given, or 5 for background and 10 otherwise.
+    ///   - fcm: `{"data": {…}}`: the FCM data map Android devices get verbatim instead of the one
+    ///     derived from `aps` and `data` (strings only, FCM's reserved keys refused, 4,096 bytes).
     public static func render(
         aps: JSONValue, data: JSONValue? = nil, pushType: APNsPushType? = nil, priority: APNsPriority? = nil,
-        collapseID: String? = nil
+        collapseID: String? = nil, fcm: JSONValue? = nil
     ) throws(TemplateError) -> RenderedPush {
         guard let apsFields = aps.objectFields else {
             throw TemplateError(field: "fields.aps", message: "is a JSON object")
@@ -46,6 +48,39 @@ public enum CustomTemplate {
         let type = pushType ?? (contentAvailable && !visible ? .background : .alert)
         let resolvedPriority = priority ?? (type == .background ? .considerate : .immediate)
         // Apple's checks, on a stand-in device and topic (those are checked where they are known).
-        return try RenderedPush(pushType: type, priority: resolvedPriority, collapseID: collapseID, payload: payload).validated()
+        var push = try RenderedPush(pushType: type, priority: resolvedPriority, collapseID: collapseID, payload: payload).validated()
+        if let fcm { push.fcmData = try fcmData(fcm) }
+        return push
+    }
+
+    /// The longest FCM data map, keys and values together (FCM's limit).
+    public static let maximumFCMDataBytes = 4096
+
+    /// Checks `fields.fcm`: only a `data` object of strings, no key FCM reserves, within 4,096 bytes.
+    /// A `notification` block is refused on purpose: it would show text FCM can read.
+    static func fcmData(_ fcm: JSONValue) throws(TemplateError) -> [String: String] {
+        guard let fields = fcm.objectFields else { throw TemplateError(field: "fields.fcm", message: "is a JSON object") }
+        if let other = fields.first(where: { $0.key != "data" }) {
+            throw TemplateError(field: "fields.fcm.\(other.key)", message: "is not accepted: Herald sends data-only FCM messages; fcm carries only data")
+        }
+        guard let dataFields = fields.first(where: { $0.key == "data" })?.value.objectFields else {
+            throw TemplateError(field: "fields.fcm.data", message: "is a JSON object of strings")
+        }
+        var map: [String: String] = [:]
+        for field in dataFields {
+            guard case .string(let text) = field.value else {
+                throw TemplateError(field: "fields.fcm.data.\(field.key)", message: "is a string (FCM data values are strings)")
+            }
+            let lower = field.key.lowercased()
+            if ["from", "notification", "message_type", "collapse_key"].contains(lower) || lower.hasPrefix("google") || lower.hasPrefix("gcm") {
+                throw TemplateError(field: "fields.fcm.data.\(field.key)", message: "is a key FCM reserves")
+            }
+            map[field.key] = text
+        }
+        let bytes = map.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
+        guard bytes <= maximumFCMDataBytes else {
+            throw TemplateError(field: "fields.fcm.data", message: "is \(bytes) bytes, over FCM's \(maximumFCMDataBytes)", isTooLarge: true)
+        }
+        return map
     }
 }

@@ -8,12 +8,29 @@ public struct RenderedPush: Hashable, Sendable {
     public var collapseID: String?
     /// The exact JSON payload.
     public var payload: [UInt8]
+    /// The FCM `data` map a `custom` event gave verbatim (`fields.fcm.data`); nil: FCM's data is
+    /// derived from `payload`.
+    public var fcmData: [String: String]?
 
-    public init(pushType: APNsPushType, priority: APNsPriority, collapseID: String?, payload: [UInt8]) {
+    public init(pushType: APNsPushType, priority: APNsPriority, collapseID: String?, payload: [UInt8], fcmData: [String: String]? = nil) {
         self.pushType = pushType
         self.priority = priority
         self.collapseID = collapseID
         self.payload = payload
+        self.fcmData = fcmData
+    }
+
+    /// `fcmData` as the stores keep it (JSON, keys sorted), or nil.
+    public var fcmDataJSON: String? {
+        guard let fcmData else { return nil }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return (try? encoder.encode(fcmData)).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// Reads the stored form back (nil for nil or anything that is not a map of strings).
+    public static func fcmData(json: String?) -> [String: String]? {
+        json.flatMap { try? JSONDecoder().decode([String: String].self, from: Data($0.utf8)) }
     }
 }
 

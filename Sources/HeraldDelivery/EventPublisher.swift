@@ -180,7 +180,8 @@ public struct EventPublisher: Sendable {
                 pushType = parsed
             }
             do {
-                push = try CustomTemplate.render(aps: aps, data: map["data"], pushType: pushType, priority: priority, collapseID: body.collapseID)
+                push = try CustomTemplate.render(
+                    aps: aps, data: map["data"], pushType: pushType, priority: priority, collapseID: body.collapseID, fcm: map["fcm"])
             } catch {
                 if error.isTooLarge {
                     throw APIError(.contentTooLarge, code: "push_too_large", message: error.message, field: prefix + error.field)

@@ -69,9 +69,10 @@ public final class FCMPushProvider: PushProvider {
     /// - Throws: `FCMValidationError` when even the shrunk push is over FCM's 4,096 bytes.
     public static func message(for delivery: ClaimedDelivery, now: Date) throws(FCMValidationError) -> FCMMessage {
         var push = delivery.push
-        var data = dataMap(of: push)
+        // A `custom` event's own data map goes verbatim (checked when published).
+        var data = push.fcmData ?? dataMap(of: push)
         // Over 4,096 bytes: drop what may be dropped (the Kasia inline payload), as for APNs's 413.
-        while data.reduce(0, { $0 + $1.key.utf8.count + $1.value.utf8.count }) > FCMMessage.maximumDataBytes, let smaller = push.shrunk() {
+        while data.reduce(0, { $0 + $1.key.utf8.count + $1.value.utf8.count }) > FCMMessage.maximumDataBytes, push.fcmData == nil, let smaller = push.shrunk() {
             push = smaller
             data = dataMap(of: push)
         }

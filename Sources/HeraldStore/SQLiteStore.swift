@@ -198,12 +198,12 @@ public final class SQLiteStore: Store {
             try db.execute(sql: "INSERT INTO apps (id, created_at) VALUES (?, ?) ON CONFLICT (id) DO NOTHING", arguments: [event.app, ms])
             try db.execute(
                 sql: """
-                    INSERT INTO events (id, app_id, template, push_type, priority, collapse_id, payload, created_at, expires_at, dedupe_key)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO events (id, app_id, template, push_type, priority, collapse_id, payload, created_at, expires_at, dedupe_key, fcm_data)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     event.id, event.app, event.template, event.push.pushType.rawValue, event.push.priority.rawValue,
-                    event.push.collapseID, Data(event.push.payload), ms, event.expiresAt.milliseconds, event.dedupeKey,
+                    event.push.collapseID, Data(event.push.payload), ms, event.expiresAt.milliseconds, event.dedupeKey, event.push.fcmDataJSON,
                 ])
             let apnsIDs = APNsIDSequence()
             for row in Set(event.deviceRowIDs).sorted() {
@@ -297,7 +297,7 @@ public final class SQLiteStore: Store {
                 db,
                 sql: """
                     SELECT dl.id AS dl_id, dl.event_id, dl.apns_id, dl.attempts, dl.expires_at AS dl_expires_at,
-                           e.push_type, e.priority, e.collapse_id, e.payload, d.*
+                           e.push_type, e.priority, e.collapse_id, e.payload, e.fcm_data, d.*
                     FROM deliveries dl
                     JOIN events e ON e.id = dl.event_id
                     JOIN devices d ON d.id = dl.device_row
@@ -320,7 +320,7 @@ public final class SQLiteStore: Store {
                     push: RenderedPush(
                         pushType: APNsPushType(rawValue: row["push_type"]) ?? .alert,
                         priority: APNsPriority(rawValue: row["priority"]) ?? .immediate,
-                        collapseID: row["collapse_id"], payload: Array(data)),
+                        collapseID: row["collapse_id"], payload: Array(data), fcmData: RenderedPush.fcmData(json: row["fcm_data"])),
                     apnsID: UUID(uuidString: row["apns_id"]) ?? UUID(),
                     attempt: (row["attempts"] as Int) + 1,
                     expiresAt: Date(milliseconds: row["dl_expires_at"]))

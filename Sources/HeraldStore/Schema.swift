@@ -96,11 +96,12 @@ enum Schema {
 
     /// Android: a device's token is an FCM registration token or a Firebase Installation ID
     /// (`token_kind`); each push service has its own lane per app, which claims by platform (so a
-    /// paused FCM lane never holds APNs pushes back); one FCM access token per service account,
-    /// shared by every instance.
+    /// paused FCM lane never holds APNs pushes back); a `custom` event's verbatim FCM data map;
+    /// one FCM access token per service account, shared by every instance.
     static let v4 = """
         ALTER TABLE devices ADD COLUMN token_kind TEXT NOT NULL DEFAULT 'token';
         ALTER TABLE deliveries ADD COLUMN platform TEXT NOT NULL DEFAULT 'ios';
+        ALTER TABLE events ADD COLUMN fcm_data TEXT;
         UPDATE deliveries SET platform = (SELECT platform FROM devices WHERE devices.id = deliveries.device_row);
         CREATE INDEX deliveries_lane_due ON deliveries (app_id, platform, state, next_attempt_at);
         CREATE INDEX deliveries_lane_lease ON deliveries (app_id, platform, state, lease_until);

@@ -108,6 +108,32 @@ import FoundationNetworking
         #expect((apns.first?["payload"] as? String)?.contains(#""alert""#) == true)
     }
 
+    @Test("custom with an fcm data map: Android devices get it verbatim, iOS devices the APNs payload without it")
+    func customVerbatimFCMData() async throws {
+        let (serve, directory) = try Self.start()
+        defer {
+            serve.process.kill(SIGTERM)
+            try? FileManager.default.removeItem(at: directory)
+        }
+        let android = "fcm-verbatim_1:" + String(repeating: "V", count: 140)
+        let ios = String(repeating: "9e", count: 32)
+        try await Self.register(serve, android, platform: "android", key: "session:v")
+        try await Self.register(serve, ios, platform: "ios", key: "session:v")
+        let (status, body) = try await http(
+            "POST", serve.api + "/v1/events",
+            #"{"template":"custom","targets":{"keys":["session:v"]},"fields":{"aps":{"alert":"Hi"},"data":{"room":"r1"},"fcm":{"data":{"sealed":"b64box","v":"2"}}}}"#,
+            bearer: Self.publisher)
+        #expect(status == 202, "\(String(decoding: body, as: UTF8.self))")
+        try await Self.eventually {
+            let fcm = try await Self.fcmPushes(serve, token: android).count
+            let apns = try await Self.apnsPushes(serve, token: ios).count
+            return fcm >= 1 && apns >= 1
+        }
+        #expect(try await Self.fcmPushes(serve, token: android).first?["data"] as? [String: String] == ["sealed": "b64box", "v": "2"])
+        let payload = try #require(try await Self.apnsPushes(serve, token: ios).first?["payload"] as? String)
+        #expect(payload.contains(#""room":"r1""#) && !payload.contains("fcm") && !payload.contains("sealed"), "\(payload)")
+    }
+
     @Test("a token FCM calls UNREGISTERED is removed; an FCM outage delays the others' pushes and loses none")
     func deadTokenAndOutage() async throws {
         let (serve, directory) = try Self.start()
