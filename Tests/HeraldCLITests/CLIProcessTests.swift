@@ -89,4 +89,38 @@ struct CLIProcessTests {
         mock.waitUntilExit()
         #expect(mock.terminationStatus == 0)
     }
+
+    @Test("--platform android against herald mock-fcm: accepted → 0 and the data map arrives; UNREGISTERED → 1; a bad data map → 2; --repeat reports the rate")
+    func sendAndroidAgainstMock() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-cli-fcm-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let fcm = try MockFCMProcess(directory: directory)
+        defer { fcm.process.kill(SIGTERM) }
+        let env = ProcessInfo.processInfo.environment.merging(fcm.serveEnvironment) { _, new in new }
+        let token = "fcm-cli_1:" + String(repeating: "C", count: 140)
+
+        let (okCode, okJSON) = try runHerald(["send", "--platform", "android", "--token", token, "--title", "Hi", "--body", "There"], environment: env)
+        #expect(okCode == 0, "\(okJSON)")
+        #expect(okJSON["status"] as? String == "accepted")
+        #expect((okJSON["name"] as? String)?.hasPrefix("projects/herald-simulator/messages/") == true)
+        let (_, data) = try await http("GET", fcm.control + "/notifications?token=" + token)
+        let received = (try JSONSerialization.jsonObject(with: data) as? [String: Any])?["notifications"] as? [[String: Any]]
+        #expect(received?.first?["data"] as? [String: String] == ["title": "Hi", "body": "There"])
+        #expect(received?.first?["priority"] as? String == "high")
+
+        let dead = "fcm-cli_dead:" + String(repeating: "D", count: 140)
+        _ = try await http("POST", fcm.control + "/faults", #"{"kind":"unregistered","token":"\#(dead)"}"#)
+        let (deadCode, deadJSON) = try runHerald(["send", "--platform", "android", "--token", dead], environment: env)
+        #expect(deadCode == 1)
+        #expect(deadJSON["status"] as? String == "rejected" && deadJSON["reason"] as? String == "UNREGISTERED" && deadJSON["http_status"] as? Int == 404)
+
+        let (badCode, badJSON) = try runHerald(["send", "--platform", "android", "--token", token, "--payload-json", #"{"n":1}"#], environment: env)
+        #expect(badCode == 2 && badJSON["field"] as? String == "--payload-json")
+        let (kindCode, kindJSON) = try runHerald(["send", "--platform", "android", "--token", token, "--token-kind", "gcm"], environment: env)
+        #expect(kindCode == 2 && kindJSON["field"] as? String == "--token-kind")
+
+        let (repeatCode, repeatJSON) = try runHerald(["send", "--platform", "android", "--token", token, "--repeat", "200", "--concurrency", "20"], environment: env)
+        #expect(repeatCode == 0)
+        #expect(repeatJSON["accepted"] as? Int == 200 && repeatJSON["cpu_us_per_push"] is Double)
+    }
 }
