@@ -149,7 +149,7 @@ let package = Package(
         .target(
             name: "HeraldCore",
             dependencies: [
-                "HeraldAPNsCore", "KasiaProtocol", .product(name: "Crypto", package: "swift-crypto"),
+                "HeraldAPNsCore", "HeraldFCMCore", "KasiaProtocol", .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         // Durable state behind a `Store` protocol; SQLite (one file, WAL) here.

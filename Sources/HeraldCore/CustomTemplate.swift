@@ -1,4 +1,5 @@
 import HeraldAPNsCore
+import HeraldFCMCore
 
 /// A request field a template cannot use; the API answers it with the field named.
 public struct TemplateError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -53,9 +54,6 @@ public enum CustomTemplate {
         return push
     }
 
-    /// The longest FCM data map, keys and values together (FCM's limit).
-    public static let maximumFCMDataBytes = 4096
-
     /// Checks `fields.fcm`: only a `data` object of strings, no key FCM reserves, within 4,096 bytes.
     /// A `notification` block is refused on purpose: it would show text FCM can read.
     static func fcmData(_ fcm: JSONValue) throws(TemplateError) -> [String: String] {
@@ -71,15 +69,14 @@ public enum CustomTemplate {
             guard case .string(let text) = field.value else {
                 throw TemplateError(field: "fields.fcm.data.\(field.key)", message: "is a string (FCM data values are strings)")
             }
-            let lower = field.key.lowercased()
-            if ["from", "notification", "message_type", "collapse_key"].contains(lower) || lower.hasPrefix("google") || lower.hasPrefix("gcm") {
+            if FCMMessage.isReservedDataKey(field.key) {
                 throw TemplateError(field: "fields.fcm.data.\(field.key)", message: "is a key FCM reserves")
             }
             map[field.key] = text
         }
-        let bytes = map.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
-        guard bytes <= maximumFCMDataBytes else {
-            throw TemplateError(field: "fields.fcm.data", message: "is \(bytes) bytes, over FCM's \(maximumFCMDataBytes)", isTooLarge: true)
+        let bytes = FCMMessage.dataBytes(of: map)
+        guard bytes <= FCMMessage.maximumDataBytes else {
+            throw TemplateError(field: "fields.fcm.data", message: "is \(bytes) bytes, over FCM's \(FCMMessage.maximumDataBytes)", isTooLarge: true)
         }
         return map
     }

@@ -72,7 +72,7 @@ public final class FCMPushProvider: PushProvider {
         // A `custom` event's own data map goes verbatim (checked when published).
         var data = push.fcmData ?? dataMap(of: push)
         // Over 4,096 bytes: drop what may be dropped (the Kasia inline payload), as for APNs's 413.
-        while data.reduce(0, { $0 + $1.key.utf8.count + $1.value.utf8.count }) > FCMMessage.maximumDataBytes, push.fcmData == nil, let smaller = push.shrunk() {
+        while FCMMessage.dataBytes(of: data) > FCMMessage.maximumDataBytes, push.fcmData == nil, let smaller = push.shrunk() {
             push = smaller
             data = dataMap(of: push)
         }

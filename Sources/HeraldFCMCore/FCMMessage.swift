@@ -39,7 +39,10 @@ public struct FCMMessage: Sendable, Hashable {
     }
 
     /// The bytes FCM counts against its 4,096: every key and value of `data`.
-    public var dataBytes: Int { data.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count } }
+    public var dataBytes: Int { Self.dataBytes(of: data) }
+
+    /// The bytes FCM counts of a data map: every key and value.
+    public static func dataBytes(of data: [String: String]) -> Int { data.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count } }
 
     /// Data keys FCM reserves: `from`, `notification`, `message_type`, and anything starting with
     /// `google` or `gcm`.

@@ -187,15 +187,7 @@ public struct MockAPNsProcess: Sendable {
         process = try HeraldProcess(
             ["mock-apns", "--port", "0", "--control-port", "0", "--cert-out", directory.path, "--topic", topic],
             environment: [:], stdout: readyPipe)
-        var readyData = Data()
-        while !readyData.contains(UInt8(ascii: "\n")) {
-            let chunk = readyPipe.fileHandleForReading.availableData
-            if chunk.isEmpty { throw CLIError("herald mock-apns exited") }
-            readyData += chunk
-        }
-        guard let ready = try JSONSerialization.jsonObject(with: readyData.split(separator: UInt8(ascii: "\n"))[0]) as? [String: Any],
-            let port = ready["port"] as? Int, let controlPort = ready["control_port"] as? Int
-        else { throw CLIError("herald mock-apns printed no ports") }
+        let (ready, port, controlPort) = try readyLine(readyPipe, of: "herald mock-apns")
         control = "http://127.0.0.1:\(controlPort)"
         serveEnvironment = [
             "HERALD_APNS_URL": "https://127.0.0.1:\(port)", "HERALD_APNS_CA_FILE": ready["ca"] as? String ?? "",
@@ -243,15 +235,7 @@ public struct MockFCMProcess: Sendable {
         let readyPipe = Pipe()
         process = try HeraldProcess(
             ["mock-fcm", "--port", "0", "--control-port", "0", "--credentials-out", directory.path], environment: [:], stdout: readyPipe)
-        var readyData = Data()
-        while !readyData.contains(UInt8(ascii: "\n")) {
-            let chunk = readyPipe.fileHandleForReading.availableData
-            if chunk.isEmpty { throw CLIError("herald mock-fcm exited") }
-            readyData += chunk
-        }
-        guard let ready = try JSONSerialization.jsonObject(with: readyData.split(separator: UInt8(ascii: "\n"))[0]) as? [String: Any],
-            let port = ready["port"] as? Int, let controlPort = ready["control_port"] as? Int
-        else { throw CLIError("herald mock-fcm printed no ports") }
+        let (ready, port, controlPort) = try readyLine(readyPipe, of: "herald mock-fcm")
         control = "http://127.0.0.1:\(controlPort)"
         serveEnvironment = [
             "HERALD_FCM_CREDENTIALS_FILE": ready["credentials"] as? String ?? "", "HERALD_FCM_URL": "https://127.0.0.1:\(port)",
@@ -271,4 +255,18 @@ public struct MockFCMProcess: Sendable {
         let list = (try JSONSerialization.jsonObject(with: data) as? [String: Any])?["notifications"] as? [[String: Any]] ?? []
         return (Set(list.compactMap { $0["token"] as? String }), list.count)
     }
+}
+
+/// A simulator's first stdout line: its JSON and the two ports it names.
+private func readyLine(_ pipe: Pipe, of command: String) throws -> (json: [String: Any], port: Int, controlPort: Int) {
+    var data = Data()
+    while !data.contains(UInt8(ascii: "\n")) {
+        let chunk = pipe.fileHandleForReading.availableData
+        if chunk.isEmpty { throw CLIError("\(command) exited") }
+        data += chunk
+    }
+    guard let ready = try JSONSerialization.jsonObject(with: data.split(separator: UInt8(ascii: "\n"))[0]) as? [String: Any],
+        let port = ready["port"] as? Int, let controlPort = ready["control_port"] as? Int
+    else { throw CLIError("\(command) printed no ports") }
+    return (ready, port, controlPort)
 }
