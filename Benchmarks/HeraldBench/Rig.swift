@@ -183,6 +183,25 @@ final class Rig: @unchecked Sendable {
         return (field("VmRSS"), field("VmHWM"))
     }
 
+    /// CPU seconds (user + system) every `herald serve` instance has used so far (Linux
+    /// `/proc/<pid>/stat`, fields 14 and 15, in clock ticks).
+    func cpuSeconds() throws -> Double {
+        let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
+        var total = 0.0
+        for serve in serves {
+            let stat = try String(contentsOfFile: "/proc/\(serve.processIdentifier)/stat", encoding: .utf8)
+            // The command name (field 2) is in parentheses and may hold spaces: count after it.
+            guard let close = stat.lastIndex(of: ")") else { throw BenchError("unreadable /proc stat") }
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            // fields[0] is field 3 (state): utime is field 14, stime field 15.
+            guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else {
+                throw BenchError("unreadable /proc stat")
+            }
+            total += (user + system) / ticks
+        }
+        return total
+    }
+
     /// Waits until the simulator has accepted `count` pushes; false on timeout.
     func waitForAccepted(_ count: Int, timeout: Duration) async throws -> Bool {
         let started = ContinuousClock.now
@@ -207,6 +226,11 @@ final class Rig: @unchecked Sendable {
     static func token(_ i: Int) -> String {
         let hex = String(i, radix: 16)
         return String(repeating: "0", count: 64 - hex.count) + hex
+    }
+
+    /// A `custom` event to every device watching `key`.
+    static func customEvent(key: String, n: Int) -> String {
+        #"{"template":"custom","targets":{"keys":["\#(key)"]},"fields":{"aps":{"alert":"n\#(n)"}}}"#
     }
 
     /// A `custom` event for one device, as `/v1/events` takes it.

@@ -1,0 +1,99 @@
+import ArgumentParser
+import Foundation
+import HeraldCore
+
+/// `herald-bench cost`: Herald's own CPU time per event (read from `/proc`, not wall time), for
+/// single-event publishes at a fixed open-loop rate, batches of 250, and fan-out to 1,000
+/// devices; each until the last 202 and until the simulator (in this process, not Herald's)
+/// accepted every push. Delivery runs while publishing, so "until 202" includes the deliveries
+/// done by then; "total" is the whole cost of an event.
+struct Cost: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "cost")
+    @OptionGroup var rig: RigOptions
+    @Option(help: "single, batch or fanout.") var scenario = "single"
+    @Option(help: "single: events per second (open loop).") var rate = 500
+    @Option(help: "Events to publish (fanout: events of 1,000 deliveries each).") var events = 5_000
+
+    func run() async throws {
+        guard ["single", "batch", "fanout"].contains(scenario) else { throw ValidationError("--scenario is single, batch or fanout") }
+        guard rate >= 1, events >= 1 else { throw ValidationError("--rate and --events are at least 1") }
+        let fanOut = 1_000
+        try await Rig.with(heraldPath: self.rig.herald) { rig in
+            switch scenario {
+            case "fanout": try await rig.prefill(devices: fanOut) { _ in .session("all") }
+            default: try await rig.prefill(devices: events) { .session("s\($0)") }
+            }
+            try await rig.launch()
+            // Warm up (connections, JIT-free but lazy allocations, the first JWT): 200 pushes.
+            for i in 0..<200 { _ = try await rig.post("/v1/events", Rig.customEvent(device: i % (scenario == "fanout" ? fanOut : events))) }
+            let warm = 200
+            guard try await rig.waitForAccepted(warm, timeout: .seconds(60)) else { throw BenchError("warm-up pushes did not arrive") }
+            let pushes = scenario == "fanout" ? events * fanOut : events
+            let cpuStart = try rig.cpuSeconds()
+            let started = ContinuousClock.now
+            var answers: [Double] = []
+            var refused = 0
+            switch scenario {
+            case "single":
+                let interval = Duration.seconds(1) / rate
+                (answers, refused) = try await withThrowingTaskGroup(of: (Bool, Double).self) { group in
+                    for i in 0..<events {
+                        let due = started + interval * i
+                        try await Task.sleep(until: due, clock: .continuous)
+                        group.addTask {
+                            let status = try await rig.post("/v1/events", Rig.customEvent(device: i))
+                            return (status == 202, (ContinuousClock.now - due).seconds * 1000)
+                        }
+                    }
+                    var out: ([Double], Int) = ([], 0)
+                    for try await (ok, ms) in group {
+                        out.0.append(ms)
+                        if !ok { out.1 += 1 }
+                    }
+                    return out
+                }
+            case "batch":
+                let batches = stride(from: 0, to: events, by: 250).map { start in
+                    #"{"events":["# + (start..<min(events, start + 250)).map { Rig.customEvent(device: $0) }.joined(separator: ",") + "]}"
+                }
+                refused = try await withThrowingTaskGroup(of: Int.self) { group in
+                    var next = 0, refused = 0
+                    for _ in 0..<4 where next < batches.count {
+                        let body = batches[next]
+                        next += 1
+                        group.addTask { try await rig.post("/v1/events:batch", body) == 202 ? 0 : 1 }
+                    }
+                    while let r = try await group.next() {
+                        refused += r
+                        if next < batches.count {
+                            let body = batches[next]
+                            next += 1
+                            group.addTask { try await rig.post("/v1/events:batch", body) == 202 ? 0 : 1 }
+                        }
+                    }
+                    return refused
+                }
+            default:
+                for n in 0..<events where try await rig.post("/v1/events", Rig.customEvent(key: "session:all", n: n)) != 202 { refused += 1 }
+            }
+            let acceptSeconds = (ContinuousClock.now - started).seconds
+            let cpuAccepted = try rig.cpuSeconds() - cpuStart
+            let complete = try await rig.waitForAccepted(warm + pushes, timeout: .seconds(600))
+            let cpuTotal = try rig.cpuSeconds() - cpuStart
+            answers.sort()
+            func ms(_ seconds: Double, per n: Int) -> Double { (seconds * 1000 / Double(n) * 1000).rounded() / 1000 }
+            var out: [String: Any] = [
+                "benchmark": "cost", "scenario": scenario, "events": events, "pushes": pushes, "refused": refused, "all_delivered": complete,
+                "events_per_second": Int(Double(events) / acceptSeconds),
+                "cpu_ms_per_event_until_202": ms(cpuAccepted, per: events), "cpu_ms_per_event_total": ms(cpuTotal, per: events),
+                "cpu_ms_per_push_total": ms(cpuTotal, per: pushes),
+            ]
+            if scenario == "single" {
+                out["rate"] = rate
+                out["publish_p50_ms"] = (percentile(answers, 0.5) * 10).rounded() / 10
+                out["publish_p99_ms"] = (percentile(answers, 0.99) * 10).rounded() / 10
+            }
+            report(out)
+        }
+    }
+}
