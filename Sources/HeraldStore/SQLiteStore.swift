@@ -143,8 +143,7 @@ public final class SQLiteStore: Store {
         return try await pool.read { db in
             let marks = Array(repeating: "?", count: values.count).joined(separator: ",")
             return try Row.fetchAll(
-                db,
-                sql: "SELECT * FROM devices WHERE app_id = ? AND disabled_reason IS NULL AND \(column) IN (\(marks)) ORDER BY id",
+                db.cachedStatement(sql: "SELECT * FROM devices WHERE app_id = ? AND disabled_reason IS NULL AND \(column) IN (\(marks)) ORDER BY id"),
                 arguments: StatementArguments([app] + values)
             ).map(Self.deviceRecord)
         }
@@ -191,20 +190,20 @@ public final class SQLiteStore: Store {
                 """)
         for event in events {
             if let key = event.dedupeKey,
-                try Bool.fetchOne(db, sql: "SELECT 1 FROM events WHERE dedupe_key = ?", arguments: [key]) == true
+                try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM events WHERE dedupe_key = ?"), arguments: [key]) == true
             {
                 continue
             }
-            try db.execute(sql: "INSERT INTO apps (id, created_at) VALUES (?, ?) ON CONFLICT (id) DO NOTHING", arguments: [event.app, ms])
-            try db.execute(
+            try db.cachedStatement(sql: "INSERT INTO apps (id, created_at) VALUES (?, ?) ON CONFLICT (id) DO NOTHING").execute(arguments: [event.app, ms])
+            try db.cachedStatement(
                 sql: """
                     INSERT INTO events (id, app_id, template, push_type, priority, collapse_id, payload, created_at, expires_at, dedupe_key, fcm_data)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """,
-                arguments: [
-                    event.id, event.app, event.template, event.push.pushType.rawValue, event.push.priority.rawValue,
-                    event.push.collapseID, Data(event.push.payload), ms, event.expiresAt.milliseconds, event.dedupeKey, event.push.fcmDataJSON,
-                ])
+                    """
+            ).execute(arguments: [
+                event.id, event.app, event.template, event.push.pushType.rawValue, event.push.priority.rawValue,
+                event.push.collapseID, Data(event.push.payload), ms, event.expiresAt.milliseconds, event.dedupeKey, event.push.fcmDataJSON,
+            ])
             let apnsIDs = APNsIDSequence()
             for row in Set(event.deviceRowIDs).sorted() {
                 try insertDelivery.execute(arguments: [
@@ -294,8 +293,7 @@ public final class SQLiteStore: Store {
         try await pool.write { db in
             let ms = now.milliseconds
             let rows = try Row.fetchAll(
-                db,
-                sql: """
+                db.cachedStatement(sql: """
                     SELECT dl.id AS dl_id, dl.event_id, dl.apns_id, dl.attempts, dl.expires_at AS dl_expires_at,
                            e.push_type, e.priority, e.collapse_id, e.payload, e.fcm_data, d.*
                     FROM deliveries dl
@@ -306,7 +304,7 @@ public final class SQLiteStore: Store {
                       UNION SELECT id FROM deliveries WHERE app_id = ? AND platform = ? AND state = 'sending' AND lease_until <= ?)
                     ORDER BY dl.next_attempt_at, dl.id
                     LIMIT ?
-                    """,
+                    """),
                 arguments: [app, platform.rawValue, ms, app, platform.rawValue, ms, limit])
             let leaseUntil = ms + Int64(lease.seconds * 1000)
             let claim = try db.cachedStatement(
@@ -337,9 +335,9 @@ public final class SQLiteStore: Store {
                 case .sent(let id):
                     try Self.setState(db, id, .sent, reason: nil, now: ms)
                 case .retry(let id, let at, let reason):
-                    try db.execute(
-                        sql: "UPDATE deliveries SET state = 'pending', next_attempt_at = ?, last_reason = ?, lease_until = NULL, updated_at = ? WHERE id = ?",
-                        arguments: [at.milliseconds, reason, ms, id])
+                    try db.cachedStatement(
+                        sql: "UPDATE deliveries SET state = 'pending', next_attempt_at = ?, last_reason = ?, lease_until = NULL, updated_at = ? WHERE id = ?"
+                    ).execute(arguments: [at.milliseconds, reason, ms, id])
                 case .retryDevice(let id, let deviceRowID, let at, let reason):
                     try db.execute(
                         sql: "UPDATE deliveries SET state = 'pending', next_attempt_at = ?, last_reason = ?, lease_until = NULL, updated_at = ? WHERE id = ?",
@@ -438,9 +436,8 @@ public final class SQLiteStore: Store {
     private static func deviceRecord(_ row: Row) -> DeviceRecord { deviceRecord(row, from: 0) }
 
     private static func setState(_ db: Database, _ id: Int64, _ state: DeliveryState, reason: String?, now: Int64) throws {
-        try db.execute(
-            sql: "UPDATE deliveries SET state = ?, last_reason = ?, lease_until = NULL, updated_at = ? WHERE id = ?",
-            arguments: [state.rawValue, reason, now, id])
+        try db.cachedStatement(sql: "UPDATE deliveries SET state = ?, last_reason = ?, lease_until = NULL, updated_at = ? WHERE id = ?")
+            .execute(arguments: [state.rawValue, reason, now, id])
     }
 
     private static func replaceWatchSet(_ db: Database, deviceRowID: Int64, with set: WatchSet) throws {
