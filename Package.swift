@@ -57,6 +57,7 @@ let package = Package(
         .target(
             name: "HeraldHTTP2",
             dependencies: [
+                "HeraldAPNsCore",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),

@@ -35,44 +35,14 @@ struct Cost: AsyncParsableCommand {
             var refused = 0
             switch scenario {
             case "single":
-                let interval = Duration.seconds(1) / rate
-                (answers, refused) = try await withThrowingTaskGroup(of: (Bool, Double).self) { group in
-                    for i in 0..<events {
-                        let due = started + interval * i
-                        try await Task.sleep(until: due, clock: .continuous)
-                        group.addTask {
-                            let status = try await rig.post("/v1/events", Rig.customEvent(device: i))
-                            return (status == 202, (ContinuousClock.now - due).seconds * 1000)
-                        }
-                    }
-                    var out: ([Double], Int) = ([], 0)
-                    for try await (ok, ms) in group {
-                        out.0.append(ms)
-                        if !ok { out.1 += 1 }
-                    }
-                    return out
-                }
+                let results = try await rig.openLoop(rate: rate, devices: 0..<events)
+                answers = results.map(\.milliseconds)
+                refused = results.filter { !$0.accepted }.count
             case "batch":
                 let batches = stride(from: 0, to: events, by: 250).map { start in
                     #"{"events":["# + (start..<min(events, start + 250)).map { Rig.customEvent(device: $0) }.joined(separator: ",") + "]}"
                 }
-                refused = try await withThrowingTaskGroup(of: Int.self) { group in
-                    var next = 0, refused = 0
-                    for _ in 0..<4 where next < batches.count {
-                        let body = batches[next]
-                        next += 1
-                        group.addTask { try await rig.post("/v1/events:batch", body) == 202 ? 0 : 1 }
-                    }
-                    while let r = try await group.next() {
-                        refused += r
-                        if next < batches.count {
-                            let body = batches[next]
-                            next += 1
-                            group.addTask { try await rig.post("/v1/events:batch", body) == 202 ? 0 : 1 }
-                        }
-                    }
-                    return refused
-                }
+                refused = try await rig.postBatches(batches, concurrency: 4)
             default:
                 for n in 0..<events where try await rig.post("/v1/events", Rig.customEvent(key: "session:all", n: n)) != 202 { refused += 1 }
             }

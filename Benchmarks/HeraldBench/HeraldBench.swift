@@ -40,24 +40,7 @@ struct PublishThroughput: AsyncParsableCommand {
                 #"{"events":["# + (start..<min(events, start + batch)).map { Rig.customEvent(device: $0 % devices) }.joined(separator: ",") + "]}"
             }
             let started = ContinuousClock.now
-            let refused = try await withThrowingTaskGroup(of: Int.self) { group in
-                var next = 0
-                var refused = 0
-                for _ in 0..<concurrency where next < batches.count {
-                    let body = batches[next]
-                    next += 1
-                    group.addTask { try await rig.post("/v1/events:batch", body) == 202 ? 0 : 1 }
-                }
-                while let r = try await group.next() {
-                    refused += r
-                    if next < batches.count {
-                        let body = batches[next]
-                        next += 1
-                        group.addTask { try await rig.post("/v1/events:batch", body) == 202 ? 0 : 1 }
-                    }
-                }
-                return refused
-            }
+            let refused = try await rig.postBatches(batches, concurrency: concurrency)
             let accepted = (ContinuousClock.now - started).seconds
             let delivered = try await rig.waitForAccepted(events, timeout: .seconds(600))
             let drained = (ContinuousClock.now - started).seconds
@@ -84,10 +67,10 @@ struct PublishLatency: AsyncParsableCommand {
         try await Rig.with(heraldPath: self.rig.herald) { rig in
             try await rig.prefill(devices: warmup + measured) { .session("s\($0)") }
             try await rig.launch()
-            _ = try await openLoop(rig, devices: 0..<warmup)
+            _ = try await rig.openLoop(rate: rate, devices: 0..<warmup)
             _ = try await rig.waitForAccepted(warmup, timeout: .seconds(60))
             let wallStart = Date().timeIntervalSince1970 * 1000
-            let answers = try await openLoop(rig, devices: warmup..<(warmup + measured))
+            let answers = try await rig.openLoop(rate: rate, devices: warmup..<(warmup + measured))
             let refused = answers.filter { !$0.accepted }.count
             let answered = answers.map(\.milliseconds).sorted()
             let complete = try await rig.waitForAccepted(warmup + measured, timeout: .seconds(120))
@@ -108,26 +91,6 @@ struct PublishLatency: AsyncParsableCommand {
     }
 
     private func tenths(_ ms: Double) -> Double { (ms * 10).rounded() / 10 }
-
-    /// Sends one event per device at `rate`, each at its due time, without waiting for answers;
-    /// returns each answer and how long after its due time it came.
-    private func openLoop(_ rig: Rig, devices: Range<Int>) async throws -> [(accepted: Bool, milliseconds: Double)] {
-        let start = ContinuousClock.now
-        let interval = Duration.seconds(1) / rate
-        return try await withThrowingTaskGroup(of: (Bool, Double).self) { group in
-            for (n, i) in devices.enumerated() {
-                let due = start + interval * n
-                try await Task.sleep(until: due, clock: .continuous)
-                group.addTask {
-                    let status = try await rig.post("/v1/events", Rig.customEvent(device: i))
-                    return (status == 202, (ContinuousClock.now - due).seconds * 1000)
-                }
-            }
-            var answers: [(accepted: Bool, milliseconds: Double)] = []
-            for try await answer in group { answers.append(answer) }
-            return answers
-        }
-    }
 }
 
 /// Fan-out: one event to every device watching one key.

@@ -165,6 +165,45 @@ final class Rig: @unchecked Sendable {
         return Int(response.status.code)
     }
 
+    /// Sends one single-event publish per device at `rate`, each at its due time, without
+    /// waiting for answers; returns each answer and how long after its due time it came.
+    func openLoop(rate: Int, devices: Range<Int>) async throws -> [(accepted: Bool, milliseconds: Double)] {
+        let start = ContinuousClock.now
+        let interval = Duration.seconds(1) / rate
+        return try await withThrowingTaskGroup(of: (Bool, Double).self) { group in
+            for (n, i) in devices.enumerated() {
+                let due = start + interval * n
+                try await Task.sleep(until: due, clock: .continuous)
+                group.addTask {
+                    let status = try await self.post("/v1/events", Rig.customEvent(device: i))
+                    return (status == 202, (ContinuousClock.now - due).seconds * 1000)
+                }
+            }
+            var answers: [(accepted: Bool, milliseconds: Double)] = []
+            for try await answer in group { answers.append(answer) }
+            return answers
+        }
+    }
+
+    /// POSTs each body to `/v1/events:batch`, `concurrency` at a time; returns how many were refused.
+    func postBatches(_ bodies: [String], concurrency: Int) async throws -> Int {
+        try await withThrowingTaskGroup(of: Int.self) { group in
+            var next = 0, refused = 0
+            func addNext() {
+                guard next < bodies.count else { return }
+                let body = bodies[next]
+                next += 1
+                group.addTask { try await self.post("/v1/events:batch", body) == 202 ? 0 : 1 }
+            }
+            for _ in 0..<concurrency { addNext() }
+            while let r = try await group.next() {
+                refused += r
+                addNext()
+            }
+            return refused
+        }
+    }
+
     /// GETs a JSON object from the first instance.
     func getJSON(_ path: String) async throws -> [String: Any] {
         let response = try await http.execute(HTTPClientRequest(url: api + path), timeout: .seconds(30))

@@ -90,7 +90,7 @@ public final class APNsClient: Sendable {
                     unprocessedRetries += 1
                     continue
                 }
-                return .transportFailure(APNsTransportFailure(failure))
+                return .transportFailure(failure)
             } catch {
                 return .transportFailure(.connectionClosed)
             }

@@ -1,16 +1,17 @@
 import Foundation
 
-/// Why a request got no HTTP answer.
-public enum APNsTransportFailure: Error, Hashable, Sendable, CustomStringConvertible {
+/// Why a request to a push service got no HTTP answer: one type for every service and for the
+/// HTTP/2 transport that reports it (`HTTP2TransportFailure` is this type).
+public enum TransportFailure: Error, Hashable, Sendable, CustomStringConvertible {
     /// The request's deadline passed.
     case deadlineExceeded
-    /// The connection closed or was reset with the request in flight; APNs may or may not have it.
+    /// The connection closed or was reset with the request in flight; the server may or may not have it.
     case connectionClosed
     /// The server refused the stream before processing it (GOAWAY past its last stream, REFUSED_STREAM).
     case notProcessed
     /// No connection could be made.
     case connectFailed(String)
-    /// An answer that is not APNs (no :status, unreadable body).
+    /// An answer that is not HTTP/2 as expected (no :status, unreadable body).
     case protocolError(String)
 
     public var description: String {
@@ -23,6 +24,9 @@ public enum APNsTransportFailure: Error, Hashable, Sendable, CustomStringConvert
         }
     }
 }
+
+/// Why an APNs request got no HTTP answer.
+public typealias APNsTransportFailure = TransportFailure
 
 /// What happened to one notification.
 public enum APNsResult: Sendable, Hashable {

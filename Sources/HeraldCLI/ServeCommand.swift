@@ -292,9 +292,8 @@ struct ServeSettings {
             return try ServeSettings(environment: ProcessInfo.processInfo.environment)
         } catch let error as InvalidInput {
             throw CLIOutput.invalid(field: error.field, message: error.message)
-        } catch let error as APNsConfigurationError {
-            throw CLIOutput.invalid(field: error.field, message: error.message)
-        } catch let error as FCMConfigurationError {
+        } catch let error as HeraldConfigurationError {
+            // APNs, FCM and transport settings alike.
             throw CLIOutput.invalid(field: error.field, message: error.message)
         }
     }

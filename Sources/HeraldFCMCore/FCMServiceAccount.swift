@@ -121,15 +121,7 @@ public struct GrantClaims: Codable, Sendable, Hashable {
 }
 
 /// An FCM setting Herald cannot use.
-public struct FCMConfigurationError: Error, Hashable, Sendable, CustomStringConvertible {
-    public var field: String
-    public var message: String
-    public init(field: String, message: String) {
-        self.field = field
-        self.message = message
-    }
-    public var description: String { "\(field): \(message)" }
-}
+public typealias FCMConfigurationError = HeraldConfigurationError
 
 /// An OAuth access token and when it expires.
 public struct FCMAccessToken: Sendable, Hashable {

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldAPNsCore
 import Logging
 import NIOCore
 import NIOHPACK
@@ -451,12 +452,4 @@ package struct HTTP2ConnectionFactory: Sendable {
 }
 
 /// A configuration value Herald cannot use.
-public struct HTTP2ConfigurationError: Error, Hashable, Sendable, CustomStringConvertible {
-    public var field: String
-    public var message: String
-    public init(field: String, message: String) {
-        self.field = field
-        self.message = message
-    }
-    public var description: String { "\(field): \(message)" }
-}
+public typealias HTTP2ConfigurationError = HeraldConfigurationError

@@ -1,3 +1,4 @@
+import HeraldAPNsCore
 import NIOCore
 import NIOHPACK
 
@@ -31,27 +32,6 @@ public struct HTTP2Response: Sendable {
     }
 }
 
-/// Why a request got no answer.
-public enum HTTP2TransportFailure: Error, Hashable, Sendable, CustomStringConvertible {
-    /// The request's deadline passed.
-    case deadlineExceeded
-    /// The connection closed or was reset with the request in flight; the server may or may not have it.
-    case connectionClosed
-    /// The server refused the stream before processing it (GOAWAY past its last stream, REFUSED_STREAM).
-    case notProcessed
-    /// No connection could be made.
-    case connectFailed(String)
-    /// An answer that is not HTTP/2 as expected (no :status, unreadable body).
-    case protocolError(String)
-
-    public var description: String {
-        switch self {
-        case .deadlineExceeded: "deadline exceeded"
-        case .connectionClosed: "connection closed"
-        case .notProcessed: "not processed (stream refused)"
-        case .connectFailed(let s): "connect failed: \(s)"
-        case .protocolError(let s): "protocol error: \(s)"
-        }
-    }
-}
+/// Why a request got no answer (the value core's type, shared with every push service).
+public typealias HTTP2TransportFailure = TransportFailure
 
