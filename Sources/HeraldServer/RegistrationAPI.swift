@@ -169,8 +169,6 @@ public struct RegistrationAPI: Sendable {
         }
         return try Self.json([
             "registered": true,
-            "platform": device.platform.rawValue,
-            "token_kind": device.tokenKind.rawValue,
             "watched_addresses": watchSet.watched.map(\.description).sorted(),
             "last_seen": Int64(device.lastSeen.timeIntervalSince1970),
         ])
