@@ -129,7 +129,7 @@ struct ServeCommand: AsyncParsableCommand {
         api.rateLimits = settings.rateLimits
         api.kaspaNetwork = settings.kaspaNetwork?.prefix
         let publisher = EventPublisher(
-            store: store, apps: api.apps, onEnqueued: { outbox.notify(app: $0) }, metrics: metrics.0, platforms: [.ios, .android],
+            store: store, apps: api.apps, outbox: outbox, metrics: metrics.0, platforms: [.ios, .android],
             maximumDeliveriesPerRequest: settings.maximumDeliveriesPerRequest)
 
         let cleanup = StaleDeviceCleanup(store: store, staleAfterDays: settings.staleAfterDays)

@@ -10,8 +10,9 @@ import HeraldStore
 public struct EventPublisher: Sendable {
     public let store: any DeviceRegistry & DeliveryQueue
     public let apps: AppDirectory
-    /// Called with the app after a commit so its outbox lane looks at once.
-    public let onEnqueued: @Sendable (_ app: String) -> Void
+    /// Where committed deliveries go: idle lanes take theirs straight from the commit, the others
+    /// are told to claim. Nil: nothing delivers (the deliveries wait in the store).
+    public let outbox: Outbox?
     public let clock: any HeraldClock
     public let metrics: HeraldMetrics?
     /// The platforms that have a push provider: devices of other platforms get no delivery.
@@ -32,14 +33,14 @@ public struct EventPublisher: Sendable {
 
     public init(
         store: any DeviceRegistry & DeliveryQueue, apps: AppDirectory,
-        onEnqueued: @escaping @Sendable (_ app: String) -> Void = { _ in }, clock: any HeraldClock = SystemClock(),
+        outbox: Outbox? = nil, clock: any HeraldClock = SystemClock(),
         metrics: HeraldMetrics? = nil, platforms: Set<Platform> = [.ios],
         maximumDeliveriesPerRequest: Int = EventPublisher.defaultMaximumDeliveriesPerRequest
     ) {
         self.maximumDeliveriesPerRequest = maximumDeliveriesPerRequest
         self.store = store
         self.apps = apps
-        self.onEnqueued = onEnqueued
+        self.outbox = outbox
         self.clock = clock
         self.metrics = metrics
         self.platforms = platforms
@@ -119,10 +120,19 @@ public struct EventPublisher: Sendable {
                     message: "this request would make more than \(maximumDeliveriesPerRequest) deliveries", field: field)
             }
         }
-        _ = try await store.enqueue(prepared.map(\.event), checkpoint: nil, now: clock.now())
+        _ = try await commit(prepared.map(\.event), checkpoint: nil)
         for p in prepared { metrics?.eventsAccepted(template: p.event.template, deliveries: p.event.deviceRowIDs.count) }
-        for app in Set(prepared.map(\.event.app)) { onEnqueued(app) }
         return prepared
+    }
+
+    /// Commits events (and a checkpoint), leasing deliveries to the lanes that wait for work, and
+    /// hands the outbox what it must send.
+    private func commit(_ events: [NewEvent], checkpoint: ChainCheckpoint?) async throws -> [String: Int] {
+        let now = clock.now()
+        let claim = outbox?.directClaim(apps: Set(events.map(\.app)))
+        let result = try await store.enqueue(events, checkpoint: checkpoint, now: now, claim: claim)
+        outbox?.enqueued(result, now: now)
+        return result.created
     }
 
     /// An event validated and rendered, not yet routed.
@@ -411,11 +421,10 @@ extension EventPublisher: KasiaEventSink {
         for i in prepared.indices {
             prepared[i].event.dedupeKey = "kaspa:\(prepared[i].event.app):\(drafts[i].kasia!.txID)"
         }
-        let created = try await store.enqueue(prepared.map(\.event), checkpoint: checkpoint, now: clock.now())
+        let created = try await commit(prepared.map(\.event), checkpoint: checkpoint)
         for p in prepared where created[p.event.id] != nil {
             metrics?.eventsAccepted(template: p.event.template, deliveries: created[p.event.id] ?? 0)
         }
-        for app in Set(prepared.map(\.event.app)) { onEnqueued(app) }
         return created.values.reduce(0, +)
     }
 }

@@ -19,6 +19,12 @@ public struct OutboxSettings: Sendable {
     public var credentialsPause: ClosedRange<Duration> = .seconds(60) ... .seconds(1_200)
     /// How often unclaimed deliveries past their expiration are marked expired.
     public var expirySweepInterval: Duration = .seconds(10)
+    /// Outcomes of small batches are recorded together, at most this late: at a few pushes at a
+    /// time, one transaction (one WAL sync) for many outcomes instead of one each. A crash before
+    /// they are recorded sends those pushes again after their lease; none is lost.
+    public var outcomeDelay: Duration = .milliseconds(20)
+    /// A lane records at once when it holds this many outcomes (a busy lane's batches are larger).
+    public var outcomeBatch = 64
 
     public init() {}
 }
@@ -33,6 +39,9 @@ public struct Outbox: Sendable {
     /// Marks unclaimed deliveries past their expiration.
     public let expirySweep: ExpirySweep
     private let lanesByApp: [String: [OutboxLane]]
+    private let lanesByKey: [LaneKey: OutboxLane]
+    /// How long a claimed delivery belongs to this process.
+    public let lease: Duration
 
     /// - Parameter providers: each app's providers (one per platform it delivers to).
     public init(
@@ -53,12 +62,37 @@ public struct Outbox: Sendable {
         }
         self.lanes = lanes
         lanesByApp = Dictionary(grouping: lanes, by: \.app)
+        lanesByKey = Dictionary(lanes.map { (LaneKey(app: $0.app, platform: $0.platform), $0) }) { first, _ in first }
+        lease = settings.lease
         expirySweep = ExpirySweep(queue: queue, interval: settings.expirySweepInterval, clock: clock, logger: logger)
     }
 
     /// Tells `app`'s lane that new deliveries are waiting.
     public func notify(app: String) {
         for lane in lanesByApp[app] ?? [] { lane.notify() }
+    }
+
+    /// The lanes of `apps` that wait for work and take deliveries straight from a commit, or nil
+    /// when none does.
+    public func directClaim(apps: Set<String>) -> DirectClaim? {
+        var lanes: [LaneKey: Int] = [:]
+        for app in apps {
+            for lane in lanesByApp[app] ?? [] {
+                let count = lane.directClaimCapacity
+                if count > 0 { lanes[LaneKey(app: app, platform: lane.platform)] = count }
+            }
+        }
+        return lanes.isEmpty ? nil : DirectClaim(lanes: lanes, lease: lease)
+    }
+
+    /// After a commit: hands each lane the deliveries leased to it and tells the lanes with
+    /// pending deliveries to claim them.
+    public func enqueued(_ result: EnqueueResult, now: Date) {
+        let leaseUntil = now.addingTimeInterval(lease.seconds)
+        for (key, claimed) in Dictionary(grouping: result.claimed, by: { LaneKey(app: $0.device.app, platform: $0.device.platform) }) {
+            lanesByKey[key]?.handOff(claimed, leaseUntil: leaseUntil)
+        }
+        for key in result.pending { lanesByKey[key]?.notify() }
     }
 
     /// Every service of the outbox: the lanes, then the expiry sweep.
@@ -94,6 +128,15 @@ public final class OutboxLane: Service, Sendable {
     let metrics: HeraldMetrics?
     private let wakeup = Wakeup()
     private let stopping = Atomic<Bool>(false)
+    /// Set by `notify`: the store has deliveries for this lane.
+    private let storeHasWork = Atomic<Bool>(true)
+    private let handoffs = Mutex(Handoffs())
+
+    /// Deliveries leased to the lane by a commit, and whether it waits for work.
+    private struct Handoffs {
+        var waiting = false
+        var deliveries: [(delivery: ClaimedDelivery, leaseUntil: Date)] = []
+    }
 
     public init(
         app: String, queue: any DeliveryQueue, provider: any PushProvider, maximumInFlight: Int = 500,
@@ -111,8 +154,41 @@ public final class OutboxLane: Service, Sendable {
         self.metrics = metrics
     }
 
-    /// New deliveries are waiting: look at once.
-    public func notify() { wakeup.signal() }
+    /// New deliveries are waiting in the store: look at once.
+    public func notify() {
+        storeHasWork.store(true, ordering: .relaxed)
+        wakeup.signal()
+    }
+
+    /// How many deliveries the lane takes straight from a commit now: as many as it sends at once
+    /// while it waits for work with nothing handed to it yet, else none (it claims from the store).
+    public var directClaimCapacity: Int {
+        handoffs.withLock { $0.waiting && $0.deliveries.isEmpty ? maximumInFlight : 0 }
+    }
+
+    /// Deliveries a commit leased to this lane until `leaseUntil`: sent next, without a claim.
+    public func handOff(_ claimed: [ClaimedDelivery], leaseUntil: Date) {
+        guard !claimed.isEmpty else { return }
+        handoffs.withLock { h in
+            h.waiting = false
+            h.deliveries += claimed.map { ($0, leaseUntil) }
+        }
+        wakeup.signal()
+    }
+
+    /// Takes up to `limit` handed-off deliveries whose lease still runs (one past its lease is
+    /// left to the store, which hands it out again).
+    private func takeHandoffs(limit: Int, now: Date) -> [ClaimedDelivery] {
+        handoffs.withLock { h in
+            let taken = h.deliveries.prefix(limit)
+            h.deliveries.removeFirst(taken.count)
+            return taken.filter { $0.leaseUntil > now }.map(\.delivery)
+        }
+    }
+
+    private func setWaiting(_ waiting: Bool) {
+        handoffs.withLock { $0.waiting = waiting }
+    }
 
     /// Claims, sends and records until a graceful shutdown or cancellation.
     /// (Several workers per lane were measured: more, smaller claims, each a WAL sync, doubled the
@@ -128,21 +204,43 @@ public final class OutboxLane: Service, Sendable {
 
     private var isStopping: Bool { stopping.load(ordering: .relaxed) || Task.isCancelled }
 
+    /// A graceful shutdown reached the lane: it claims nothing more.
+    public var isShuttingDown: Bool { stopping.load(ordering: .relaxed) }
+
     private func loop() async {
         var pause = LanePause()
+        // When the lane last claimed from the store: it claims again when told the store has
+        // work, when its last claim was full, and at least every idle interval (retries come due).
+        var lastClaim: Date?
+        var claimAgain = true
+        var outcomes = UnrecordedOutcomes()
         while !isStopping {
             do {
+                if let due = outcomes.due, due <= clock.now() { try await record(&outcomes) }
                 let limit: Int
                 switch pause.permit(now: clock.now()) {
                 case .wait(let seconds):
-                    await wakeup.wait(timeout: .seconds(seconds), clock: clock)
+                    await wakeup.wait(timeout: outcomes.timeout(.seconds(seconds), now: clock.now()), clock: clock)
                     continue
                 case .probe: limit = 1
                 case .open: limit = maximumInFlight
                 }
-                let claimed = try await queue.claimDue(app: app, platform: platform, limit: limit, now: clock.now(), lease: settings.lease)
+                let now = clock.now()
+                var claimed = takeHandoffs(limit: limit, now: now)
+                let idleOver = lastClaim.map { now.timeIntervalSince($0) >= settings.idleInterval.seconds } ?? true
                 if claimed.isEmpty {
-                    await wakeup.wait(timeout: settings.idleInterval, clock: clock)
+                    let told = storeHasWork.exchange(false, ordering: .relaxed)
+                    if told || claimAgain || idleOver {
+                        claimed = try await queue.claimDue(app: app, platform: platform, limit: limit, now: now, lease: settings.lease)
+                        lastClaim = now
+                        claimAgain = claimed.count == limit
+                    }
+                }
+                if claimed.isEmpty {
+                    // Only an open lane takes deliveries straight from commits.
+                    if limit == maximumInFlight { setWaiting(true) }
+                    await wakeup.wait(timeout: outcomes.timeout(settings.idleInterval, now: clock.now()), clock: clock)
+                    setWaiting(false)
                     continue
                 }
                 let attempts = await withTaskGroup(of: Attempt.self) { group in
@@ -154,15 +252,51 @@ public final class OutboxLane: Service, Sendable {
                     for await a in group { all.append(a) }
                     return all
                 }
-                let outcomes = settle(attempts, pause: &pause)
-                // The sends are done: their outcomes are recorded even when shutdown has begun
-                // cancelling this task (a cancelled task's database call may be refused).
-                try await Task { try await self.queue.complete(outcomes, now: self.clock.now()) }.value
+                let settled = settle(attempts, pause: &pause)
+                outcomes.add(settled, now: clock.now(), delay: settings.outcomeDelay)
+                // Only deliveries that went out wait: a retry or a dead token changes what the next
+                // claim may take (the device's other pushes, the device itself).
+                let onlySent = settled.allSatisfy { if case .sent = $0 { true } else { false } }
+                if !onlySent || outcomes.count >= settings.outcomeBatch || settings.outcomeDelay <= .zero { try await record(&outcomes) }
             } catch {
-                if isStopping { return }
+                if isStopping { break }
                 logger.error("outbox store error", metadata: ["app": "\(app)", "error": "\(error)"])
                 try? await clock.sleep(for: settings.idleInterval)
             }
+        }
+        if !outcomes.isEmpty {
+            do { try await record(&outcomes) } catch {
+                logger.error("outbox store error: outcomes not recorded, those pushes go again after their lease", metadata: [
+                    "app": "\(app)", "count": "\(outcomes.count)", "error": "\(error)",
+                ])
+            }
+        }
+        await releaseHandoffs()
+    }
+
+    /// Records the lane's outcomes in one transaction; they are dropped from memory either way
+    /// (unrecorded, their deliveries come back after the lease).
+    private func record(_ outcomes: inout UnrecordedOutcomes) async throws {
+        let batch = outcomes.take()
+        // The sends are done: their outcomes are recorded even when shutdown has begun cancelling
+        // this task (a cancelled task's database call may be refused).
+        try await Task { try await self.queue.complete(batch, now: self.clock.now()) }.value
+    }
+
+    /// At shutdown: deliveries handed off but not sent go back to the store, due now, instead of
+    /// waiting out their lease.
+    private func releaseHandoffs() async {
+        setWaiting(false)
+        let left = handoffs.withLock { h in
+            defer { h.deliveries = [] }
+            return h.deliveries.map(\.delivery)
+        }
+        guard !left.isEmpty else { return }
+        let now = clock.now()
+        do {
+            try await Task { try await self.queue.complete(left.map { .retry(id: $0.id, at: now, reason: "shutdown") }, now: now) }.value
+        } catch {
+            logger.warning("handed-off deliveries wait out their lease", metadata: ["app": "\(app)", "count": "\(left.count)", "error": "\(error)"])
         }
     }
 
@@ -286,6 +420,33 @@ public struct ExpirySweep: Service, Sendable {
                 try? await clock.sleep(for: interval)
             }
         }
+    }
+}
+
+/// Outcomes a lane has not recorded yet, and when they must be.
+struct UnrecordedOutcomes {
+    private var outcomes: [DeliveryOutcome] = []
+    /// When the oldest must be recorded.
+    private(set) var due: Date?
+
+    var count: Int { outcomes.count }
+    var isEmpty: Bool { outcomes.isEmpty }
+
+    mutating func add(_ new: [DeliveryOutcome], now: Date, delay: Duration) {
+        guard !new.isEmpty else { return }
+        if outcomes.isEmpty { due = now.addingTimeInterval(delay.seconds) }
+        outcomes += new
+    }
+
+    mutating func take() -> [DeliveryOutcome] {
+        defer { outcomes = []; due = nil }
+        return outcomes
+    }
+
+    /// `timeout`, shortened so a wait ends when the outcomes are due.
+    func timeout(_ timeout: Duration, now: Date) -> Duration {
+        guard let due else { return timeout }
+        return min(timeout, .seconds(max(0, due.timeIntervalSince(now))))
     }
 }
 

@@ -173,7 +173,13 @@ public final class PostgresStore: Store {
 
     // MARK: Events
 
-    public func enqueue(_ events: [NewEvent], checkpoint: ChainCheckpoint?, now: Date) async throws -> [String: Int] {
+    /// Claims nothing at enqueue (each instance's lanes claim with `SKIP LOCKED`): every lane of
+    /// the events' apps is told to look.
+    public func enqueue(_ events: [NewEvent], checkpoint: ChainCheckpoint?, now: Date, claim: DirectClaim?) async throws -> EnqueueResult {
+        .allPending(created: try await insert(events, checkpoint: checkpoint, now: now), events: events)
+    }
+
+    private func insert(_ events: [NewEvent], checkpoint: ChainCheckpoint?, now: Date) async throws -> [String: Int] {
         let ms = now.milliseconds
         // Three statements per call, whatever the number of events: arrays through unnest.
         return try await client.withTransaction(logger: logger) { db in

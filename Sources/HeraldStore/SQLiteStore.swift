@@ -8,7 +8,7 @@ import HeraldFCMCore
 /// the PostgreSQL store can share the statements.
 public final class SQLiteStore: Store {
     private let pool: DatabasePool
-    private let enqueues: GroupCommit<Enqueue, [String: Int]>
+    private let enqueues: GroupCommit<Enqueue, EnqueueResult>
 
     /// Opens (creating if needed) the database at `path`. Call `migrate()` before use.
     public init(path: String) throws {
@@ -151,8 +151,8 @@ public final class SQLiteStore: Store {
 
     // MARK: Events
 
-    public func enqueue(_ events: [NewEvent], checkpoint: ChainCheckpoint?, now: Date) async throws -> [String: Int] {
-        try await enqueues.submit(Enqueue(events: events, checkpoint: checkpoint, now: now))
+    public func enqueue(_ events: [NewEvent], checkpoint: ChainCheckpoint?, now: Date, claim: DirectClaim?) async throws -> EnqueueResult {
+        try await enqueues.submit(Enqueue(events: events, checkpoint: checkpoint, now: now, claim: claim))
     }
 
     /// One caller's `enqueue`.
@@ -160,15 +160,16 @@ public final class SQLiteStore: Store {
         var events: [NewEvent]
         var checkpoint: ChainCheckpoint?
         var now: Date
+        var claim: DirectClaim?
     }
 
     /// Commits the enqueues waiting together in one transaction: one WAL sync for all of them.
     /// If that transaction fails, each is retried alone, so one caller's bad batch fails only it.
-    private static func commit(_ group: [Enqueue], pool: DatabasePool) async -> [Result<[String: Int], any Error>] {
+    private static func commit(_ group: [Enqueue], pool: DatabasePool) async -> [Result<EnqueueResult, any Error>] {
         if group.count > 1, let all = try? await pool.write({ db in try group.map { try Self.insert($0, db) } }) {
             return all.map { .success($0) }
         }
-        var results: [Result<[String: Int], any Error>] = []
+        var results: [Result<EnqueueResult, any Error>] = []
         for request in group {
             do {
                 results.append(.success(try await pool.write { db in try Self.insert(request, db) }))
@@ -179,15 +180,20 @@ public final class SQLiteStore: Store {
         return results
     }
 
-    private static func insert(_ request: Enqueue, _ db: Database) throws -> [String: Int] {
+    private static func insert(_ request: Enqueue, _ db: Database) throws -> EnqueueResult {
         let (events, checkpoint, now) = (request.events, request.checkpoint, request.now)
         var created: [String: Int] = [:]
+        var claimed: [ClaimedDelivery] = []
+        var pending = Set<LaneKey>()
+        var budget = request.claim?.lanes ?? [:]
         let ms = now.milliseconds
+        let leaseUntil = ms + Int64((request.claim?.lease ?? .zero).seconds * 1000)
         let insertDelivery = try db.cachedStatement(
             sql: """
-                INSERT INTO deliveries (event_id, device_row, app_id, state, attempts, next_attempt_at, apns_id, expires_at, created_at, updated_at, platform)
-                VALUES (?, ?, ?, 'pending', 0, ?, ?, ?, ?, ?, (SELECT platform FROM devices WHERE id = ?))
+                INSERT INTO deliveries (event_id, device_row, app_id, state, attempts, next_attempt_at, lease_until, apns_id, expires_at, created_at, updated_at, platform)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """)
+        let deviceByRow = try db.cachedStatement(sql: "SELECT * FROM devices WHERE id = ?")
         for event in events {
             if let key = event.dedupeKey,
                 try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM events WHERE dedupe_key = ?"), arguments: [key]) == true
@@ -205,12 +211,31 @@ public final class SQLiteStore: Store {
                 event.push.collapseID, Data(event.push.payload), ms, event.expiresAt.milliseconds, event.dedupeKey, event.push.fcmDataJSON,
             ])
             let apnsIDs = APNsIDSequence()
-            for row in Set(event.deviceRowIDs).sorted() {
-                try insertDelivery.execute(arguments: [
-                    event.id, row, event.app, ms, apnsIDs.id(for: row), event.expiresAt.milliseconds, ms, ms, row,
-                ])
+            let expiresAt = event.expiresAt.milliseconds
+            let rows = Set(event.deviceRowIDs).sorted()
+            for row in rows {
+                // A device gone since routing has no platform: its insert fails on the foreign key, as it should.
+                let device = try Row.fetchOne(deviceByRow, arguments: [row]).map(Self.deviceRecord)
+                let lane = device.map { LaneKey(app: event.app, platform: $0.platform) }
+                let apnsID = apnsIDs.uuid(for: row)
+                if let device, let lane, let left = budget[lane], left > 0 {
+                    budget[lane] = left - 1
+                    try insertDelivery.execute(arguments: [
+                        event.id, row, event.app, DeliveryState.sending.rawValue, 1, ms, leaseUntil, apnsID.lowercased, expiresAt, ms, ms,
+                        lane.platform.rawValue,
+                    ])
+                    claimed.append(ClaimedDelivery(
+                        id: db.lastInsertedRowID, eventID: event.id, device: device, push: event.push, apnsID: apnsID.uuid, attempt: 1,
+                        expiresAt: Date(milliseconds: expiresAt)))
+                } else {
+                    try insertDelivery.execute(arguments: [
+                        event.id, row, event.app, DeliveryState.pending.rawValue, 0, ms, nil, apnsID.lowercased, expiresAt, ms, ms,
+                        lane?.platform.rawValue,
+                    ])
+                    if let lane { pending.insert(lane) }
+                }
             }
-            created[event.id] = Set(event.deviceRowIDs).count
+            created[event.id] = rows.count
         }
         if let checkpoint {
             try db.execute(
@@ -221,7 +246,7 @@ public final class SQLiteStore: Store {
                     """,
                 arguments: [checkpoint.source, checkpoint.blockHash, Int64(bitPattern: checkpoint.daaScore), ms])
         }
-        return created
+        return EnqueueResult(created: created, claimed: claimed, pending: pending)
     }
 
     public func checkpoint(source: String) async throws -> ChainCheckpoint? {
@@ -292,36 +317,49 @@ public final class SQLiteStore: Store {
     public func claimDue(app: String, platform: Platform, limit: Int, now: Date, lease: Duration) async throws -> [ClaimedDelivery] {
         try await pool.write { db in
             let ms = now.milliseconds
-            let rows = try Row.fetchAll(
+            // Two index scans already in (next_attempt_at, id) order, merged here: a UNION or an OR
+            // would build a temporary b-tree and sort on every claim.
+            let arguments: StatementArguments = [app, platform.rawValue, ms, limit]
+            var due = try Row.fetchAll(
                 db.cachedStatement(sql: """
-                    SELECT dl.id AS dl_id, dl.event_id, dl.apns_id, dl.attempts, dl.expires_at AS dl_expires_at,
-                           e.push_type, e.priority, e.collapse_id, e.payload, e.fcm_data, d.*
-                    FROM deliveries dl
-                    JOIN events e ON e.id = dl.event_id
-                    JOIN devices d ON d.id = dl.device_row
-                    WHERE dl.id IN (
-                      SELECT id FROM deliveries WHERE app_id = ? AND platform = ? AND state = 'pending' AND next_attempt_at <= ?
-                      UNION SELECT id FROM deliveries WHERE app_id = ? AND platform = ? AND state = 'sending' AND lease_until <= ?)
-                    ORDER BY dl.next_attempt_at, dl.id
-                    LIMIT ?
-                    """),
-                arguments: [app, platform.rawValue, ms, app, platform.rawValue, ms, limit])
+                    SELECT id, next_attempt_at FROM deliveries
+                    WHERE app_id = ? AND platform = ? AND state = 'pending' AND next_attempt_at <= ?
+                    ORDER BY next_attempt_at, id LIMIT ?
+                    """), arguments: arguments
+            ).map { (id: $0[0] as Int64, at: $0[1] as Int64) }
+            let leaseExpired = try Row.fetchAll(
+                db.cachedStatement(sql: """
+                    SELECT id, next_attempt_at FROM deliveries
+                    WHERE app_id = ? AND platform = ? AND state = 'sending' AND lease_until <= ? LIMIT ?
+                    """), arguments: arguments
+            ).map { (id: $0[0] as Int64, at: $0[1] as Int64) }
+            if !leaseExpired.isEmpty {
+                due = Array((due + leaseExpired).sorted { ($0.at, $0.id) < ($1.at, $1.id) }.prefix(limit))
+            }
+            let read = try db.cachedStatement(sql: """
+                SELECT dl.id, dl.event_id, dl.apns_id, dl.attempts, dl.expires_at,
+                       e.push_type, e.priority, e.collapse_id, e.payload, e.fcm_data, d.*
+                FROM deliveries dl
+                JOIN events e ON e.id = dl.event_id
+                JOIN devices d ON d.id = dl.device_row
+                WHERE dl.id = ?
+                """)
             let leaseUntil = ms + Int64(lease.seconds * 1000)
             let claim = try db.cachedStatement(
                 sql: "UPDATE deliveries SET state = 'sending', lease_until = ?, attempts = attempts + 1, updated_at = ? WHERE id = ?")
-            return try rows.map { row in
-                let id: Int64 = row["dl_id"]
-                try claim.execute(arguments: [leaseUntil, ms, id])
-                let data: Data = row["payload"]
+            return try due.compactMap { due in
+                guard let row = try Row.fetchOne(read, arguments: [due.id]) else { return nil }
+                try claim.execute(arguments: [leaseUntil, ms, due.id])
+                let data: Data = row[8]
                 return ClaimedDelivery(
-                    id: id, eventID: row["event_id"], device: Self.deviceRecord(row, from: row.count - Self.deviceColumns),
+                    id: due.id, eventID: row[1], device: Self.deviceRecord(row, from: 10),
                     push: RenderedPush(
-                        pushType: APNsPushType(rawValue: row["push_type"]) ?? .alert,
-                        priority: APNsPriority(rawValue: row["priority"]) ?? .immediate,
-                        collapseID: row["collapse_id"], payload: Array(data), fcmData: RenderedPush.fcmData(json: row["fcm_data"])),
-                    apnsID: UUID(uuidString: row["apns_id"]) ?? UUID(),
-                    attempt: (row["attempts"] as Int) + 1,
-                    expiresAt: Date(milliseconds: row["dl_expires_at"]))
+                        pushType: APNsPushType(rawValue: row[5]) ?? .alert,
+                        priority: APNsPriority(rawValue: row[6]) ?? .immediate,
+                        collapseID: row[7], payload: Array(data), fcmData: RenderedPush.fcmData(json: row[9])),
+                    apnsID: UUID(uuidString: row[2]) ?? UUID(),
+                    attempt: (row[3] as Int) + 1,
+                    expiresAt: Date(milliseconds: row[4]))
             }
         }
     }
@@ -496,9 +534,21 @@ struct APNsIDSequence {
     }
 
     /// The lowercase 8-4-4-4-12 form APNs takes.
-    func id(for deviceRow: Int64) -> String {
+    func id(for deviceRow: Int64) -> String { Self.format(bytes(for: deviceRow)) }
+
+    /// The id as a UUID and in its stored form.
+    func uuid(for deviceRow: Int64) -> (uuid: UUID, lowercased: String) {
+        let b = bytes(for: deviceRow)
+        return (UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15])), Self.format(b))
+    }
+
+    private func bytes(for deviceRow: Int64) -> [UInt8] {
         var bytes = base
         for shift in stride(from: 40, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: deviceRow >> Int64(shift))) }
+        return bytes
+    }
+
+    private static func format(_ bytes: [UInt8]) -> String {
         var out = [UInt8]()
         out.reserveCapacity(36)
         for (i, byte) in bytes.enumerated() {

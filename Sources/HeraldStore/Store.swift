@@ -187,7 +187,9 @@ public protocol DeviceRegistry: Sendable {
 public protocol DeliveryQueue: Sendable {
     /// Commits events and their deliveries (and a chain checkpoint) together. Events whose
     /// dedupe key was seen before are skipped. Returns the deliveries created per event id.
-    func enqueue(_ events: [NewEvent], checkpoint: ChainCheckpoint?, now: Date) async throws -> [String: Int]
+    /// With `claim`, deliveries for the lanes it names are written already leased (up to each
+    /// lane's count) and returned, so a waiting lane sends them without a claim transaction of its own.
+    func enqueue(_ events: [NewEvent], checkpoint: ChainCheckpoint?, now: Date, claim: DirectClaim?) async throws -> EnqueueResult
     /// Leases up to `limit` of `app`'s due deliveries to `platform`'s devices (pending and due, or
     /// sending with an expired lease).
     func claimDue(app: String, platform: Platform, limit: Int, now: Date, lease: Duration) async throws -> [ClaimedDelivery]
@@ -195,6 +197,60 @@ public protocol DeliveryQueue: Sendable {
     func complete(_ outcomes: [DeliveryOutcome], now: Date) async throws
     /// Marks pending deliveries past their expiration; returns how many.
     func expire(now: Date) async throws -> Int
+}
+
+extension DeliveryQueue {
+    /// Commits events and their deliveries, all left pending for the lanes to claim.
+    public func enqueue(_ events: [NewEvent], checkpoint: ChainCheckpoint?, now: Date) async throws -> [String: Int] {
+        try await enqueue(events, checkpoint: checkpoint, now: now, claim: nil).created
+    }
+}
+
+/// An outbox lane's identity: one app's deliveries to one platform's devices.
+public struct LaneKey: Hashable, Sendable {
+    public var app: String
+    public var platform: Platform
+
+    public init(app: String, platform: Platform) {
+        self.app = app
+        self.platform = platform
+    }
+}
+
+/// Lanes that take deliveries straight from an enqueue (they wait for work): their deliveries are
+/// written leased, saving the lane a claim transaction and a WAL sync per push.
+public struct DirectClaim: Sendable {
+    /// How many deliveries each lane takes at most.
+    public var lanes: [LaneKey: Int]
+    public var lease: Duration
+
+    public init(lanes: [LaneKey: Int], lease: Duration) {
+        self.lanes = lanes
+        self.lease = lease
+    }
+}
+
+/// What an enqueue committed.
+public struct EnqueueResult: Sendable {
+    /// Deliveries created, by event id (events skipped as duplicates are absent).
+    public var created: [String: Int]
+    /// Deliveries leased to the lanes a `DirectClaim` named, as `claimDue` would return them.
+    public var claimed: [ClaimedDelivery]
+    /// Lanes with deliveries left pending, which must claim them from the store.
+    public var pending: Set<LaneKey>
+
+    public init(created: [String: Int], claimed: [ClaimedDelivery] = [], pending: Set<LaneKey>) {
+        self.created = created
+        self.claimed = claimed
+        self.pending = pending
+    }
+
+    /// Every lane of the apps of `events`: what a store that claims nothing at enqueue reports.
+    public static func allPending(created: [String: Int], events: [NewEvent]) -> EnqueueResult {
+        EnqueueResult(
+            created: created,
+            pending: Set(events.filter { created[$0.id] != nil }.flatMap { e in Platform.allCases.map { LaneKey(app: e.app, platform: $0) } }))
+    }
 }
 
 /// Where a chain source got to (written by `DeliveryQueue.enqueue` with the events it produced).

@@ -13,6 +13,14 @@ import Testing
 struct OutboxLaneTests {
     static let alert = RenderedPush(pushType: .alert, priority: .immediate, collapseID: nil, payload: Array(#"{"aps":{"alert":"x"}}"#.utf8))
 
+    /// Outcomes recorded as soon as a batch ends: for tests that read the queue while the manual
+    /// clock stands still (batching outcomes has its own test).
+    static var recordingAtOnce: OutboxSettings {
+        var settings = OutboxSettings()
+        settings.outcomeDelay = .zero
+        return settings
+    }
+
     static func enqueue(_ queue: InMemoryDeliveryQueue, app: String, devices: [DeviceRecord], clock: ManualClock, id: String = UUID().uuidString) async throws {
         _ = try await queue.enqueue(
             [NewEvent(id: id, app: app, template: "custom", push: alert, expiresAt: clock.now().addingTimeInterval(86_400), deviceRowIDs: devices.map(\.rowID))],
@@ -78,7 +86,7 @@ struct OutboxLaneTests {
             String(decoding: registry.emitToBuffer(), as: UTF8.self).split(separator: "\n")
                 .first { $0.hasPrefix(#"herald_app_sends_paused{app="refused",platform="ios"}"#) }.map { String($0.split(separator: " ").last ?? "") }
         }
-        var settings = OutboxSettings()
+        var settings = Self.recordingAtOnce
         settings.credentialsPause = .seconds(60) ... .seconds(240)
         let lanes = [
             OutboxLane(app: "refused", queue: queue, provider: refusedProvider, settings: settings, clock: clock, metrics: metrics),
@@ -123,7 +131,8 @@ struct OutboxLaneTests {
         let androids = queue.addDevices(app: "mixed", count: 10, now: clock.now(), platform: .android)
         try await Self.enqueue(queue, app: "mixed", devices: phones + androids, clock: clock)
         let (metrics, registry) = HeraldMetrics.prometheus()
-        let outbox = Outbox(queue: queue, providers: [(app: "mixed", providers: [apns, fcm])], clock: clock, metrics: metrics)
+        let outbox = Outbox(
+            queue: queue, providers: [(app: "mixed", providers: [apns, fcm])], settings: Self.recordingAtOnce, clock: clock, metrics: metrics)
         try await Self.running(outbox.lanes) {
             #expect(await eventually { apns.sent.count == 10 && fcm.sent.count == 10 && queue.count(.sent, app: "mixed") == 10 })
             // Another event while the Android lane is paused: iOS delivers it at once.
@@ -181,7 +190,7 @@ struct OutboxLaneTests {
         try await Self.enqueue(queue, app: "default", devices: [throttled], clock: clock)
         try await Self.enqueue(queue, app: "default", devices: [other], clock: clock)
         // One delivery in flight at a time, so the second push to the throttled device is still queued.
-        let lane = OutboxLane(app: "default", queue: queue, provider: provider, maximumInFlight: 1, clock: clock)
+        let lane = OutboxLane(app: "default", queue: queue, provider: provider, maximumInFlight: 1, settings: Self.recordingAtOnce, clock: clock)
         try await Self.running([lane]) {
             #expect(await eventually { queue.count(.sent) == 1 && clock.sleepers == 1 })
             #expect(provider.sends(of: throttled.token) == 1)
@@ -210,6 +219,7 @@ struct OutboxLaneTests {
         let running = Task { try await group.run() }
         #expect(await eventually { provider.inFlight == 10 })
         await group.triggerGracefulShutdown()
+        #expect(await eventually { lane.isShuttingDown })
         provider.release()
         try await running.value
         #expect(queue.count(.sent) == 10)
@@ -247,5 +257,98 @@ struct OutboxLaneTests {
             #expect(await eventually { queue.count(.failed) == 1 })
         }
         #expect(queue.rows().first?.reason == "no push provider for android devices")
+    }
+
+    @Test("a waiting lane takes deliveries straight from the commit, with no claim of its own; a busy one claims them after")
+    func directClaims() async throws {
+        let clock = ManualClock()
+        let queue = InMemoryDeliveryQueue()
+        let provider = ScriptedProvider()
+        let devices = queue.addDevices(app: "default", count: 3, now: clock.now())
+        let outbox = Outbox(queue: queue, providers: [(app: "default", providers: [provider])], settings: Self.recordingAtOnce, clock: clock)
+        func publish() async throws -> EnqueueResult {
+            let event = NewEvent(
+                id: UUID().uuidString, app: "default", template: "custom", push: Self.alert, expiresAt: clock.now().addingTimeInterval(86_400),
+                deviceRowIDs: devices.map(\.rowID))
+            let result = try await queue.enqueue([event], checkpoint: nil, now: clock.now(), claim: outbox.directClaim(apps: ["default"]))
+            outbox.enqueued(result, now: clock.now())
+            return result
+        }
+        try await Self.running(outbox.lanes) {
+            // The lanes made their first claim (nothing due) and wait.
+            #expect(await eventually { outbox.directClaim(apps: ["default"])?.lanes[LaneKey(app: "default", platform: .ios)] == 500 })
+            let claimsBefore = queue.claims
+            let first = try await publish()
+            #expect(first.claimed.count == 3 && first.pending.isEmpty)
+            #expect(await eventually { queue.count(.sent) == 3 })
+            #expect(queue.claims == claimsBefore, "no claim transaction for deliveries handed over")
+            // While the lane sends, the next commit leaves its deliveries pending and tells the lane.
+            provider.hold()
+            #expect(await eventually { outbox.directClaim(apps: ["default"]) != nil })
+            _ = try await publish()
+            #expect(await eventually { provider.inFlight == 3 })
+            #expect(outbox.directClaim(apps: ["default"])?.lanes[LaneKey(app: "default", platform: .ios)] == nil)
+            let second = try await publish()
+            #expect(second.claimed.isEmpty && second.pending == [LaneKey(app: "default", platform: .ios)])
+            provider.release()
+            #expect(await eventually { queue.count(.sent) == 9 })
+            #expect(queue.claims > claimsBefore)
+        }
+        #expect(provider.sent.count == 9)
+    }
+
+    @Test("at shutdown, deliveries handed to a lane but not sent go back to the queue due now, not after their lease")
+    func handoffsReleasedAtShutdown() async throws {
+        let clock = ManualClock()
+        let queue = InMemoryDeliveryQueue()
+        let provider = ScriptedProvider()
+        provider.hold()
+        let devices = queue.addDevices(app: "default", count: 4, now: clock.now())
+        try await Self.enqueue(queue, app: "default", devices: [devices[0]], clock: clock)
+        let lane = OutboxLane(app: "default", queue: queue, provider: provider, clock: clock)
+        let group = ServiceGroup(services: [lane], logger: .init(label: "test"))
+        let running = Task { try await group.run() }
+        #expect(await eventually { provider.inFlight == 1 })
+        // A commit leased three more to the lane while it was busy.
+        let event = NewEvent(
+            id: "late", app: "default", template: "custom", push: Self.alert, expiresAt: clock.now().addingTimeInterval(86_400),
+            deviceRowIDs: devices[1...].map(\.rowID))
+        let result = try await queue.enqueue(
+            [event], checkpoint: nil, now: clock.now(), claim: DirectClaim(lanes: [LaneKey(app: "default", platform: .ios): 500], lease: .seconds(30)))
+        lane.handOff(result.claimed, leaseUntil: clock.now().addingTimeInterval(30))
+        await group.triggerGracefulShutdown()
+        #expect(await eventually { lane.isShuttingDown })
+        provider.release()
+        try await running.value
+        #expect(queue.count(.sent) == 1)
+        #expect(queue.count(.sending) == 0)
+        let late = queue.rows().filter { $0.eventID == "late" }
+        #expect(late.count == 3 && late.allSatisfy { $0.state == .pending && $0.nextAttemptAt <= clock.now() })
+    }
+
+    @Test("outcomes of small batches are recorded together, at most the outcome delay late (by the clock); a retry is recorded at once")
+    func outcomesBatched() async throws {
+        let clock = ManualClock()
+        let queue = InMemoryDeliveryQueue()
+        let provider = ScriptedProvider()
+        let devices = queue.addDevices(app: "default", count: 3, now: clock.now())
+        provider.script(devices[2].token, [.retry(after: nil, scope: .service, reason: "ServiceUnavailable")])
+        let outbox = Outbox(queue: queue, providers: [(app: "default", providers: [provider])], clock: clock)
+        try await Self.running(outbox.lanes) {
+            for (i, device) in devices[..<2].enumerated() {
+                try await Self.enqueue(queue, app: "default", devices: [device], clock: clock)
+                outbox.notify(app: "default")
+                #expect(await eventually { provider.sent.count == i + 1 })
+            }
+            // Both went out; neither is recorded while the clock stands still.
+            #expect(await eventually { clock.sleepers >= 1 })
+            #expect(queue.count(.sending) == 2 && queue.completions == 0)
+            clock.advance(by: 0.02)
+            #expect(await eventually { queue.count(.sent) == 2 })
+            #expect(queue.completions == 1, "one transaction for both outcomes")
+            try await Self.enqueue(queue, app: "default", devices: [devices[2]], clock: clock)
+            outbox.notify(app: "default")
+            #expect(await eventually { queue.count(.pending) == 1 && queue.completions == 2 })
+        }
     }
 }

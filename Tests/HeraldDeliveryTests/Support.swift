@@ -25,6 +25,7 @@ final class InMemoryDeliveryQueue: DeliveryQueue {
         var rows: [Int64: Row] = [:]
         var nextID: Int64 = 1
         var completions = 0
+        var claims = 0
     }
     private let state = Mutex(State())
     /// Like GRDB and PostgresNIO, refuse to record outcomes from a cancelled task.
@@ -50,24 +51,39 @@ final class InMemoryDeliveryQueue: DeliveryQueue {
         }
     }
 
-    func enqueue(_ events: [NewEvent], checkpoint: ChainCheckpoint?, now: Date) async throws -> [String: Int] {
+    /// Like SQLite: a `DirectClaim`'s lanes get their deliveries leased at once, up to their count.
+    func enqueue(_ events: [NewEvent], checkpoint: ChainCheckpoint?, now: Date, claim: DirectClaim?) async throws -> EnqueueResult {
         state.withLock { s in
-            var created: [String: Int] = [:]
+            var result = EnqueueResult(created: [:], pending: [])
+            var budget = claim?.lanes ?? [:]
             for event in events {
                 for row in event.deviceRowIDs {
                     guard let device = s.devices[row] else { continue }
                     let id = s.nextID
                     s.nextID += 1
-                    s.rows[id] = Row(id: id, eventID: event.id, device: device, push: event.push, expiresAt: event.expiresAt, nextAttemptAt: now)
-                    created[event.id, default: 0] += 1
+                    var new = Row(id: id, eventID: event.id, device: device, push: event.push, expiresAt: event.expiresAt, nextAttemptAt: now)
+                    let lane = LaneKey(app: event.app, platform: device.platform)
+                    if let claim, let left = budget[lane], left > 0 {
+                        budget[lane] = left - 1
+                        new.state = .sending
+                        new.attempts = 1
+                        new.leaseUntil = now.addingTimeInterval(claim.lease.seconds)
+                        result.claimed.append(ClaimedDelivery(
+                            id: id, eventID: event.id, device: device, push: event.push, apnsID: new.apnsID, attempt: 1, expiresAt: event.expiresAt))
+                    } else {
+                        result.pending.insert(lane)
+                    }
+                    s.rows[id] = new
+                    result.created[event.id, default: 0] += 1
                 }
             }
-            return created
+            return result
         }
     }
 
     func claimDue(app: String, platform: Platform, limit: Int, now: Date, lease: Duration) async throws -> [ClaimedDelivery] {
         state.withLock { s in
+            s.claims += 1
             let due = s.rows.values.filter { row in
                 guard row.device.app == app, row.device.platform == platform else { return false }
                 switch row.state {
@@ -140,6 +156,9 @@ final class InMemoryDeliveryQueue: DeliveryQueue {
 
     /// How many batches of outcomes were recorded.
     var completions: Int { state.withLock { $0.completions } }
+
+    /// How many claim transactions lanes made.
+    var claims: Int { state.withLock { $0.claims } }
 }
 
 /// A push provider whose answers a test scripts per token, and which can hold sends until released.

@@ -157,6 +157,35 @@ struct StoreOutboxTests {
         }
     }
 
+    @Test("SQLite: an enqueue leases deliveries to the waiting lanes it names, up to their count; the rest stay pending for their lanes; a lapsed lease is claimed again with the same apns-id")
+    func directClaim() async throws {
+        try await withStore { store, _ in
+            let phones = try await store.register((1...3).map { try registration($0, watching: []) }, now: t0)
+            let android = try await store.register(
+                [Registration(
+                    app: "kasia", token: try DeviceToken("fcm-direct:" + String(repeating: "K", count: 140), platform: .android),
+                    environment: .production, deviceID: nil, watchSet: .empty)], now: t0)[0]
+            let ios = LaneKey(app: "kasia", platform: .ios)
+            let result = try await store.enqueue(
+                [event("e1", rows: phones.map(\.rowID) + [android.rowID])], checkpoint: nil, now: t0,
+                claim: DirectClaim(lanes: [ios: 2], lease: .seconds(30)))
+            #expect(result.created == ["e1": 4])
+            #expect(result.claimed.map(\.device.token) == phones[..<2].map(\.token))
+            #expect(result.claimed.allSatisfy { $0.attempt == 1 && $0.push == push && $0.eventID == "e1" && $0.expiresAt == t0.addingTimeInterval(86_400) })
+            #expect(result.pending == [ios, LaneKey(app: "kasia", platform: .android)])
+            // The leased ones are not claimed again while their lease runs; the others are.
+            let rest = try await store.claimDue(app: "kasia", platform: .ios, limit: 10, now: t0, lease: .seconds(30))
+            #expect(rest.map(\.device.token) == [phones[2].token] && rest[0].attempt == 1)
+            #expect(try await store.claimDue(app: "kasia", platform: .android, limit: 10, now: t0, lease: .seconds(30)).map(\.device.rowID) == [android.rowID])
+            let lapsed = try await store.claimDue(app: "kasia", platform: .ios, limit: 10, now: t0.addingTimeInterval(31), lease: .seconds(30))
+            #expect(Set(lapsed.map(\.id)) == Set(result.claimed.map(\.id) + [rest[0].id]))
+            for first in result.claimed {
+                let again = try #require(lapsed.first { $0.id == first.id })
+                #expect(again.attempt == 2 && again.apnsID == first.apnsID && again.device == first.device)
+            }
+        }
+    }
+
     @Test("a batch with a bad device reference writes nothing")
     func allOrNothing() async throws {
         try await withEachStore { store, _ in
