@@ -78,7 +78,7 @@ public final class APNsClient: Sendable {
         let deadline = NIODeadline.now() + TimeAmount(configuration.requestTimeout)
         var refreshedOnce = false
         var unprocessedRetries = 0
-        let apnsIDString = notification.apnsID.uuidString.lowercased()
+        let apnsIDString = notification.apnsID.lowercasedString
         while true {
             let token = await tokens.currentToken()
             let request = Self.makeRequest(notification, apnsID: apnsIDString, authorization: token.authorizationHeader)

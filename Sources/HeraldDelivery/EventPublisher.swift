@@ -309,7 +309,7 @@ public struct EventPublisher: Sendable {
             let unknownTokens = draft.tokens.filter { known[$0] == nil }
             let rows = devices.filter { platforms.contains($0.platform) && !($0.deviceID.map(draft.excluded.contains) ?? false) }.map(\.rowID)
             let event = NewEvent(
-                id: UUID().uuidString.lowercased(), app: draft.app, template: draft.template, push: draft.push,
+                id: UUID.random().lowercasedString, app: draft.app, template: draft.template, push: draft.push,
                 expiresAt: draft.expiresAt, deviceRowIDs: Array(Set(rows)).sorted())
             prepared.append(Published(event: event, unknownTokens: unknownTokens))
         }

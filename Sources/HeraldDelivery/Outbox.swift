@@ -243,7 +243,8 @@ public final class OutboxLane: Service, Sendable {
                     setWaiting(false)
                     continue
                 }
-                let attempts = await withTaskGroup(of: Attempt.self) { group in
+                // One delivery (a single event at a low rate) is sent from the lane's own task.
+                let attempts = claimed.count == 1 ? [await attempt(claimed[0])] : await withTaskGroup(of: Attempt.self) { group in
                     for delivery in claimed {
                         group.addTask { await self.attempt(delivery) }
                     }
@@ -500,6 +501,8 @@ final class Wakeup: Sendable {
         var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
         /// Waits whose timeout came before they started waiting.
         var expired: Set<Int> = []
+        /// Waits begun and not yet returned (a timer that fires later leaves nothing behind).
+        var active: Set<Int> = []
     }
     private let state = Mutex(State())
 
@@ -514,24 +517,25 @@ final class Wakeup: Sendable {
         waiter?.resume()
     }
 
-    /// Returns on a signal, or after `timeout` on `clock` (waking nobody else).
+    /// Returns on a signal, after `timeout` on `clock` (waking nobody else), or when the task is cancelled.
     func wait(timeout: Duration, clock: any HeraldClock) async {
         let id = state.withLock { s -> Int in
             s.nextID += 1
+            s.active.insert(s.nextID)
             return s.nextID
         }
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { await self.wait(id: id) }
-            group.addTask {
-                // Ends the wait on timeout, and on cancellation (a waiter already woken is recorded
-                // as expired, and forgotten below).
-                try? await clock.sleep(for: timeout)
-                self.stopWaiting(id: id)
-            }
-            await group.next()
-            group.cancelAll()
+        // A timer rather than a sleeping child task: no task group and no tasks to start per wait.
+        let timer = clock.timer(after: timeout) { self.stopWaiting(id: id) }
+        await withTaskCancellationHandler {
+            await wait(id: id)
+        } onCancel: {
+            self.stopWaiting(id: id)
         }
-        _ = state.withLock { $0.expired.remove(id) }
+        timer.cancel()
+        state.withLock { s in
+            s.expired.remove(id)
+            s.active.remove(id)
+        }
     }
 
     private func wait(id: Int) async {
@@ -553,7 +557,7 @@ final class Wakeup: Sendable {
         let waiter = state.withLock { s -> CheckedContinuation<Void, Never>? in
             if let waiter = s.waiters.removeValue(forKey: id) { return waiter }
             // Not waiting yet, or already woken by a signal: a late start must not wait.
-            s.expired.insert(id)
+            if s.active.contains(id) { s.expired.insert(id) }
             return nil
         }
         waiter?.resume()

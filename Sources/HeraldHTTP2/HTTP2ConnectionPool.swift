@@ -87,9 +87,9 @@ package final class HTTP2ConnectionPool: Sendable {
     /// until one frees or `deadline` passes. The future always completes: with the answer or an
     /// `HTTP2TransportFailure`.
     package func submit(_ request: HTTP2Request, deadline: NIODeadline) -> EventLoopFuture<HTTP2Response> {
-        let promise = group.next().makePromise(of: HTTP2Response.self)
         var toOpen: [(Int, EventLoop)] = []
         var shutDown = false
+        var queued: EventLoopPromise<HTTP2Response>?
         let lease: Lease? = state.withLock { s in
             if s.shutDown {
                 shutDown = true
@@ -97,14 +97,21 @@ package final class HTTP2ConnectionPool: Sendable {
             }
             if let lease = Self.takeLease(&s) { return lease }
             toOpen = self.connectionsToOpen(&s)
+            let promise = group.any().makePromise(of: HTTP2Response.self)
+            queued = promise
             s.waiters.append(Waiter(request: request, deadline: deadline, promise: promise))
             if s.waiterTimer == nil { self.armWaiterTimer(&s) }
             return nil
         }
-        if shutDown { promise.fail(HTTP2TransportFailure.connectFailed("client shut down")) }
+        if shutDown { return group.any().makeFailedFuture(HTTP2TransportFailure.connectFailed("client shut down")) }
         open(toOpen)
-        if let lease { dispatch(Waiter(request: request, deadline: deadline, promise: promise), on: lease) }
-        return promise.futureResult
+        if let lease {
+            // On the connection's own loop: the answer completes it there, without another hop.
+            let promise = lease.handle.channel.eventLoop.makePromise(of: HTTP2Response.self)
+            dispatch(Waiter(request: request, deadline: deadline, promise: promise), on: lease)
+            return promise.futureResult
+        }
+        return queued!.futureResult
     }
 
     private func dispatch(_ waiter: Waiter, on lease: Lease) {

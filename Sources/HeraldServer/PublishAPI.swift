@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 import HeraldDelivery
 import Hummingbird
 
@@ -22,8 +23,11 @@ public struct PublishAPI: Sendable {
             let key = try configuration.apps.publisherKey(request)
             let body = try await JSONBody.decode(EventPublisher.Request.self, from: request, limit: configuration.maximumBodySize)
             let published = try await publisher.publish([body], publisherKey: key)[0]
-            return try RegistrationAPI.json(
-                ["event_id": published.event.id, "deliveries": published.event.deviceRowIDs.count, "unknown_tokens": published.unknownTokens],
+            return RegistrationAPI.json(
+                .object([
+                    .init("deliveries", .int(Int64(published.event.deviceRowIDs.count))), .init("event_id", .string(published.event.id)),
+                    .init("unknown_tokens", .array(published.unknownTokens.map(JSONValue.string))),
+                ]),
                 status: .accepted)
         }
         router.post("/v1/events:batch") { request, _ in
@@ -34,8 +38,12 @@ public struct PublishAPI: Sendable {
                 throw APIError.invalid("events", "a batch has 1 to \(EventPublisher.maximumBatch) events")
             }
             let published = try await publisher.publish(events, publisherKey: key, fieldPrefix: { "events[\($0)]." })
-            return try RegistrationAPI.json(
-                ["events": published.map { ["event_id": $0.event.id, "deliveries": $0.event.deviceRowIDs.count] }],
+            return RegistrationAPI.json(
+                .object([
+                    .init("events", .array(published.map {
+                        .object([.init("deliveries", .int(Int64($0.event.deviceRowIDs.count))), .init("event_id", .string($0.event.id))])
+                    }))
+                ]),
                 status: .accepted)
         }
     }

@@ -21,7 +21,23 @@ final class GroupCommit<Item: Sendable, Output: Sendable>: Sendable {
     }
 
     func submit(_ item: Item) async throws -> Output {
-        try await withCheckedThrowingContinuation { continuation in
+        // Nobody committing: commit this caller at once, in its own task (no task to start and
+        // wake); whoever arrived meanwhile is committed together afterwards.
+        let alone = state.withLock { s -> Bool in
+            guard !s.running else { return false }
+            s.running = true
+            return true
+        }
+        if alone {
+            let result = await commit([item])[0]
+            let more = state.withLock { s -> Bool in
+                if s.waiting.isEmpty { s.running = false }
+                return s.running
+            }
+            if more { Task { await self.drain() } }
+            return try result.get()
+        }
+        return try await withCheckedThrowingContinuation { continuation in
             let start = state.withLock { s -> Bool in
                 s.waiting.append(Waiter(item: item, continuation: continuation))
                 guard !s.running else { return false }

@@ -526,36 +526,20 @@ extension Date {
 /// random draw and a formatted string per device (a fan-out to 100,000 devices).
 struct APNsIDSequence {
     private let base: [UInt8]
-    private static let hex = Array("0123456789abcdef".utf8)
 
     init() {
-        let u = UUID().uuid
+        let u = UUID.random().uuid
         base = [u.0, u.1, u.2, u.3, u.4, u.5, u.6, u.7, u.8, u.9]
     }
 
     /// The lowercase 8-4-4-4-12 form APNs takes.
-    func id(for deviceRow: Int64) -> String { Self.format(bytes(for: deviceRow)) }
+    func id(for deviceRow: Int64) -> String { uuid(for: deviceRow).lowercased }
 
     /// The id as a UUID and in its stored form.
     func uuid(for deviceRow: Int64) -> (uuid: UUID, lowercased: String) {
-        let b = bytes(for: deviceRow)
-        return (UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15])), Self.format(b))
-    }
-
-    private func bytes(for deviceRow: Int64) -> [UInt8] {
         var bytes = base
         for shift in stride(from: 40, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: deviceRow >> Int64(shift))) }
-        return bytes
-    }
-
-    private static func format(_ bytes: [UInt8]) -> String {
-        var out = [UInt8]()
-        out.reserveCapacity(36)
-        for (i, byte) in bytes.enumerated() {
-            if i == 4 || i == 6 || i == 8 || i == 10 { out.append(UInt8(ascii: "-")) }
-            out.append(Self.hex[Int(byte >> 4)])
-            out.append(Self.hex[Int(byte & 0x0f)])
-        }
-        return String(decoding: out, as: UTF8.self)
+        let uuid = UUID(bytes: bytes)
+        return (uuid, uuid.lowercasedString)
     }
 }

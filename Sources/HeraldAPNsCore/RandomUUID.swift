@@ -1,0 +1,45 @@
+import Foundation
+
+extension UUID {
+    /// A random (version 4) UUID drawn from the system generator (`getrandom`). Foundation's
+    /// `UUID()` on Linux opens, reads and closes `/dev/urandom` for each one: three system calls
+    /// per event on the publish path.
+    public static func random() -> UUID {
+        var generator = SystemRandomNumberGenerator()
+        return random(high: generator.next(), low: generator.next())
+    }
+
+    /// The UUID whose 16 bytes are `high` then `low` (big-endian), with the version-4 and variant bits set.
+    static func random(high: UInt64, low: UInt64) -> UUID {
+        let h = high & 0xFFFF_FFFF_FFFF_0FFF | 0x0000_0000_0000_4000
+        let l = low & 0x3FFF_FFFF_FFFF_FFFF | 0x8000_0000_0000_0000
+        return UUID(bytes: withUnsafeBytes(of: (h.bigEndian, l.bigEndian)) { Array($0) })
+    }
+
+    /// The UUID of 16 bytes.
+    public init(bytes b: [UInt8]) {
+        precondition(b.count == 16, "a UUID is 16 bytes")
+        self.init(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]))
+    }
+
+    /// The lowercase 8-4-4-4-12 form (APNs's `apns-id`, Herald's event ids), without the
+    /// uppercase string and its lowercased copy.
+    public var lowercasedString: String {
+        let hex = Array("0123456789abcdef".utf8)
+        return withUnsafeBytes(of: uuid) { bytes in
+            String(unsafeUninitializedCapacity: 36) { out in
+                var n = 0
+                for (i, byte) in bytes.enumerated() {
+                    if i == 4 || i == 6 || i == 8 || i == 10 {
+                        out[n] = UInt8(ascii: "-")
+                        n += 1
+                    }
+                    out[n] = hex[Int(byte >> 4)]
+                    out[n + 1] = hex[Int(byte & 0x0f)]
+                    n += 2
+                }
+                return n
+            }
+        }
+    }
+}
