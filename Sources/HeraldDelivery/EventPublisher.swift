@@ -273,13 +273,15 @@ public struct EventPublisher: Sendable {
             excluded: Set(body.excludeDeviceIDs ?? []), prefix: prefix)
     }
 
-    /// Routes validated events to their devices. Token and device-id targets are looked up once
-    /// per app for the whole batch, not once per event.
+    /// Routes validated events to their devices. Watch keys, tokens and device ids are looked up
+    /// once per app for the whole batch, not once per event.
     func route(_ drafts: [Draft]) async throws -> [Published] {
         var byToken: [String: [String: DeviceRecord]] = [:]
         var byDeviceID: [String: [String: [DeviceRecord]]] = [:]
+        var byKey: [String: [String: [DeviceRecord]]] = [:]
         for app in Set(drafts.map(\.app)) {
             let inApp = drafts.filter { $0.app == app }
+            byKey[app] = try await store.devices(app: app, watchingEach: inApp.flatMap { $0.keys.map(\.description) })
             let tokens = Array(Set(inApp.flatMap(\.tokens)))
             byToken[app] = Dictionary(try await store.devices(app: app, tokens: tokens).map { ($0.token, $0) }) { a, _ in a }
             let ids = Array(Set(inApp.flatMap(\.deviceIDs)))
@@ -301,7 +303,7 @@ public struct EventPublisher: Sendable {
                 devices += allDevices[draft.app] ?? []
             }
             for key in draft.keys {
-                devices += try await store.devices(app: draft.app, watching: key.description)
+                devices += byKey[draft.app]?[key.description] ?? []
             }
             let known = byToken[draft.app] ?? [:]
             devices += draft.tokens.compactMap { known[$0] }

@@ -104,18 +104,29 @@ public final class SQLiteStore: Store {
     }
 
     public func devices(app: String, watching key: String) async throws -> [DeviceRecord] {
-        try await pool.read { db in
-            try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT d.* FROM devices d WHERE d.app_id = ? AND d.disabled_reason IS NULL AND d.id IN (
-                      SELECT device_row FROM watch_keys WHERE key = ?
-                      UNION SELECT device_row FROM contextual_routes WHERE peer = ?)
-                    ORDER BY d.id
-                    """,
-                arguments: [app, key, key]
-            ).map(Self.deviceRecord)
+        try await pool.read { db in try Self.devices(db, app: app, watching: key) }
+    }
+
+    /// Every key in one read transaction: one trip to a reader for a whole batch.
+    public func devices(app: String, watchingEach keys: [String]) async throws -> [String: [DeviceRecord]] {
+        guard !keys.isEmpty else { return [:] }
+        return try await pool.read { db in
+            var found: [String: [DeviceRecord]] = [:]
+            for key in Set(keys) { found[key] = try Self.devices(db, app: app, watching: key) }
+            return found
         }
+    }
+
+    private static func devices(_ db: Database, app: String, watching key: String) throws -> [DeviceRecord] {
+        try Row.fetchAll(
+            db.cachedStatement(sql: """
+                SELECT d.* FROM devices d WHERE d.app_id = ? AND d.disabled_reason IS NULL AND d.id IN (
+                  SELECT device_row FROM watch_keys WHERE key = ?
+                  UNION SELECT device_row FROM contextual_routes WHERE peer = ?)
+                ORDER BY d.id
+                """),
+            arguments: [app, key, key]
+        ).map(Self.deviceRecord)
     }
 
     public func watchSets(rowIDs: [Int64]) async throws -> [Int64: WatchSet] {

@@ -2,7 +2,7 @@
 /// PostgreSQL runs as well (its store maps INTEGER PRIMARY KEY to BIGSERIAL and BLOB to BYTEA).
 enum Schema {
     /// Every version, in order; both stores apply the ones a database lacks.
-    static let versions: [(String, String)] = [("v1", v1), ("v2", v2), ("v3", v3), ("v4", v4)]
+    static let versions: [(String, String)] = [("v1", v1), ("v2", v2), ("v3", v3), ("v4", v4), ("v5", v5)]
 
     static let v1 = """
         CREATE TABLE apps (
@@ -113,5 +113,12 @@ enum Schema {
           issued_at BIGINT NOT NULL,
           expires_at BIGINT NOT NULL
         );
+        """
+
+    /// One index less to rewrite on every state change of a delivery (enqueue, claim, outcome):
+    /// lapsed leases are found through `deliveries_lane_due`, whose `(app_id, platform, state)`
+    /// prefix narrows them to the lane's few deliveries in flight.
+    static let v5 = """
+        DROP INDEX deliveries_lane_lease;
         """
 }

@@ -168,6 +168,8 @@ public protocol DeviceRegistry: Sendable {
     func status(app: String, token: String, now: Date) async throws -> (DeviceRecord, WatchSet)?
     /// Enabled devices of `app` with `key` among their watch keys or own addresses, or with routes for it.
     func devices(app: String, watching key: String) async throws -> [DeviceRecord]
+    /// `devices(app:watching:)` for several keys at once (a batch's events), by key.
+    func devices(app: String, watchingEach keys: [String]) async throws -> [String: [DeviceRecord]]
     /// The watch sets of devices, by `DeviceRecord.rowID` (for routing rules that need them).
     func watchSets(rowIDs: [Int64]) async throws -> [Int64: WatchSet]
     /// Every enabled device of `app` (Claudiator's default target).
@@ -197,6 +199,15 @@ public protocol DeliveryQueue: Sendable {
     func complete(_ outcomes: [DeliveryOutcome], now: Date) async throws
     /// Marks pending deliveries past their expiration; returns how many.
     func expire(now: Date) async throws -> Int
+}
+
+extension DeviceRegistry {
+    /// One lookup per key.
+    public func devices(app: String, watchingEach keys: [String]) async throws -> [String: [DeviceRecord]] {
+        var found: [String: [DeviceRecord]] = [:]
+        for key in Set(keys) { found[key] = try await devices(app: app, watching: key) }
+        return found
+    }
 }
 
 extension DeliveryQueue {

@@ -129,6 +129,10 @@ struct StoreRegistrationTests {
             _ = try await store.register(try registration(5, watching: [.kaspaAddress(b)]), now: t0)
             let found = try await store.devices(app: "kasia", watching: a.string)
             #expect(found.map(\.token) == [token(1).value, token(2).value, token(3).value])
+            // A batch's keys in one lookup: the same devices per key.
+            let each = try await store.devices(app: "kasia", watchingEach: [a.string, b.string, "session:none", a.string])
+            #expect(each.count == 3 && each["session:none"] == [])
+            #expect(each[a.string]?.map(\.token) == found.map(\.token) && each[b.string]?.map(\.token) == [token(5).value])
             let sets = try await store.watchSets(rowIDs: found.map(\.rowID))
             #expect(sets[found[1].rowID]?.own == [a])
             #expect(sets[found[2].rowID]?.routes[a] == ["x", "y"])
