@@ -328,42 +328,44 @@ public final class SQLiteStore: Store {
     public func claimDue(app: String, platform: Platform, limit: Int, now: Date, lease: Duration) async throws -> [ClaimedDelivery] {
         try await pool.write { db in
             let ms = now.milliseconds
-            // Two index scans already in (next_attempt_at, id) order, merged here: a UNION or an OR
-            // would build a temporary b-tree and sort on every claim.
             let arguments: StatementArguments = [app, platform.rawValue, ms, limit]
+            // The due ones in one statement, read in (next_attempt_at, id) order straight off the
+            // lane index; lapsed leases (rare) by a second scan. A UNION or an OR of the two would
+            // build a temporary b-tree on every claim.
             var due = try Row.fetchAll(
                 db.cachedStatement(sql: """
-                    SELECT id, next_attempt_at FROM deliveries
-                    WHERE app_id = ? AND platform = ? AND state = 'pending' AND next_attempt_at <= ?
-                    ORDER BY next_attempt_at, id LIMIT ?
-                    """), arguments: arguments
-            ).map { (id: $0[0] as Int64, at: $0[1] as Int64) }
-            let leaseExpired = try Row.fetchAll(
+                    SELECT dl.id, dl.event_id, dl.apns_id, dl.attempts, dl.expires_at,
+                           e.push_type, e.priority, e.collapse_id, e.payload, e.fcm_data, dl.next_attempt_at, d.*
+                    FROM (SELECT id FROM deliveries
+                          WHERE app_id = ? AND platform = ? AND state = 'pending' AND next_attempt_at <= ?
+                          ORDER BY next_attempt_at, id LIMIT ?) due
+                    JOIN deliveries dl ON dl.id = due.id
+                    JOIN events e ON e.id = dl.event_id
+                    JOIN devices d ON d.id = dl.device_row
+                    """), arguments: arguments)
+            let lapsed = try Int64.fetchAll(
                 db.cachedStatement(sql: """
-                    SELECT id, next_attempt_at FROM deliveries
-                    WHERE app_id = ? AND platform = ? AND state = 'sending' AND lease_until <= ? LIMIT ?
-                    """), arguments: arguments
-            ).map { (id: $0[0] as Int64, at: $0[1] as Int64) }
-            if !leaseExpired.isEmpty {
-                due = Array((due + leaseExpired).sorted { ($0.at, $0.id) < ($1.at, $1.id) }.prefix(limit))
+                    SELECT id FROM deliveries WHERE app_id = ? AND platform = ? AND state = 'sending' AND lease_until <= ? LIMIT ?
+                    """), arguments: arguments)
+            if !lapsed.isEmpty {
+                let read = try db.cachedStatement(sql: """
+                    SELECT dl.id, dl.event_id, dl.apns_id, dl.attempts, dl.expires_at,
+                           e.push_type, e.priority, e.collapse_id, e.payload, e.fcm_data, dl.next_attempt_at, d.*
+                    FROM deliveries dl JOIN events e ON e.id = dl.event_id JOIN devices d ON d.id = dl.device_row
+                    WHERE dl.id = ?
+                    """)
+                due += try lapsed.compactMap { try Row.fetchOne(read, arguments: [$0]) }
             }
-            let read = try db.cachedStatement(sql: """
-                SELECT dl.id, dl.event_id, dl.apns_id, dl.attempts, dl.expires_at,
-                       e.push_type, e.priority, e.collapse_id, e.payload, e.fcm_data, d.*
-                FROM deliveries dl
-                JOIN events e ON e.id = dl.event_id
-                JOIN devices d ON d.id = dl.device_row
-                WHERE dl.id = ?
-                """)
+            due.sort { ($0[10] as Int64, $0[0] as Int64) < ($1[10] as Int64, $1[0] as Int64) }
             let leaseUntil = ms + Int64(lease.seconds * 1000)
             let claim = try db.cachedStatement(
                 sql: "UPDATE deliveries SET state = 'sending', lease_until = ?, attempts = attempts + 1, updated_at = ? WHERE id = ?")
-            return try due.compactMap { due in
-                guard let row = try Row.fetchOne(read, arguments: [due.id]) else { return nil }
-                try claim.execute(arguments: [leaseUntil, ms, due.id])
+            return try due.prefix(limit).map { row in
+                let id: Int64 = row[0]
+                try claim.execute(arguments: [leaseUntil, ms, id])
                 let data: Data = row[8]
                 return ClaimedDelivery(
-                    id: due.id, eventID: row[1], device: Self.deviceRecord(row, from: 10),
+                    id: id, eventID: row[1], device: Self.deviceRecord(row, from: 11),
                     push: RenderedPush(
                         pushType: APNsPushType(rawValue: row[5]) ?? .alert,
                         priority: APNsPriority(rawValue: row[6]) ?? .immediate,
