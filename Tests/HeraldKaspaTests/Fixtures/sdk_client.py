@@ -19,8 +19,18 @@ async def main(url: str, txid: str) -> None:
     events = []
     client = RpcClient(url=url, encoding="json", network_id=NetworkId("mainnet"))
     client.add_event_listener("all", lambda event, *a, **k: events.append(event))
-    await client.connect(timeout_duration=30000, strategy="fallback")
-    await client.subscribe_block_added()
+    # On a loaded machine the SDK's first connection sometimes closes before the first call:
+    # connect again (three tries) rather than fail on the SDK's own timing.
+    for attempt in range(3):
+        await client.connect(timeout_duration=30000, strategy="fallback")
+        try:
+            await client.subscribe_block_added()
+            break
+        except Exception as error:
+            if "closed connection" not in str(error) or attempt == 2:
+                raise
+            await client.disconnect()
+            await asyncio.sleep(0.5)
     await client.subscribe_virtual_chain_changed(True)
     info = await client.get_server_info()
     print("subscribed", flush=True)
