@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "HeraldAPNsCore", targets: ["HeraldAPNsCore"]),
         .library(name: "HeraldAPNs", targets: ["HeraldAPNs"]),
         .library(name: "HeraldFCMCore", targets: ["HeraldFCMCore"]),
+        .library(name: "HeraldWebPushCore", targets: ["HeraldWebPushCore"]),
         .library(name: "HeraldFCM", targets: ["HeraldFCM"]),
         .library(name: "HeraldFCMSimulator", targets: ["HeraldFCMSimulator"]),
         .library(name: "HeraldAPNsSimulator", targets: ["HeraldAPNsSimulator"]),
@@ -72,6 +73,8 @@ let package = Package(
             name: "HeraldFCMCore",
             dependencies: ["HeraldAPNsCore", .product(name: "_CryptoExtras", package: "swift-crypto")]
         ),
+        // Web Push's value core: RFC 8291 message encryption (aes128gcm) and subscription keys.
+        .target(name: "HeraldWebPushCore", dependencies: ["HeraldAPNsCore", .product(name: "Crypto", package: "swift-crypto")]),
         // The FCM transport: OAuth access tokens and messages:send on the HTTP/2 pool.
         .target(
             name: "HeraldFCM",
@@ -262,6 +265,11 @@ let package = Package(
         .testTarget(
             name: "HeraldFCMTests",
             dependencies: ["HeraldFCM", "HeraldFCMSimulator", "HeraldDelivery", "HeraldStore", "HeraldCore", "HeraldAPNsCore", "HeraldKit", "HeraldTestSupport"],
+            exclude: ["Fixtures"]
+        ),
+        .testTarget(
+            name: "HeraldWebPushTests",
+            dependencies: ["HeraldWebPushCore", "HeraldAPNsCore", .product(name: "Crypto", package: "swift-crypto")],
             exclude: ["Fixtures"]
         ),
         .testTarget(

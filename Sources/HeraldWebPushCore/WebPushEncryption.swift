@@ -1,0 +1,152 @@
+import Crypto
+import Foundation
+import HeraldAPNsCore
+
+/// A push subscription's keys, as a browser's `PushSubscription.toJSON().keys` or a UnifiedPush
+/// distributor gives them: the user agent's P-256 public key and its 16-byte auth secret.
+public struct WebPushKeys: Sendable, Hashable {
+    /// The uncompressed point, 65 bytes (`0x04 ‖ x ‖ y`), checked to be on the curve.
+    public let p256dh: [UInt8]
+    public let auth: [UInt8]
+
+    /// Parses base64url (no padding, as browsers send it) and checks both keys.
+    /// - Throws: `WebPushKeyError` naming the key at fault.
+    public init(p256dh: String, auth: String) throws(WebPushKeyError) {
+        guard let point = Self.base64URL(p256dh), point.count == 65, point.first == 0x04,
+            (try? P256.KeyAgreement.PublicKey(x963Representation: point)) != nil
+        else { throw .p256dh }
+        guard let secret = Self.base64URL(auth), secret.count == 16 else { throw .auth }
+        self.p256dh = point
+        self.auth = secret
+    }
+
+    /// Keys already decoded (tests, the simulator).
+    public init(publicKey: P256.KeyAgreement.PublicKey, auth: [UInt8]) {
+        p256dh = Array(publicKey.x963Representation)
+        self.auth = auth
+    }
+
+    /// Strict base64url: only its alphabet, no padding, then decoded.
+    static func base64URL(_ text: String) -> [UInt8]? {
+        guard !text.isEmpty, text.utf8.count <= 1_024, text.utf8.allSatisfy({ byte in
+            (65...90).contains(byte) || (97...122).contains(byte) || (48...57).contains(byte) || byte == UInt8(ascii: "-")
+                || byte == UInt8(ascii: "_")
+        }) else { return nil }
+        return Base64URL.decode(Substring(text))
+    }
+}
+
+/// Which subscription key is malformed.
+public enum WebPushKeyError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// Not base64url of a 65-byte uncompressed P-256 point on the curve.
+    case p256dh
+    /// Not base64url of 16 bytes.
+    case auth
+
+    public var description: String {
+        switch self {
+        case .p256dh: "p256dh is the base64url of a 65-byte uncompressed P-256 public key"
+        case .auth: "auth is the base64url of 16 bytes"
+        }
+    }
+}
+
+/// Why a message could not be encrypted or decrypted.
+public enum WebPushCryptoError: Error, Sendable, Hashable {
+    /// More plaintext than one 4,096-byte record carries (3,993 bytes).
+    case tooLarge(bytes: Int)
+    /// The body is not one RFC 8188 `aes128gcm` record Herald can read.
+    case malformed(String)
+    /// The record did not authenticate (wrong keys, or changed on the way).
+    case authentication
+}
+
+/// RFC 8291 message encryption: `Content-Encoding: aes128gcm` (RFC 8188), one record, a fresh
+/// ephemeral P-256 key and 16-byte salt per message.
+public enum WebPushEncryption {
+    /// The record size written in the header: the whole body of a push fits one record.
+    public static let recordSize = 4_096
+    /// salt (16) ‖ rs (4) ‖ idlen (1) ‖ keyid (65).
+    public static let headerLength = 86
+    /// What one record carries: 4,096 − 86 − 1 (delimiter) − 16 (tag).
+    public static let maximumPlaintext = recordSize - headerLength - 1 - 16
+
+    /// Encrypts `plaintext` to the subscription's keys.
+    /// - Parameters:
+    ///   - ephemeral: the application server's key for this message; a fresh one unless a test
+    ///     reproduces RFC 8291's example.
+    ///   - salt: 16 random bytes unless given.
+    public static func encrypt(
+        _ plaintext: [UInt8], to keys: WebPushKeys, ephemeral: P256.KeyAgreement.PrivateKey = .init(), salt: [UInt8]? = nil
+    ) throws(WebPushCryptoError) -> [UInt8] {
+        guard plaintext.count <= maximumPlaintext else { throw .tooLarge(bytes: plaintext.count) }
+        let salt = salt ?? (0..<16).map { _ in UInt8.random(in: .min ... .max) }
+        guard salt.count == 16 else { throw .malformed("the salt is 16 bytes") }
+        guard let receiver = try? P256.KeyAgreement.PublicKey(x963Representation: keys.p256dh),
+            let shared = try? ephemeral.sharedSecretFromKeyAgreement(with: receiver)
+        else { throw .malformed("p256dh is not a P-256 public key") }
+        let senderPublic = Array(ephemeral.publicKey.x963Representation)
+        let (cek, nonce) = contentKeys(
+            ecdhSecret: shared.withUnsafeBytes { Array($0) }, auth: keys.auth, receiverPublic: keys.p256dh, senderPublic: senderPublic,
+            salt: salt)
+        // One record, the last: the plaintext and the 0x02 delimiter, no padding.
+        guard let sealed = try? AES.GCM.seal(plaintext + [0x02], using: SymmetricKey(data: cek), nonce: AES.GCM.Nonce(data: nonce)) else {
+            throw .malformed("AES-GCM refused the record")
+        }
+        var body = salt
+        body += withUnsafeBytes(of: UInt32(recordSize).bigEndian) { Array($0) }
+        body.append(UInt8(senderPublic.count))
+        body += senderPublic
+        body += sealed.ciphertext
+        body += sealed.tag
+        return body
+    }
+
+    /// Decrypts one `aes128gcm` body with the user agent's private key and auth secret (what a
+    /// browser does; the Web Push simulator uses it to record what it was sent).
+    public static func decrypt(_ body: [UInt8], privateKey: P256.KeyAgreement.PrivateKey, auth: [UInt8]) throws(WebPushCryptoError) -> [UInt8] {
+        guard body.count >= 21 else { throw .malformed("shorter than the RFC 8188 header") }
+        let salt = Array(body[0..<16])
+        let recordSize = body[16..<20].reduce(0) { $0 << 8 | Int($1) }
+        let idLength = Int(body[20])
+        guard idLength == 65, body.count >= 21 + idLength + 17 else { throw .malformed("the key id is not a 65-byte P-256 public key") }
+        let senderPublic = Array(body[21..<(21 + idLength)])
+        let record = Array(body[(21 + idLength)...])
+        guard recordSize >= 18, record.count <= recordSize else { throw .malformed("more than one record") }
+        guard let sender = try? P256.KeyAgreement.PublicKey(x963Representation: senderPublic),
+            let shared = try? privateKey.sharedSecretFromKeyAgreement(with: sender)
+        else { throw .malformed("the key id is not a P-256 public key") }
+        let (cek, nonce) = contentKeys(
+            ecdhSecret: shared.withUnsafeBytes { Array($0) }, auth: auth,
+            receiverPublic: Array(privateKey.publicKey.x963Representation), senderPublic: senderPublic, salt: salt)
+        let padded: [UInt8]
+        do {
+            let box = try AES.GCM.SealedBox(
+                nonce: AES.GCM.Nonce(data: nonce), ciphertext: record.dropLast(16), tag: record.suffix(16))
+            padded = Array(try AES.GCM.open(box, using: SymmetricKey(data: cek)))
+        } catch {
+            throw .authentication
+        }
+        // Padding is zeros after the delimiter; the last (only) record's delimiter is 0x02.
+        guard let end = padded.lastIndex(where: { $0 != 0 }), padded[end] == 0x02 else {
+            throw .malformed("the record does not end with the last-record delimiter")
+        }
+        return Array(padded[..<end])
+    }
+
+    /// RFC 8291 §3.3–3.4 and RFC 8188 §2.2: the content-encryption key and the nonce.
+    static func contentKeys(
+        ecdhSecret: [UInt8], auth: [UInt8], receiverPublic: [UInt8], senderPublic: [UInt8], salt: [UInt8]
+    ) -> (cek: [UInt8], nonce: [UInt8]) {
+        func hmac(_ key: [UInt8], _ message: [UInt8]) -> [UInt8] {
+            Array(HMAC<SHA256>.authenticationCode(for: message, using: SymmetricKey(data: key)))
+        }
+        let prkKey = hmac(auth, ecdhSecret)
+        let keyInfo = Array("WebPush: info".utf8) + [0] + receiverPublic + senderPublic
+        let ikm = hmac(prkKey, keyInfo + [1])
+        let prk = hmac(salt, ikm)
+        let cek = hmac(prk, Array("Content-Encoding: aes128gcm".utf8) + [0, 1]).prefix(16)
+        let nonce = hmac(prk, Array("Content-Encoding: nonce".utf8) + [0, 1]).prefix(12)
+        return (Array(cek), Array(nonce))
+    }
+}
