@@ -216,7 +216,7 @@ let package = Package(
             name: "HeraldCLI",
             dependencies: [
                 "HeraldAPNs", "HeraldKaspa",
-                "HeraldAPNsSimulator", "HeraldFCM", "HeraldFCMSimulator",
+                "HeraldAPNsSimulator", "HeraldFCM", "HeraldFCMSimulator", "HeraldWebPushCore",
                 "HeraldCore",
                 "HeraldStore",
                 "HeraldDelivery",
@@ -260,7 +260,7 @@ let package = Package(
             ]
         ),
         // Tests that start the `herald` binary as separate processes.
-        .testTarget(name: "HeraldCLITests", dependencies: ["HeraldStore", "HeraldCore", "HeraldAPNs", "HeraldTestSupport"]),
+        .testTarget(name: "HeraldCLITests", dependencies: ["HeraldStore", "HeraldCore", "HeraldAPNs", "HeraldWebPushCore", "HeraldTestSupport"]),
         .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore", "HeraldAPNs"]),
         .testTarget(
             name: "HeraldFCMTests",

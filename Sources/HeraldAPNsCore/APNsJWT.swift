@@ -33,12 +33,9 @@ public struct APNsSigningKey: Sendable {
 
     /// Signs an ES256 JWT `{alg, kid}.{iss, iat}` with `iat` in whole seconds.
     public func makeToken(issuedAt: Date) -> String {
-        let header = #"{"alg":"ES256","kid":"\#(keyID)"}"#
-        let claims = #"{"iss":"\#(teamID)","iat":\#(Int(issuedAt.timeIntervalSince1970))}"#
-        let signingInput = Base64URL.encode(Array(header.utf8)) + "." + Base64URL.encode(Array(claims.utf8))
-        // P-256 signing cannot fail for a valid key and in-memory input.
-        let signature = try! privateKey.signature(for: Array(signingInput.utf8))
-        return signingInput + "." + Base64URL.encode(Array(signature.rawRepresentation))
+        ES256JWT.sign(
+            header: #"{"alg":"ES256","kid":"\#(keyID)"}"#, claims: #"{"iss":"\#(teamID)","iat":\#(Int(issuedAt.timeIntervalSince1970))}"#,
+            with: privateKey)
     }
 }
 

@@ -120,9 +120,9 @@ final class SimulatorState: Sendable {
             iat.doubleValue == iat.doubleValue.rounded()
         else { return .rejected(.invalidProviderToken) }
         guard let key = keysByID[kid], key.teamID == iss else { return .rejected(.invalidProviderToken) }
-        guard let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureBytes),
-            key.publicKey.isValidSignature(signature, for: Array("\(parts[0]).\(parts[1])".utf8))
-        else { return .rejected(.invalidProviderToken) }
+        guard signatureBytes.count == 64, ES256JWT.verify(Substring(jwt), with: key.publicKey) != nil else {
+            return .rejected(.invalidProviderToken)
+        }
         return .valid(keyID: kid, issuedAt: iat.int64Value)
     }
 
