@@ -269,7 +269,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldWebPushTests",
-            dependencies: ["HeraldWebPushCore", "HeraldAPNsCore", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["HeraldWebPushCore", "HeraldAPNsCore", "HeraldTestSupport", .product(name: "Crypto", package: "swift-crypto")],
             exclude: ["Fixtures"]
         ),
         .testTarget(

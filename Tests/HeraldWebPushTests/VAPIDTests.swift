@@ -76,21 +76,6 @@ struct VAPIDTests {
     }
 
     static func pyjwt(_ header: String, audience: String) throws -> String? {
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/vapid_check.py")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script.path, header, audience]
-        let out = Pipe(), errors = Pipe()
-        process.standardOutput = out
-        process.standardError = errors
-        try process.run()
-        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            Issue.record("PyJWT refused the header (pip install pyjwt cryptography): \(stderr)")
-            return nil
-        }
-        return text
+        try runFixture("vapid_check.py", [header, audience], needs: "pyjwt cryptography")
     }
 }

@@ -85,25 +85,7 @@ struct WebPushEncryptionTests {
         #expect(throws: error) { try WebPushKeys(p256dh: p256dh, auth: auth) }
     }
 
-    /// Runs the `http_ece` fixture; nil (and an issue) when Python or the package is missing.
-    static func ece(_ arguments: [String]) throws -> String? {
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/ece_interop.py")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script.path] + arguments
-        let out = Pipe(), errors = Pipe()
-        process.standardOutput = out
-        process.standardError = errors
-        try process.run()
-        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            Issue.record("http_ece failed (pip install http_ece): \(stderr)")
-            return nil
-        }
-        return text.trimmingCharacters(in: .whitespacesAndNewlines)
-    }
+    static func ece(_ arguments: [String]) throws -> String? { try runFixture("ece_interop.py", arguments, needs: "http_ece") }
 
     @Test("http_ece (Mozilla's reference implementation, PyPI) decrypts Herald's messages, and Herald decrypts http_ece's")
     func httpECEInterop() throws {

@@ -1,0 +1,117 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+
+/// A subscription's push endpoint (RFC 8030 push resource): the device's identity for Web Push.
+public struct WebPushEndpoint: Sendable, Hashable, CustomStringConvertible {
+    /// UnifiedPush caps endpoints at 1,000 bytes.
+    public static let maximumLength = 1_000
+
+    public let url: URL
+    /// Lowercased, without IPv6 brackets.
+    public let host: String
+
+    /// - Parameter allowHTTP: `http://` too (a test configuration only; push services are HTTPS).
+    /// - Throws: `WebPushEndpointError` saying what is wrong.
+    public init(_ text: String, allowHTTP: Bool = false) throws(WebPushEndpointError) {
+        guard !text.isEmpty, text.utf8.count <= Self.maximumLength else { throw .length }
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased() else { throw .notURL }
+        guard scheme == "https" || (allowHTTP && scheme == "http") else { throw .scheme }
+        guard url.user == nil, url.password == nil, url.fragment == nil, url.query == nil || !url.query!.isEmpty else { throw .notURL }
+        guard let rawHost = url.host, !rawHost.isEmpty else { throw .notURL }
+        self.url = url
+        host = rawHost.trimmingCharacters(in: CharacterSet(charactersIn: "[]")).lowercased()
+    }
+
+    public var description: String { url.absoluteString }
+}
+
+/// Why an endpoint is refused.
+public enum WebPushEndpointError: Error, Sendable, Hashable, CustomStringConvertible {
+    case length, notURL, scheme
+    /// It resolves to (or is) an address inside: loopback, private, link-local, multicast, reserved.
+    case internalAddress(String)
+
+    public var description: String {
+        switch self {
+        case .length: "endpoint is 1 to 1,000 bytes"
+        case .notURL: "endpoint is an absolute URL with a host, without user info or fragment"
+        case .scheme: "endpoint is an https URL"
+        case .internalAddress(let address): "endpoint reaches \(address), an address Herald does not send to"
+        }
+    }
+}
+
+/// Where Herald sends Web Push requests: never to an address inside a network (loopback,
+/// private, carrier-grade NAT, link-local, multicast, unspecified, reserved, documentation), so
+/// a registered endpoint cannot make Herald call its own neighbours (SSRF), unless the operator
+/// allows the host (a test simulator on 127.0.0.1).
+public struct WebPushAddressPolicy: Sendable {
+    /// Hosts sent to whatever they resolve to, lowercased.
+    public var allowedHosts: Set<String>
+
+    public init(allowedHosts: Set<String> = []) {
+        self.allowedHosts = Set(allowedHosts.map { $0.lowercased() })
+    }
+
+    /// Checks `endpoint`'s host against the addresses it resolved to (all of them: one inside is
+    /// enough to refuse, since a later lookup may return it).
+    public func check(_ endpoint: WebPushEndpoint, resolvedTo addresses: [[UInt8]]) throws(WebPushEndpointError) {
+        if allowedHosts.contains(endpoint.host) { return }
+        guard !addresses.isEmpty else { throw .internalAddress("no address") }
+        for address in addresses where !Self.isPublic(address) { throw .internalAddress(Self.format(address)) }
+    }
+
+    /// The address of an IPv4 or IPv6 literal (4 or 16 bytes), or nil when `text` is a name.
+    public static func literal(_ text: String) -> [UInt8]? {
+        var v4 = in_addr()
+        if inet_pton(AF_INET, text, &v4) == 1 { return withUnsafeBytes(of: v4) { Array($0) } }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, text, &v6) == 1 { return withUnsafeBytes(of: v6) { Array($0) } }
+        return nil
+    }
+
+    /// Whether an address (4 or 16 bytes) is on the public internet.
+    public static func isPublic(_ a: [UInt8]) -> Bool {
+        if a.count == 4 { return isPublicV4(a) }
+        guard a.count == 16 else { return false }
+        // IPv4-mapped (::ffff:0:0/96) and NAT64 (64:ff9b::/96) carry an IPv4 address.
+        if a[0..<10].allSatisfy({ $0 == 0 }) && a[10] == 0xff && a[11] == 0xff { return isPublicV4(Array(a[12...])) }
+        if a[0..<12] == [0x00, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0] { return isPublicV4(Array(a[12...])) }
+        if a[0..<15].allSatisfy({ $0 == 0 }) { return false }  // :: and ::1
+        if a[0] & 0xfe == 0xfc { return false }  // fc00::/7 unique local
+        if a[0] == 0xfe && a[1] & 0xc0 == 0x80 { return false }  // fe80::/10 link-local
+        if a[0] == 0xfe && a[1] & 0xc0 == 0xc0 { return false }  // fec0::/10 site-local (deprecated)
+        if a[0] == 0xff { return false }  // multicast
+        if a[0..<4] == [0x20, 0x01, 0x0d, 0xb8] { return false }  // 2001:db8::/32 documentation
+        if a[0..<8] == [0x01, 0, 0, 0, 0, 0, 0, 0] { return false }  // 100::/64 discard
+        return true
+    }
+
+    private static func isPublicV4(_ a: [UInt8]) -> Bool {
+        switch (a[0], a[1]) {
+        case (0, _), (10, _), (127, _): return false
+        case (100, 64...127): return false  // carrier-grade NAT
+        case (169, 254): return false
+        case (172, 16...31): return false
+        case (192, 168): return false
+        case (192, 0) where a[2] == 0 || a[2] == 2: return false  // IETF protocol assignments, TEST-NET-1
+        case (198, 18...19): return false  // benchmarking
+        case (198, 51) where a[2] == 100: return false  // TEST-NET-2
+        case (203, 0) where a[2] == 113: return false  // TEST-NET-3
+        case (224...255, _): return false  // multicast, reserved, broadcast
+        default: return true
+        }
+    }
+
+    /// The usual text form of an address.
+    public static func format(_ address: [UInt8]) -> String {
+        var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+        let family = address.count == 4 ? AF_INET : AF_INET6
+        let ok = address.withUnsafeBytes { inet_ntop(family, $0.baseAddress, &buffer, socklen_t(buffer.count)) } != nil
+        return ok ? String(cString: buffer) : address.map { String($0) }.joined(separator: ".")
+    }
+}

@@ -1,0 +1,52 @@
+import HeraldWebPushCore
+import Testing
+
+@Suite("Web Push endpoints and the addresses Herald sends to (SSRF)")
+struct WebPushEndpointTests {
+    @Test("endpoints: https, a host, no user info or fragment, at most 1,000 bytes", arguments: [
+        ("https://fcm.googleapis.com/fcm/send/abc:APA91b", nil),
+        ("https://updates.push.services.mozilla.com/wpush/v2/gAAAA", nil),
+        ("https://[2001:4860::1]:8443/push", nil),
+        ("http://push.example.net/x", WebPushEndpointError.scheme),
+        ("ftp://push.example.net/x", .scheme),
+        ("https://user:pw@push.example.net/x", .notURL),
+        ("https://push.example.net/x#frag", .notURL),
+        ("https:///nohost", .notURL),
+        ("not a url", .notURL),
+        ("", .length),
+        ("https://push.example.net/" + String(repeating: "a", count: 1_000), .length),
+    ] as [(String, WebPushEndpointError?)])
+    func endpoints(text: String, error: WebPushEndpointError?) {
+        if let error {
+            #expect(throws: error) { try WebPushEndpoint(text) }
+        } else {
+            #expect((try? WebPushEndpoint(text)) != nil)
+        }
+    }
+
+    @Test("public or not", arguments: [
+        ("142.250.74.78", true), ("2a00:1450:4001:82b::200a", true), ("8.8.8.8", true), ("100.63.255.255", true), ("172.32.0.1", true),
+        ("127.0.0.1", false), ("10.1.2.3", false), ("172.16.0.1", false), ("172.31.255.255", false), ("192.168.1.1", false),
+        ("169.254.169.254", false), ("100.64.0.1", false), ("0.0.0.0", false), ("224.0.0.1", false), ("255.255.255.255", false),
+        ("198.18.0.1", false), ("::1", false), ("::", false), ("fe80::1", false), ("fd00::1", false), ("ff02::1", false),
+        ("::ffff:127.0.0.1", false), ("::ffff:8.8.8.8", true), ("64:ff9b::a9fe:a9fe", false), ("2001:db8::1", false),
+    ])
+    func classification(address: String, isPublic: Bool) throws {
+        let bytes = try #require(WebPushAddressPolicy.literal(address))
+        #expect(WebPushAddressPolicy.isPublic(bytes) == isPublic)
+    }
+
+    @Test("a host resolving to one inside address is refused, unless the operator allows the host")
+    func policy() throws {
+        let endpoint = try WebPushEndpoint("https://push.example.net/x")
+        let inside = try #require(WebPushAddressPolicy.literal("10.0.0.5"))
+        let outside = try #require(WebPushAddressPolicy.literal("142.250.74.78"))
+        #expect(throws: WebPushEndpointError.internalAddress("10.0.0.5")) {
+            try WebPushAddressPolicy().check(endpoint, resolvedTo: [outside, inside])
+        }
+        #expect(throws: WebPushEndpointError.internalAddress("no address")) { try WebPushAddressPolicy().check(endpoint, resolvedTo: []) }
+        try WebPushAddressPolicy().check(endpoint, resolvedTo: [outside])
+        try WebPushAddressPolicy(allowedHosts: ["PUSH.example.net"]).check(endpoint, resolvedTo: [inside])
+        #expect(WebPushAddressPolicy.literal("push.example.net") == nil)
+    }
+}
