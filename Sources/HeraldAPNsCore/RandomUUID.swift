@@ -22,10 +22,12 @@ extension UUID {
         self.init(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]))
     }
 
+    private static let hexDigits = Array("0123456789abcdef".utf8)
+
     /// The lowercase 8-4-4-4-12 form (APNs's `apns-id`, Herald's event ids), without the
     /// uppercase string and its lowercased copy.
     public var lowercasedString: String {
-        let hex = Array("0123456789abcdef".utf8)
+        let hex = Self.hexDigits
         return withUnsafeBytes(of: uuid) { bytes in
             String(unsafeUninitializedCapacity: 36) { out in
                 var n = 0

@@ -217,14 +217,15 @@ public final class OutboxLane: Service, Sendable {
         while !isStopping {
             do {
                 if let due = outcomes.due, due <= clock.now() { try await record(&outcomes) }
-                let limit: Int
+                let open: Bool
                 switch pause.permit(now: clock.now()) {
                 case .wait(let seconds):
                     await wakeup.wait(timeout: outcomes.timeout(.seconds(seconds), now: clock.now()), clock: clock)
                     continue
-                case .probe: limit = 1
-                case .open: limit = maximumInFlight
+                case .probe: open = false
+                case .open: open = true
                 }
+                let limit = open ? maximumInFlight : 1
                 let now = clock.now()
                 var claimed = takeHandoffs(limit: limit, now: now)
                 let idleOver = lastClaim.map { now.timeIntervalSince($0) >= settings.idleInterval.seconds } ?? true
@@ -238,7 +239,7 @@ public final class OutboxLane: Service, Sendable {
                 }
                 if claimed.isEmpty {
                     // Only an open lane takes deliveries straight from commits.
-                    if limit == maximumInFlight { setWaiting(true) }
+                    if open { setWaiting(true) }
                     await wakeup.wait(timeout: outcomes.timeout(settings.idleInterval, now: clock.now()), clock: clock)
                     setWaiting(false)
                     continue
@@ -278,10 +279,13 @@ public final class OutboxLane: Service, Sendable {
     /// Records the lane's outcomes in one transaction; they are dropped from memory either way
     /// (unrecorded, their deliveries come back after the lease).
     private func record(_ outcomes: inout UnrecordedOutcomes) async throws {
-        let batch = outcomes.take()
-        // The sends are done: their outcomes are recorded even when shutdown has begun cancelling
-        // this task (a cancelled task's database call may be refused).
-        try await Task { try await self.queue.complete(batch, now: self.clock.now()) }.value
+        try await complete(outcomes.take())
+    }
+
+    /// Records outcomes in a task of its own: the sends are done, so their outcomes are recorded
+    /// even when shutdown has begun cancelling the lane (a cancelled task's database call may be refused).
+    private func complete(_ outcomes: [DeliveryOutcome]) async throws {
+        try await Task { try await self.queue.complete(outcomes, now: self.clock.now()) }.value
     }
 
     /// At shutdown: deliveries handed off but not sent go back to the store, due now, instead of
@@ -295,7 +299,7 @@ public final class OutboxLane: Service, Sendable {
         guard !left.isEmpty else { return }
         let now = clock.now()
         do {
-            try await Task { try await self.queue.complete(left.map { .retry(id: $0.id, at: now, reason: "shutdown") }, now: now) }.value
+            try await complete(left.map { .retry(id: $0.id, at: now, reason: "shutdown") })
         } catch {
             logger.warning("handed-off deliveries wait out their lease", metadata: ["app": "\(app)", "count": "\(left.count)", "error": "\(error)"])
         }

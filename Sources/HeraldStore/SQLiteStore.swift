@@ -153,8 +153,9 @@ public final class SQLiteStore: Store {
         guard !values.isEmpty else { return [] }
         return try await pool.read { db in
             let marks = Array(repeating: "?", count: values.count).joined(separator: ",")
+            // Not cached: the SQL differs with the number of values, and a publisher picks that number.
             return try Row.fetchAll(
-                db.cachedStatement(sql: "SELECT * FROM devices WHERE app_id = ? AND disabled_reason IS NULL AND \(column) IN (\(marks)) ORDER BY id"),
+                db, sql: "SELECT * FROM devices WHERE app_id = ? AND disabled_reason IS NULL AND \(column) IN (\(marks)) ORDER BY id",
                 arguments: StatementArguments([app] + values)
             ).map(Self.deviceRecord)
         }
@@ -334,8 +335,7 @@ public final class SQLiteStore: Store {
             // build a temporary b-tree on every claim.
             var due = try Row.fetchAll(
                 db.cachedStatement(sql: """
-                    SELECT dl.id, dl.event_id, dl.apns_id, dl.attempts, dl.expires_at,
-                           e.push_type, e.priority, e.collapse_id, e.payload, e.fcm_data, dl.next_attempt_at, d.*
+                    SELECT \(Self.claimColumns)
                     FROM (SELECT id FROM deliveries
                           WHERE app_id = ? AND platform = ? AND state = 'pending' AND next_attempt_at <= ?
                           ORDER BY next_attempt_at, id LIMIT ?) due
@@ -349,8 +349,7 @@ public final class SQLiteStore: Store {
                     """), arguments: arguments)
             if !lapsed.isEmpty {
                 let read = try db.cachedStatement(sql: """
-                    SELECT dl.id, dl.event_id, dl.apns_id, dl.attempts, dl.expires_at,
-                           e.push_type, e.priority, e.collapse_id, e.payload, e.fcm_data, dl.next_attempt_at, d.*
+                    SELECT \(Self.claimColumns)
                     FROM deliveries dl JOIN events e ON e.id = dl.event_id JOIN devices d ON d.id = dl.device_row
                     WHERE dl.id = ?
                     """)
@@ -376,6 +375,13 @@ public final class SQLiteStore: Store {
             }
         }
     }
+
+    /// What a claim reads, by position: the delivery (0–4), its event's push (5–9),
+    /// `next_attempt_at` (10, for the order), then the device's columns (from 11).
+    private static let claimColumns = """
+        dl.id, dl.event_id, dl.apns_id, dl.attempts, dl.expires_at,
+        e.push_type, e.priority, e.collapse_id, e.payload, e.fcm_data, dl.next_attempt_at, d.*
+        """
 
     public func complete(_ outcomes: [DeliveryOutcome], now: Date) async throws {
         guard !outcomes.isEmpty else { return }
@@ -472,11 +478,9 @@ public final class SQLiteStore: Store {
         ).map(deviceRecord)
     }
 
-    /// The columns of `devices`, in table order: rows are read by position (a name lookup per
-    /// column costs more than the rest of the decoding when a fan-out reads 100,000 devices).
-    static let deviceColumns = 11
-
-    /// A device from `SELECT devices.*` columns starting at `first`.
+    /// A device from `SELECT devices.*` columns (table order) starting at `first`: read by position,
+    /// since a name lookup per column costs more than the rest of the decoding when a fan-out
+    /// reads 100,000 devices.
     private static func deviceRecord(_ row: Row, from first: Int) -> DeviceRecord {
         StoreRows.device(
             rowID: row[first], app: row[first + 1], platform: row[first + 2], token: row[first + 3], environment: row[first + 4],
