@@ -10,6 +10,8 @@ let package = Package(
         .library(name: "HeraldFCMCore", targets: ["HeraldFCMCore"]),
         .library(name: "HeraldWebPushCore", targets: ["HeraldWebPushCore"]),
         .library(name: "HeraldFCM", targets: ["HeraldFCM"]),
+        .library(name: "HeraldWebPush", targets: ["HeraldWebPush"]),
+        .library(name: "HeraldWebPushSimulator", targets: ["HeraldWebPushSimulator"]),
         .library(name: "HeraldFCMSimulator", targets: ["HeraldFCMSimulator"]),
         .library(name: "HeraldAPNsSimulator", targets: ["HeraldAPNsSimulator"]),
         .library(name: "HeraldCore", targets: ["HeraldCore"]),
@@ -85,6 +87,29 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The Web Push transport: HTTP/1.1 over TLS to many push-service origins, each connection
+        // to an address the SSRF guard checked.
+        .target(
+            name: "HeraldWebPush",
+            dependencies: [
+                "HeraldWebPushCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // `herald mock-webpush`: a push service that hands out subscriptions, checks VAPID, decrypts
+        // and records every message, with faults.
+        .target(
+            name: "HeraldWebPushSimulator",
+            dependencies: [
+                "HeraldWebPushCore", "HeraldAPNsSimulator",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdHTTP2", package: "hummingbird"),
+            ]
+        ),
         // `herald mock-fcm`: an FCM look-alike (OAuth grant checks, messages:send) with faults.
         .target(
             name: "HeraldFCMSimulator",
@@ -153,7 +178,7 @@ let package = Package(
         .target(
             name: "HeraldCore",
             dependencies: [
-                "HeraldAPNsCore", "HeraldFCMCore", "KasiaProtocol", .product(name: "Crypto", package: "swift-crypto"),
+                "HeraldAPNsCore", "HeraldFCMCore", "HeraldWebPushCore", "KasiaProtocol", .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         // Durable state behind a `Store` protocol; SQLite (one file, WAL) here.
@@ -169,7 +194,7 @@ let package = Package(
         .target(
             name: "HeraldDelivery",
             dependencies: [
-                "HeraldCore", "HeraldStore", "HeraldAPNs", "HeraldFCM",
+                "HeraldCore", "HeraldStore", "HeraldAPNs", "HeraldFCM", "HeraldWebPush",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -202,7 +227,7 @@ let package = Package(
         .target(
             name: "HeraldServer",
             dependencies: [
-                "HeraldCore", "HeraldStore", "HeraldDelivery", "HeraldKaspa", "KasiaCrypto",
+                "HeraldCore", "HeraldStore", "HeraldDelivery", "HeraldKaspa", "KasiaCrypto", "HeraldWebPush",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -216,7 +241,7 @@ let package = Package(
             name: "HeraldCLI",
             dependencies: [
                 "HeraldAPNs", "HeraldKaspa",
-                "HeraldAPNsSimulator", "HeraldFCM", "HeraldFCMSimulator", "HeraldWebPushCore",
+                "HeraldAPNsSimulator", "HeraldFCM", "HeraldFCMSimulator", "HeraldWebPushCore", "HeraldWebPush", "HeraldWebPushSimulator",
                 "HeraldCore",
                 "HeraldStore",
                 "HeraldDelivery",

@@ -25,6 +25,8 @@ struct ConfigFile {
         var apns: APNsSettings?
         /// The FCM service account (none: the built-in FCM simulator).
         var fcm: FCMSettings?
+        /// The VAPID key and subject (none: an ephemeral key and the built-in Web Push simulator).
+        var vapid: VAPIDSettings?
         /// The `apns-topic` used with the built-in simulator (no `apns` block).
         var simulatorTopic: String {
             didSet { if apns == nil { settings.topic = simulatorTopic } }
@@ -48,7 +50,7 @@ struct ConfigFile {
     static let topKeys: Set<String> = ["apps", "http_host", "http_port", "database_url", "stale_after_days"]
     /// The shortest publisher or registration key accepted.
     static let minimumKeyLength = 16
-    static let appKeys: Set<String> = ["id", "apns", "fcm", "publish_keys", "registration", "agent_event", "ghosttalk", "max_devices"]
+    static let appKeys: Set<String> = ["id", "apns", "fcm", "vapid", "publish_keys", "registration", "agent_event", "ghosttalk", "max_devices"]
     static let agentEventKeys: Set<String> = ["stop", "permission_prompt", "idle_prompt", "other", "other_without_message"]
     static let textKeys: Set<String> = ["title", "body"]
     static let apnsKeys: Set<String> = ["key_path", "key_id", "team_id", "topic", "environment", "url", "ca_file"]
@@ -136,6 +138,9 @@ struct ConfigFile {
             var entry = App(settings: settings, apns: apns)
             if let value = app["fcm"] {
                 entry.fcm = try reader.fcm(value, at: at + ".fcm")
+            }
+            if let value = app["vapid"] {
+                entry.vapid = try reader.vapid(value, at: at + ".vapid")
             }
             file.apps.append(entry)
         }
@@ -231,6 +236,22 @@ struct ConfigFile {
             } catch let failure as FCMConfigurationError {
                 let key = FCMSettings.fileKeys.first { $0.value == failure.field }?.key ?? "credentials_file"
                 throw error(at: field + "." + key, failure.message.replacingOccurrences(of: "HERALD_FCM_CREDENTIALS_FILE", with: "credentials_file"))
+            }
+        }
+
+        /// The `vapid` block, checked like the `HERALD_VAPID_*` variables, and its key loaded.
+        func vapid(_ value: Any, at field: String) throws -> VAPIDSettings {
+            let block = try map(value, at: field, keys: Set(VAPIDSettings.fileKeys.keys))
+            var env: [String: String] = [:]
+            for (key, variable) in VAPIDSettings.fileKeys {
+                if let text = try string(block[key], at: field + "." + key) { env[variable] = text }
+            }
+            do {
+                guard let settings = try VAPIDSettings.fromEnvironment(env) else { throw error(at: field + ".private_key_path", "is required") }
+                return settings
+            } catch let failure as HeraldConfigurationError {
+                let key = VAPIDSettings.fileKeys.first { $0.value == failure.field }?.key ?? "private_key_path"
+                throw error(at: field + "." + key, failure.message.replacingOccurrences(of: "HERALD_VAPID_PRIVATE_KEY_PATH", with: "private_key_path"))
             }
         }
 

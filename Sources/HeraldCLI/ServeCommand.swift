@@ -10,6 +10,8 @@ import HeraldFCMSimulator
 import HeraldKaspa
 import HeraldServer
 import HeraldStore
+import HeraldWebPush
+import HeraldWebPushSimulator
 import Hummingbird
 import Logging
 import NIOCore
@@ -52,7 +54,7 @@ struct ServeCommand: AsyncParsableCommand {
             simulatorCA = try sim.writeCA(to: FileManager.default.temporaryDirectory.appendingPathComponent("herald-\(getpid())").path)
             simulator = sim
             // First in the group, so it stops last: pushes in flight at shutdown still reach it.
-            services.append(SimulatorService(simulator: sim))
+            services.append(StopAtShutdown { await sim.shutdown() })
             logger.warning(
                 "No APNs credentials (HERALD_APNS_*): pushes go to the built-in APNs SIMULATOR, not to Apple",
                 metadata: [
@@ -71,7 +73,7 @@ struct ServeCommand: AsyncParsableCommand {
             let sim = try await FCMSimulator.start(configuration: configuration)
             fcmSimulatorCA = try sim.tls.writeCA(to: FileManager.default.temporaryDirectory.appendingPathComponent("herald-fcm-\(getpid())").path)
             fcmSimulator = sim
-            services.append(FCMSimulatorService(simulator: sim))
+            services.append(StopAtShutdown { await sim.shutdown() })
             logger.warning(
                 "No FCM credentials (HERALD_FCM_*): Android pushes go to the built-in FCM SIMULATOR, not to Google",
                 metadata: [
@@ -80,7 +82,35 @@ struct ServeCommand: AsyncParsableCommand {
                 ])
         }
 
-        // Per app: an APNs provider (a client per APNs environment, opened on first use) and an FCM provider.
+        // Apps without a VAPID key sign with an ephemeral one and get a built-in Web Push simulator;
+        // its own address is the one inside address Herald sends to without being told.
+        var webPushSimulator: WebPushSimulator?
+        var webPushTrustRoots = settings.webPush.caFile.map { [$0] } ?? []
+        var webPushAllowHosts = settings.webPush.allowHosts
+        let unsigned = settings.apps.filter { $0.vapid == nil }
+        if !unsigned.isEmpty {
+            var configuration = WebPushSimulator.Configuration()
+            configuration.controlPort = settings.webPush.simulatorControlPort
+            let sim = try await WebPushSimulator.start(configuration: configuration)
+            webPushTrustRoots.append(try sim.tls.writeCA(to: FileManager.default.temporaryDirectory.appendingPathComponent("herald-webpush-\(getpid())").path))
+            webPushAllowHosts.insert("\(configuration.host):\(sim.port)")
+            webPushSimulator = sim
+            services.append(StopAtShutdown { await sim.shutdown() })
+            logger.warning(
+                "No VAPID key (HERALD_VAPID_*): these apps sign Web Push with an EPHEMERAL key, so browser subscriptions made with it end when Herald restarts; a built-in Web Push simulator is running",
+                metadata: [
+                    "apps": "\(unsigned.map(\.settings.id).joined(separator: ","))", "simulator": "\(sim.origin)",
+                    "control": "http://127.0.0.1:\(sim.controlPort)",
+                ])
+        }
+        let webPushGuard = WebPushEndpointGuard(policy: WebPushAddressPolicy(allowedHosts: webPushAllowHosts))
+        var webPushConfiguration = WebPushClientConfiguration(endpointGuard: webPushGuard)
+        webPushConfiguration.trustRootsPEMFiles = webPushTrustRoots
+        let webPushClient = try WebPushClient(configuration: webPushConfiguration, eventLoopGroup: group, logger: Logger(label: "herald.webpush"))
+        var vapidPublicKeys: [String: String] = [:]
+
+        // Per app: an APNs provider (a client per APNs environment, opened on first use), an FCM
+        // provider and a Web Push provider (one client for every app: connections are per push service).
         var providers: [(app: String, providers: [any PushProvider])] = []
         for app in settings.apps {
             let provider: APNsPushProvider
@@ -115,7 +145,10 @@ struct ServeCommand: AsyncParsableCommand {
                     configuration: FCMClientConfiguration(url: sim.url, trustRootsPEMFile: fcmSimulatorCA),
                     account: try FCMServiceAccount(json: sim.serviceAccountJSON), eventLoopGroup: group, logger: Logger(label: "herald.fcm"))
             }
-            providers.append((app.settings.id, [provider, FCMPushProvider(client: fcmClient)]))
+            let vapid = try app.vapid ?? VAPIDSettings(key: VAPIDKey(privateKey: .init()), subject: VAPIDSubject(VAPIDSettings.developmentSubject))
+            vapidPublicKeys[app.settings.id] = vapid.key.applicationServerKey
+            let webPush = WebPushProvider(client: webPushClient, signer: VAPIDSigner(key: vapid.key, subject: vapid.subject))
+            providers.append((app.settings.id, [provider, FCMPushProvider(client: fcmClient), webPush]))
         }
 
         let metrics = HeraldMetrics.prometheus()
@@ -128,8 +161,10 @@ struct ServeCommand: AsyncParsableCommand {
         api.apps = AppDirectory(settings.apps.map(\.settings))
         api.rateLimits = settings.rateLimits
         api.kaspaNetwork = settings.kaspaNetwork?.prefix
+        api.webPushGuard = webPushGuard
+        api.vapidPublicKeys = vapidPublicKeys
         let publisher = EventPublisher(
-            store: store, apps: api.apps, outbox: outbox, metrics: metrics.0, platforms: [.ios, .android],
+            store: store, apps: api.apps, outbox: outbox, metrics: metrics.0, platforms: [.ios, .android, .web],
             maximumDeliveriesPerRequest: settings.maximumDeliveriesPerRequest)
 
         let cleanup = StaleDeviceCleanup(store: store, staleAfterDays: settings.staleAfterDays)
@@ -149,6 +184,7 @@ struct ServeCommand: AsyncParsableCommand {
         let router = Gateway.router(store: store, configuration: api, publisher: publisher, metrics: metrics, chainSource: chainSource)
         let controlPort = simulator?.controlPort
         let fcmControlPort = fcmSimulator?.controlPort
+        let webPushControlPort = webPushSimulator?.controlPort
         let app = Application(
             router: router,
             // A connection that sends nothing for this long is closed: idle clients cannot hold the server's connections.
@@ -157,7 +193,8 @@ struct ServeCommand: AsyncParsableCommand {
             onServerRunning: { channel in
                 // One line on standard output once the API listens, for scripts and tests.
                 ReadinessLine.print(
-                    http: channel.localAddress, host: settings.host, simulatorControl: controlPort, fcmSimulatorControl: fcmControlPort)
+                    http: channel.localAddress, host: settings.host, simulatorControl: controlPort, fcmSimulatorControl: fcmControlPort,
+                    webPushSimulatorControl: webPushControlPort)
             },
             eventLoopGroupProvider: .shared(group), logger: logger)
         // Last in the group, so it stops first: no new requests while the rest winds down.
@@ -194,33 +231,24 @@ struct ServeCommand: AsyncParsableCommand {
     }
 }
 
-/// The built-in simulator as a service: it runs until the group stops it, last.
-struct SimulatorService: Service {
-    let simulator: APNsSimulator
+/// A built-in simulator as a service: it runs until the group stops it, then `stop` closes it.
+struct StopAtShutdown: Service {
+    let stop: @Sendable () async -> Void
 
     func run() async throws {
         try? await gracefulShutdown()
-        await simulator.shutdown()
-    }
-}
-
-/// The built-in FCM simulator as a service, like the APNs one.
-struct FCMSimulatorService: Service {
-    let simulator: FCMSimulator
-
-    func run() async throws {
-        try? await gracefulShutdown()
-        await simulator.shutdown()
+        await stop()
     }
 }
 
 /// `{"ready":true,"http":"127.0.0.1:8080","simulator_control":"http://127.0.0.1:…","fcm_simulator_control":…}` on standard
 /// output when the API listens.
 enum ReadinessLine {
-    static func print(http address: SocketAddress?, host: String, simulatorControl: Int?, fcmSimulatorControl: Int?) {
+    static func print(http address: SocketAddress?, host: String, simulatorControl: Int?, fcmSimulatorControl: Int?, webPushSimulatorControl: Int?) {
         var line: [String: Any] = ["ready": true, "http": "\(host):\(address?.port ?? 0)"]
         line["simulator_control"] = simulatorControl.map { "http://127.0.0.1:\($0)" } ?? NSNull()
         line["fcm_simulator_control"] = fcmSimulatorControl.map { "http://127.0.0.1:\($0)" } ?? NSNull()
+        line["webpush_simulator_control"] = webPushSimulatorControl.map { "http://127.0.0.1:\($0)" } ?? NSNull()
         guard let data = try? JSONSerialization.data(withJSONObject: line, options: [.sortedKeys, .withoutEscapingSlashes]) else { return }
         FileHandle.standardOutput.write(data + Data("\n".utf8))
     }
@@ -282,6 +310,8 @@ struct ServeSettings {
     var simulatorControlPort = 0
     /// `HERALD_FCM_SIMULATOR_CONTROL_PORT`: the built-in FCM simulator's control port (0: a free one).
     var fcmSimulatorControlPort = 0
+    /// `HERALD_WEBPUSH_*`: where Web Push may be sent and which extra roots to trust.
+    var webPush = try! WebPushSettings(environment: [:])
     /// `HERALD_SHUTDOWN_GRACE_SECONDS`: how long a SIGTERM/SIGINT waits for sends in flight and
     /// their outcomes before the rest is cancelled (default 20).
     var shutdownGrace: Duration = .seconds(20)
@@ -353,6 +383,7 @@ struct ServeSettings {
         if let value = try Self.integer(env, "HERALD_FCM_SIMULATOR_CONTROL_PORT", in: 0...65_535, "is a port number from 0 to 65535") {
             fcmSimulatorControlPort = value
         }
+        webPush = try WebPushSettings(environment: env)
         if let value = try Self.integer(env, "HERALD_HTTP_IDLE_TIMEOUT_SECONDS", in: 1...3_600, "is a whole number of seconds from 1 to 3600") { httpIdleTimeoutSeconds = value }
         if let value = try Self.integer(env, "HERALD_MAX_DELIVERIES_PER_REQUEST", in: 1...10_000_000, "is a whole number from 1 to 10000000") { maximumDeliveriesPerRequest = value }
         if let value = try Self.integer(env, "HERALD_SHUTDOWN_GRACE_SECONDS", in: 1...3_600, "is a whole number of seconds from 1 to 3600") { shutdownGrace = .seconds(value) }
@@ -426,6 +457,7 @@ struct ServeSettings {
             settings.ghostTalkSendEnabled = ["1", "true", "yes"].contains(env["HERALD_GHOSTTALK_SEND_ENABLED"]?.lowercased() ?? "")
             var app = ConfigFile.App(settings: settings, apns: try APNsSettings.fromEnvironment(env))
             app.fcm = try FCMSettings.fromEnvironment(env)
+            app.vapid = try VAPIDSettings.fromEnvironment(env)
             app.simulatorTopic = env["HERALD_APNS_TOPIC"].flatMap { $0.isEmpty ? nil : $0 } ?? "com.example.herald"
             apps = [app]
         }

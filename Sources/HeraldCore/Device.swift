@@ -7,6 +7,8 @@ public enum Platform: String, Hashable, Sendable, CaseIterable, Codable {
     case ios
     /// Google (FCM).
     case android
+    /// Browsers and UnifiedPush distributors (Web Push): the token is the subscription's endpoint.
+    case web
 }
 
 /// A device's push token, normalised and checked for its platform.
@@ -25,7 +27,7 @@ public struct DeviceToken: Hashable, Sendable, CustomStringConvertible {
 
     public let platform: Platform
     public let kind: Kind
-    /// APNs: lowercase hex. FCM: as given.
+    /// APNs: lowercase hex. FCM: as given. Web Push: the endpoint URL as given.
     public let value: String
 
     public init(_ text: String, platform: Platform, kind: Kind = .token) throws(DeviceTokenError) {
@@ -34,8 +36,11 @@ public struct DeviceToken: Hashable, Sendable, CustomStringConvertible {
             let lower = text.lowercased()
             guard APNsDeviceToken.isWellFormed(Substring(lower)) else { throw .notAPNsHex }
             value = lower
-        case (.ios, .fid):
+        case (.ios, .fid), (.web, .fid):
             throw .installationIDNotForIOS
+        case (.web, .token):
+            do { _ = try WebPushEndpoint(text) } catch { throw .notWebPushEndpoint(error) }
+            value = text
         case (.android, .token):
             guard !text.isEmpty, text.utf8.count <= Self.maximumFCMLength,
                 text.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7f })
@@ -76,8 +81,10 @@ extension UInt8 {
 
 public enum DeviceTokenError: Error, Hashable, Sendable, CustomStringConvertible {
     case notAPNsHex, notFCMToken, notInstallationID, installationIDNotForIOS
+    case notWebPushEndpoint(WebPushEndpointError)
     public var description: String {
         switch self {
+        case .notWebPushEndpoint(let error): error.description
         case .notInstallationID: "a Firebase Installation ID is \(DeviceToken.installationIDLength) base64url characters"
         case .installationIDNotForIOS: "token_kind fid is for android devices"
         case .notAPNsHex: "an APNs token is \(APNsDeviceToken.minimumLength)+ hexadecimal characters"

@@ -369,6 +369,8 @@ public final class OutboxLane: Service, Sendable {
                 return Attempt(outcome: .retryDevice(id: delivery.id, deviceRowID: delivery.device.rowID, at: at, reason: reason))
             case .credentials:
                 return Attempt(outcome: .retry(id: delivery.id, at: at, reason: reason), holdLaneUntil: at)
+            case .destination:
+                return Attempt(outcome: .retry(id: delivery.id, at: at, reason: reason))
             case .service:
                 // A Retry-After from the service itself holds the whole lane; without one, only this push backs off.
                 let hold = after.map { now.addingTimeInterval($0.seconds) }

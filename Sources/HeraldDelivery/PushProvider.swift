@@ -29,6 +29,9 @@ public enum PushOutcome: Sendable, Hashable {
         case credentials
         /// The service or the connection (5xx, reset, timeout): this push retries with back-off.
         case service
+        /// One of the many hosts a provider sends to (a Web Push service): only this push waits;
+        /// the provider holds that host's other pushes back itself, and the lane keeps going.
+        case destination
     }
 
     /// The service's reason, for logs, metrics and the store ("accepted" when delivered).

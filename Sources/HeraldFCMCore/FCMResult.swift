@@ -1,3 +1,4 @@
+import HeraldAPNsCore
 import Foundation
 
 /// FCM's error answer: the `google.rpc.Status` envelope, with the FCM code from its
@@ -51,14 +52,7 @@ public struct FCMErrorAnswer: Sendable, Hashable {
             errorCode: details.first { $0.type?.hasSuffix("google.firebase.fcm.v1.FcmError") == true }?.errorCode,
             message: envelope?.error.message,
             fieldViolations: details.flatMap { ($0.fieldViolations ?? []).compactMap(\.field) },
-            retryAfter: Self.retryAfter(retryAfterHeader))
-    }
-
-    /// `Retry-After` in whole seconds within 0...3600; anything else (a date, garbage, a huge or
-    /// negative number) is no hint.
-    static func retryAfter(_ header: String?) -> Duration? {
-        guard let header, let seconds = Int(header.trimmingCharacters(in: .whitespaces)), seconds >= 0 else { return nil }
-        return .seconds(min(seconds, 3600))
+            retryAfter: RetryAfter.delay(retryAfterHeader))
     }
 
     /// The code logs and metrics carry: the FCM code, else the canonical status, else the HTTP status.

@@ -3,6 +3,7 @@ import HeraldDelivery
 import HeraldAPNs
 import HeraldCore
 import HeraldStore
+import HeraldWebPush
 import HTTPTypes
 import KasiaCrypto
 import Crypto
@@ -24,6 +25,10 @@ public struct APIConfiguration: Sendable {
     public var kaspaNetwork: KaspaAddress.Prefix?
     /// Checks the wallet policy's signatures (libsecp256k1 where the build has it).
     public var schnorrVerifier: (any SchnorrVerifier)? = RegistrationAPI.defaultVerifier
+    /// Web Push: where a subscription's endpoint may lead (the SSRF rule). Nil refuses `platform: "web"`.
+    public var webPushGuard: WebPushEndpointGuard?
+    /// Each app's VAPID application server key (base64url), served at `GET /v1/push/vapid-public-key`.
+    public var vapidPublicKeys: [String: String] = [:]
     public init() {}
 }
 
@@ -67,8 +72,19 @@ public struct RegistrationAPI: Sendable {
         enum CodingKeys: String, CodingKey { case address, timestamp, signature }
     }
 
+    /// A browser's `PushSubscription.toJSON()` (its `expirationTime` is not used).
+    struct SubscriptionBody: Decodable {
+        struct Keys: Decodable {
+            var p256dh: String?
+            var auth: String?
+        }
+        var endpoint: String?
+        var keys: Keys?
+    }
+
     struct RegisterBody: Decodable {
         var device_token: String?
+        var subscription: SubscriptionBody?
         var platform: String?
         var token_kind: String?
         var watched_addresses: [String]?
@@ -81,6 +97,7 @@ public struct RegistrationAPI: Sendable {
 
     struct UpdateBody: Decodable {
         var device_token: String?
+        var subscription: SubscriptionBody?
         var watched_addresses: [String]?
         var addresses: [AddressEntry]?
         var contextual_routes: [RouteBody]?
@@ -97,6 +114,16 @@ public struct RegistrationAPI: Sendable {
         router.put("/v1/push/update") { request, _ in try await update(request) }
         router.delete("/v1/push/unregister") { request, _ in try await unregister(request) }
         router.get("/v1/push/status") { request, _ in try await status(request) }
+        router.get("/v1/push/vapid-public-key") { request, _ in try vapidPublicKey(request) }
+    }
+
+    /// The app's VAPID application server key, which a web app passes to `pushManager.subscribe`.
+    func vapidPublicKey(_ request: Request) throws -> Response {
+        let app = try configuration.apps.resolve(request.uri.queryParameters.get("app").map { String($0) })
+        guard let key = configuration.vapidPublicKeys[app.id] else {
+            throw APIError(.notFound, code: "no_web_push", message: "app \(app.id) has no VAPID key", field: "app")
+        }
+        return try Self.json(["app": app.id, "public_key": key])
     }
 
     func register(_ request: Request) async throws -> Response {
@@ -105,7 +132,7 @@ public struct RegistrationAPI: Sendable {
         try AppDirectory.require(grant, covers: body.device_id, field: "device_id")
         guard let platformText = body.platform else { throw APIError.missing("platform") }
         guard let platform = Platform(rawValue: platformText) else {
-            throw APIError.invalid("platform", "platform is ios or android")
+            throw APIError.invalid("platform", "platform is ios, android or web")
         }
         var kind = DeviceToken.Kind.token
         if let text = body.token_kind {
@@ -113,7 +140,14 @@ public struct RegistrationAPI: Sendable {
             guard parsed == .token || platform == .android else { throw APIError.invalid("token_kind", "token_kind fid is for android devices") }
             kind = parsed
         }
-        let token = try Self.deviceToken(body.device_token, platform: platform, kind: kind)
+        var webKeys: WebPushKeys?
+        let token: DeviceToken
+        if platform == .web {
+            (token, webKeys) = try await webSubscription(body.subscription, deviceToken: body.device_token)
+        } else {
+            guard body.subscription == nil else { throw APIError.invalid("subscription", "subscription is for platform web") }
+            token = try Self.deviceToken(body.device_token, platform: platform, kind: kind)
+        }
         var environment = APNsEnvironment.sandbox
         if let text = body.environment {
             guard let parsed = APNsEnvironment(rawValue: text) else {
@@ -127,7 +161,7 @@ public struct RegistrationAPI: Sendable {
         let watchSet = try self.watchSet(watched: body.watched_addresses, own: body.addresses, routes: body.contextual_routes)
         try proveOwnership(body.addresses, app: app, token: token.value)
         let registration = Registration(
-            app: app, token: token, environment: environment, deviceID: body.device_id, watchSet: watchSet)
+            app: app, token: token, environment: environment, deviceID: body.device_id, watchSet: watchSet, webKeys: webKeys)
         if let settings = configuration.apps[app] { try await Self.admitDevice(token, app: settings, store: store, field: "device_token") }
         _ = try await store.register(registration, now: clock.now())
         return try Self.json(["registered": true, "watched_addresses": watchSet.watched.count])
@@ -136,7 +170,8 @@ public struct RegistrationAPI: Sendable {
     func update(_ request: Request) async throws -> Response {
         let body = try await JSONBody.decode(UpdateBody.self, from: request, limit: configuration.maximumBodySize)
         let (app, grant) = try authorized(request, app: body.app)
-        guard let token = body.device_token else { throw APIError.missing("device_token") }
+        // A web subscription is named by its endpoint, in `device_token` or as the subscription.
+        guard let token = body.device_token ?? body.subscription?.endpoint else { throw APIError.missing("device_token") }
         try await requireOwned(token, app: app, grant: grant)
         let watchSet = try self.watchSet(watched: body.watched_addresses, own: body.addresses, routes: body.contextual_routes)
         try proveOwnership(body.addresses, app: app, token: DeviceToken.lookupForm(token))
@@ -200,6 +235,33 @@ public struct RegistrationAPI: Sendable {
         guard grant != .anyIdentity else { return }
         guard let device = try await store.devices(app: app, tokens: [DeviceToken.lookupForm(token)]).first else { return }
         try AppDirectory.require(grant, covers: device.deviceID, field: "device_token")
+    }
+
+    /// A `platform: "web"` registration's subscription: a well-formed https endpoint that leads
+    /// outside (the SSRF rule), and its keys. `device_token`, when given too, is the endpoint.
+    private func webSubscription(_ subscription: SubscriptionBody?, deviceToken: String?) async throws -> (DeviceToken, WebPushKeys) {
+        guard let guardian = configuration.webPushGuard else {
+            throw APIError.invalid("platform", "this instance has no Web Push (no VAPID key)")
+        }
+        guard let subscription else { throw APIError.missing("subscription") }
+        let token = try Self.deviceToken(subscription.endpoint, platform: .web, field: "subscription.endpoint")
+        if let deviceToken, deviceToken != token.value {
+            throw APIError.invalid("device_token", "device_token, when given, is the subscription's endpoint")
+        }
+        guard let p256dh = subscription.keys?.p256dh else { throw APIError.missing("subscription.keys.p256dh") }
+        guard let auth = subscription.keys?.auth else { throw APIError.missing("subscription.keys.auth") }
+        let keys: WebPushKeys
+        do {
+            keys = try WebPushKeys(p256dh: p256dh, auth: auth)
+        } catch {
+            throw APIError.invalid(error == .p256dh ? "subscription.keys.p256dh" : "subscription.keys.auth", error.description)
+        }
+        do {
+            _ = try await guardian.addresses(for: WebPushEndpoint(token.value))
+        } catch {
+            throw APIError.invalid("subscription.endpoint", error.description)
+        }
+        return (token, keys)
     }
 
     /// A device token from a body, or 400 naming `field` (every registration route's parsing).

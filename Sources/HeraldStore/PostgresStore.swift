@@ -76,10 +76,10 @@ public final class PostgresStore: Store {
                     "INSERT INTO apps (id, created_at) VALUES (\(r.app), \(ms)) ON CONFLICT (id) DO NOTHING", logger: logger)
                 let rows = try await db.query(
                     """
-                    INSERT INTO devices (app_id, platform, token, environment, device_id, created_at, updated_at, last_seen, token_kind)
+                    INSERT INTO devices (app_id, platform, token, environment, device_id, created_at, updated_at, last_seen, token_kind, web_keys)
                     VALUES (\(r.app), \(r.token.platform.rawValue), \(r.token.value), \(r.environment.rawValue), \(r.deviceID), \(ms), \(ms), \(ms),
-                      \(r.token.kind.rawValue))
-                    ON CONFLICT (app_id, token) DO UPDATE SET platform = excluded.platform, token_kind = excluded.token_kind,
+                      \(r.token.kind.rawValue), \(r.webKeys?.storedForm))
+                    ON CONFLICT (app_id, token) DO UPDATE SET platform = excluded.platform, token_kind = excluded.token_kind, web_keys = excluded.web_keys,
                       environment = excluded.environment, device_id = excluded.device_id,
                       updated_at = excluded.updated_at, last_seen = excluded.last_seen, disabled_reason = NULL
                     RETURNING \(unescaped: Self.deviceColumns)
@@ -482,7 +482,7 @@ public final class PostgresStore: Store {
     // MARK: Rows
 
     static let deviceColumns =
-        "id, app_id, platform, token, environment, device_id, created_at, updated_at, last_seen, disabled_reason, token_kind"
+        "id, app_id, platform, token, environment, device_id, created_at, updated_at, last_seen, disabled_reason, token_kind, web_keys"
 
     private static func device(_ row: PostgresRow, from first: Int) throws -> DeviceRecord {
         let cells = Array(row)
@@ -491,7 +491,7 @@ public final class PostgresStore: Store {
             rowID: try cell(0, Int64.self), app: try cell(1, String.self), platform: try cell(2, String.self),
             token: try cell(3, String.self), environment: try cell(4, String.self), deviceID: try cell(5, String?.self),
             createdAt: try cell(6, Int64.self), updatedAt: try cell(7, Int64.self), lastSeen: try cell(8, Int64.self),
-            disabledReason: try cell(9, String?.self), tokenKind: try cell(10, String.self))
+            disabledReason: try cell(9, String?.self), tokenKind: try cell(10, String.self), webKeys: try cell(11, String?.self))
     }
 
     private static func devices(_ rows: PostgresRowSequence) async throws -> [DeviceRecord] {

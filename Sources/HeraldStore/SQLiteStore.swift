@@ -44,9 +44,9 @@ public final class SQLiteStore: Store {
             let app = try db.cachedStatement(sql: "INSERT INTO apps (id, created_at) VALUES (?, ?) ON CONFLICT (id) DO NOTHING")
             let upsert = try db.cachedStatement(
                 sql: """
-                    INSERT INTO devices (app_id, platform, token, environment, device_id, created_at, updated_at, last_seen, token_kind)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    ON CONFLICT (app_id, token) DO UPDATE SET platform = excluded.platform, token_kind = excluded.token_kind,
+                    INSERT INTO devices (app_id, platform, token, environment, device_id, created_at, updated_at, last_seen, token_kind, web_keys)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (app_id, token) DO UPDATE SET platform = excluded.platform, token_kind = excluded.token_kind, web_keys = excluded.web_keys,
                       environment = excluded.environment, device_id = excluded.device_id,
                       updated_at = excluded.updated_at, last_seen = excluded.last_seen, disabled_reason = NULL
                     """)
@@ -55,6 +55,7 @@ public final class SQLiteStore: Store {
                 if apps.insert(r.app).inserted { try app.execute(arguments: [r.app, ms]) }
                 try upsert.execute(arguments: [
                     r.app, r.token.platform.rawValue, r.token.value, r.environment.rawValue, r.deviceID, ms, ms, ms, r.token.kind.rawValue,
+                    r.webKeys?.storedForm,
                 ])
                 let device = try Self.device(db, app: r.app, token: r.token.value)!
                 try Self.replaceWatchSet(db, deviceRowID: device.rowID, with: r.watchSet)
@@ -485,7 +486,7 @@ public final class SQLiteStore: Store {
         StoreRows.device(
             rowID: row[first], app: row[first + 1], platform: row[first + 2], token: row[first + 3], environment: row[first + 4],
             deviceID: row[first + 5], createdAt: row[first + 6], updatedAt: row[first + 7], lastSeen: row[first + 8],
-            disabledReason: row[first + 9], tokenKind: row[first + 10])
+            disabledReason: row[first + 9], tokenKind: row[first + 10], webKeys: row[first + 11])
     }
 
     private static func deviceRecord(_ row: Row) -> DeviceRecord { deviceRecord(row, from: 0) }

@@ -2,7 +2,7 @@
 /// PostgreSQL runs as well (its store maps INTEGER PRIMARY KEY to BIGSERIAL and BLOB to BYTEA).
 enum Schema {
     /// Every version, in order; both stores apply the ones a database lacks.
-    static let versions: [(String, String)] = [("v1", v1), ("v2", v2), ("v3", v3), ("v4", v4), ("v5", v5)]
+    static let versions: [(String, String)] = [("v1", v1), ("v2", v2), ("v3", v3), ("v4", v4), ("v5", v5), ("v6", v6)]
 
     static let v1 = """
         CREATE TABLE apps (
@@ -120,5 +120,11 @@ enum Schema {
     /// prefix narrows them to the lane's few deliveries in flight.
     static let v5 = """
         DROP INDEX deliveries_lane_lease;
+        """
+
+    /// Web Push: a subscription's endpoint is its device's token and its keys (`<p256dh>.<auth>`,
+    /// base64url) sit beside it.
+    static let v6 = """
+        ALTER TABLE devices ADD COLUMN web_keys TEXT;
         """
 }

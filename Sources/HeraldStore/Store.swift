@@ -22,12 +22,16 @@ public struct DeviceRecord: Hashable, Sendable {
     public var lastSeen: Date
     /// Set when the push service called the token bad for its app and environment.
     public var disabledReason: String?
+    /// A Web Push subscription's keys (nil for APNs and FCM devices).
+    public var webKeys: WebPushKeys?
 
     public init(
         rowID: Int64, app: String, platform: Platform, token: String, environment: APNsEnvironment, deviceID: String? = nil,
-        tokenKind: DeviceToken.Kind = .token, createdAt: Date, updatedAt: Date, lastSeen: Date, disabledReason: String? = nil
+        tokenKind: DeviceToken.Kind = .token, createdAt: Date, updatedAt: Date, lastSeen: Date, disabledReason: String? = nil,
+        webKeys: WebPushKeys? = nil
     ) {
         self.rowID = rowID
+        self.webKeys = webKeys
         self.tokenKind = tokenKind
         self.app = app
         self.platform = platform
@@ -51,12 +55,15 @@ public struct Registration: Sendable {
     /// The token is now the only one of `deviceID` (SafeWhisper's device switch): other devices
     /// of the app with that device id are removed in the same transaction.
     public var replacesDeviceTokens: Bool
+    /// A Web Push subscription's keys (its endpoint is `token`).
+    public var webKeys: WebPushKeys?
 
     public init(
         app: String, token: DeviceToken, environment: APNsEnvironment, deviceID: String? = nil, watchSet: WatchSet,
-        replacesDeviceTokens: Bool = false
+        replacesDeviceTokens: Bool = false, webKeys: WebPushKeys? = nil
     ) {
         self.app = app
+        self.webKeys = webKeys
         self.token = token
         self.environment = environment
         self.deviceID = deviceID

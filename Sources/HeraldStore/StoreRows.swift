@@ -4,17 +4,18 @@ import HeraldCore
 
 /// What both stores read back from their rows, built in one place.
 enum StoreRows {
-    /// A device from the `devices` columns in table order (`token_kind`, added in v4, is last).
+    /// A device from the `devices` columns in table order (`token_kind` from v4, `web_keys` from v6 last).
     static func device(
         rowID: Int64, app: String, platform: String, token: String, environment: String, deviceID: String?,
-        createdAt: Int64, updatedAt: Int64, lastSeen: Int64, disabledReason: String?, tokenKind: String
+        createdAt: Int64, updatedAt: Int64, lastSeen: Int64, disabledReason: String?, tokenKind: String, webKeys: String?
     ) -> DeviceRecord {
         DeviceRecord(
             rowID: rowID, app: app, platform: Platform(rawValue: platform) ?? .ios, token: token,
             environment: APNsEnvironment(rawValue: environment) ?? .sandbox, deviceID: deviceID,
             tokenKind: DeviceToken.Kind(rawValue: tokenKind) ?? .token,
             createdAt: Date(milliseconds: createdAt), updatedAt: Date(milliseconds: updatedAt),
-            lastSeen: Date(milliseconds: lastSeen), disabledReason: disabledReason)
+            lastSeen: Date(milliseconds: lastSeen), disabledReason: disabledReason,
+            webKeys: webKeys.flatMap(WebPushKeys.init(storedForm:)))
     }
 
     /// Watch sets from `watch_keys` rows (device, role, key) and `contextual_routes` rows

@@ -26,12 +26,19 @@ public struct WebPushKeys: Sendable, Hashable {
         self.auth = auth
     }
 
+    /// How a store keeps the keys: `<p256dh>.<auth>`, both base64url.
+    public var storedForm: String { Base64URL.encode(p256dh) + "." + Base64URL.encode(auth) }
+
+    /// Keys from `storedForm`; nil when it is not one.
+    public init?(storedForm: String) {
+        let parts = storedForm.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 2, let keys = try? WebPushKeys(p256dh: String(parts[0]), auth: String(parts[1])) else { return nil }
+        self = keys
+    }
+
     /// Strict base64url: only its alphabet, no padding, then decoded.
     static func base64URL(_ text: String) -> [UInt8]? {
-        guard !text.isEmpty, text.utf8.count <= 1_024, text.utf8.allSatisfy({ byte in
-            (65...90).contains(byte) || (97...122).contains(byte) || (48...57).contains(byte) || byte == UInt8(ascii: "-")
-                || byte == UInt8(ascii: "_")
-        }) else { return nil }
+        guard !text.isEmpty, text.utf8.count <= 1_024, text.utf8.allSatisfy(WebPushMessage.isBase64URL) else { return nil }
         return Base64URL.decode(Substring(text))
     }
 }

@@ -13,6 +13,8 @@ public struct WebPushEndpoint: Sendable, Hashable, CustomStringConvertible {
     public let url: URL
     /// Lowercased, without IPv6 brackets.
     public let host: String
+    /// The URL's port, else 443 (80 for `http`).
+    public var port: Int { url.port ?? (url.scheme?.lowercased() == "http" ? 80 : 443) }
 
     /// - Parameter allowHTTP: `http://` too (a test configuration only; push services are HTTPS).
     /// - Throws: `WebPushEndpointError` saying what is wrong.
@@ -34,6 +36,8 @@ public enum WebPushEndpointError: Error, Sendable, Hashable, CustomStringConvert
     case length, notURL, scheme
     /// It resolves to (or is) an address inside: loopback, private, link-local, multicast, reserved.
     case internalAddress(String)
+    /// Its host resolves to no address.
+    case unresolved(String)
 
     public var description: String {
         switch self {
@@ -41,6 +45,7 @@ public enum WebPushEndpointError: Error, Sendable, Hashable, CustomStringConvert
         case .notURL: "endpoint is an absolute URL with a host, without user info or fragment"
         case .scheme: "endpoint is an https URL"
         case .internalAddress(let address): "endpoint reaches \(address), an address Herald does not send to"
+        case .unresolved(let host): "endpoint's host \(host) resolves to no address"
         }
     }
 }
@@ -50,7 +55,7 @@ public enum WebPushEndpointError: Error, Sendable, Hashable, CustomStringConvert
 /// a registered endpoint cannot make Herald call its own neighbours (SSRF), unless the operator
 /// allows the host (a test simulator on 127.0.0.1).
 public struct WebPushAddressPolicy: Sendable {
-    /// Hosts sent to whatever they resolve to, lowercased.
+    /// Hosts sent to whatever they resolve to, lowercased: `host` (any port) or `host:port`.
     public var allowedHosts: Set<String>
 
     public init(allowedHosts: Set<String> = []) {
@@ -60,9 +65,15 @@ public struct WebPushAddressPolicy: Sendable {
     /// Checks `endpoint`'s host against the addresses it resolved to (all of them: one inside is
     /// enough to refuse, since a later lookup may return it).
     public func check(_ endpoint: WebPushEndpoint, resolvedTo addresses: [[UInt8]]) throws(WebPushEndpointError) {
-        if allowedHosts.contains(endpoint.host) { return }
+        if allows(endpoint) { return }
         guard !addresses.isEmpty else { throw .internalAddress("no address") }
         for address in addresses where !Self.isPublic(address) { throw .internalAddress(Self.format(address)) }
+    }
+
+    /// Whether the operator allowed the endpoint's host (or host and port) outright.
+    public func allows(_ endpoint: WebPushEndpoint) -> Bool {
+        let host = endpoint.host.contains(":") ? "[\(endpoint.host)]" : endpoint.host
+        return allowedHosts.contains(endpoint.host) || allowedHosts.contains("\(host):\(endpoint.port)")
     }
 
     /// The address of an IPv4 or IPv6 literal (4 or 16 bytes), or nil when `text` is a name.

@@ -1,0 +1,45 @@
+import ArgumentParser
+import Foundation
+import HeraldWebPushSimulator
+import Logging
+
+/// `herald mock-webpush`: the Web Push simulator as its own process.
+struct MockWebPushCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "mock-webpush",
+        abstract: "Run the Web Push simulator: subscriptions, VAPID checks and decryption over TLS, with a control port.")
+
+    @Option(help: "The TLS port (0 picks a free one).")
+    var port = 0
+
+    @Option(name: .customLong("control-port"), help: "The plain-HTTP control port (0 picks a free one).")
+    var controlPort = 0
+
+    @Option(help: "The address to listen on.")
+    var host = "127.0.0.1"
+
+    @Option(name: .customLong("ca-out"), help: "The directory to write the simulator's CA (ca.pem) to.")
+    var caOut: String?
+
+    func run() async throws {
+        CLILogging.bootstrap()
+        let logger = Logger(label: "herald.mock-webpush")
+        guard (0...65_535).contains(port) else { throw InvalidInput(field: "--port", message: "is a port number from 0 to 65535") }
+        guard (0...65_535).contains(controlPort) else { throw InvalidInput(field: "--control-port", message: "is a port number from 0 to 65535") }
+        var configuration = WebPushSimulator.Configuration()
+        configuration.host = host
+        configuration.port = port
+        configuration.controlPort = controlPort
+        let simulator = try await WebPushSimulator.start(configuration: configuration, logger: logger)
+        let directory = caOut ?? FileManager.default.temporaryDirectory.appendingPathComponent("herald-mock-webpush-\(getpid())").path
+        let ca = try simulator.tls.writeCA(to: directory)
+        let allowed = "\(host.contains(":") ? "[\(host)]" : host):\(simulator.port)"
+        CLIOutput.printJSON([
+            "ready": true, "origin": simulator.origin, "port": simulator.port, "control_port": simulator.controlPort, "ca": ca,
+            "env": "HERALD_WEBPUSH_ALLOW_HOSTS=\(allowed) HERALD_WEBPUSH_CA_FILE=\(ca)",
+        ])
+        logger.info("mock-webpush listening", metadata: ["origin": "\(simulator.origin)", "control_port": "\(simulator.controlPort)"])
+        _ = await SignalWaiter.waitForTermination()
+        await simulator.shutdown()
+    }
+}

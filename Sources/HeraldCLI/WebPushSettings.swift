@@ -1,0 +1,74 @@
+import Foundation
+import HeraldAPNsCore
+import HeraldCore
+
+/// One app's VAPID key and subject, from `HERALD_VAPID_PRIVATE_KEY_PATH` and `HERALD_VAPID_SUBJECT`
+/// or an app's `vapid` block in `HERALD_CONFIG`.
+struct VAPIDSettings: Sendable {
+    var key: VAPIDKey
+    var subject: VAPIDSubject
+
+    /// The variable each `vapid` key of `HERALD_CONFIG` stands for.
+    static let fileKeys: [String: String] = ["private_key_path": "HERALD_VAPID_PRIVATE_KEY_PATH", "subject": "HERALD_VAPID_SUBJECT"]
+
+    /// The subject of an app without a VAPID key of its own (an ephemeral key, for development).
+    static let developmentSubject = "mailto:operator@herald.invalid"
+
+    /// Reads the settings; nil when no key is named.
+    /// - Throws: `HeraldConfigurationError` naming the variable at fault.
+    static func fromEnvironment(_ env: [String: String]) throws -> VAPIDSettings? {
+        func value(_ name: String) -> String? { env[name].flatMap { $0.isEmpty ? nil : $0 } }
+        guard let path = value("HERALD_VAPID_PRIVATE_KEY_PATH") else {
+            if value("HERALD_VAPID_SUBJECT") != nil {
+                throw HeraldConfigurationError(field: "HERALD_VAPID_SUBJECT", message: "needs HERALD_VAPID_PRIVATE_KEY_PATH")
+            }
+            return nil
+        }
+        let key: VAPIDKey
+        do {
+            key = try VAPIDKey(pem: String(contentsOfFile: path, encoding: .utf8))
+        } catch {
+            throw HeraldConfigurationError(
+                field: "HERALD_VAPID_PRIVATE_KEY_PATH", message: "\(path) is not a readable P-256 private key in PEM (herald vapid-keys makes one)")
+        }
+        // Apple refuses a token without a subject it can read; so does Herald's simulator.
+        guard let subjectText = value("HERALD_VAPID_SUBJECT") else {
+            throw HeraldConfigurationError(field: "HERALD_VAPID_SUBJECT", message: "is required with a VAPID key: mailto:you@example.com or https://…")
+        }
+        do {
+            return VAPIDSettings(key: key, subject: try VAPIDSubject(subjectText))
+        } catch {
+            throw HeraldConfigurationError(field: "HERALD_VAPID_SUBJECT", message: error.description)
+        }
+    }
+}
+
+/// The instance's Web Push transport settings.
+struct WebPushSettings: Sendable {
+    /// `HERALD_WEBPUSH_ALLOW_HOSTS`: hosts (`host` or `host:port`) sent to even when they resolve
+    /// inside (a simulator on 127.0.0.1); every other endpoint must resolve to public addresses.
+    var allowHosts: Set<String> = []
+    /// `HERALD_WEBPUSH_CA_FILE`: extra trust roots for those hosts.
+    var caFile: String?
+    /// `HERALD_WEBPUSH_SIMULATOR_CONTROL_PORT`: the built-in Web Push simulator's control port (0: a free one).
+    var simulatorControlPort = 0
+
+    init(environment env: [String: String]) throws {
+        allowHosts = Set(ServeSettings.list(env["HERALD_WEBPUSH_ALLOW_HOSTS"]).map { $0.lowercased() })
+        for host in allowHosts where host.contains("/") || host.contains("@") || host.contains(" ") {
+            throw InvalidInput(field: "HERALD_WEBPUSH_ALLOW_HOSTS", message: "is a comma-separated list of host or host:port, not \(host)")
+        }
+        if let file = env["HERALD_WEBPUSH_CA_FILE"], !file.isEmpty {
+            guard FileManager.default.isReadableFile(atPath: file) else {
+                throw InvalidInput(field: "HERALD_WEBPUSH_CA_FILE", message: "\(file) is not readable")
+            }
+            caFile = file
+        }
+        if let text = env["HERALD_WEBPUSH_SIMULATOR_CONTROL_PORT"], !text.isEmpty {
+            guard let port = Int(text), (0...65_535).contains(port) else {
+                throw InvalidInput(field: "HERALD_WEBPUSH_SIMULATOR_CONTROL_PORT", message: "is a port number from 0 to 65535")
+            }
+            simulatorControlPort = port
+        }
+    }
+}

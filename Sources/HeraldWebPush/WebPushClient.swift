@@ -1,0 +1,323 @@
+import Foundation
+import HeraldWebPushCore
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+import Synchronization
+
+/// How the Web Push client connects.
+public struct WebPushClientConfiguration: Sendable {
+    /// Which endpoints may be reached (the SSRF rule) and how hosts are resolved.
+    public var endpointGuard: WebPushEndpointGuard
+    /// Extra trust roots (`HERALD_WEBPUSH_CA_FILE`, a simulator's CA) beside the system's.
+    public var trustRootsPEMFiles: [String]
+    public var connectTimeout: Duration = .seconds(10)
+    /// From the request's first byte to the answer's last.
+    public var requestTimeout: Duration = .seconds(15)
+    /// Keep-alive connections per push-service origin: many origins, modest rates to each.
+    public var maximumConnectionsPerOrigin = 8
+    /// An answer's body is read up to this many bytes (push services answer with a short text).
+    public var maximumResponseBody = 8_192
+
+    public init(endpointGuard: WebPushEndpointGuard = .init(), trustRootsPEMFiles: [String] = []) {
+        self.endpointGuard = endpointGuard
+        self.trustRootsPEMFiles = trustRootsPEMFiles
+    }
+}
+
+/// A push service's answer.
+public struct WebPushResponse: Sendable, Hashable {
+    public var status: Int
+    public var retryAfter: String?
+    /// The first `maximumResponseBody` bytes.
+    public var body: [UInt8]
+}
+
+/// Why a message did not reach a push service.
+public enum WebPushTransportError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The endpoint is inside (SSRF) or does not resolve: nothing was sent.
+    case endpoint(WebPushEndpointError)
+    case connect(String)
+    case timeout
+    /// The connection closed or failed before the whole answer came.
+    case connection(String)
+    case shutDown
+
+    public var description: String {
+        switch self {
+        case .endpoint(let error): error.description
+        case .connect(let text): "cannot connect: \(text)"
+        case .timeout: "no answer within the request timeout"
+        case .connection(let text): "connection lost: \(text)"
+        case .shutDown: "the Web Push client is shut down"
+        }
+    }
+}
+
+/// Sends Web Push messages (RFC 8030) over HTTP/1.1 and TLS to any number of push-service
+/// origins, with a few keep-alive connections per origin. Every connection goes to an address
+/// `WebPushEndpointGuard` checked, never follows a redirect, and reads at most a few KiB of an
+/// answer: a push service is a peer Herald does not trust.
+///
+/// AsyncHTTPClient resolves hosts itself, so it cannot be held to checked addresses; this client
+/// is SwiftNIO's HTTP/1.1 codec on a connection it opens to the address it checked.
+public final class WebPushClient: Sendable {
+    private struct Origin {
+        var idle: [Connection] = []
+        var open = 0
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private struct State {
+        var origins: [String: Origin] = [:]
+        var shutDown = false
+    }
+
+    public let configuration: WebPushClientConfiguration
+    private let group: any EventLoopGroup
+    private let sslContext: NIOSSLContext
+    private let state = Mutex(State())
+    private let logger: Logger
+
+    public init(configuration: WebPushClientConfiguration, eventLoopGroup: any EventLoopGroup, logger: Logger = Logger(label: "herald.webpush")) throws {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.applicationProtocols = ["http/1.1"]
+        tls.shutdownTimeout = .seconds(1)
+        tls.additionalTrustRoots = configuration.trustRootsPEMFiles.map { .file($0) }
+        self.sslContext = try NIOSSLContext(configuration: tls)
+        self.configuration = configuration
+        self.group = eventLoopGroup
+        self.logger = logger
+    }
+
+    /// Sends one message and returns the push service's answer, whatever its status.
+    public func send(_ message: WebPushMessage) async throws(WebPushTransportError) -> WebPushResponse {
+        let endpoint = message.endpoint
+        let origin = "\(endpoint.host)|\(endpoint.port)"
+        let connection = try await acquire(origin: origin, endpoint: endpoint)
+        var reusable = false
+        defer { release(connection, origin: origin, reusable: reusable) }
+        let (response, keepAlive) = try await connection.send(
+            head: Self.head(for: message), body: message.body, timeout: TimeAmount(configuration.requestTimeout),
+            limit: configuration.maximumResponseBody)
+        reusable = keepAlive
+        return response
+    }
+
+    /// Closes every idle connection; sends after this fail.
+    public func shutdown() async {
+        let (idle, waiters) = state.withLock { state -> ([Connection], [CheckedContinuation<Void, Never>]) in
+            state.shutDown = true
+            let idle = state.origins.values.flatMap(\.idle)
+            let waiters = state.origins.values.flatMap(\.waiters)
+            state.origins = [:]
+            return (idle, waiters)
+        }
+        for waiter in waiters { waiter.resume() }
+        for connection in idle { try? await connection.channel.close() }
+    }
+
+    /// The origin's pool, per connection count; a request over the limit waits for a release.
+    private enum Step { case use(Connection), connect, wait, shutDown }
+
+    private func acquire(origin: String, endpoint: WebPushEndpoint) async throws(WebPushTransportError) -> Connection {
+        while true {
+            let step = state.withLock { state -> Step in
+                if state.shutDown { return .shutDown }
+                var entry = state.origins[origin, default: Origin()]
+                defer { state.origins[origin] = entry }
+                while let connection = entry.idle.popLast() {
+                    if connection.channel.isActive { return .use(connection) }
+                    entry.open -= 1
+                }
+                guard entry.open < configuration.maximumConnectionsPerOrigin else { return .wait }
+                entry.open += 1
+                return .connect
+            }
+            switch step {
+            case .shutDown: throw .shutDown
+            case .use(let connection): return connection
+            case .connect:
+                do {
+                    return try await connect(endpoint)
+                } catch {
+                    release(nil, origin: origin, reusable: false)
+                    throw error
+                }
+            case .wait:
+                await withCheckedContinuation { continuation in
+                    let resumeNow = state.withLock { state -> Bool in
+                        guard !state.shutDown, state.origins[origin] != nil else { return true }
+                        state.origins[origin]!.waiters.append(continuation)
+                        return false
+                    }
+                    if resumeNow { continuation.resume() }
+                }
+            }
+        }
+    }
+
+    private func release(_ connection: Connection?, origin: String, reusable: Bool) {
+        let (waiter, close) = state.withLock { state -> (CheckedContinuation<Void, Never>?, Connection?) in
+            guard var entry = state.origins[origin] else { return (nil, connection) }
+            defer { state.origins[origin] = entry }
+            var close: Connection?
+            if let connection, reusable, !state.shutDown, connection.channel.isActive {
+                entry.idle.append(connection)
+            } else {
+                entry.open -= 1
+                close = connection
+            }
+            return (entry.waiters.isEmpty ? nil : entry.waiters.removeFirst(), close)
+        }
+        close?.channel.close(promise: nil)
+        waiter?.resume()
+    }
+
+    /// Resolves and checks the endpoint's host, then connects to the first checked address that answers.
+    private func connect(_ endpoint: WebPushEndpoint) async throws(WebPushTransportError) -> Connection {
+        let addresses: [SocketAddress]
+        do {
+            addresses = try await configuration.endpointGuard.addresses(for: endpoint)
+        } catch {
+            throw .endpoint(error)
+        }
+        // No SNI for an IP literal: NIOSSL then checks the certificate against the address.
+        let serverName = WebPushAddressPolicy.literal(endpoint.host) == nil ? endpoint.host : nil
+        var lastError = "no address"
+        for address in addresses {
+            do {
+                return try await Connection.open(
+                    to: address, serverName: serverName, sslContext: sslContext, group: group,
+                    connectTimeout: TimeAmount(configuration.connectTimeout))
+            } catch {
+                lastError = "\(error)"
+            }
+        }
+        logger.debug("web push connect failed", metadata: ["host": "\(endpoint.host)", "error": "\(lastError)"])
+        throw .connect(lastError)
+    }
+
+    static func head(for message: WebPushMessage) -> HTTPRequestHead {
+        let url = message.endpoint.url
+        let components = URLComponents(url: url, resolvingAgainstBaseURL: false)
+        var target = components?.percentEncodedPath ?? "/"
+        if target.isEmpty { target = "/" }
+        if let query = components?.percentEncodedQuery { target += "?" + query }
+        var headers = HTTPHeaders()
+        let host = message.endpoint.host.contains(":") ? "[\(message.endpoint.host)]" : message.endpoint.host
+        let defaultPort = url.scheme?.lowercased() == "http" ? 80 : 443
+        headers.add(name: "Host", value: message.endpoint.port == defaultPort ? host : "\(host):\(message.endpoint.port)")
+        for header in message.headers { headers.add(name: header.name, value: header.value) }
+        headers.add(name: "Content-Length", value: String(message.body.count))
+        return HTTPRequestHead(version: .http1_1, method: .POST, uri: target, headers: headers)
+    }
+}
+
+/// One keep-alive HTTP/1.1 connection: one request at a time.
+struct Connection: Sendable {
+    let channel: any Channel
+    let handler: NIOLoopBound<ResponseHandler>
+
+    static func open(
+        to address: SocketAddress, serverName: String?, sslContext: NIOSSLContext, group: any EventLoopGroup, connectTimeout: TimeAmount
+    ) async throws -> Connection {
+        let eventLoop = group.next()
+        let channel = try await ClientBootstrap(group: eventLoop)
+            .connectTimeout(connectTimeout)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let sync = channel.pipeline.syncOperations
+                    try sync.addHandler(NIOSSLClientHandler(context: sslContext, serverHostname: serverName))
+                    try sync.addHTTPClientHandlers()
+                    try sync.addHandler(ResponseHandler())
+                }
+            }
+            .connect(to: address).get()
+        let handler = try await channel.eventLoop.submit {
+            NIOLoopBound(try channel.pipeline.syncOperations.handler(type: ResponseHandler.self), eventLoop: channel.eventLoop)
+        }.get()
+        return Connection(channel: channel, handler: handler)
+    }
+
+    /// Writes the request and waits for the whole answer; the Bool says whether the connection
+    /// may carry another request.
+    func send(head: HTTPRequestHead, body: [UInt8], timeout: TimeAmount, limit: Int) async throws(WebPushTransportError) -> (WebPushResponse, Bool) {
+        let channel = self.channel
+        let handler = self.handler
+        let future = channel.eventLoop.flatSubmit { () -> EventLoopFuture<(WebPushResponse, Bool)> in
+            let promise = channel.eventLoop.makePromise(of: (WebPushResponse, Bool).self)
+            handler.value.begin(promise: promise, limit: limit)
+            let timer = channel.eventLoop.scheduleTask(in: timeout) {
+                handler.value.fail(WebPushTransportError.timeout)
+                channel.close(promise: nil)
+            }
+            promise.futureResult.whenComplete { _ in timer.cancel() }
+            channel.write(HTTPClientRequestPart.head(head), promise: nil)
+            channel.write(HTTPClientRequestPart.body(.byteBuffer(ByteBuffer(bytes: body))), promise: nil)
+            channel.writeAndFlush(HTTPClientRequestPart.end(nil)).whenFailure { error in
+                handler.value.fail(WebPushTransportError.connection("\(error)"))
+            }
+            return promise.futureResult
+        }
+        do {
+            return try await future.get()
+        } catch let error as WebPushTransportError {
+            throw error
+        } catch {
+            throw .connection("\(error)")
+        }
+    }
+}
+
+/// Collects one answer at a time: its status, `Retry-After`, and the body up to a limit.
+final class ResponseHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTPClientResponsePart
+
+    private var promise: EventLoopPromise<(WebPushResponse, Bool)>?
+    private var response = WebPushResponse(status: 0, retryAfter: nil, body: [])
+    private var keepAlive = false
+    private var limit = 0
+
+    func begin(promise: EventLoopPromise<(WebPushResponse, Bool)>, limit: Int) {
+        self.promise = promise
+        self.limit = limit
+        response = WebPushResponse(status: 0, retryAfter: nil, body: [])
+    }
+
+    func fail(_ error: WebPushTransportError) {
+        promise?.fail(error)
+        promise = nil
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            // 1xx interim answers carry nothing for a push.
+            guard head.status.code >= 200 else { return }
+            response.status = Int(head.status.code)
+            response.retryAfter = head.headers.first(name: "Retry-After")
+            keepAlive = head.isKeepAlive
+        case .body(var buffer):
+            let room = max(0, limit - response.body.count)
+            if room > 0, let bytes = buffer.readBytes(length: min(room, buffer.readableBytes)) { response.body += bytes }
+        case .end:
+            guard response.status != 0 else { return }
+            promise?.succeed((response, keepAlive))
+            promise = nil
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        fail(.connection("closed by the push service"))
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        fail(.connection("\(error)"))
+        context.close(promise: nil)
+    }
+}

@@ -1,0 +1,73 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import HeraldWebPushCore
+import NIOCore
+import NIOPosix
+
+/// Looks up the addresses of a push service's host.
+public protocol WebPushHostResolver: Sendable {
+    /// Every address `host` resolves to (4 or 16 bytes each), in the resolver's order.
+    func addresses(of host: String) async throws -> [[UInt8]]
+}
+
+/// The system's resolver (`getaddrinfo`), run on NIO's blocking-I/O thread pool so a slow DNS
+/// server never holds an event loop or a task's thread.
+public struct SystemHostResolver: WebPushHostResolver {
+    public init() {}
+
+    public func addresses(of host: String) async throws -> [[UInt8]] {
+        if let literal = WebPushAddressPolicy.literal(host) { return [literal] }
+        return try await NIOThreadPool.singleton.runIfActive {
+            var hints = addrinfo()
+            hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+            var list: UnsafeMutablePointer<addrinfo>?
+            guard getaddrinfo(host, nil, &hints, &list) == 0, let first = list else { return [] }
+            defer { freeaddrinfo(first) }
+            var out: [[UInt8]] = []
+            var next: UnsafeMutablePointer<addrinfo>? = first
+            while let entry = next {
+                switch entry.pointee.ai_family {
+                case AF_INET:
+                    entry.pointee.ai_addr.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
+                        out.append(withUnsafeBytes(of: $0.pointee.sin_addr) { Array($0) })
+                    }
+                case AF_INET6:
+                    entry.pointee.ai_addr.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
+                        out.append(withUnsafeBytes(of: $0.pointee.sin6_addr) { Array($0) })
+                    }
+                default: break
+                }
+                next = entry.pointee.ai_next
+            }
+            var seen = Set<[UInt8]>()
+            return out.filter { seen.insert($0).inserted }
+        }
+    }
+}
+
+/// Where Herald may send a push: the endpoint's host is resolved and every address checked
+/// against the policy, and only checked addresses are connected to, so a name that resolves
+/// somewhere else on the next lookup (DNS rebinding) gains nothing. Registration and every send
+/// go through it.
+public struct WebPushEndpointGuard: Sendable {
+    public let policy: WebPushAddressPolicy
+    let resolver: any WebPushHostResolver
+
+    public init(policy: WebPushAddressPolicy = .init(), resolver: any WebPushHostResolver = SystemHostResolver()) {
+        self.policy = policy
+        self.resolver = resolver
+    }
+
+    /// The socket addresses to connect to for `endpoint`.
+    /// - Throws: `WebPushEndpointError.internalAddress` when any address is inside (or none resolves).
+    public func addresses(for endpoint: WebPushEndpoint) async throws(WebPushEndpointError) -> [SocketAddress] {
+        let resolved: [[UInt8]]
+        do { resolved = try await resolver.addresses(of: endpoint.host) } catch { resolved = [] }
+        guard !resolved.isEmpty else { throw .unresolved(endpoint.host) }
+        try policy.check(endpoint, resolvedTo: resolved)
+        return resolved.compactMap { try? SocketAddress(ipAddress: WebPushAddressPolicy.format($0), port: endpoint.port) }
+    }
+}

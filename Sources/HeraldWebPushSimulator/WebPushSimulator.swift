@@ -1,0 +1,239 @@
+import Foundation
+import HTTPTypes
+import HeraldAPNsCore
+import HeraldAPNsSimulator
+import HeraldWebPushCore
+import Hummingbird
+import HummingbirdHTTP2
+import Logging
+import NIOCore
+import NIOSSL
+import Synchronization
+
+/// A Web Push service look-alike (RFC 8030, 8291, 8292) held to what Mozilla's, Google's and
+/// Apple's push services check: it hands out subscriptions (`POST /subscribe`, keeping each
+/// subscription's private key), and for every push checks the VAPID token (ES256 signature by
+/// `k`, `aud` its own origin, `exp` within 24 hours, a `sub`; `k` the key the subscription was
+/// made with), a `TTL` header, `Content-Encoding: aes128gcm`, `Urgency` and `Topic`, the
+/// 4,096-byte limit, then decrypts the message and records the plaintext. Pushes go over TLS
+/// (HTTP/1.1 or HTTP/2); a plain-HTTP control port records and injects faults
+/// (`GET /stats`, `GET /notifications?endpoint=`, `POST /subscribe`, `POST /faults`, `POST /reset`).
+public final class WebPushSimulator: Sendable {
+    public struct Configuration: Sendable {
+        public var host = "127.0.0.1"
+        public var port = 0
+        public var controlPort = 0
+        public init() {}
+    }
+
+    public let configuration: Configuration
+    public let tls: SimulatorTLSIdentity
+    let state: WebPushSimulatorState
+    public let port: Int
+    public let controlPort: Int
+    private let tasks: [Task<Void, any Error>]
+
+    /// `https://host:port`: the origin every subscription's endpoint is under.
+    public var origin: String { "https://\(configuration.host):\(port)" }
+    public var stats: WebPushSimulatorStats { state.stats }
+
+    /// A new subscription, as a browser's `pushManager.subscribe` would return it.
+    /// - Parameter applicationServerKey: the VAPID public key it is bound to (nil: any key).
+    public func subscribe(applicationServerKey: String? = nil) -> WebPushSimulatorSubscription {
+        state.subscribe(origin: origin, applicationServerKey: applicationServerKey)
+    }
+
+    /// The messages accepted for `endpoint` (all, when nil), decrypted.
+    public func notifications(endpoint: String? = nil) -> [WebPushSimulatorRecord] { state.notifications(endpoint: endpoint) }
+
+    /// Adds a fault; returns its id.
+    @discardableResult
+    public func addFault(_ fault: WebPushSimulatorFault) -> Int { state.addFault(fault) }
+
+    private init(configuration: Configuration, tls: SimulatorTLSIdentity, state: WebPushSimulatorState, port: Int, controlPort: Int, tasks: [Task<Void, any Error>]) {
+        self.configuration = configuration
+        self.tls = tls
+        self.state = state
+        self.port = port
+        self.controlPort = controlPort
+        self.tasks = tasks
+    }
+
+    /// Starts both listeners.
+    public static func start(configuration: Configuration = .init(), logger: Logger = Logger(label: "herald.mock-webpush")) async throws -> WebPushSimulator {
+        let tls = try SimulatorTLSIdentity.generate()
+        let state = WebPushSimulatorState()
+        var tlsConfiguration = TLSConfiguration.makeServerConfiguration(
+            certificateChain: [.certificate(try NIOSSLCertificate(bytes: Array(tls.leafPEM.utf8), format: .pem))],
+            privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(tls.leafKeyPEM.utf8), format: .pem)))
+        tlsConfiguration.applicationProtocols = ["h2", "http/1.1"]
+        // The origin names the bound port, known once listening.
+        let origin = OriginBox()
+
+        let api = Router()
+        api.post("/push/:id") { request, context -> Response in
+            let body = try await request.body.collect(upTo: 1 << 16)
+            return await Self.push(
+                id: context.parameters.get("id") ?? "", headers: request.headers, body: Array(buffer: body), origin: origin.value,
+                state: state)
+        }
+        api.post("/subscribe") { request, _ -> Response in try await Self.subscribe(request, origin: origin.value, state: state) }
+        let control = Router()
+        control.post("/subscribe") { request, _ -> Response in try await Self.subscribe(request, origin: origin.value, state: state) }
+        control.get("/stats") { _, _ -> Response in Self.json(.ok, Self.encode(state.stats)) }
+        control.get("/notifications") { request, _ -> Response in
+            Self.json(.ok, Self.encode(["notifications": state.notifications(endpoint: request.uri.queryParameters.get("endpoint"))]))
+        }
+        control.post("/faults") { request, _ -> Response in
+            let body = try await request.body.collect(upTo: 65_536)
+            guard let fault = try? JSONDecoder().decode(WebPushSimulatorFault.self, from: Data(buffer: body)) else {
+                return Self.json(.badRequest, #"{"error":"a fault is {\"kind\": gone|too_many_requests|server_error|delay, \"endpoint\", \"count\", \"retry_after\", \"status\", \"delay_ms\"}"}"#)
+            }
+            return Self.json(.created, #"{"id":\#(state.addFault(fault))}"#)
+        }
+        control.post("/reset") { _, _ -> Response in
+            state.reset()
+            return Self.json(.ok, #"{"reset":true}"#)
+        }
+
+        let apiBound = AsyncStream<Int>.makeStream()
+        let controlBound = AsyncStream<Int>.makeStream()
+        let apiApp = Application(
+            router: api, server: try .http2Upgrade(tlsConfiguration: tlsConfiguration),
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "herald-mock-webpush"),
+            onServerRunning: { channel in
+                apiBound.continuation.yield(channel.localAddress?.port ?? 0)
+                apiBound.continuation.finish()
+            },
+            logger: logger)
+        let controlApp = Application(
+            router: control,
+            configuration: .init(address: .hostname(configuration.host, port: configuration.controlPort), serverName: "herald-mock-webpush-control"),
+            onServerRunning: { channel in
+                controlBound.continuation.yield(channel.localAddress?.port ?? 0)
+                controlBound.continuation.finish()
+            },
+            logger: logger)
+        let apiTask = Task { try await apiApp.run() }
+        let controlTask = Task { try await controlApp.run() }
+        var apiPorts = apiBound.stream.makeAsyncIterator()
+        var controlPorts = controlBound.stream.makeAsyncIterator()
+        guard let apiPort = await apiPorts.next(), let controlPort = await controlPorts.next() else {
+            apiTask.cancel()
+            controlTask.cancel()
+            throw CancellationError()
+        }
+        let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
+        origin.set("https://\(host):\(apiPort)")
+        return WebPushSimulator(configuration: configuration, tls: tls, state: state, port: apiPort, controlPort: controlPort, tasks: [apiTask, controlTask])
+    }
+
+    public func shutdown() async {
+        for task in tasks { task.cancel() }
+        for task in tasks { _ = try? await task.value }
+    }
+
+    static func subscribe(_ request: Request, origin: String, state: WebPushSimulatorState) async throws -> Response {
+        struct Body: Decodable { var application_server_key: String? }
+        let bytes = try await request.body.collect(upTo: 65_536)
+        var key: String?
+        if bytes.readableBytes > 0 {
+            guard let body = try? JSONDecoder().decode(Body.self, from: Data(buffer: bytes)) else {
+                return json(.badRequest, #"{"error":"the body is {\"application_server_key\": base64url} or empty"}"#)
+            }
+            if let text = body.application_server_key {
+                guard let point = Base64URL.decode(Substring(text)), point.count == 65, point.first == 0x04 else {
+                    return json(.badRequest, #"{"error":"application_server_key is the base64url of a 65-byte P-256 public key"}"#)
+                }
+                key = text
+            }
+        }
+        return json(.created, encode(state.subscribe(origin: origin, applicationServerKey: key)))
+    }
+
+    // MARK: A push
+
+    static func push(id: String, headers: HTTPFields, body: [UInt8], origin: String, state: WebPushSimulatorState) async -> Response {
+        let endpoint = "\(origin)/push/\(id)"
+        func refuse(_ status: HTTPResponse.Status, _ reason: String, _ message: String, retryAfter: Int? = nil) -> Response {
+            state.rejected(status.code, reason)
+            var response = json(status, encode(["code": String(status.code), "errno": reason, "error": status.reasonPhrase, "message": message]))
+            if let retryAfter { response.headers[.retryAfter] = String(retryAfter) }
+            return response
+        }
+        guard let subscriber = state.subscriber(id) else { return refuse(.notFound, "unknown", "no such subscription") }
+        guard !subscriber.gone else { return refuse(.gone, "gone", "the subscription has expired or been unsubscribed") }
+        if let fault = state.fault(for: endpoint) {
+            switch fault.kind {
+            case .gone:
+                state.end(id)
+                return refuse(.gone, "gone", "the subscription has expired or been unsubscribed")
+            case .tooManyRequests:
+                return refuse(.tooManyRequests, "rate", "too many requests", retryAfter: fault.retryAfter)
+            case .serverError:
+                let status: HTTPResponse.Status = fault.status.map { HTTPResponse.Status(code: $0) } ?? .serviceUnavailable
+                return refuse(status, "server", "the push service failed", retryAfter: fault.retryAfter)
+            case .delay:
+                try? await Task.sleep(for: .milliseconds(max(0, min(fault.delayMilliseconds ?? 0, 60_000))))
+            }
+        }
+        // VAPID (RFC 8292): verified once per distinct token while it is valid.
+        let now = Date()
+        let authorization = headers[.authorization]
+        let key: String
+        if let authorization, let cached = state.verifiedKey(authorization, now: now) {
+            key = cached
+        } else {
+            do {
+                key = try VAPID.verify(authorization: authorization, audience: origin, now: now)
+            } catch {
+                return refuse(.unauthorized, "vapid", error.description)
+            }
+            if let authorization { state.rememberVerified(authorization, key: key, expires: now.addingTimeInterval(60)) }
+        }
+        if let bound = subscriber.applicationServerKey, bound != key {
+            return refuse(.forbidden, "vapid_key", "the VAPID key is not the one the subscription was made with")
+        }
+        guard let ttlText = headers[HTTPField.Name("TTL")!], let ttl = Int(ttlText), ttl >= 0 else {
+            return refuse(.badRequest, "ttl", "a TTL header (whole seconds) is required")
+        }
+        let urgency = headers[HTTPField.Name("Urgency")!] ?? "normal"
+        guard WebPushUrgency(rawValue: urgency) != nil else { return refuse(.badRequest, "urgency", "Urgency is very-low, low, normal or high") }
+        let topic = headers[HTTPField.Name("Topic")!]
+        if let topic, topic.isEmpty || topic.utf8.count > WebPushMessage.maximumTopicLength || !topic.utf8.allSatisfy(WebPushMessage.isBase64URL) {
+            return refuse(.badRequest, "topic", "Topic is 1 to 32 base64url characters")
+        }
+        guard headers[.contentEncoding]?.lowercased() == "aes128gcm" else {
+            return refuse(.badRequest, "encoding", "Content-Encoding is aes128gcm")
+        }
+        guard body.count <= WebPushEncryption.recordSize else { return refuse(.contentTooLarge, "too_large", "the body is over 4,096 bytes") }
+        let plaintext: [UInt8]
+        do {
+            plaintext = try WebPushEncryption.decrypt(body, privateKey: subscriber.privateKey, auth: subscriber.auth)
+        } catch {
+            return refuse(.badRequest, "decrypt", "the message does not decrypt with the subscription's keys")
+        }
+        state.record(WebPushSimulatorRecord(
+            endpoint: endpoint, plaintext: String(decoding: plaintext, as: UTF8.self), ttl: ttl, urgency: urgency, topic: topic, vapidKey: key))
+        var response = Response(status: .created)
+        response.headers[.location] = "\(origin)/message/\(UUID().uuidString.lowercased())"
+        return response
+    }
+
+    static func json(_ status: HTTPResponse.Status, _ text: String) -> Response {
+        Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+
+    static func encode(_ value: some Encodable) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: (try? encoder.encode(value)) ?? Data("{}".utf8), as: UTF8.self)
+    }
+}
+
+/// The origin, set once the port is bound.
+final class OriginBox: Sendable {
+    private let storage = Mutex("")
+    var value: String { storage.withLock { $0 } }
+    func set(_ origin: String) { storage.withLock { $0 = origin } }
+}
