@@ -294,7 +294,10 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldWebPushTests",
-            dependencies: ["HeraldWebPushCore", "HeraldAPNsCore", "HeraldTestSupport", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: [
+                "HeraldWebPushCore", "HeraldWebPush", "HeraldWebPushSimulator", "HeraldDelivery", "HeraldStore", "HeraldCore", "HeraldAPNsCore",
+                "HeraldTestSupport", .product(name: "Crypto", package: "swift-crypto"), .product(name: "NIOPosix", package: "swift-nio"),
+            ],
             exclude: ["Fixtures"]
         ),
         .testTarget(

@@ -17,7 +17,9 @@ public struct SimulatorTLSIdentity: Sendable {
         let caKey = P256.Signing.PrivateKey()
         let caName = try DistinguishedName {
             OrganizationName("Herald")
-            CommonName("Herald APNs Simulator CA")
+            // Unique per simulator: a client trusting two simulators' CAs (two Web Push origins)
+            // must not take one CA for the other's issuer.
+            CommonName("Herald Simulator CA " + UUID().uuidString.prefix(8))
         }
         let ca = try makeCertificate(
             key: caKey.publicKey, subject: caName, issuer: caName, issuerKey: caKey, now: now,

@@ -46,6 +46,9 @@ public final class WebPushSimulator: Sendable {
     /// The messages accepted for `endpoint` (all, when nil), decrypted.
     public func notifications(endpoint: String? = nil) -> [WebPushSimulatorRecord] { state.notifications(endpoint: endpoint) }
 
+    /// Forgets messages, faults and counts (the end of a storm); subscriptions stay.
+    public func reset() { state.reset() }
+
     /// Adds a fault; returns its id.
     @discardableResult
     public func addFault(_ fault: WebPushSimulatorFault) -> Int { state.addFault(fault) }

@@ -99,7 +99,7 @@ public final class HeraldProcess: @unchecked Sendable {
     }
 
     /// `herald serve`'s readiness line: the API's and the built-in simulator's base URLs.
-    public func ready() throws -> (api: String, simulatorControl: String?, fcmSimulatorControl: String?) {
+    public func ready() throws -> (api: String, simulatorControl: String?, fcmSimulatorControl: String?, webPushSimulatorControl: String?) {
         var line = Data()
         while !line.contains(UInt8(ascii: "\n")) {
             let chunk = output.fileHandleForReading.availableData
@@ -109,7 +109,10 @@ public final class HeraldProcess: @unchecked Sendable {
         guard let ready = try JSONSerialization.jsonObject(with: line.split(separator: UInt8(ascii: "\n"))[0]) as? [String: Any],
             ready["ready"] as? Bool == true, let http = ready["http"] as? String
         else { throw CLIError("not a readiness line: \(String(decoding: line, as: UTF8.self))") }
-        return ("http://" + http, ready["simulator_control"] as? String, ready["fcm_simulator_control"] as? String)
+        return (
+            "http://" + http, ready["simulator_control"] as? String, ready["fcm_simulator_control"] as? String,
+            ready["webpush_simulator_control"] as? String
+        )
     }
 
     /// Reads the log until `marker` is followed by a port number.
@@ -149,6 +152,8 @@ public struct ServeProcess: Sendable {
     public let control: String
     /// The built-in FCM simulator's control URL, when it runs.
     public let fcmControl: String?
+    /// The built-in Web Push simulator's control URL, when it runs.
+    public let webPushControl: String?
 
     /// Starts `herald serve` with `environment` (give it `HERALD_HTTP_PORT=0` and a database).
     public init(environment: [String: String]) throws {
@@ -158,6 +163,7 @@ public struct ServeProcess: Sendable {
         guard let control = ready.simulatorControl else { throw CLIError("herald serve started no simulator") }
         self.control = control
         self.fcmControl = ready.fcmSimulatorControl
+        self.webPushControl = ready.webPushSimulatorControl
     }
 }
 
@@ -254,6 +260,24 @@ public struct MockFCMProcess: Sendable {
         let (_, data) = try await http("GET", control + "/notifications")
         let list = (try JSONSerialization.jsonObject(with: data) as? [String: Any])?["notifications"] as? [[String: Any]] ?? []
         return (Set(list.compactMap { $0["token"] as? String }), list.count)
+    }
+}
+
+/// `herald mock-webpush` as a child process: a second push service origin, with the
+/// `HERALD_WEBPUSH_*` settings that let `herald serve` reach it on 127.0.0.1.
+public struct MockWebPushProcess: Sendable {
+    public let process: HeraldProcess
+    /// The control server's base URL.
+    public let control: String
+    public let serveEnvironment: [String: String]
+
+    public init(directory: URL) throws {
+        let readyPipe = Pipe()
+        process = try HeraldProcess(
+            ["mock-webpush", "--port", "0", "--control-port", "0", "--ca-out", directory.path], environment: [:], stdout: readyPipe)
+        let (ready, port, controlPort) = try readyLine(readyPipe, of: "herald mock-webpush")
+        control = "http://127.0.0.1:\(controlPort)"
+        serveEnvironment = ["HERALD_WEBPUSH_ALLOW_HOSTS": "127.0.0.1:\(port)", "HERALD_WEBPUSH_CA_FILE": ready["ca"] as? String ?? ""]
     }
 }
 

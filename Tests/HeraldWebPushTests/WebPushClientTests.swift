@@ -1,0 +1,211 @@
+import Crypto
+import Foundation
+import HeraldCore
+import HeraldDelivery
+import HeraldStore
+import HeraldTestSupport
+import HeraldWebPush
+import HeraldWebPushCore
+import HeraldWebPushSimulator
+import NIOPosix
+import Testing
+
+/// Herald's Web Push sender against its simulator: real TLS, real VAPID, real RFC 8291
+/// encryption, decrypted on the other side with the subscription's private key.
+@Suite struct WebPushClientTests {
+    /// A resolver that answers what a test says (DNS rebinding, an inside name).
+    struct FixedResolver: WebPushHostResolver {
+        var answers: [String: [[UInt8]]]
+        func addresses(of host: String) async throws -> [[UInt8]] { answers[host] ?? [] }
+    }
+
+    static let signer = VAPIDSigner(key: VAPIDKey(privateKey: .init()), subject: try! VAPIDSubject("mailto:ops@example.com"))
+
+    /// A client that trusts the simulators' CAs and may reach them (and only them) on 127.0.0.1.
+    static func client(for simulators: [WebPushSimulator], resolver: (any WebPushHostResolver)? = nil) throws -> WebPushClient {
+        var trust: [String] = []
+        for sim in simulators {
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-webpush-ca-\(UUID())").path
+            trust.append(try sim.tls.writeCA(to: directory))
+        }
+        let policy = WebPushAddressPolicy(allowedHosts: Set(simulators.map { "127.0.0.1:\($0.port)" }))
+        let guardian = resolver.map { WebPushEndpointGuard(policy: policy, resolver: $0) } ?? WebPushEndpointGuard(policy: policy)
+        return try WebPushClient(
+            configuration: WebPushClientConfiguration(endpointGuard: guardian, trustRootsPEMFiles: trust), eventLoopGroup: MultiThreadedEventLoopGroup.singleton)
+    }
+
+    static func delivery(to subscription: WebPushSimulatorSubscription, payload: String, collapseID: String? = nil, now: Date = Date()) throws -> ClaimedDelivery {
+        let keys = try WebPushKeys(p256dh: subscription.keys.p256dh, auth: subscription.keys.auth)
+        let device = DeviceRecord(
+            rowID: 1, app: "kasia", platform: .web, token: subscription.endpoint, environment: .production, createdAt: now, updatedAt: now,
+            lastSeen: now, webKeys: keys)
+        return ClaimedDelivery(
+            id: 1, eventID: "e1", device: device,
+            push: RenderedPush(pushType: .alert, priority: .immediate, collapseID: collapseID, payload: Array(payload.utf8)),
+            apnsID: UUID(), attempt: 1, expiresAt: now.addingTimeInterval(3600))
+    }
+
+    @Test("a push Herald encrypts and signs reaches the simulator over TLS, which checks VAPID and decrypts exactly the JSON sent")
+    func roundTrip() async throws {
+        let sim = try await WebPushSimulator.start()
+        defer { Task { await sim.shutdown() } }
+        let client = try Self.client(for: [sim])
+        let subscription = sim.subscribe(applicationServerKey: Self.signer.key.applicationServerKey)
+        let provider = WebPushProvider(client: client, signer: Self.signer)
+        let payload = #"{"aps":{"alert":{"title":"Hi","body":"Hello"}},"room":"r1"}"#
+        let outcome = await provider.send(try Self.delivery(to: subscription, payload: payload, collapseID: "kasia:tx/1"))
+        #expect(outcome == .delivered)
+        let records = sim.notifications(endpoint: subscription.endpoint)
+        #expect(records.count == 1)
+        #expect(records.first?.plaintext == payload)
+        #expect(records.first?.urgency == "high")
+        #expect((3500...3600).contains(records.first?.ttl ?? 0))
+        #expect(records.first?.topic == WebPushMessage.topic(forCollapseID: "kasia:tx/1"))
+        #expect(records.first?.vapidKey == Self.signer.key.applicationServerKey)
+        // The keep-alive connection carries the next push too.
+        #expect(await provider.send(try Self.delivery(to: subscription, payload: "{}")) == .delivered)
+        #expect(sim.notifications(endpoint: subscription.endpoint).count == 2)
+        await client.shutdown()
+    }
+
+    @Test("a push too large for one record is shrunk before encryption: Kasia's inline payload becomes null")
+    func shrinksToFit() async throws {
+        let sim = try await WebPushSimulator.start()
+        defer { Task { await sim.shutdown() } }
+        let client = try Self.client(for: [sim])
+        let subscription = sim.subscribe()
+        let big = #"{"aps":{"alert":"New message","mutable-content":1},"kasia":{"payload":""# + String(repeating: "ab", count: 2_500) + #""}}"#
+        let outcome = await WebPushProvider(client: client, signer: Self.signer).send(try Self.delivery(to: subscription, payload: big))
+        #expect(outcome == .delivered)
+        let plaintext = try #require(sim.notifications(endpoint: subscription.endpoint).first?.plaintext)
+        #expect(plaintext.utf8.count <= WebPushEncryption.maximumPlaintext)
+        #expect(plaintext.contains(#""payload":null"#), "\(plaintext.prefix(200))")
+        await client.shutdown()
+    }
+
+    @Test("what a push service refuses: another key than the subscription's (403), a bad token (401), an unknown subscription (404), an ended one (410)")
+    func refusals() async throws {
+        let sim = try await WebPushSimulator.start()
+        defer { Task { await sim.shutdown() } }
+        let client = try Self.client(for: [sim])
+        let provider = WebPushProvider(client: client, signer: Self.signer)
+        let otherKey = VAPIDKey(privateKey: .init()).applicationServerKey
+        let boundElsewhere = sim.subscribe(applicationServerKey: otherKey)
+        #expect(await provider.send(try Self.delivery(to: boundElsewhere, payload: "{}")) == .refreshCredentials(reason: "HTTP 403 VAPID refused"))
+
+        let subscription = sim.subscribe()
+        let delivery = try Self.delivery(to: subscription, payload: "{}")
+        let keys = try #require(delivery.device.webKeys)
+        var message = try WebPushProvider.message(
+            for: delivery, keys: keys, endpoint: try WebPushEndpoint(subscription.endpoint), signer: Self.signer, now: Date())
+        message.authorization = VAPID.authorization(
+            key: Self.signer.key, subject: Self.signer.subject, audience: "https://push.example.com", expiresAt: Date().addingTimeInterval(600))
+        #expect(try await client.send(message).status == 401)
+
+        var unknown = subscription
+        unknown.endpoint = sim.origin + "/push/nobody"
+        let gone = await provider.send(try Self.delivery(to: unknown, payload: "{}"))
+        guard case .tokenDead(_, let reason) = gone else { Issue.record("\(gone)"); return }
+        #expect(reason == "HTTP 404 subscription gone")
+
+        sim.addFault(WebPushSimulatorFault(kind: .gone, endpoint: subscription.endpoint, count: 1))
+        for _ in 0..<2 {
+            guard case .tokenDead(_, let reason) = await provider.send(delivery) else { Issue.record("not dead"); return }
+            #expect(reason == "HTTP 410 subscription gone")
+        }
+        #expect(sim.notifications().isEmpty)
+        await client.shutdown()
+    }
+
+    @Test("SSRF at send time: a host that now resolves inside (DNS rebinding), or any loopback name, is refused and nothing is sent")
+    func sendTimeSSRF() async throws {
+        let sim = try await WebPushSimulator.start()
+        defer { Task { await sim.shutdown() } }
+        let resolver = FixedResolver(answers: ["push.example.com": [[93, 184, 216, 34], [10, 0, 0, 5]], "127.0.0.1": [[127, 0, 0, 1]]])
+        let client = try Self.client(for: [sim], resolver: resolver)
+        let provider = WebPushProvider(client: client, signer: Self.signer)
+        var subscription = sim.subscribe()
+        subscription.endpoint = "https://push.example.com/push/abc"
+        #expect(await provider.send(try Self.delivery(to: subscription, payload: "{}")) == .failed(reason: "endpoint reaches 10.0.0.5, an address Herald does not send to"))
+        // The system resolver: localhost is loopback, and its port is not the allowed one.
+        let system = try Self.client(for: [sim])
+        subscription.endpoint = "https://localhost:\(sim.port)/push/abc"
+        let local = await WebPushProvider(client: system, signer: Self.signer).send(try Self.delivery(to: subscription, payload: "{}"))
+        guard case .failed(let reason) = local else { Issue.record("\(local)"); return }
+        #expect(reason.hasPrefix("endpoint reaches "), "\(reason)")
+        #expect(sim.stats.accepted == 0 && sim.stats.rejected.isEmpty)
+        await client.shutdown()
+        await system.shutdown()
+    }
+
+    @Test("a 429 from one push service holds back that origin's pushes (without sending them) until its Retry-After; another origin's go through")
+    func originBackOff() async throws {
+        let busy = try await WebPushSimulator.start()
+        let calm = try await WebPushSimulator.start()
+        defer { Task { await busy.shutdown(); await calm.shutdown() } }
+        let client = try Self.client(for: [busy, calm])
+        let clock = ManualClock(now: Date())
+        let provider = WebPushProvider(client: client, signer: Self.signer, now: { clock.now() })
+        let atBusy = busy.subscribe()
+        let atCalm = calm.subscribe()
+        busy.addFault(WebPushSimulatorFault(kind: .tooManyRequests, retryAfter: 60))
+        #expect(await provider.send(try Self.delivery(to: atBusy, payload: "{}")) == .retry(after: .seconds(60), scope: .destination, reason: "HTTP 429 too many requests"))
+        // Held back by Herald itself: the busy service sees no second request.
+        let held = await provider.send(try Self.delivery(to: atBusy, payload: "{}"))
+        #expect(held == .retry(after: .seconds(60), scope: .destination, reason: "origin backing off"))
+        #expect(busy.stats.rejected == ["429 rate": 1])
+        #expect(await provider.send(try Self.delivery(to: atCalm, payload: "{}")) == .delivered)
+        // Past the Retry-After (and with the storm over) the busy origin is tried again.
+        busy.reset()
+        clock.advance(by: 61)
+        #expect(await provider.send(try Self.delivery(to: atBusy, payload: "{}", now: Date())) == .delivered)
+        await client.shutdown()
+    }
+
+    @Test("answers mapped once: 201/202 delivered, 404/410 gone, 413 shrink, 406/429 back off, 401/403 VAPID, 5xx retry, a redirect refused")
+    func answerTable() {
+        #expect(WebPushAnswer(status: 201, retryAfterHeader: nil) == .delivered)
+        #expect(WebPushAnswer(status: 202, retryAfterHeader: nil) == .delivered)
+        #expect(WebPushAnswer(status: 410, retryAfterHeader: nil) == .subscriptionGone(status: 410))
+        #expect(WebPushAnswer(status: 404, retryAfterHeader: nil) == .subscriptionGone(status: 404))
+        #expect(WebPushAnswer(status: 413, retryAfterHeader: nil) == .tooLarge)
+        #expect(WebPushAnswer(status: 429, retryAfterHeader: "12") == .backOff(status: 429, retryAfter: .seconds(12)))
+        #expect(WebPushAnswer(status: 406, retryAfterHeader: "x") == .backOff(status: 406, retryAfter: nil))
+        #expect(WebPushAnswer(status: 401, retryAfterHeader: nil) == .vapidRefused(status: 401))
+        #expect(WebPushAnswer(status: 403, retryAfterHeader: nil) == .vapidRefused(status: 403))
+        #expect(WebPushAnswer(status: 503, retryAfterHeader: "99999") == .serviceError(status: 503, retryAfter: .seconds(3600)))
+        #expect(WebPushAnswer(status: 301, retryAfterHeader: nil).reason == "HTTP 301 redirect not followed")
+        #expect(WebPushAnswer(status: 400, retryAfterHeader: nil) == .refused(status: 400))
+    }
+
+    @Test("Topic from a collapse id: kept when already ≤ 32 base64url characters, else a stable 32-character hash")
+    func topics() {
+        #expect(WebPushMessage.topic(forCollapseID: "c1") == "c1")
+        #expect(WebPushMessage.topic(forCollapseID: nil) == nil)
+        let hashed = WebPushMessage.topic(forCollapseID: "kasia:0123456789abcdef0123456789abcdef")
+        #expect(hashed?.count == 32)
+        #expect(hashed == WebPushMessage.topic(forCollapseID: "kasia:0123456789abcdef0123456789abcdef"))
+        #expect(hashed?.utf8.allSatisfy(WebPushMessage.isBase64URL) == true)
+    }
+
+    @Test("interop: pywebpush (PyPI) sends to Herald's simulator, which verifies its VAPID token and decrypts its message")
+    func pywebpushInterop() async throws {
+        let sim = try await WebPushSimulator.start()
+        defer { Task { await sim.shutdown() } }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-pywebpush-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let ca = try sim.tls.writeCA(to: directory.path)
+        let key = VAPIDKey(privateKey: .init())
+        let pem = directory.appendingPathComponent("vapid.pem")
+        try Data(key.pem.utf8).write(to: pem)
+        let subscription = sim.subscribe(applicationServerKey: key.applicationServerKey)
+        let message = #"{"aps":{"alert":"from pywebpush"}}"#
+        let arguments = [subscription.endpoint, subscription.keys.p256dh, subscription.keys.auth, pem.path, ca, message]
+        // pywebpush blocks on its HTTP request: run it off the simulator's threads.
+        let status = try await Task.detached { try runFixture("pywebpush_send.py", arguments, needs: "pywebpush") }.value
+        #expect(status == "201")
+        #expect(sim.notifications(endpoint: subscription.endpoint).map(\.plaintext) == [message])
+        #expect(sim.notifications(endpoint: subscription.endpoint).first?.ttl == 60)
+    }
+}
