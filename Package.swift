@@ -331,6 +331,7 @@ let package = Package(
         .testTarget(
             name: "HeraldServerTests",
             dependencies: [
+                "HeraldWebPush",
                 "HeraldServer", "HeraldDelivery", "HeraldStore", "HeraldCore", "HeraldAPNs", "HeraldAPNsSimulator", "HeraldTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
