@@ -259,7 +259,8 @@ let package = Package(
         .executableTarget(
             name: "HeraldBench",
             dependencies: [
-                "HeraldAPNs", "HeraldAPNsSimulator", "HeraldCore", "HeraldStore", "HeraldKaspa", "KaspaNodeSimulator",
+                "HeraldAPNs", "HeraldAPNsSimulator", "HeraldCore", "HeraldStore", "HeraldKaspa", "KaspaNodeSimulator", "HeraldDelivery",
+                "HeraldWebPush",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -295,7 +296,7 @@ let package = Package(
         .testTarget(
             name: "HeraldWebPushTests",
             dependencies: [
-                "HeraldWebPushCore", "HeraldWebPush", "HeraldWebPushSimulator", "HeraldDelivery", "HeraldStore", "HeraldCore", "HeraldAPNsCore",
+                "HeraldWebPushCore", "HeraldWebPush", "HeraldWebPushSimulator", "HeraldDelivery", "HeraldStore", "HeraldCore", "HeraldAPNsCore", "HeraldKit",
                 "HeraldTestSupport", .product(name: "Crypto", package: "swift-crypto"), .product(name: "NIOPosix", package: "swift-nio"),
             ],
             exclude: ["Fixtures"]

@@ -30,7 +30,8 @@ public enum HeraldPush: Hashable, Sendable {
         self.init(dictionary: dictionary)
     }
 
-    /// Decodes the push's JSON payload.
+    /// Decodes the push's JSON payload: an APNs payload, or a Web Push message's decrypted data
+    /// (Herald encrypts the same JSON document to a browser or UnifiedPush subscription).
     public init(json: Data) throws(HeraldPushError) {
         guard let object = try? JSONSerialization.jsonObject(with: json), let dictionary = object as? [String: Any] else {
             throw .notAJSONObject

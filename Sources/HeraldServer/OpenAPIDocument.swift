@@ -55,6 +55,16 @@ public enum OpenAPIDocument {
             }
           }
         },
+        "/v1/push/vapid-public-key": {
+          "get": {
+            "summary": "The app's VAPID application server key, for a web app's pushManager.subscribe",
+            "parameters": [{"name": "app", "in": "query", "required": false, "schema": {"type": "string"}}],
+            "responses": {
+              "200": {"description": "The key", "content": {"application/json": {"schema": {"type": "object", "properties": {"app": {"type": "string"}, "public_key": {"type": "string", "description": "base64url of the 65-byte P-256 point"}}}}}},
+              "404": {"$ref": "#/components/responses/Error"}
+            }
+          }
+        },
         "/api/devices/token": {
           "post": {
             "summary": "SafeWhisper: register the device's APNs token; it becomes the device's only token, and moves here from another device id",
@@ -147,10 +157,21 @@ public enum OpenAPIDocument {
           ]},
           "Error": {"type": "object", "required": ["error"], "properties": {"error": {"type": "object", "required": ["code", "message"], "properties": {"code": {"type": "string"}, "message": {"type": "string"}, "field": {"type": "string"}}}}},
           "ContextualRoute": {"type": "object", "required": ["peer_address"], "properties": {"peer_address": {"type": "string"}, "aliases": {"type": "array", "maxItems": 100, "items": {"type": "string"}}}},
-          "Registration": {
-            "type": "object", "required": ["device_token", "platform", "watched_addresses"],
+          "WebPushSubscription": {
+            "description": "a browser's PushSubscription.toJSON() (or a UnifiedPush distributor's endpoint and keys); the endpoint is the device's identity",
+            "type": "object", "required": ["endpoint", "keys"],
             "properties": {
-              "device_token": {"type": "string"}, "platform": {"enum": ["ios", "android"]}, "token_kind": {"enum": ["token", "fid"]},
+              "endpoint": {"type": "string", "maxLength": 1000, "description": "https; must resolve to public addresses"},
+              "expirationTime": {"type": ["integer", "null"]},
+              "keys": {"type": "object", "required": ["p256dh", "auth"], "properties": {"p256dh": {"type": "string", "description": "base64url, 65-byte uncompressed P-256 point"}, "auth": {"type": "string", "description": "base64url, 16 bytes"}}}
+            }
+          },
+          "Registration": {
+            "type": "object", "required": ["platform", "watched_addresses"],
+            "description": "ios and android give device_token; web gives subscription (device_token, if given too, is its endpoint)",
+            "properties": {
+              "device_token": {"type": "string"}, "platform": {"enum": ["ios", "android", "web"]}, "token_kind": {"enum": ["token", "fid"]},
+              "subscription": {"$ref": "#/components/schemas/WebPushSubscription"},
               "watched_addresses": {"type": "array", "maxItems": 1000, "items": {"type": "string", "description": "a Kaspa address, conv:<hash>, session:<id> or user:<id>"}},
               "addresses": {"type": "array", "items": {"$ref": "#/components/schemas/OwnAddress"}},
               "contextual_routes": {"type": "array", "items": {"$ref": "#/components/schemas/ContextualRoute"}},
@@ -158,9 +179,10 @@ public enum OpenAPIDocument {
             }
           },
           "WatchSetUpdate": {
-            "type": "object", "required": ["device_token", "watched_addresses"],
+            "type": "object", "required": ["watched_addresses"],
+            "description": "the device by device_token, or a web subscription by its endpoint",
             "properties": {
-              "device_token": {"type": "string"}, "watched_addresses": {"type": "array", "items": {"type": "string"}},
+              "device_token": {"type": "string"}, "subscription": {"type": "object", "properties": {"endpoint": {"type": "string"}}}, "watched_addresses": {"type": "array", "items": {"type": "string"}},
               "addresses": {"type": "array", "items": {"$ref": "#/components/schemas/OwnAddress"}},
               "contextual_routes": {"type": "array", "items": {"$ref": "#/components/schemas/ContextualRoute"}}, "app": {"type": "string"}
             }

@@ -57,6 +57,15 @@ public func runProcess(_ executable: URL, _ arguments: [String], environment: [S
     return ProcessOutput(status: process.terminationStatus, stdout: output, stderr: errors.wait())
 }
 
+/// `runProcess` on a thread of its own. A test that waits for a child must not hold one of the
+/// task pool's few threads (two on a 2-core machine): the child may be talking to a server whose
+/// handlers run on that pool.
+public func runProcessOffPool(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil) async throws -> ProcessOutput {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread.detachNewThread { continuation.resume(with: Result { try runProcess(executable, arguments, environment: environment) }) }
+    }
+}
+
 private final class ErrorsReader: @unchecked Sendable {
     private var data = Data()
     private let done = DispatchSemaphore(value: 0)

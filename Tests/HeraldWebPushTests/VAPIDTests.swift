@@ -29,7 +29,7 @@ struct VAPIDTests {
     }
 
     @Test("a signed header verifies: k is the application server key, aud, exp ≤ 24 h, sub; PyJWT agrees")
-    func signAndVerify() throws {
+    func signAndVerify() async throws {
         let key = VAPIDKey(privateKey: P256.Signing.PrivateKey())
         #expect(key.applicationServerKey.count == 87)
         let signer = VAPIDSigner(key: key, subject: try VAPIDSubject("mailto:ops@example.org"))
@@ -46,7 +46,7 @@ struct VAPIDTests {
         let live = VAPID.authorization(
             key: key, subject: try VAPIDSubject("mailto:ops@example.org"), audience: "https://push.example.net",
             expiresAt: Date().addingTimeInterval(12 * 3_600))
-        let claims = try Self.pyjwt(live, audience: "https://push.example.net")
+        let claims = try await Self.pyjwt(live, audience: "https://push.example.net")
         #expect(claims?.contains(#""aud": "https://push.example.net""#) == true && claims?.contains(#""sub": "mailto:ops@example.org""#) == true)
     }
 
@@ -75,7 +75,7 @@ struct VAPIDTests {
         #expect(try VAPIDKey(pem: key.pem).applicationServerKey == key.applicationServerKey)
     }
 
-    static func pyjwt(_ header: String, audience: String) throws -> String? {
-        try runFixture("vapid_check.py", [header, audience], needs: "pyjwt cryptography")
+    static func pyjwt(_ header: String, audience: String) async throws -> String? {
+        try await runFixture("vapid_check.py", [header, audience], needs: "pyjwt cryptography")
     }
 }

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import HeraldCore
 import HeraldDelivery
+import HeraldKit
 import HeraldStore
 import HeraldTestSupport
 import HeraldWebPush
@@ -68,18 +69,21 @@ import Testing
         await client.shutdown()
     }
 
-    @Test("a push too large for one record is shrunk before encryption: Kasia's inline payload becomes null")
+    @Test("a push too large for one record is shrunk before encryption: Kasia's inline payload becomes null, and HeraldKit decodes what the browser gets")
     func shrinksToFit() async throws {
         let sim = try await WebPushSimulator.start()
         defer { Task { await sim.shutdown() } }
         let client = try Self.client(for: [sim])
         let subscription = sim.subscribe()
-        let big = #"{"aps":{"alert":"New message","mutable-content":1},"kasia":{"payload":""# + String(repeating: "ab", count: 2_500) + #""}}"#
+        let big = #"{"aps":{"alert":"New message","mutable-content":1},"kasia":{"type":"contextual_message","txId":"e01","sender":"kaspa:qp0l70zd5x85ttwd6jv7g3s3a8llzj96d8dncn4zmhv4tlzx5k2jyqh70xmfj","timestamp":1750000000,"daaScore":7,"payload":""# + String(repeating: "ab", count: 2_500) + #""}}"#
         let outcome = await WebPushProvider(client: client, signer: Self.signer).send(try Self.delivery(to: subscription, payload: big))
         #expect(outcome == .delivered)
         let plaintext = try #require(sim.notifications(endpoint: subscription.endpoint).first?.plaintext)
         #expect(plaintext.utf8.count <= WebPushEncryption.maximumPlaintext)
         #expect(plaintext.contains(#""payload":null"#), "\(plaintext.prefix(200))")
+        // A web app's service worker hands the decrypted data to the same decoder as an iOS extension.
+        guard case .kasia(let kasia) = try HeraldPush(json: Data(plaintext.utf8)) else { Issue.record("not a Kasia push"); return }
+        #expect(kasia.txID == "e01" && kasia.payloadHex == nil && kasia.daaScore == 7)
         await client.shutdown()
     }
 
@@ -202,8 +206,7 @@ import Testing
         let subscription = sim.subscribe(applicationServerKey: key.applicationServerKey)
         let message = #"{"aps":{"alert":"from pywebpush"}}"#
         let arguments = [subscription.endpoint, subscription.keys.p256dh, subscription.keys.auth, pem.path, ca, message]
-        // pywebpush blocks on its HTTP request: run it off the simulator's threads.
-        let status = try await Task.detached { try runFixture("pywebpush_send.py", arguments, needs: "pywebpush") }.value
+        let status = try await runFixture("pywebpush_send.py", arguments, needs: "pywebpush")
         #expect(status == "201")
         #expect(sim.notifications(endpoint: subscription.endpoint).map(\.plaintext) == [message])
         #expect(sim.notifications(endpoint: subscription.endpoint).first?.ttl == 60)

@@ -85,19 +85,19 @@ struct WebPushEncryptionTests {
         #expect(throws: error) { try WebPushKeys(p256dh: p256dh, auth: auth) }
     }
 
-    static func ece(_ arguments: [String]) throws -> String? { try runFixture("ece_interop.py", arguments, needs: "http_ece") }
+    static func ece(_ arguments: [String]) async throws -> String? { try await runFixture("ece_interop.py", arguments, needs: "http_ece") }
 
     @Test("http_ece (Mozilla's reference implementation, PyPI) decrypts Herald's messages, and Herald decrypts http_ece's")
-    func httpECEInterop() throws {
+    func httpECEInterop() async throws {
         let receiver = P256.KeyAgreement.PrivateKey()
         let auth = (0..<16).map { _ in UInt8.random(in: 0...255) }
         let keys = WebPushKeys(publicKey: receiver.publicKey, auth: auth)
         let message = Array(#"{"aps":{"alert":{"title":"Kasia","body":"New message"}},"tx_id":"ab"}"#.utf8)
         let body = try WebPushEncryption.encrypt(message, to: keys)
-        let decrypted = try Self.ece(["decrypt", Base64URL.encode(body), Base64URL.encode(Array(receiver.rawRepresentation)), Base64URL.encode(auth)])
+        let decrypted = try await Self.ece(["decrypt", Base64URL.encode(body), Base64URL.encode(Array(receiver.rawRepresentation)), Base64URL.encode(auth)])
         #expect(decrypted.flatMap { Base64URL.decode(Substring($0)) } == message)
 
-        guard let theirs = try Self.ece(["encrypt", Base64URL.encode(keys.p256dh), Base64URL.encode(auth), Base64URL.encode(message)]),
+        guard let theirs = try await Self.ece(["encrypt", Base64URL.encode(keys.p256dh), Base64URL.encode(auth), Base64URL.encode(message)]),
             let theirBody = Base64URL.decode(Substring(theirs))
         else { return }
         #expect(try WebPushEncryption.decrypt(theirBody, privateKey: receiver, auth: auth) == message)

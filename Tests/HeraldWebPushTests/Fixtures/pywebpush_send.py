@@ -20,6 +20,7 @@ response = webpush(
     vapid_private_key=pem_path,
     vapid_claims={"sub": "mailto:interop@example.com"},
     ttl=60,
+    timeout=30,
     requests_session=session,
 )
 print(response.status_code)

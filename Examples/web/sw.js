@@ -1,0 +1,18 @@
+// The service worker: a push's data is the same JSON document an APNs push carries (the browser
+// has already decrypted it, RFC 8291), so the page shows what an iOS extension would.
+self.addEventListener('push', (event) => {
+  let push = {};
+  try { push = event.data ? event.data.json() : {}; } catch (e) { /* not JSON: show the generic text */ }
+  const alert = (push.aps && push.aps.alert) || {};
+  const title = typeof alert === 'string' ? 'Herald' : (alert.title || 'New message');
+  const body = typeof alert === 'string' ? alert : (alert.body || '');
+  // Kasia: the message itself is end-to-end encrypted (`kasia.payload`, or null when it did not
+  // fit and must be fetched by `kasia.txId`); a real app decrypts it here with the user's key.
+  const tag = (push.kasia && push.kasia.txId) || undefined;
+  event.waitUntil(self.registration.showNotification(title, { body, tag, data: push }));
+});
+
+self.addEventListener('notificationclick', (event) => {
+  event.notification.close();
+  event.waitUntil(clients.openWindow('/'));
+});
