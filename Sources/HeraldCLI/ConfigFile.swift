@@ -15,6 +15,7 @@ import Yams
 /// apps:
 ///   - id: kasia
 ///     apns: {key_path: AuthKey_ABC.p8, key_id: ABC1234567, team_id: TEAM123456, topic: com.kasia.app, environment: production}
+///     vapid: {private_key_path: vapid-private.pem, subject: "mailto:ops@kasia.example"}   # Web Push
 ///     publish_keys: [kasia-backend-key]
 ///     registration: {policy: open}      # or {policy: bearer, keys: [...]}
 /// ```

@@ -22,8 +22,9 @@ struct RateLimitTests {
             }
             let refused = try await send(client, .post, "/v1/push/register", Self.register(3))
             #expect(refused.status == .tooManyRequests)
-            // One token every 100 s: the next is about 100 s away, however slow this machine is.
-            #expect((90...100).contains(Int(refused.headers[.retryAfter] ?? "") ?? 0), "\(refused.headers)")
+            // One token every 100 s: the next is at most 100 s away (less by however long the
+            // machine took over the first three, which a loaded machine makes tens of seconds).
+            #expect((1...100).contains(Int(refused.headers[.retryAfter] ?? "") ?? 0), "\(refused.headers)")
             #expect((try json(refused)["error"] as? [String: Any])?["code"] as? String == "rate_limited")
             // The compatibility routes share the address's bucket.
             let ghost = try await send(client, .post, "/apns/register", #"{"session_id":"s","device_token":"\#(String(repeating: "9", count: 64))"}"#)

@@ -495,4 +495,26 @@ struct FCMLedgerAndLaneTests {
             #expect(ios.map(\.device.rowID) == [phone.rowID])
         }
     }
+
+    @Test("a Web Push subscription: the endpoint is the token, its keys come back with every read and claim")
+    func webSubscriptions() async throws {
+        try await withEachStore { store, _ in
+            let now = Date(timeIntervalSince1970: 1_800_000_000)
+            let keys = try WebPushKeys(p256dh: "BCVxsr7N_eNgVRqvHtD0zTZsEc6-VV-JvLexhqUzORcxaOzi6-AYWXvTBHm4bjyPjs7Vd8pZGH6SRpkNtoIAiw4", auth: "BTBZMqHH6r4Tts7J_aSIgg")
+            let endpoint = "https://push.example.com/wpush/v2/gAAAA"
+            let browser = try await store.register(
+                Registration(app: "web", token: try DeviceToken(endpoint, platform: .web), environment: .production, watchSet: .empty, webKeys: keys),
+                now: now)
+            #expect(browser.platform == .web && browser.webKeys == keys)
+            #expect(try await store.devices(app: "web", tokens: [endpoint]).first?.webKeys == keys)
+            let push = RenderedPush(pushType: .alert, priority: .immediate, collapseID: nil, payload: Array(#"{"aps":{"alert":"hi"}}"#.utf8))
+            _ = try await store.enqueue(
+                [NewEvent(id: "w1", app: "web", template: "custom", push: push, expiresAt: now.addingTimeInterval(3600), deviceRowIDs: [browser.rowID])],
+                checkpoint: nil, now: now)
+            let claimed = try await store.claimDue(app: "web", platform: .web, limit: 10, now: now, lease: .seconds(30))
+            #expect(claimed.map(\.device.token) == [endpoint])
+            #expect(claimed.first?.device.webKeys == keys)
+            #expect(try await store.claimDue(app: "web", platform: .ios, limit: 10, now: now, lease: .seconds(30)).isEmpty)
+        }
+    }
 }
