@@ -87,12 +87,14 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // The Web Push transport: HTTP/1.1 over TLS to many push-service origins, each connection
-        // to an address the SSRF guard checked.
+        // The Web Push transport: HTTP/2 (on the shared pool) or HTTP/1.1 over TLS to many
+        // push-service origins, each connection to an address the SSRF guard checked.
         .target(
             name: "HeraldWebPush",
             dependencies: [
-                "HeraldWebPushCore",
+                "HeraldWebPushCore", "HeraldHTTP2",
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+                .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

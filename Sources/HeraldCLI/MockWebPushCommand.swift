@@ -18,6 +18,9 @@ struct MockWebPushCommand: AsyncParsableCommand {
     @Option(help: "The address to listen on.")
     var host = "127.0.0.1"
 
+    @Flag(name: .customLong("http1-only"), help: "Offer only HTTP/1.1 (a small UnifiedPush server), not HTTP/2.")
+    var http1Only = false
+
     @Option(name: .customLong("ca-out"), help: "The directory to write the simulator's CA (ca.pem) to.")
     var caOut: String?
 
@@ -30,6 +33,7 @@ struct MockWebPushCommand: AsyncParsableCommand {
         configuration.host = host
         configuration.port = port
         configuration.controlPort = controlPort
+        configuration.offersHTTP2 = !http1Only
         let simulator = try await WebPushSimulator.start(configuration: configuration, logger: logger)
         let directory = caOut ?? FileManager.default.temporaryDirectory.appendingPathComponent("herald-mock-webpush-\(getpid())").path
         let ca = try simulator.tls.writeCA(to: directory)

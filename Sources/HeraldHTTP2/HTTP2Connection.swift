@@ -370,12 +370,34 @@ package struct HTTP2ConnectionFactory: Sendable {
     let pingInterval: TimeAmount
     let pingTimeout: TimeAmount
     let lastUsableStreamID: Int32
+    /// Where to connect, when the caller resolves and checks the host itself (Web Push's SSRF
+    /// guard); nil connects by host name.
+    let addresses: (@Sendable () async throws -> [SocketAddress])?
+
+    /// A factory for a host whose addresses `addresses` gives, with a TLS context the caller made
+    /// (it must offer ALPN `h2`).
+    package init(
+        host: String, port: Int, sslContext: NIOSSLContext, connectTimeout: Duration, pingInterval: Duration, pingTimeout: Duration,
+        addresses: @escaping @Sendable () async throws -> [SocketAddress]
+    ) {
+        self.host = host
+        self.port = port
+        let bracketed = host.contains(":") ? "[\(host)]" : host
+        self.authority = port == 443 ? bracketed : "\(bracketed):\(port)"
+        self.sslContext = sslContext
+        self.connectTimeout = TimeAmount(connectTimeout)
+        self.pingInterval = TimeAmount(pingInterval)
+        self.pingTimeout = TimeAmount(pingTimeout)
+        self.lastUsableStreamID = HTTP2ConnectionHandler.lastUsableStreamID
+        self.addresses = addresses
+    }
 
     package init(
         url: URL, trustRootsPEMFile: String?, offersALPN: Bool = true, connectTimeout: Duration,
         pingInterval: Duration, pingTimeout: Duration, lastUsableStreamID: Int32 = HTTP2ConnectionHandler.lastUsableStreamID
     ) throws {
         self.lastUsableStreamID = lastUsableStreamID
+        self.addresses = nil
         guard let host = url.host, !host.isEmpty else {
             throw HTTP2ConfigurationError(field: "url", message: "no host in \(url)")
         }
@@ -414,35 +436,51 @@ package struct HTTP2ConnectionFactory: Sendable {
         let pingTimeout = self.pingTimeout
         let authority = self.authority
         let lastUsableStreamID = self.lastUsableStreamID
-        return ClientBootstrap(group: eventLoop)
-            .connectTimeout(connectTimeout)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    let sync = channel.pipeline.syncOperations
-                    try sync.addHandler(NIOSSLClientHandler(context: sslContext, serverHostname: sni))
-                    var configuration = NIOHTTP2Handler.ConnectionConfiguration()
-                    // APNs changes SETTINGS after every rejection; NIO's default flood guard would
-                    // take that for an attack and close the connection.
-                    configuration.controlFrameRateLimit.maximumCount = Int.max / 2
-                    // Herald builds its own headers and talks only to a TLS-authenticated push service.
-                    configuration.headerBlockValidation = .disabled
-                    configuration.initialSettings = [
-                        HTTP2Setting(parameter: .maxConcurrentStreams, value: 100),
-                        HTTP2Setting(parameter: .initialWindowSize, value: 1 << 20),
-                        HTTP2Setting(parameter: .maxHeaderListSize, value: 16_384),
-                    ]
-                    var streams = NIOHTTP2Handler.StreamConfiguration()
-                    streams.targetWindowSize = 1 << 20
-                    try sync.addHandler(
-                        NIOHTTP2Handler(mode: .client, connectionConfiguration: configuration, streamConfiguration: streams))
-                    try sync.addHandler(
-                        HTTP2ConnectionHandler(
-                            events: events, authority: authority, pingInterval: pingInterval, pingTimeout: pingTimeout,
-                            lastUsableStreamID: lastUsableStreamID))
+        let connectTimeout = self.connectTimeout
+        @Sendable func bootstrap() -> ClientBootstrap {
+            ClientBootstrap(group: eventLoop)
+                .connectTimeout(connectTimeout)
+                .channelOption(.socketOption(.tcp_nodelay), value: 1)
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        let sync = channel.pipeline.syncOperations
+                        try sync.addHandler(NIOSSLClientHandler(context: sslContext, serverHostname: sni))
+                        var configuration = NIOHTTP2Handler.ConnectionConfiguration()
+                        // APNs changes SETTINGS after every rejection; NIO's default flood guard would
+                        // take that for an attack and close the connection.
+                        configuration.controlFrameRateLimit.maximumCount = Int.max / 2
+                        // Herald builds its own headers and talks only to a TLS-authenticated push service.
+                        configuration.headerBlockValidation = .disabled
+                        configuration.initialSettings = [
+                            HTTP2Setting(parameter: .maxConcurrentStreams, value: 100),
+                            HTTP2Setting(parameter: .initialWindowSize, value: 1 << 20),
+                            HTTP2Setting(parameter: .maxHeaderListSize, value: 16_384),
+                        ]
+                        var streams = NIOHTTP2Handler.StreamConfiguration()
+                        streams.targetWindowSize = 1 << 20
+                        try sync.addHandler(
+                            NIOHTTP2Handler(mode: .client, connectionConfiguration: configuration, streamConfiguration: streams))
+                        try sync.addHandler(
+                            HTTP2ConnectionHandler(
+                                events: events, authority: authority, pingInterval: pingInterval, pingTimeout: pingTimeout,
+                                lastUsableStreamID: lastUsableStreamID))
+                    }
                 }
+        }
+        let connected: EventLoopFuture<any Channel>
+        if let addresses {
+            // The first checked address that answers.
+            connected = eventLoop.makeFutureWithTask { () -> any Channel in
+                var failure: any Error = HTTP2TransportFailure.connectFailed("no address")
+                for address in try await addresses() {
+                    do { return try await bootstrap().connect(to: address).get() } catch { failure = error }
+                }
+                throw failure
             }
-            .connect(host: host, port: port)
+        } else {
+            connected = bootstrap().connect(host: host, port: port)
+        }
+        return connected
             .flatMap { channel in
                 channel.pipeline.handler(type: HTTP2ConnectionHandler.self).map { handler in
                     HTTP2ConnectionHandle(channel: channel, handler: NIOLoopBound(handler, eventLoop: channel.eventLoop))

@@ -1,10 +1,13 @@
 import Foundation
+import HeraldHTTP2
 import HeraldWebPushCore
 import Logging
 import NIOCore
+import NIOHPACK
 import NIOHTTP1
 import NIOPosix
 import NIOSSL
+import NIOTLS
 import Synchronization
 
 /// How the Web Push client connects.
@@ -56,18 +59,22 @@ public enum WebPushTransportError: Error, Sendable, Hashable, CustomStringConver
     }
 }
 
-/// Sends Web Push messages (RFC 8030) over HTTP/1.1 and TLS to any number of push-service
-/// origins, with a few keep-alive connections per origin. Every connection goes to an address
-/// `WebPushEndpointGuard` checked, never follows a redirect, and reads at most a few KiB of an
-/// answer: a push service is a peer Herald does not trust.
+/// Sends Web Push messages (RFC 8030) over TLS to any number of push-service origins: over
+/// HTTP/2 where the service offers it (one multiplexed connection per origin, on the pool APNs
+/// and FCM use), else over HTTP/1.1 with a few keep-alive connections per origin. The first
+/// connection to an origin asks for both (ALPN) and the answer decides. Every connection goes to
+/// an address `WebPushEndpointGuard` checked, never follows a redirect, and reads at most a few
+/// KiB of an HTTP/1.1 answer: a push service is a peer Herald does not trust.
 ///
 /// AsyncHTTPClient resolves hosts itself, so it cannot be held to checked addresses; this client
-/// is SwiftNIO's HTTP/1.1 codec on a connection it opens to the address it checked.
+/// opens its connections to the addresses it checked.
 public final class WebPushClient: Sendable {
     private struct Origin {
         var idle: [Connection] = []
         var open = 0
         var waiters: [CheckedContinuation<Void, Never>] = []
+        /// Set once the origin answered ALPN with `h2`.
+        var http2: HTTP2ConnectionPool?
     }
 
     private struct State {
@@ -78,15 +85,18 @@ public final class WebPushClient: Sendable {
     public let configuration: WebPushClientConfiguration
     private let group: any EventLoopGroup
     private let sslContext: NIOSSLContext
+    private let http2Context: NIOSSLContext
     private let state = Mutex(State())
     private let logger: Logger
 
     public init(configuration: WebPushClientConfiguration, eventLoopGroup: any EventLoopGroup, logger: Logger = Logger(label: "herald.webpush")) throws {
         var tls = TLSConfiguration.makeClientConfiguration()
-        tls.applicationProtocols = ["http/1.1"]
+        tls.applicationProtocols = ["h2", "http/1.1"]
         tls.shutdownTimeout = .seconds(1)
         tls.additionalTrustRoots = configuration.trustRootsPEMFiles.map { .file($0) }
         self.sslContext = try NIOSSLContext(configuration: tls)
+        tls.applicationProtocols = ["h2"]
+        self.http2Context = try NIOSSLContext(configuration: tls)
         self.configuration = configuration
         self.group = eventLoopGroup
         self.logger = logger
@@ -96,7 +106,11 @@ public final class WebPushClient: Sendable {
     public func send(_ message: WebPushMessage) async throws(WebPushTransportError) -> WebPushResponse {
         let endpoint = message.endpoint
         let origin = "\(endpoint.host)|\(endpoint.port)"
-        let connection = try await acquire(origin: origin, endpoint: endpoint)
+        let connection: Connection
+        switch try await acquire(origin: origin, endpoint: endpoint) {
+        case .http2(let pool): return try await send(message, on: pool)
+        case .http1(let open): connection = open
+        }
         var reusable = false
         defer { release(connection, origin: origin, reusable: reusable) }
         let (response, keepAlive) = try await connection.send(
@@ -106,28 +120,54 @@ public final class WebPushClient: Sendable {
         return response
     }
 
-    /// Closes every idle connection; sends after this fail.
+    /// One message as an HTTP/2 stream on the origin's pool.
+    private func send(_ message: WebPushMessage, on pool: HTTP2ConnectionPool) async throws(WebPushTransportError) -> WebPushResponse {
+        var headers = HPACKHeaders()
+        for header in message.headers { headers.add(name: header.name.lowercased(), value: header.value) }
+        headers.add(name: "content-length", value: String(message.body.count))
+        let request = HTTP2Request(path: Self.target(of: message.endpoint), headers: headers, body: ByteBuffer(bytes: message.body))
+        do {
+            let response = try await pool.submit(request, deadline: .now() + TimeAmount(configuration.requestTimeout)).get()
+            var body = response.body
+            return WebPushResponse(
+                status: response.status, retryAfter: response.headers.first(name: "retry-after"),
+                body: body.readBytes(length: min(body.readableBytes, configuration.maximumResponseBody)) ?? [])
+        } catch let failure as HTTP2TransportFailure {
+            if case .deadlineExceeded = failure { throw .timeout }
+            throw .connection(failure.description)
+        } catch {
+            throw .connection("\(error)")
+        }
+    }
+
+    /// Closes every idle connection and every HTTP/2 pool; sends after this fail.
     public func shutdown() async {
-        let (idle, waiters) = state.withLock { state -> ([Connection], [CheckedContinuation<Void, Never>]) in
+        let (idle, waiters, pools) = state.withLock { state -> ([Connection], [CheckedContinuation<Void, Never>], [HTTP2ConnectionPool]) in
             state.shutDown = true
             let idle = state.origins.values.flatMap(\.idle)
             let waiters = state.origins.values.flatMap(\.waiters)
+            let pools = state.origins.values.compactMap(\.http2)
             state.origins = [:]
-            return (idle, waiters)
+            return (idle, waiters, pools)
         }
         for waiter in waiters { waiter.resume() }
         for connection in idle { try? await connection.channel.close() }
+        for pool in pools { await pool.shutdown() }
     }
 
-    /// The origin's pool, per connection count; a request over the limit waits for a release.
-    private enum Step { case use(Connection), connect, wait, shutDown }
+    /// What a send goes on: the origin's HTTP/2 pool, or one of its HTTP/1.1 connections.
+    private enum Acquired { case http2(HTTP2ConnectionPool), http1(Connection) }
 
-    private func acquire(origin: String, endpoint: WebPushEndpoint) async throws(WebPushTransportError) -> Connection {
+    /// The origin's HTTP/1.1 connections, per count; a request over the limit waits for a release.
+    private enum Step { case http2(HTTP2ConnectionPool), use(Connection), connect, wait, shutDown }
+
+    private func acquire(origin: String, endpoint: WebPushEndpoint) async throws(WebPushTransportError) -> Acquired {
         while true {
             let step = state.withLock { state -> Step in
                 if state.shutDown { return .shutDown }
                 var entry = state.origins[origin, default: Origin()]
                 defer { state.origins[origin] = entry }
+                if let pool = entry.http2 { return .http2(pool) }
                 while let connection = entry.idle.popLast() {
                     if connection.channel.isActive { return .use(connection) }
                     entry.open -= 1
@@ -138,14 +178,33 @@ public final class WebPushClient: Sendable {
             }
             switch step {
             case .shutDown: throw .shutDown
-            case .use(let connection): return connection
+            case .http2(let pool): return .http2(pool)
+            case .use(let connection): return .http1(connection)
             case .connect:
+                let connection: Connection
                 do {
-                    return try await connect(endpoint)
+                    connection = try await connect(endpoint)
                 } catch {
                     release(nil, origin: origin, reusable: false)
                     throw error
                 }
+                guard connection.protocol == "h2" else { return .http1(connection) }
+                // The service speaks HTTP/2 (the probe is closed): this origin's pushes go as
+                // streams on one pool from now on.
+                let pool = state.withLock { state -> HTTP2ConnectionPool? in
+                    guard !state.shutDown, var entry = state.origins[origin] else { return nil }
+                    defer { state.origins[origin] = entry }
+                    entry.open -= 1
+                    if entry.http2 == nil { entry.http2 = makePool(for: endpoint) }
+                    return entry.http2
+                }
+                for waiter in state.withLock({ s -> [CheckedContinuation<Void, Never>] in
+                    let waiters = s.origins[origin]?.waiters ?? []
+                    s.origins[origin]?.waiters = []
+                    return waiters
+                }) { waiter.resume() }
+                guard let pool else { throw .shutDown }
+                return .http2(pool)
             case .wait:
                 await withCheckedContinuation { continuation in
                     let resumeNow = state.withLock { state -> Bool in
@@ -200,12 +259,28 @@ public final class WebPushClient: Sendable {
         throw .connect(lastError)
     }
 
-    static func head(for message: WebPushMessage) -> HTTPRequestHead {
-        let url = message.endpoint.url
-        let components = URLComponents(url: url, resolvingAgainstBaseURL: false)
+    /// An HTTP/2 pool for one origin, connecting only to the addresses the guard checks.
+    private func makePool(for endpoint: WebPushEndpoint) -> HTTP2ConnectionPool {
+        let guardian = configuration.endpointGuard
+        let factory = HTTP2ConnectionFactory(
+            host: endpoint.host, port: endpoint.port, sslContext: http2Context, connectTimeout: configuration.connectTimeout,
+            pingInterval: .seconds(60), pingTimeout: .seconds(10),
+            addresses: { try await guardian.addresses(for: endpoint) })
+        return HTTP2ConnectionPool(factory: factory, group: group, size: 1, logger: logger)
+    }
+
+    /// The request target: the endpoint's path and query as sent (never re-encoded).
+    static func target(of endpoint: WebPushEndpoint) -> String {
+        let components = URLComponents(url: endpoint.url, resolvingAgainstBaseURL: false)
         var target = components?.percentEncodedPath ?? "/"
         if target.isEmpty { target = "/" }
         if let query = components?.percentEncodedQuery { target += "?" + query }
+        return target
+    }
+
+    static func head(for message: WebPushMessage) -> HTTPRequestHead {
+        let url = message.endpoint.url
+        let target = Self.target(of: message.endpoint)
         var headers = HTTPHeaders()
         let host = message.endpoint.host.contains(":") ? "[\(message.endpoint.host)]" : message.endpoint.host
         let defaultPort = url.scheme?.lowercased() == "http" ? 80 : 443
@@ -219,12 +294,18 @@ public final class WebPushClient: Sendable {
 /// One keep-alive HTTP/1.1 connection: one request at a time.
 struct Connection: Sendable {
     let channel: any Channel
-    let handler: NIOLoopBound<ResponseHandler>
+    /// Nil for an HTTP/2 probe, which carries no request.
+    let handler: NIOLoopBound<ResponseHandler>?
+    /// What ALPN settled on (`h2`, `http/1.1`, or nil when the server chose nothing).
+    let `protocol`: String?
 
     static func open(
         to address: SocketAddress, serverName: String?, sslContext: NIOSSLContext, group: any EventLoopGroup, connectTimeout: TimeAmount
     ) async throws -> Connection {
         let eventLoop = group.next()
+        // Made here, not looked up later: an h2 server's first frames reach the HTTP/1.1 decoder,
+        // which fails and closes the channel, perhaps before a lookup could run.
+        let negotiated = eventLoop.makePromise(of: String?.self)
         let channel = try await ClientBootstrap(group: eventLoop)
             .connectTimeout(connectTimeout)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
@@ -232,22 +313,29 @@ struct Connection: Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
                     try sync.addHandler(NIOSSLClientHandler(context: sslContext, serverHostname: serverName))
+                    try sync.addHandler(ALPNRecorder(promise: negotiated))
                     try sync.addHTTPClientHandlers()
                     try sync.addHandler(ResponseHandler())
                 }
             }
             .connect(to: address).get()
+        let chosen = try await negotiated.futureResult.get()
+        // An HTTP/2 origin's probe is closed at once: its pushes go on the HTTP/2 pool.
+        guard chosen != "h2" else {
+            channel.close(promise: nil)
+            return Connection(channel: channel, handler: nil, protocol: chosen)
+        }
         let handler = try await channel.eventLoop.submit {
             NIOLoopBound(try channel.pipeline.syncOperations.handler(type: ResponseHandler.self), eventLoop: channel.eventLoop)
         }.get()
-        return Connection(channel: channel, handler: handler)
+        return Connection(channel: channel, handler: handler, protocol: chosen)
     }
 
     /// Writes the request and waits for the whole answer; the Bool says whether the connection
     /// may carry another request.
     func send(head: HTTPRequestHead, body: [UInt8], timeout: TimeAmount, limit: Int) async throws(WebPushTransportError) -> (WebPushResponse, Bool) {
         let channel = self.channel
-        let handler = self.handler
+        guard let handler = self.handler else { throw .connection("not an HTTP/1.1 connection") }
         let future = channel.eventLoop.flatSubmit { () -> EventLoopFuture<(WebPushResponse, Bool)> in
             let promise = channel.eventLoop.makePromise(of: (WebPushResponse, Bool).self)
             handler.value.begin(promise: promise, limit: limit)
@@ -270,6 +358,33 @@ struct Connection: Sendable {
         } catch {
             throw .connection("\(error)")
         }
+    }
+}
+
+/// Completes once the TLS handshake has: with the protocol ALPN chose.
+final class ALPNRecorder: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = Any
+    let negotiated: EventLoopPromise<String?>
+
+    init(promise: EventLoopPromise<String?>) { negotiated = promise }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case TLSUserEvent.handshakeCompleted(let negotiatedProtocol) = event { negotiated.succeed(negotiatedProtocol) }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        negotiated.fail(WebPushTransportError.connection("closed during the TLS handshake"))
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        negotiated.fail(error)
+        context.fireErrorCaught(error)
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        negotiated.fail(WebPushTransportError.connection("closed during the TLS handshake"))
     }
 }
 

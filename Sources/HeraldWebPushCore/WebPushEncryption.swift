@@ -84,9 +84,10 @@ public enum WebPushEncryption {
     ///     reproduces RFC 8291's example.
     ///   - salt: 16 random bytes unless given.
     public static func encrypt(
-        _ plaintext: [UInt8], to keys: WebPushKeys, ephemeral: P256.KeyAgreement.PrivateKey = .init(), salt: [UInt8]? = nil
+        _ plaintext: [UInt8], to keys: WebPushKeys, ephemeral: P256.KeyAgreement.PrivateKey? = nil, salt: [UInt8]? = nil
     ) throws(WebPushCryptoError) -> [UInt8] {
         guard plaintext.count <= maximumPlaintext else { throw .tooLarge(bytes: plaintext.count) }
+        let ephemeral = ephemeral ?? freshKey()
         let salt = salt ?? (0..<16).map { _ in UInt8.random(in: .min ... .max) }
         guard salt.count == 16 else { throw .malformed("the salt is 16 bytes") }
         guard let receiver = try? P256.KeyAgreement.PublicKey(x963Representation: keys.p256dh),
@@ -107,6 +108,18 @@ public enum WebPushEncryption {
         body += sealed.ciphertext
         body += sealed.tag
         return body
+    }
+
+    /// A fresh P-256 key from 32 bytes of the system's random source. swift-crypto's own
+    /// generator runs a FIPS pairwise-consistency test (an ECDSA signature and its check) on every
+    /// key, which made it cost more than the ECDH itself; a scalar outside 1..<n (about one draw
+    /// in 2^32) is drawn again.
+    static func freshKey() -> P256.KeyAgreement.PrivateKey {
+        var generator = SystemRandomNumberGenerator()
+        while true {
+            let scalar = (0..<4).flatMap { _ in withUnsafeBytes(of: generator.next() as UInt64) { Array($0) } }
+            if let key = try? P256.KeyAgreement.PrivateKey(rawRepresentation: scalar) { return key }
+        }
     }
 
     /// Decrypts one `aes128gcm` body with the user agent's private key and auth secret (what a

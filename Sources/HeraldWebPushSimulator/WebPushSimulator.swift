@@ -16,13 +16,16 @@ import Synchronization
 /// `k`, `aud` its own origin, `exp` within 24 hours, a `sub`; `k` the key the subscription was
 /// made with), a `TTL` header, `Content-Encoding: aes128gcm`, `Urgency` and `Topic`, the
 /// 4,096-byte limit, then decrypts the message and records the plaintext. Pushes go over TLS
-/// (HTTP/1.1 or HTTP/2); a plain-HTTP control port records and injects faults
+/// (HTTP/2 or HTTP/1.1, or HTTP/1.1 only); a plain-HTTP control port records and injects faults
 /// (`GET /stats`, `GET /notifications?endpoint=`, `POST /subscribe`, `POST /faults`, `POST /reset`).
 public final class WebPushSimulator: Sendable {
     public struct Configuration: Sendable {
         public var host = "127.0.0.1"
         public var port = 0
         public var controlPort = 0
+        /// Offer HTTP/2 in ALPN (as Google's, Mozilla's and Apple's services do); false: HTTP/1.1
+        /// only, as a small UnifiedPush server may be.
+        public var offersHTTP2 = true
         public init() {}
     }
 
@@ -69,7 +72,7 @@ public final class WebPushSimulator: Sendable {
         var tlsConfiguration = TLSConfiguration.makeServerConfiguration(
             certificateChain: [.certificate(try NIOSSLCertificate(bytes: Array(tls.leafPEM.utf8), format: .pem))],
             privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(tls.leafKeyPEM.utf8), format: .pem)))
-        tlsConfiguration.applicationProtocols = ["h2", "http/1.1"]
+        tlsConfiguration.applicationProtocols = configuration.offersHTTP2 ? ["h2", "http/1.1"] : ["http/1.1"]
         // The origin names the bound port, known once listening.
         let origin = OriginBox()
 

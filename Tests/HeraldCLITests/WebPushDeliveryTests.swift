@@ -84,7 +84,8 @@ import FoundationNetworking
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-webpush-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let second = try MockWebPushProcess(directory: directory)
+        // A second push service, speaking only HTTP/1.1 (the built-in one speaks HTTP/2).
+        let second = try MockWebPushProcess(directory: directory, http1Only: true)
         defer { second.process.kill(SIGTERM) }
         var environment = [
             "HERALD_DATABASE_URL": "sqlite:" + directory.appendingPathComponent("herald.sqlite").path, "HERALD_HTTP_PORT": "0",

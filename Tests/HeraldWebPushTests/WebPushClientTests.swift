@@ -69,6 +69,26 @@ import Testing
         await client.shutdown()
     }
 
+    @Test("a push service that speaks only HTTP/1.1 gets the same pushes over keep-alive HTTP/1.1 connections")
+    func http1Only() async throws {
+        var configuration = WebPushSimulator.Configuration()
+        configuration.offersHTTP2 = false
+        let sim = try await WebPushSimulator.start(configuration: configuration)
+        defer { Task { await sim.shutdown() } }
+        let client = try Self.client(for: [sim])
+        let subscription = sim.subscribe(applicationServerKey: Self.signer.key.applicationServerKey)
+        let provider = WebPushProvider(client: client, signer: Self.signer)
+        let outcomes = await withTaskGroup(of: PushOutcome.self) { group in
+            for n in 0..<20 { group.addTask { await provider.send(try! Self.delivery(to: subscription, payload: #"{"n":\#(n)}"#)) } }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(outcomes.allSatisfy { $0 == .delivered })
+        #expect(Set(sim.notifications(endpoint: subscription.endpoint).map(\.plaintext)) == Set((0..<20).map { #"{"n":\#($0)}"# }))
+        sim.addFault(WebPushSimulatorFault(kind: .gone, endpoint: subscription.endpoint))
+        guard case .tokenDead = await provider.send(try Self.delivery(to: subscription, payload: "{}")) else { Issue.record("not gone"); return }
+        await client.shutdown()
+    }
+
     @Test("a push too large for one record is shrunk before encryption: Kasia's inline payload becomes null, and HeraldKit decodes what the browser gets")
     func shrinksToFit() async throws {
         let sim = try await WebPushSimulator.start()
