@@ -18,6 +18,19 @@ public final class WebPushProvider: PushProvider {
     private let now: @Sendable () -> Date
     /// Origin → not before, from a 429 (or 406, or 5xx) with Retry-After.
     private let backOff = Mutex<[String: Date]>([:])
+    /// Endpoints parsed before: a URL parse per message cost as much as the HTTP/2 send.
+    private let endpoints = Mutex<[String: WebPushEndpoint]>([:])
+
+    /// The parsed endpoint of a stored token (the cache starts over past 10,000 endpoints).
+    private func endpoint(_ token: String) -> WebPushEndpoint? {
+        if let known = endpoints.withLock({ $0[token] }) { return known }
+        guard let parsed = try? WebPushEndpoint(token) else { return nil }
+        endpoints.withLock { cache in
+            if cache.count >= 10_000 { cache.removeAll(keepingCapacity: true) }
+            cache[token] = parsed
+        }
+        return parsed
+    }
 
     public init(client: WebPushClient, signer: VAPIDSigner, now: @escaping @Sendable () -> Date = { Date() }) {
         self.client = client
@@ -26,10 +39,10 @@ public final class WebPushProvider: PushProvider {
     }
 
     public func send(_ delivery: ClaimedDelivery) async -> PushOutcome {
-        guard let keys = delivery.device.webKeys, let endpoint = try? WebPushEndpoint(delivery.device.token) else {
+        guard let keys = delivery.device.webKeys, let endpoint = endpoint(delivery.device.token) else {
             return .failed(reason: "not a Web Push subscription")
         }
-        let origin = VAPID.audience(of: endpoint.url) ?? endpoint.host
+        let origin = endpoint.origin
         let start = now()
         if let until = backOff.withLock({ $0[origin] }), until > start {
             return .retry(after: .milliseconds(Int64(until.timeIntervalSince(start) * 1000)), scope: .destination, reason: "origin backing off")
@@ -79,7 +92,7 @@ public final class WebPushProvider: PushProvider {
         var push = delivery.push
         while push.payload.count > WebPushEncryption.maximumPlaintext, let smaller = push.shrunk() { push = smaller }
         let body = try WebPushEncryption.encrypt(push.payload, to: keys)
-        guard let authorization = signer.authorization(for: endpoint.url, now: now) else { throw WebPushEndpointError.notURL }
+        let authorization = signer.authorization(audience: endpoint.origin, now: now)
         let remaining = delivery.expiresAt.timeIntervalSince(now)
         let ttl = remaining.isFinite ? Int(min(max(remaining, 0), Double(WebPushMessage.maximumTTLSeconds))) : WebPushMessage.maximumTTLSeconds
         let seen = push.pushType == .alert || push.pushType == .voip

@@ -155,8 +155,12 @@ public final class VAPIDSigner: Sendable {
 
     /// The `Authorization` header for a push to `endpoint`, or nil when it has no origin.
     public func authorization(for endpoint: URL, now: Date) -> String? {
-        guard let audience = VAPID.audience(of: endpoint) else { return nil }
-        return cache.withLock { cache in
+        VAPID.audience(of: endpoint).map { authorization(audience: $0, now: now) }
+    }
+
+    /// The `Authorization` header for a push to an endpoint under `audience` (its origin).
+    public func authorization(audience: String, now: Date) -> String {
+        cache.withLock { cache in
             if let cached = cache[audience], cached.expiresAt.timeIntervalSince(now) > 3_600 { return cached.header }
             let expiresAt = Date(timeIntervalSince1970: (now.timeIntervalSince1970 + lifetime).rounded(.down))
             let header = VAPID.authorization(key: key, subject: subject, audience: audience, expiresAt: expiresAt)

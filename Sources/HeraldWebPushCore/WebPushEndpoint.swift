@@ -14,7 +14,9 @@ public struct WebPushEndpoint: Sendable, Hashable, CustomStringConvertible {
     /// Lowercased, without IPv6 brackets.
     public let host: String
     /// The URL's port, else 443 (80 for `http`).
-    public var port: Int { url.port ?? (url.scheme?.lowercased() == "http" ? 80 : 443) }
+    public let port: Int
+    /// `https://host[:port]`: the push service's origin, the VAPID `aud`.
+    public let origin: String
 
     /// - Parameter allowHTTP: `http://` too (a test configuration only; push services are HTTPS).
     /// - Throws: `WebPushEndpointError` saying what is wrong.
@@ -26,6 +28,9 @@ public struct WebPushEndpoint: Sendable, Hashable, CustomStringConvertible {
         guard let rawHost = url.host, !rawHost.isEmpty else { throw .notURL }
         self.url = url
         host = rawHost.trimmingCharacters(in: CharacterSet(charactersIn: "[]")).lowercased()
+        let defaultPort = scheme == "http" ? 80 : 443
+        port = url.port ?? defaultPort
+        origin = "\(scheme)://\(host.contains(":") ? "[\(host)]" : host)\(port == defaultPort ? "" : ":\(port)")"
     }
 
     public var description: String { url.absoluteString }

@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 import HeraldAPNsCore
-import HeraldWebPushCore
+@testable import HeraldWebPushCore
 import Testing
 
 /// RFC 8291 message encryption: the RFC's own example byte for byte, round trips, refusals, and
@@ -101,5 +101,14 @@ struct WebPushEncryptionTests {
             let theirBody = Base64URL.decode(Substring(theirs))
         else { return }
         #expect(try WebPushEncryption.decrypt(theirBody, privateKey: receiver, auth: auth) == message)
+    }
+
+    @Test("the lean HMAC-SHA256 agrees with swift-crypto's HMAC for keys of 0 to 64 bytes")
+    func hmacAgrees() {
+        for length in [0, 1, 16, 32, 63, 64] {
+            let key = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
+            let message = Array("WebPush: info".utf8) + [0, 1, 2, 3]
+            #expect(WebPushEncryption.hmac(key, message) == Array(HMAC<SHA256>.authenticationCode(for: message, using: SymmetricKey(data: key))))
+        }
     }
 }
