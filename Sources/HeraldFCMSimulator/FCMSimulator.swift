@@ -35,9 +35,9 @@ public final class FCMSimulator: Sendable {
     /// The service-account JSON this simulator accepts grants from (its `token_uri` points here).
     public let serviceAccountJSON: Data
     let state: FCMSimulatorState
-    public let port: Int
-    public let controlPort: Int
-    private let tasks: [Task<Void, any Error>]
+    private let listeners: SimulatorListeners
+    public var port: Int { listeners.port }
+    public var controlPort: Int { listeners.controlPort }
 
     /// `https://host:port`: where clients send.
     public var url: URL { URL(string: "https://\(configuration.host):\(port)")! }
@@ -47,17 +47,12 @@ public final class FCMSimulator: Sendable {
     /// The messages accepted for `token` (all, when nil).
     public func notifications(token: String?) -> [FCMSimulatorRecord] { state.notifications(token: token) }
 
-    private init(
-        configuration: Configuration, tls: SimulatorTLSIdentity, serviceAccountJSON: Data, state: FCMSimulatorState, port: Int,
-        controlPort: Int, tasks: [Task<Void, any Error>]
-    ) {
+    private init(configuration: Configuration, tls: SimulatorTLSIdentity, serviceAccountJSON: Data, state: FCMSimulatorState, listeners: SimulatorListeners) {
         self.configuration = configuration
         self.tls = tls
         self.serviceAccountJSON = serviceAccountJSON
         self.state = state
-        self.port = port
-        self.controlPort = controlPort
-        self.tasks = tasks
+        self.listeners = listeners
     }
 
     /// Starts both listeners and makes the service account whose grants it accepts.
@@ -113,46 +108,18 @@ public final class FCMSimulator: Sendable {
             return Self.json(.ok, #"{"reset":true}"#)
         }
 
-        let apiBound = AsyncStream<Int>.makeStream()
-        let controlBound = AsyncStream<Int>.makeStream()
-        let apiApp = Application(
-            router: api, server: try .http2Upgrade(tlsConfiguration: tlsConfiguration),
-            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "herald-mock-fcm"),
-            onServerRunning: { channel in
-                apiBound.continuation.yield(channel.localAddress?.port ?? 0)
-                apiBound.continuation.finish()
-            },
-            logger: logger)
-        let controlApp = Application(
-            router: control,
-            configuration: .init(address: .hostname(configuration.host, port: configuration.controlPort), serverName: "herald-mock-fcm-control"),
-            onServerRunning: { channel in
-                controlBound.continuation.yield(channel.localAddress?.port ?? 0)
-                controlBound.continuation.finish()
-            },
-            logger: logger)
-        let apiTask = Task { try await apiApp.run() }
-        let controlTask = Task { try await controlApp.run() }
-        var apiPorts = apiBound.stream.makeAsyncIterator()
-        var controlPorts = controlBound.stream.makeAsyncIterator()
-        guard let apiPort = await apiPorts.next(), let controlPort = await controlPorts.next() else {
-            apiTask.cancel()
-            controlTask.cancel()
-            throw CancellationError()
-        }
+        let listeners = try await SimulatorListeners.start(
+            api: api, control: control, tls: tlsConfiguration, host: configuration.host, port: configuration.port,
+            controlPort: configuration.controlPort, name: "herald-mock-fcm", logger: logger)
+        let apiPort = listeners.port
         let tokenURL = "https://\(configuration.host):\(apiPort)/token"
         holder.withLock { $0 = (key.publicKey, tokenURL) }
         let account = try FCMServiceAccount.file(
             privateKey: key, projectID: configuration.projectID, clientEmail: configuration.clientEmail, tokenURI: URL(string: tokenURL)!)
-        return FCMSimulator(
-            configuration: configuration, tls: tls, serviceAccountJSON: account, state: state, port: apiPort,
-            controlPort: controlPort, tasks: [apiTask, controlTask])
+        return FCMSimulator(configuration: configuration, tls: tls, serviceAccountJSON: account, state: state, listeners: listeners)
     }
 
-    public func shutdown() async {
-        for task in tasks { task.cancel() }
-        for task in tasks { _ = try? await task.value }
-    }
+    public func shutdown() async { await listeners.shutdown() }
 
     // MARK: The OAuth grant
 
@@ -308,12 +275,8 @@ public final class FCMSimulator: Sendable {
     }
 
     static func json(_ status: HTTPResponse.Status, _ text: String) -> Response {
-        Response(status: status, headers: [.contentType: "application/json; charset=UTF-8"], body: .init(byteBuffer: ByteBuffer(string: text)))
+        SimulatorListeners.json(status, text, contentType: "application/json; charset=UTF-8")
     }
 
-    static func encode(_ value: some Encodable) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        return String(decoding: (try? encoder.encode(value)) ?? Data("{}".utf8), as: UTF8.self)
-    }
+    static func encode(_ value: some Encodable) -> String { SimulatorListeners.encode(value) }
 }

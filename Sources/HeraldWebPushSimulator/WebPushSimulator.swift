@@ -32,9 +32,9 @@ public final class WebPushSimulator: Sendable {
     public let configuration: Configuration
     public let tls: SimulatorTLSIdentity
     let state: WebPushSimulatorState
-    public let port: Int
-    public let controlPort: Int
-    private let tasks: [Task<Void, any Error>]
+    private let listeners: SimulatorListeners
+    public var port: Int { listeners.port }
+    public var controlPort: Int { listeners.controlPort }
 
     /// `https://host:port`: the origin every subscription's endpoint is under.
     public var origin: String { "https://\(configuration.host):\(port)" }
@@ -56,13 +56,11 @@ public final class WebPushSimulator: Sendable {
     @discardableResult
     public func addFault(_ fault: WebPushSimulatorFault) -> Int { state.addFault(fault) }
 
-    private init(configuration: Configuration, tls: SimulatorTLSIdentity, state: WebPushSimulatorState, port: Int, controlPort: Int, tasks: [Task<Void, any Error>]) {
+    private init(configuration: Configuration, tls: SimulatorTLSIdentity, state: WebPushSimulatorState, listeners: SimulatorListeners) {
         self.configuration = configuration
         self.tls = tls
         self.state = state
-        self.port = port
-        self.controlPort = controlPort
-        self.tasks = tasks
+        self.listeners = listeners
     }
 
     /// Starts both listeners.
@@ -102,42 +100,15 @@ public final class WebPushSimulator: Sendable {
             return Self.json(.ok, #"{"reset":true}"#)
         }
 
-        let apiBound = AsyncStream<Int>.makeStream()
-        let controlBound = AsyncStream<Int>.makeStream()
-        let apiApp = Application(
-            router: api, server: try .http2Upgrade(tlsConfiguration: tlsConfiguration),
-            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "herald-mock-webpush"),
-            onServerRunning: { channel in
-                apiBound.continuation.yield(channel.localAddress?.port ?? 0)
-                apiBound.continuation.finish()
-            },
-            logger: logger)
-        let controlApp = Application(
-            router: control,
-            configuration: .init(address: .hostname(configuration.host, port: configuration.controlPort), serverName: "herald-mock-webpush-control"),
-            onServerRunning: { channel in
-                controlBound.continuation.yield(channel.localAddress?.port ?? 0)
-                controlBound.continuation.finish()
-            },
-            logger: logger)
-        let apiTask = Task { try await apiApp.run() }
-        let controlTask = Task { try await controlApp.run() }
-        var apiPorts = apiBound.stream.makeAsyncIterator()
-        var controlPorts = controlBound.stream.makeAsyncIterator()
-        guard let apiPort = await apiPorts.next(), let controlPort = await controlPorts.next() else {
-            apiTask.cancel()
-            controlTask.cancel()
-            throw CancellationError()
-        }
+        let listeners = try await SimulatorListeners.start(
+            api: api, control: control, tls: tlsConfiguration, host: configuration.host, port: configuration.port,
+            controlPort: configuration.controlPort, name: "herald-mock-webpush", logger: logger)
         let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
-        origin.set("https://\(host):\(apiPort)")
-        return WebPushSimulator(configuration: configuration, tls: tls, state: state, port: apiPort, controlPort: controlPort, tasks: [apiTask, controlTask])
+        origin.set("https://\(host):\(listeners.port)")
+        return WebPushSimulator(configuration: configuration, tls: tls, state: state, listeners: listeners)
     }
 
-    public func shutdown() async {
-        for task in tasks { task.cancel() }
-        for task in tasks { _ = try? await task.value }
-    }
+    public func shutdown() async { await listeners.shutdown() }
 
     static func subscribe(_ request: Request, origin: String, state: WebPushSimulatorState) async throws -> Response {
         struct Body: Decodable { var application_server_key: String? }
@@ -226,15 +197,9 @@ public final class WebPushSimulator: Sendable {
         return response
     }
 
-    static func json(_ status: HTTPResponse.Status, _ text: String) -> Response {
-        Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: text)))
-    }
+    static func json(_ status: HTTPResponse.Status, _ text: String) -> Response { SimulatorListeners.json(status, text) }
 
-    static func encode(_ value: some Encodable) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: (try? encoder.encode(value)) ?? Data("{}".utf8), as: UTF8.self)
-    }
+    static func encode(_ value: some Encodable) -> String { SimulatorListeners.encode(value) }
 }
 
 /// The origin, set once the port is bound.

@@ -1,0 +1,67 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdHTTP2
+import Logging
+import NIOCore
+import NIOSSL
+
+/// The two listeners of an HTTP push-service simulator (FCM, Web Push): the service over TLS
+/// (HTTP/2 or HTTP/1.1, as ALPN settles) and a plain-HTTP control port.
+package struct SimulatorListeners: Sendable {
+    package let port: Int
+    package let controlPort: Int
+    private let tasks: [Task<Void, any Error>]
+
+    /// Starts both and returns once both are bound (port 0 picks a free one).
+    package static func start(
+        api: Router<BasicRequestContext>, control: Router<BasicRequestContext>, tls: TLSConfiguration, host: String, port: Int,
+        controlPort: Int, name: String, logger: Logger
+    ) async throws -> SimulatorListeners {
+        let apiBound = AsyncStream<Int>.makeStream()
+        let controlBound = AsyncStream<Int>.makeStream()
+        let apiApp = Application(
+            router: api, server: try .http2Upgrade(tlsConfiguration: tls),
+            configuration: .init(address: .hostname(host, port: port), serverName: name),
+            onServerRunning: { channel in
+                apiBound.continuation.yield(channel.localAddress?.port ?? 0)
+                apiBound.continuation.finish()
+            },
+            logger: logger)
+        let controlApp = Application(
+            router: control,
+            configuration: .init(address: .hostname(host, port: controlPort), serverName: name + "-control"),
+            onServerRunning: { channel in
+                controlBound.continuation.yield(channel.localAddress?.port ?? 0)
+                controlBound.continuation.finish()
+            },
+            logger: logger)
+        let apiTask = Task { try await apiApp.run() }
+        let controlTask = Task { try await controlApp.run() }
+        var apiPorts = apiBound.stream.makeAsyncIterator()
+        var controlPorts = controlBound.stream.makeAsyncIterator()
+        guard let apiPort = await apiPorts.next(), let boundControlPort = await controlPorts.next() else {
+            apiTask.cancel()
+            controlTask.cancel()
+            throw CancellationError()
+        }
+        return SimulatorListeners(port: apiPort, controlPort: boundControlPort, tasks: [apiTask, controlTask])
+    }
+
+    package func shutdown() async {
+        for task in tasks { task.cancel() }
+        for task in tasks { _ = try? await task.value }
+    }
+
+    /// A JSON answer.
+    package static func json(_ status: HTTPResponse.Status, _ text: String, contentType: String = "application/json") -> Response {
+        Response(status: status, headers: [.contentType: contentType], body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+
+    /// A value as JSON with sorted keys (`{}` if it cannot be encoded).
+    package static func encode(_ value: some Encodable) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: (try? encoder.encode(value)) ?? Data("{}".utf8), as: UTF8.self)
+    }
+}
