@@ -23,6 +23,10 @@ public struct WebPushClientConfiguration: Sendable {
     public var maximumConnectionsPerOrigin = 8
     /// An answer's body is read up to this many bytes (push services answer with a short text).
     public var maximumResponseBody = 8_192
+    /// An origin with nothing in flight for this long has its connections closed and is
+    /// forgotten: anyone may register endpoints on many hosts, and each would otherwise keep a
+    /// connection (HTTP/2 pings it) for ever.
+    public var idleTimeout: Duration = .seconds(300)
 
     public init(endpointGuard: WebPushEndpointGuard = .init(), trustRootsPEMFiles: [String] = []) {
         self.endpointGuard = endpointGuard
@@ -75,11 +79,15 @@ public final class WebPushClient: Sendable {
         var waiters: [CheckedContinuation<Void, Never>] = []
         /// Set once the origin answered ALPN with `h2`.
         var http2: HTTP2ConnectionPool?
+        /// Sends under way (waiting, connecting or in flight).
+        var inFlight = 0
+        var lastUsed = NIODeadline.now()
     }
 
     private struct State {
         var origins: [String: Origin] = [:]
         var shutDown = false
+        var sweeper: RepeatedTask?
     }
 
     public let configuration: WebPushClientConfiguration
@@ -100,12 +108,37 @@ public final class WebPushClient: Sendable {
         self.configuration = configuration
         self.group = eventLoopGroup
         self.logger = logger
+        let sweep = TimeAmount(configuration.idleTimeout / 2)
+        let sweeper = eventLoopGroup.next().scheduleRepeatedTask(initialDelay: sweep, delay: sweep) { [weak self] _ in self?.closeIdleOrigins() }
+        state.withLock { $0.sweeper = sweeper }
+    }
+
+    /// How many push-service origins have connections or sends (for tests and stats).
+    public var origins: Int { state.withLock { $0.origins.count } }
+
+    /// Forgets the origins idle for `idleTimeout`, closing their connections.
+    private func closeIdleOrigins() {
+        let cutoff = NIODeadline.now() - TimeAmount(configuration.idleTimeout)
+        let (connections, pools) = state.withLock { state -> ([Connection], [HTTP2ConnectionPool]) in
+            let idle = state.origins.filter { $0.value.inFlight == 0 && $0.value.waiters.isEmpty && $0.value.lastUsed <= cutoff }
+            for key in idle.keys { state.origins[key] = nil }
+            return (idle.values.flatMap(\.idle), idle.values.compactMap(\.http2))
+        }
+        for connection in connections { connection.channel.close(promise: nil) }
+        if !pools.isEmpty { Task { for pool in pools { await pool.shutdown() } } }
     }
 
     /// Sends one message and returns the push service's answer, whatever its status.
     public func send(_ message: WebPushMessage) async throws(WebPushTransportError) -> WebPushResponse {
         let endpoint = message.endpoint
         let origin = "\(endpoint.host)|\(endpoint.port)"
+        state.withLock { $0.origins[origin, default: Origin()].inFlight += 1 }
+        defer {
+            state.withLock { state in
+                state.origins[origin]?.inFlight -= 1
+                state.origins[origin]?.lastUsed = .now()
+            }
+        }
         let connection: Connection
         switch try await acquire(origin: origin, endpoint: endpoint) {
         case .http2(let pool): return try await send(message, on: pool)
@@ -144,6 +177,7 @@ public final class WebPushClient: Sendable {
     public func shutdown() async {
         let (idle, waiters, pools) = state.withLock { state -> ([Connection], [CheckedContinuation<Void, Never>], [HTTP2ConnectionPool]) in
             state.shutDown = true
+            state.sweeper?.cancel()
             let idle = state.origins.values.flatMap(\.idle)
             let waiters = state.origins.values.flatMap(\.waiters)
             let pools = state.origins.values.compactMap(\.http2)

@@ -23,7 +23,9 @@ import Testing
     static let signer = VAPIDSigner(key: VAPIDKey(privateKey: .init()), subject: try! VAPIDSubject("mailto:ops@example.com"))
 
     /// A client that trusts the simulators' CAs and may reach them (and only them) on 127.0.0.1.
-    static func client(for simulators: [WebPushSimulator], resolver: (any WebPushHostResolver)? = nil) throws -> WebPushClient {
+    static func client(
+        for simulators: [WebPushSimulator], resolver: (any WebPushHostResolver)? = nil, idleTimeout: Duration = .seconds(300)
+    ) throws -> WebPushClient {
         var trust: [String] = []
         for sim in simulators {
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-webpush-ca-\(UUID())").path
@@ -31,8 +33,9 @@ import Testing
         }
         let policy = WebPushAddressPolicy(allowedHosts: Set(simulators.map { "127.0.0.1:\($0.port)" }))
         let guardian = resolver.map { WebPushEndpointGuard(policy: policy, resolver: $0) } ?? WebPushEndpointGuard(policy: policy)
-        return try WebPushClient(
-            configuration: WebPushClientConfiguration(endpointGuard: guardian, trustRootsPEMFiles: trust), eventLoopGroup: MultiThreadedEventLoopGroup.singleton)
+        var configuration = WebPushClientConfiguration(endpointGuard: guardian, trustRootsPEMFiles: trust)
+        configuration.idleTimeout = idleTimeout
+        return try WebPushClient(configuration: configuration, eventLoopGroup: MultiThreadedEventLoopGroup.singleton)
     }
 
     static func delivery(to subscription: WebPushSimulatorSubscription, payload: String, collapseID: String? = nil, now: Date = Date()) throws -> ClaimedDelivery {
@@ -86,6 +89,26 @@ import Testing
         #expect(Set(sim.notifications(endpoint: subscription.endpoint).map(\.plaintext)) == Set((0..<20).map { #"{"n":\#($0)}"# }))
         sim.addFault(WebPushSimulatorFault(kind: .gone, endpoint: subscription.endpoint))
         guard case .tokenDead = await provider.send(try Self.delivery(to: subscription, payload: "{}")) else { Issue.record("not gone"); return }
+        await client.shutdown()
+    }
+
+    @Test("an origin with nothing to send is forgotten and its connections closed (HTTP/2 and HTTP/1.1); the next push opens new ones")
+    func idleOriginsClosed() async throws {
+        var http1 = WebPushSimulator.Configuration()
+        http1.offersHTTP2 = false
+        let modern = try await WebPushSimulator.start()
+        let small = try await WebPushSimulator.start(configuration: http1)
+        defer { Task { await modern.shutdown(); await small.shutdown() } }
+        let client = try Self.client(for: [modern, small], idleTimeout: .milliseconds(200))
+        let provider = WebPushProvider(client: client, signer: Self.signer)
+        let subscriptions = [modern.subscribe(), small.subscribe()]
+        for subscription in subscriptions { #expect(await provider.send(try Self.delivery(to: subscription, payload: "{}")) == .delivered) }
+        #expect(client.origins == 2)
+        // Polled, not timed: a loaded machine sweeps late, never wrongly.
+        for _ in 0..<600 where client.origins > 0 { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(client.origins == 0)
+        for subscription in subscriptions { #expect(await provider.send(try Self.delivery(to: subscription, payload: "{}")) == .delivered) }
+        #expect(modern.notifications().count == 2 && small.notifications().count == 2)
         await client.shutdown()
     }
 
