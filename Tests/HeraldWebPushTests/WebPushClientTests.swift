@@ -102,10 +102,10 @@ import Testing
         let client = try Self.client(for: [modern, small], idleTimeout: .milliseconds(200))
         let provider = WebPushProvider(client: client, signer: Self.signer)
         let subscriptions = [modern.subscribe(), small.subscribe()]
+        // (How many origins are open between the sends depends on the machine's speed: not asserted.)
         for subscription in subscriptions { #expect(await provider.send(try Self.delivery(to: subscription, payload: "{}")) == .delivered) }
-        #expect(client.origins == 2)
         // Polled, not timed: a loaded machine sweeps late, never wrongly.
-        for _ in 0..<600 where client.origins > 0 { try await Task.sleep(for: .milliseconds(50)) }
+        for _ in 0..<1_200 where client.origins > 0 { try await Task.sleep(for: .milliseconds(50)) }
         #expect(client.origins == 0)
         for subscription in subscriptions { #expect(await provider.send(try Self.delivery(to: subscription, payload: "{}")) == .delivered) }
         #expect(modern.notifications().count == 2 && small.notifications().count == 2)
