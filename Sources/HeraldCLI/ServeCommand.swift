@@ -311,7 +311,7 @@ struct ServeSettings {
     /// `HERALD_FCM_SIMULATOR_CONTROL_PORT`: the built-in FCM simulator's control port (0: a free one).
     var fcmSimulatorControlPort = 0
     /// `HERALD_WEBPUSH_*`: where Web Push may be sent and which extra roots to trust.
-    var webPush = try! WebPushSettings(environment: [:])
+    var webPush = WebPushSettings()
     /// `HERALD_SHUTDOWN_GRACE_SECONDS`: how long a SIGTERM/SIGINT waits for sends in flight and
     /// their outcomes before the rest is cancelled (default 20).
     var shutdownGrace: Duration = .seconds(20)

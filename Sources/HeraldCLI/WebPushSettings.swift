@@ -53,6 +53,9 @@ struct WebPushSettings: Sendable {
     /// `HERALD_WEBPUSH_SIMULATOR_CONTROL_PORT`: the built-in Web Push simulator's control port (0: a free one).
     var simulatorControlPort = 0
 
+    /// No allowed hosts, no extra roots, a free control port.
+    init() {}
+
     init(environment env: [String: String]) throws {
         allowHosts = Set(ServeSettings.list(env["HERALD_WEBPUSH_ALLOW_HOSTS"]).map { $0.lowercased() })
         for host in allowHosts where host.contains("/") || host.contains("@") || host.contains(" ") {

@@ -74,8 +74,13 @@ public final class WebPushProvider: PushProvider {
         case .vapidRefused: return .refreshCredentials(reason: reason)
         case .backOff(_, let after), .serviceError(_, let after):
             if let after {
-                let until = now().addingTimeInterval(after.seconds)
-                backOff.withLock { $0[origin] = max($0[origin] ?? until, until) }
+                let now = self.now()
+                let until = now.addingTimeInterval(after.seconds)
+                backOff.withLock { backOff in
+                    // Hosts are anyone's to register: past a thousand, the lapsed back-offs go.
+                    if backOff.count >= 1_000 { backOff = backOff.filter { $0.value > now } }
+                    backOff[origin] = max(backOff[origin] ?? until, until)
+                }
             }
             return .retry(after: after, scope: .destination, reason: reason)
         case .refused: return .failed(reason: reason)

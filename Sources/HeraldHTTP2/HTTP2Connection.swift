@@ -377,13 +377,12 @@ package struct HTTP2ConnectionFactory: Sendable {
     /// A factory for a host whose addresses `addresses` gives, with a TLS context the caller made
     /// (it must offer ALPN `h2`).
     package init(
-        host: String, port: Int, sslContext: NIOSSLContext, connectTimeout: Duration, pingInterval: Duration, pingTimeout: Duration,
-        addresses: @escaping @Sendable () async throws -> [SocketAddress]
+        host: String, port: Int, authority: String, sslContext: NIOSSLContext, connectTimeout: Duration, pingInterval: Duration,
+        pingTimeout: Duration, addresses: @escaping @Sendable () async throws -> [SocketAddress]
     ) {
         self.host = host
         self.port = port
-        let bracketed = host.contains(":") ? "[\(host)]" : host
-        self.authority = port == 443 ? bracketed : "\(bracketed):\(port)"
+        self.authority = authority
         self.sslContext = sslContext
         self.connectTimeout = TimeAmount(connectTimeout)
         self.pingInterval = TimeAmount(pingInterval)

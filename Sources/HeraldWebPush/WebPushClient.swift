@@ -158,7 +158,7 @@ public final class WebPushClient: Sendable {
         var headers = HPACKHeaders()
         for header in message.headers { headers.add(name: header.name.lowercased(), value: header.value) }
         headers.add(name: "content-length", value: String(message.body.count))
-        let request = HTTP2Request(path: Self.target(of: message.endpoint), headers: headers, body: ByteBuffer(bytes: message.body))
+        let request = HTTP2Request(path: message.endpoint.target, headers: headers, body: ByteBuffer(bytes: message.body))
         do {
             let response = try await pool.submit(request, deadline: .now() + TimeAmount(configuration.requestTimeout)).get()
             var body = response.body
@@ -225,18 +225,16 @@ public final class WebPushClient: Sendable {
                 guard connection.protocol == "h2" else { return .http1(connection) }
                 // The service speaks HTTP/2 (the probe is closed): this origin's pushes go as
                 // streams on one pool from now on.
-                let pool = state.withLock { state -> HTTP2ConnectionPool? in
-                    guard !state.shutDown, var entry = state.origins[origin] else { return nil }
+                // Requests waiting for an HTTP/1.1 connection take the pool too.
+                let (pool, waiters) = state.withLock { state -> (HTTP2ConnectionPool?, [CheckedContinuation<Void, Never>]) in
+                    guard !state.shutDown, var entry = state.origins[origin] else { return (nil, []) }
                     defer { state.origins[origin] = entry }
                     entry.open -= 1
                     if entry.http2 == nil { entry.http2 = makePool(for: endpoint) }
-                    return entry.http2
+                    defer { entry.waiters = [] }
+                    return (entry.http2, entry.waiters)
                 }
-                for waiter in state.withLock({ s -> [CheckedContinuation<Void, Never>] in
-                    let waiters = s.origins[origin]?.waiters ?? []
-                    s.origins[origin]?.waiters = []
-                    return waiters
-                }) { waiter.resume() }
+                for waiter in waiters { waiter.resume() }
                 guard let pool else { throw .shutDown }
                 return .http2(pool)
             case .wait:
@@ -297,31 +295,18 @@ public final class WebPushClient: Sendable {
     private func makePool(for endpoint: WebPushEndpoint) -> HTTP2ConnectionPool {
         let guardian = configuration.endpointGuard
         let factory = HTTP2ConnectionFactory(
-            host: endpoint.host, port: endpoint.port, sslContext: http2Context, connectTimeout: configuration.connectTimeout,
+            host: endpoint.host, port: endpoint.port, authority: endpoint.authority, sslContext: http2Context, connectTimeout: configuration.connectTimeout,
             pingInterval: .seconds(60), pingTimeout: .seconds(10),
             addresses: { try await guardian.addresses(for: endpoint) })
         return HTTP2ConnectionPool(factory: factory, group: group, size: 1, logger: logger)
     }
 
-    /// The request target: the endpoint's path and query as sent (never re-encoded).
-    static func target(of endpoint: WebPushEndpoint) -> String {
-        let components = URLComponents(url: endpoint.url, resolvingAgainstBaseURL: false)
-        var target = components?.percentEncodedPath ?? "/"
-        if target.isEmpty { target = "/" }
-        if let query = components?.percentEncodedQuery { target += "?" + query }
-        return target
-    }
-
     static func head(for message: WebPushMessage) -> HTTPRequestHead {
-        let url = message.endpoint.url
-        let target = Self.target(of: message.endpoint)
         var headers = HTTPHeaders()
-        let host = message.endpoint.host.contains(":") ? "[\(message.endpoint.host)]" : message.endpoint.host
-        let defaultPort = url.scheme?.lowercased() == "http" ? 80 : 443
-        headers.add(name: "Host", value: message.endpoint.port == defaultPort ? host : "\(host):\(message.endpoint.port)")
+        headers.add(name: "Host", value: message.endpoint.authority)
         for header in message.headers { headers.add(name: header.name, value: header.value) }
         headers.add(name: "Content-Length", value: String(message.body.count))
-        return HTTPRequestHead(version: .http1_1, method: .POST, uri: target, headers: headers)
+        return HTTPRequestHead(version: .http1_1, method: .POST, uri: message.endpoint.target, headers: headers)
     }
 }
 

@@ -80,13 +80,7 @@ public enum VAPID {
 
     /// The `aud` for a push endpoint: its origin, `https://host[:port]` (the port only when not 443).
     public static func audience(of endpoint: URL) -> String? {
-        guard let scheme = endpoint.scheme?.lowercased(), scheme == "https" || scheme == "http", let host = endpoint.host?.lowercased(),
-            !host.isEmpty
-        else { return nil }
-        let defaultPort = scheme == "https" ? 443 : 80
-        let port = endpoint.port.map { $0 == defaultPort ? "" : ":\($0)" } ?? ""
-        let bracketed = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
-        return "\(scheme)://\(bracketed)\(port)"
+        (try? WebPushEndpoint(endpoint.absoluteString, allowHTTP: true))?.origin
     }
 
     /// The `Authorization` header value for a token to `audience` expiring at `expiresAt`.

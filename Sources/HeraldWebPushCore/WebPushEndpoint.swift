@@ -15,8 +15,13 @@ public struct WebPushEndpoint: Sendable, Hashable, CustomStringConvertible {
     public let host: String
     /// The URL's port, else 443 (80 for `http`).
     public let port: Int
+    /// `host[:port]`, the port only when not the scheme's default, IPv6 in brackets: the `Host`
+    /// (HTTP/1.1) or `:authority` (HTTP/2) of a push.
+    public let authority: String
     /// `https://host[:port]`: the push service's origin, the VAPID `aud`.
-    public let origin: String
+    public var origin: String { "\(url.scheme?.lowercased() ?? "https")://\(authority)" }
+    /// The request target: the path and query as registered (never re-encoded), `/` for none.
+    public let target: String
 
     /// - Parameter allowHTTP: `http://` too (a test configuration only; push services are HTTPS).
     /// - Throws: `WebPushEndpointError` saying what is wrong.
@@ -30,7 +35,10 @@ public struct WebPushEndpoint: Sendable, Hashable, CustomStringConvertible {
         host = rawHost.trimmingCharacters(in: CharacterSet(charactersIn: "[]")).lowercased()
         let defaultPort = scheme == "http" ? 80 : 443
         port = url.port ?? defaultPort
-        origin = "\(scheme)://\(host.contains(":") ? "[\(host)]" : host)\(port == defaultPort ? "" : ":\(port)")"
+        authority = (host.contains(":") ? "[\(host)]" : host) + (port == defaultPort ? "" : ":\(port)")
+        let components = URLComponents(url: url, resolvingAgainstBaseURL: false)
+        let path = components?.percentEncodedPath ?? ""
+        target = (path.isEmpty ? "/" : path) + (components?.percentEncodedQuery.map { "?" + $0 } ?? "")
     }
 
     public var description: String { url.absoluteString }
@@ -128,6 +136,6 @@ public struct WebPushAddressPolicy: Sendable {
         var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
         let family = address.count == 4 ? AF_INET : AF_INET6
         let ok = address.withUnsafeBytes { inet_ntop(family, $0.baseAddress, &buffer, socklen_t(buffer.count)) } != nil
-        return ok ? String(cString: buffer) : address.map { String($0) }.joined(separator: ".")
+        return ok ? String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : address.map { String($0) }.joined(separator: ".")
     }
 }
