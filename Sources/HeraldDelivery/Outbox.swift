@@ -244,16 +244,9 @@ public final class OutboxLane: Service, Sendable {
                     setWaiting(false)
                     continue
                 }
-                // One delivery (a single event at a low rate) is sent from the lane's own task.
-                let attempts = claimed.count == 1 ? [await attempt(claimed[0])] : await withTaskGroup(of: Attempt.self) { group in
-                    for delivery in claimed {
-                        group.addTask { await self.attempt(delivery) }
-                    }
-                    var all: [Attempt] = []
-                    all.reserveCapacity(claimed.count)
-                    for await a in group { all.append(a) }
-                    return all
-                }
+                // The batch goes to the provider whole: it sends the deliveries side by side (one
+                // delivery, a single event at a low rate, from the lane's own task).
+                let attempts = await attempts(claimed)
                 let settled = settle(attempts, pause: &pause)
                 outcomes.add(settled, now: clock.now(), delay: settings.outcomeDelay)
                 // Only deliveries that went out wait: a retry or a dead token changes what the next
@@ -340,25 +333,59 @@ public final class OutboxLane: Service, Sendable {
         var holdLaneUntil: Date?
     }
 
-    /// Sends one delivery and turns the provider's outcome into what the store records.
-    func attempt(_ delivery: ClaimedDelivery) async -> Attempt {
-        let attempt = await decide(delivery, mayShrink: true)
+    /// Sends a batch and turns the provider's outcomes into what the store records, in order.
+    func attempts(_ deliveries: [ClaimedDelivery]) async -> [Attempt] {
+        let attempts = await decide(deliveries, mayShrink: true)
         if let metrics {
-            switch attempt.outcome {
-            case .sent: metrics.deliveryAttempt(outcome: "sent", reason: "accepted")
-            case .retry(_, _, let reason), .retryDevice(_, _, _, let reason): metrics.deliveryAttempt(outcome: "retry", reason: reason)
-            case .failed(_, let reason): metrics.deliveryAttempt(outcome: "failed", reason: reason)
-            case .expired: metrics.deliveryAttempt(outcome: "expired", reason: "expired")
-            case .tokenDead(_, _, _, let reason): metrics.deliveryAttempt(outcome: "token_dead", reason: reason)
+            for attempt in attempts {
+                switch attempt.outcome {
+                case .sent: metrics.deliveryAttempt(outcome: "sent", reason: "accepted")
+                case .retry(_, _, let reason), .retryDevice(_, _, _, let reason): metrics.deliveryAttempt(outcome: "retry", reason: reason)
+                case .failed(_, let reason): metrics.deliveryAttempt(outcome: "failed", reason: reason)
+                case .expired: metrics.deliveryAttempt(outcome: "expired", reason: "expired")
+                case .tokenDead(_, _, _, let reason): metrics.deliveryAttempt(outcome: "token_dead", reason: reason)
+                }
             }
         }
-        return attempt
+        return attempts
     }
 
-    private func decide(_ delivery: ClaimedDelivery, mayShrink: Bool) async -> Attempt {
-        if delivery.expiresAt <= clock.now() { return Attempt(outcome: .expired(id: delivery.id)) }
-        let outcome = await provider.send(delivery)
+    private func decide(_ deliveries: [ClaimedDelivery], mayShrink: Bool) async -> [Attempt] {
+        var attempts = [Attempt?](repeating: nil, count: deliveries.count)
+        let start = clock.now()
+        let live = deliveries.indices.filter { deliveries[$0].expiresAt > start }
+        for index in deliveries.indices where deliveries[index].expiresAt <= start {
+            attempts[index] = Attempt(outcome: .expired(id: deliveries[index].id))
+        }
+        let outcomes = await provider.send(live.map { deliveries[$0] })
         let now = clock.now()
+        // Pushes the service found too large go again once, smaller, together.
+        var smaller: [(index: Int, delivery: ClaimedDelivery)] = []
+        for (index, outcome) in zip(live, outcomes) {
+            let delivery = deliveries[index]
+            if case .shrinkPayload(let reason) = outcome {
+                guard mayShrink, let push = delivery.push.shrunk() else {
+                    attempts[index] = failed(delivery, reason: reason)
+                    continue
+                }
+                logger.warning("the push service said the payload is too large: retrying once with a smaller one", metadata: [
+                    "app": "\(app)", "event": "\(delivery.eventID)", "bytes": "\(delivery.push.payload.count)", "smaller": "\(push.payload.count)",
+                ])
+                var retry = delivery
+                retry.push = push
+                smaller.append((index, retry))
+                continue
+            }
+            attempts[index] = attempt(for: delivery, outcome: outcome, now: now)
+        }
+        if !smaller.isEmpty {
+            for (entry, attempt) in zip(smaller, await decide(smaller.map(\.delivery), mayShrink: false)) { attempts[entry.index] = attempt }
+        }
+        return attempts.map { $0! }
+    }
+
+    /// What the store records for one provider outcome (a shrink is handled by `decide`).
+    private func attempt(for delivery: ClaimedDelivery, outcome: PushOutcome, now: Date) -> Attempt {
         switch outcome {
         case .delivered:
             return Attempt(outcome: .sent(id: delivery.id))
@@ -384,16 +411,7 @@ public final class OutboxLane: Service, Sendable {
             metrics?.credentialsRefused(platform: platform)
             let delay = settings.retryPolicy.delay(afterAttempt: delivery.attempt)
             return Attempt(outcome: .retry(id: delivery.id, at: now.addingTimeInterval(delay.seconds), reason: reason), credentialsRefused: true)
-        case .shrinkPayload(let reason):
-            // A template produced more than the service takes: send a smaller push once, else fail.
-            guard mayShrink, let smaller = delivery.push.shrunk() else { return failed(delivery, reason: reason) }
-            logger.warning("the push service said the payload is too large: retrying once with a smaller one", metadata: [
-                "app": "\(app)", "event": "\(delivery.eventID)", "bytes": "\(delivery.push.payload.count)", "smaller": "\(smaller.payload.count)",
-            ])
-            var retry = delivery
-            retry.push = smaller
-            return await decide(retry, mayShrink: false)
-        case .failed(let reason):
+        case .shrinkPayload(let reason), .failed(let reason):
             return failed(delivery, reason: reason)
         }
     }

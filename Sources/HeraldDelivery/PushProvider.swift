@@ -52,11 +52,25 @@ public protocol PushProvider: Sendable {
     var platform: Platform { get }
     /// Sends one delivery and says what the service made of it.
     func send(_ delivery: ClaimedDelivery) async -> PushOutcome
+    /// Sends a lane's batch and says what the service made of each, in their order. By default
+    /// each goes through `send(_:)` side by side; a provider whose per-message work batches well
+    /// (one hand-over to the connection for many streams) does better.
+    func send(_ deliveries: [ClaimedDelivery]) async -> [PushOutcome]
     /// Closes connections; the provider sends nothing afterwards.
     func shutdown() async
 }
 
 extension PushProvider {
+    public func send(_ deliveries: [ClaimedDelivery]) async -> [PushOutcome] {
+        guard deliveries.count > 1 else { return deliveries.isEmpty ? [] : [await send(deliveries[0])] }
+        return await withTaskGroup(of: (Int, PushOutcome).self) { group in
+            for (index, delivery) in deliveries.enumerated() { group.addTask { (index, await self.send(delivery)) } }
+            var outcomes = [PushOutcome?](repeating: nil, count: deliveries.count)
+            for await (index, outcome) in group { outcomes[index] = outcome }
+            return outcomes.map { $0! }
+        }
+    }
+
     public func shutdown() async {}
 }
 

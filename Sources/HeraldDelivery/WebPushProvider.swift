@@ -39,28 +39,87 @@ public final class WebPushProvider: PushProvider {
     }
 
     public func send(_ delivery: ClaimedDelivery) async -> PushOutcome {
+        switch prepare(delivery) {
+        case .settled(let outcome): return outcome
+        case .ready(let message):
+            do {
+                return outcome(of: .success(try await client.send(message)), origin: message.endpoint.origin)
+            } catch {
+                return outcome(of: .failure(error), origin: message.endpoint.origin)
+            }
+        }
+    }
+
+    /// Deliveries encrypted per chunk: the chunks encrypt side by side on the task pool, and each
+    /// goes to the client as one batch as soon as it is encrypted.
+    static let chunkSize = 32
+
+    /// A lane's batch: encryption (the CPU work) spread over chunks running side by side, each
+    /// chunk's messages handed to the client together (one hop and one flush per HTTP/2 origin).
+    public func send(_ deliveries: [ClaimedDelivery]) async -> [PushOutcome] {
+        guard deliveries.count > 1 else { return deliveries.isEmpty ? [] : [await send(deliveries[0])] }
+        let chunks = stride(from: 0, to: deliveries.count, by: Self.chunkSize).map { $0..<min($0 + Self.chunkSize, deliveries.count) }
+        guard chunks.count > 1 else { return await send(chunk: deliveries[...]) }
+        return await withTaskGroup(of: (Int, [PushOutcome]).self) { group in
+            for chunk in chunks { group.addTask { (chunk.lowerBound, await self.send(chunk: deliveries[chunk])) } }
+            var outcomes = [PushOutcome?](repeating: nil, count: deliveries.count)
+            for await (start, chunkOutcomes) in group {
+                for (offset, outcome) in chunkOutcomes.enumerated() { outcomes[start + offset] = outcome }
+            }
+            return outcomes.map { $0! }
+        }
+    }
+
+    private func send(chunk: ArraySlice<ClaimedDelivery>) async -> [PushOutcome] {
+        var outcomes = [PushOutcome?](repeating: nil, count: chunk.count)
+        var messages: [WebPushMessage] = []
+        var sent: [(slot: Int, origin: String)] = []
+        messages.reserveCapacity(chunk.count)
+        for (slot, delivery) in chunk.enumerated() {
+            switch prepare(delivery) {
+            case .settled(let outcome): outcomes[slot] = outcome
+            case .ready(let message):
+                sent.append((slot, message.endpoint.origin))
+                messages.append(message)
+            }
+        }
+        let results = await client.send(messages)
+        for ((slot, origin), result) in zip(sent, results) { outcomes[slot] = outcome(of: result, origin: origin) }
+        return outcomes.map { $0! }
+    }
+
+    /// A delivery made ready to send (encrypted and signed), or already settled without sending.
+    private enum Prepared {
+        case ready(WebPushMessage)
+        case settled(PushOutcome)
+    }
+
+    private func prepare(_ delivery: ClaimedDelivery) -> Prepared {
         guard let keys = delivery.device.webKeys, let endpoint = endpoint(delivery.device.token) else {
-            return .failed(reason: "not a Web Push subscription")
+            return .settled(.failed(reason: "not a Web Push subscription"))
         }
-        let origin = endpoint.origin
         let start = now()
-        if let until = backOff.withLock({ $0[origin] }), until > start {
-            return .retry(after: .milliseconds(Int64(until.timeIntervalSince(start) * 1000)), scope: .destination, reason: "origin backing off")
+        if let until = backOff.withLock({ $0[endpoint.origin] }), until > start {
+            return .settled(
+                .retry(after: .milliseconds(Int64(until.timeIntervalSince(start) * 1000)), scope: .destination, reason: "origin backing off"))
         }
-        let message: WebPushMessage
         do {
-            message = try Self.message(for: delivery, keys: keys, endpoint: endpoint, signer: signer, now: start)
+            return .ready(try Self.message(for: delivery, keys: keys, endpoint: endpoint, signer: signer, now: start))
         } catch {
-            return .failed(reason: "\(error)")
+            return .settled(.failed(reason: "\(error)"))
         }
-        let response: WebPushResponse
-        do {
-            response = try await client.send(message)
-        } catch {
-            if case .endpoint(let refusal) = error { return .failed(reason: refusal.description) }
+    }
+
+    /// What the client's answer (or failure) means for the outbox.
+    private func outcome(of result: Result<WebPushResponse, WebPushTransportError>, origin: String) -> PushOutcome {
+        switch result {
+        case .success(let response):
+            return outcome(of: WebPushAnswer(status: response.status, retryAfterHeader: response.retryAfter), origin: origin)
+        case .failure(.endpoint(let refusal)):
+            return .failed(reason: refusal.description)
+        case .failure(let error):
             return .retry(after: nil, scope: .destination, reason: error.description)
         }
-        return outcome(of: WebPushAnswer(status: response.status, retryAfterHeader: response.retryAfter), origin: origin)
     }
 
     /// The push service's answer in the outbox's terms: the one place Web Push answers are mapped.

@@ -114,6 +114,45 @@ package final class HTTP2ConnectionPool: Sendable {
         return queued!.futureResult
     }
 
+    /// Sends several requests as `submit` sends each, but those that find a stream go to their
+    /// connection in one hop and one flush: a caller with a batch in hand pays the event-loop
+    /// hand-over and the socket write once. The futures are in the requests' order.
+    package func submit(_ requests: [HTTP2Request], deadline: NIODeadline) -> [EventLoopFuture<HTTP2Response>] {
+        guard requests.count > 1 else { return requests.map { submit($0, deadline: deadline) } }
+        var toOpen: [(Int, EventLoop)] = []
+        var leased: [(index: Int, lease: Lease)] = []
+        var futures: [EventLoopFuture<HTTP2Response>?] = Array(repeating: nil, count: requests.count)
+        let shutDown = state.withLock { s -> Bool in
+            if s.shutDown { return true }
+            for (index, request) in requests.enumerated() {
+                if let lease = Self.takeLease(&s) {
+                    leased.append((index, lease))
+                    continue
+                }
+                if toOpen.isEmpty { toOpen = self.connectionsToOpen(&s) }
+                let promise = group.any().makePromise(of: HTTP2Response.self)
+                futures[index] = promise.futureResult
+                s.waiters.append(Waiter(request: request, deadline: deadline, promise: promise))
+                if s.waiterTimer == nil { self.armWaiterTimer(&s) }
+            }
+            return false
+        }
+        if shutDown {
+            return requests.map { _ in group.any().makeFailedFuture(HTTP2TransportFailure.connectFailed("client shut down")) }
+        }
+        open(toOpen)
+        // One batch per connection, its promises on the connection's own loop.
+        var byConnection: [Int: (lease: Lease, batch: [(HTTP2Request, EventLoopPromise<HTTP2Response>)])] = [:]
+        for (index, lease) in leased {
+            let promise = lease.handle.channel.eventLoop.makePromise(of: HTTP2Response.self)
+            promise.futureResult.whenComplete { _ in self.release(lease) }
+            futures[index] = promise.futureResult
+            byConnection[lease.connectionID, default: (lease, [])].batch.append((requests[index], promise))
+        }
+        for (lease, batch) in byConnection.values { lease.handle.send(batch, deadline: deadline) }
+        return futures.map { $0! }
+    }
+
     private func dispatch(_ waiter: Waiter, on lease: Lease) {
         waiter.promise.futureResult.whenComplete { _ in self.release(lease) }
         lease.handle.send(waiter.request, deadline: waiter.deadline, promise: waiter.promise)

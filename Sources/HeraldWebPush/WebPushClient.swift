@@ -131,7 +131,7 @@ public final class WebPushClient: Sendable {
     /// Sends one message and returns the push service's answer, whatever its status.
     public func send(_ message: WebPushMessage) async throws(WebPushTransportError) -> WebPushResponse {
         let endpoint = message.endpoint
-        let origin = "\(endpoint.host)|\(endpoint.port)"
+        let origin = endpoint.origin
         state.withLock { $0.origins[origin, default: Origin()].inFlight += 1 }
         defer {
             state.withLock { state in
@@ -153,24 +153,87 @@ public final class WebPushClient: Sendable {
         return response
     }
 
+    /// Sends several messages and returns each one's answer or failure, in their order. Messages
+    /// to an origin known to speak HTTP/2 go to its pool together: one hop to the event loop, one
+    /// flush, one wake-up when the last answer is in. The rest are sent one by one, side by side.
+    public func send(_ messages: [WebPushMessage]) async -> [Result<WebPushResponse, WebPushTransportError>] {
+        var byOrigin: [String: [Int]] = [:]
+        for (index, message) in messages.enumerated() { byOrigin[message.endpoint.origin, default: []].append(index) }
+        var results = [Result<WebPushResponse, WebPushTransportError>?](repeating: nil, count: messages.count)
+        await withTaskGroup(of: [(Int, Result<WebPushResponse, WebPushTransportError>)].self) { group in
+            for (origin, indices) in byOrigin {
+                guard indices.count > 1, let pool = state.withLock({ $0.origins[origin]?.http2 }) else {
+                    for index in indices {
+                        group.addTask {
+                            do throws(WebPushTransportError) {
+                                return [(index, .success(try await self.send(messages[index])))]
+                            } catch {
+                                return [(index, .failure(error))]
+                            }
+                        }
+                    }
+                    continue
+                }
+                group.addTask {
+                    let answers = await self.send(indices.map { messages[$0] }, origin: origin, on: pool)
+                    return Array(zip(indices, answers))
+                }
+            }
+            for await answers in group { for (index, result) in answers { results[index] = result } }
+        }
+        return results.map { $0! }
+    }
+
+    /// Messages to one HTTP/2 origin as streams submitted together.
+    private func send(
+        _ messages: [WebPushMessage], origin: String, on pool: HTTP2ConnectionPool
+    ) async -> [Result<WebPushResponse, WebPushTransportError>] {
+        state.withLock { $0.origins[origin, default: Origin()].inFlight += messages.count }
+        defer {
+            state.withLock { state in
+                state.origins[origin]?.inFlight -= messages.count
+                state.origins[origin]?.lastUsed = .now()
+            }
+        }
+        let futures = pool.submit(messages.map(Self.request), deadline: .now() + TimeAmount(configuration.requestTimeout))
+        // Every future completes (an answer or a transport failure): one wait for them all.
+        let all = try? await EventLoopFuture.whenAllComplete(futures, on: futures[0].eventLoop).get()
+        return (all ?? []).map { result in
+            result.mapError(Self.transportError).map(response)
+        }
+    }
+
     /// One message as an HTTP/2 stream on the origin's pool.
     private func send(_ message: WebPushMessage, on pool: HTTP2ConnectionPool) async throws(WebPushTransportError) -> WebPushResponse {
-        var headers = HPACKHeaders()
-        for header in message.headers { headers.add(name: header.name.lowercased(), value: header.value) }
-        headers.add(name: "content-length", value: String(message.body.count))
-        let request = HTTP2Request(path: message.endpoint.target, headers: headers, body: ByteBuffer(bytes: message.body))
         do {
-            let response = try await pool.submit(request, deadline: .now() + TimeAmount(configuration.requestTimeout)).get()
-            var body = response.body
-            return WebPushResponse(
-                status: response.status, retryAfter: response.headers.first(name: "retry-after"),
-                body: body.readBytes(length: min(body.readableBytes, configuration.maximumResponseBody)) ?? [])
-        } catch let failure as HTTP2TransportFailure {
-            if case .deadlineExceeded = failure { throw .timeout }
-            throw .connection(failure.description)
+            return response(try await pool.submit(Self.request(message), deadline: .now() + TimeAmount(configuration.requestTimeout)).get())
         } catch {
-            throw .connection("\(error)")
+            throw Self.transportError(error)
         }
+    }
+
+    /// A message as an HTTP/2 request.
+    private static func request(_ message: WebPushMessage) -> HTTP2Request {
+        var headers = HPACKHeaders()
+        headers.reserveCapacity(7)
+        for (header, value) in message.headers { headers.add(name: header.lowercasedName, value: value) }
+        headers.add(name: "content-length", value: String(message.body.count))
+        return HTTP2Request(path: message.endpoint.target, headers: headers, body: ByteBuffer(bytes: message.body))
+    }
+
+    /// An HTTP/2 answer as the push service's response, its body cut at the limit.
+    private func response(_ response: HTTP2Response) -> WebPushResponse {
+        var body = response.body
+        return WebPushResponse(
+            status: response.status, retryAfter: response.headers.first(name: "retry-after"),
+            body: body.readBytes(length: min(body.readableBytes, configuration.maximumResponseBody)) ?? [])
+    }
+
+    /// Why an HTTP/2 stream got no answer, in this client's terms.
+    private static func transportError(_ error: any Error) -> WebPushTransportError {
+        guard let failure = error as? HTTP2TransportFailure else { return .connection("\(error)") }
+        if case .deadlineExceeded = failure { return .timeout }
+        return .connection(failure.description)
     }
 
     /// Closes every idle connection and every HTTP/2 pool; sends after this fail.
@@ -304,7 +367,7 @@ public final class WebPushClient: Sendable {
     static func head(for message: WebPushMessage) -> HTTPRequestHead {
         var headers = HTTPHeaders()
         headers.add(name: "Host", value: message.endpoint.authority)
-        for header in message.headers { headers.add(name: header.name, value: header.value) }
+        for (header, value) in message.headers { headers.add(name: header.name, value: value) }
         headers.add(name: "Content-Length", value: String(message.body.count))
         return HTTPRequestHead(version: .http1_1, method: .POST, uri: message.endpoint.target, headers: headers)
     }

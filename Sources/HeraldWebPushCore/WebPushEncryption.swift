@@ -8,22 +8,33 @@ public struct WebPushKeys: Sendable, Hashable {
     /// The uncompressed point, 65 bytes (`0x04 ‖ x ‖ y`), checked to be on the curve.
     public let p256dh: [UInt8]
     public let auth: [UInt8]
+    /// `p256dh` parsed once, where it is checked, not per message.
+    let receiver: P256.KeyAgreement.PublicKey
 
     /// Parses base64url (no padding, as browsers send it) and checks both keys.
     /// - Throws: `WebPushKeyError` naming the key at fault.
     public init(p256dh: String, auth: String) throws(WebPushKeyError) {
         guard let point = Self.base64URL(p256dh), point.count == 65, point.first == 0x04,
-            (try? P256.KeyAgreement.PublicKey(x963Representation: point)) != nil
+            let receiver = try? P256.KeyAgreement.PublicKey(x963Representation: point)
         else { throw .p256dh }
         guard let secret = Self.base64URL(auth), secret.count == 16 else { throw .auth }
         self.p256dh = point
         self.auth = secret
+        self.receiver = receiver
     }
 
     /// Keys already decoded (tests, the simulator).
     public init(publicKey: P256.KeyAgreement.PublicKey, auth: [UInt8]) {
         p256dh = Array(publicKey.x963Representation)
         self.auth = auth
+        receiver = publicKey
+    }
+
+    public static func == (lhs: WebPushKeys, rhs: WebPushKeys) -> Bool { lhs.p256dh == rhs.p256dh && lhs.auth == rhs.auth }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(p256dh)
+        hasher.combine(auth)
     }
 
     /// How a store keeps the keys: `<p256dh>.<auth>`, both base64url.
@@ -88,25 +99,31 @@ public enum WebPushEncryption {
     ) throws(WebPushCryptoError) -> [UInt8] {
         guard plaintext.count <= maximumPlaintext else { throw .tooLarge(bytes: plaintext.count) }
         let ephemeral = ephemeral ?? freshKey()
-        let salt = salt ?? (0..<16).map { _ in UInt8.random(in: .min ... .max) }
+        let salt = salt ?? randomBytes(16)
         guard salt.count == 16 else { throw .malformed("the salt is 16 bytes") }
-        guard let receiver = try? P256.KeyAgreement.PublicKey(x963Representation: keys.p256dh),
-            let shared = try? ephemeral.sharedSecretFromKeyAgreement(with: receiver)
-        else { throw .malformed("p256dh is not a P-256 public key") }
+        guard let shared = try? ephemeral.sharedSecretFromKeyAgreement(with: keys.receiver) else {
+            throw .malformed("p256dh is not a P-256 public key")
+        }
         let senderPublic = Array(ephemeral.publicKey.x963Representation)
         let (cek, nonce) = contentKeys(
             ecdhSecret: shared.withUnsafeBytes { Array($0) }, auth: keys.auth, receiverPublic: keys.p256dh, senderPublic: senderPublic,
             salt: salt)
         // One record, the last: the plaintext and the 0x02 delimiter, no padding.
-        guard let sealed = try? AES.GCM.seal(plaintext + [0x02], using: SymmetricKey(data: cek), nonce: AES.GCM.Nonce(data: nonce)) else {
+        var record = [UInt8]()
+        record.reserveCapacity(plaintext.count + 1)
+        record += plaintext
+        record.append(0x02)
+        guard let sealed = try? AES.GCM.seal(record, using: SymmetricKey(data: cek), nonce: AES.GCM.Nonce(data: nonce)) else {
             throw .malformed("AES-GCM refused the record")
         }
-        var body = salt
-        body += withUnsafeBytes(of: UInt32(recordSize).bigEndian) { Array($0) }
+        var body = [UInt8]()
+        body.reserveCapacity(headerLength + record.count + 16)
+        body += salt
+        withUnsafeBytes(of: UInt32(recordSize).bigEndian) { body += $0 }
         body.append(UInt8(senderPublic.count))
         body += senderPublic
-        body += sealed.ciphertext
-        body += sealed.tag
+        sealed.ciphertext.withUnsafeBytes { body += $0 }
+        sealed.tag.withUnsafeBytes { body += $0 }
         return body
     }
 
@@ -115,10 +132,17 @@ public enum WebPushEncryption {
     /// key, which made it cost more than the ECDH itself; a scalar outside 1..<n (about one draw
     /// in 2^32) is drawn again.
     static func freshKey() -> P256.KeyAgreement.PrivateKey {
-        var generator = SystemRandomNumberGenerator()
         while true {
-            let scalar = (0..<4).flatMap { _ in withUnsafeBytes(of: generator.next() as UInt64) { Array($0) } }
-            if let key = try? P256.KeyAgreement.PrivateKey(rawRepresentation: scalar) { return key }
+            if let key = try? P256.KeyAgreement.PrivateKey(rawRepresentation: randomBytes(32)) { return key }
+        }
+    }
+
+    /// Bytes from the system's CSPRNG in one call (`SystemRandomNumberGenerator` asks the kernel
+    /// for 8 bytes at a time: six system calls for a key and a salt).
+    static func randomBytes(_ count: Int) -> [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            arc4random_buf(buffer.baseAddress!, count)
+            initialized = count
         }
     }
 
@@ -159,20 +183,20 @@ public enum WebPushEncryption {
     /// which cost more than the hashing at five HMACs per message.
     static func hmac(_ key: [UInt8], _ message: [UInt8]) -> [UInt8] {
         precondition(key.count <= 64, "HMAC keys here are one block at most")
-        var inner = [UInt8](repeating: 0x36, count: 64)
-        var outer = [UInt8](repeating: 0x5c, count: 64)
-        for (i, byte) in key.enumerated() {
-            inner[i] ^= byte
-            outer[i] ^= byte
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 64) { pad in
+            pad.initialize(repeating: 0x36)
+            for (i, byte) in key.enumerated() { pad[i] ^= byte }
+            var hash = SHA256()
+            hash.update(bufferPointer: UnsafeRawBufferPointer(pad))
+            message.withUnsafeBytes { hash.update(bufferPointer: $0) }
+            let innerDigest = hash.finalize()
+            // The inner pad becomes the outer one: key ⊕ 0x5c.
+            for i in pad.indices { pad[i] ^= 0x36 ^ 0x5c }
+            hash = SHA256()
+            hash.update(bufferPointer: UnsafeRawBufferPointer(pad))
+            innerDigest.withUnsafeBytes { hash.update(bufferPointer: $0) }
+            return Array(hash.finalize())
         }
-        var hash = SHA256()
-        inner.withUnsafeBytes { hash.update(bufferPointer: $0) }
-        message.withUnsafeBytes { hash.update(bufferPointer: $0) }
-        let innerDigest = hash.finalize()
-        hash = SHA256()
-        outer.withUnsafeBytes { hash.update(bufferPointer: $0) }
-        innerDigest.withUnsafeBytes { hash.update(bufferPointer: $0) }
-        return Array(hash.finalize())
     }
 
     /// RFC 8291 §3.3–3.4 and RFC 8188 §2.2: the content-encryption key and the nonce.
@@ -180,11 +204,20 @@ public enum WebPushEncryption {
         ecdhSecret: [UInt8], auth: [UInt8], receiverPublic: [UInt8], senderPublic: [UInt8], salt: [UInt8]
     ) -> (cek: [UInt8], nonce: [UInt8]) {
         let prkKey = hmac(auth, ecdhSecret)
-        let keyInfo = Array("WebPush: info".utf8) + [0] + receiverPublic + senderPublic
-        let ikm = hmac(prkKey, keyInfo + [1])
+        var keyInfo = webPushInfo
+        keyInfo.reserveCapacity(webPushInfo.count + 65 + 65 + 1)
+        keyInfo += receiverPublic
+        keyInfo += senderPublic
+        keyInfo.append(1)
+        let ikm = hmac(prkKey, keyInfo)
         let prk = hmac(salt, ikm)
-        let cek = hmac(prk, Array("Content-Encoding: aes128gcm".utf8) + [0, 1]).prefix(16)
-        let nonce = hmac(prk, Array("Content-Encoding: nonce".utf8) + [0, 1]).prefix(12)
+        let cek = hmac(prk, cekInfo).prefix(16)
+        let nonce = hmac(prk, nonceInfo).prefix(12)
         return (Array(cek), Array(nonce))
     }
+
+    /// The HKDF info strings with the expand step's counter (RFC 8291 §3.4, RFC 8188 §2.2–2.3).
+    private static let webPushInfo = Array("WebPush: info".utf8) + [0]
+    private static let cekInfo = Array("Content-Encoding: aes128gcm".utf8) + [0, 1]
+    private static let nonceInfo = Array("Content-Encoding: nonce".utf8) + [0, 1]
 }

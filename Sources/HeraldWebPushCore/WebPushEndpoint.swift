@@ -19,7 +19,7 @@ public struct WebPushEndpoint: Sendable, Hashable, CustomStringConvertible {
     /// (HTTP/1.1) or `:authority` (HTTP/2) of a push.
     public let authority: String
     /// `https://host[:port]`: the push service's origin, the VAPID `aud`.
-    public var origin: String { "\(url.scheme?.lowercased() ?? "https")://\(authority)" }
+    public let origin: String
     /// The request target: the path and query as registered (never re-encoded), `/` for none.
     public let target: String
 
@@ -36,6 +36,7 @@ public struct WebPushEndpoint: Sendable, Hashable, CustomStringConvertible {
         let defaultPort = scheme == "http" ? 80 : 443
         port = url.port ?? defaultPort
         authority = (host.contains(":") ? "[\(host)]" : host) + (port == defaultPort ? "" : ":\(port)")
+        origin = "\(scheme)://\(authority)"
         let components = URLComponents(url: url, resolvingAgainstBaseURL: false)
         let path = components?.percentEncodedPath ?? ""
         target = (path.isEmpty ? "/" : path) + (components?.percentEncodedQuery.map { "?" + $0 } ?? "")

@@ -33,13 +33,42 @@ public struct WebPushMessage: Sendable {
         self.authorization = authorization
     }
 
+    /// A header every push carries (or may: `Topic`).
+    public enum Header: Sendable, Hashable {
+        case ttl, urgency, contentEncoding, contentType, authorization, topic
+
+        /// As HTTP/1.1 requests usually spell it.
+        public var name: String {
+            switch self {
+            case .ttl: "TTL"
+            case .urgency: "Urgency"
+            case .contentEncoding: "Content-Encoding"
+            case .contentType: "Content-Type"
+            case .authorization: "Authorization"
+            case .topic: "Topic"
+            }
+        }
+
+        /// As HTTP/2 requires it: lower case (RFC 9113 §8.2.1).
+        public var lowercasedName: String {
+            switch self {
+            case .ttl: "ttl"
+            case .urgency: "urgency"
+            case .contentEncoding: "content-encoding"
+            case .contentType: "content-type"
+            case .authorization: "authorization"
+            case .topic: "topic"
+            }
+        }
+    }
+
     /// The request's headers, in the order sent.
-    public var headers: [(name: String, value: String)] {
-        var headers: [(String, String)] = [
-            ("TTL", String(ttlSeconds)), ("Urgency", urgency.rawValue), ("Content-Encoding", "aes128gcm"),
-            ("Content-Type", "application/octet-stream"), ("Authorization", authorization),
+    public var headers: [(header: Header, value: String)] {
+        var headers: [(Header, String)] = [
+            (.ttl, String(ttlSeconds)), (.urgency, urgency.rawValue), (.contentEncoding, "aes128gcm"),
+            (.contentType, "application/octet-stream"), (.authorization, authorization),
         ]
-        if let topic { headers.append(("Topic", topic)) }
+        if let topic { headers.append((.topic, topic)) }
         return headers
     }
 

@@ -71,6 +71,29 @@ struct OutboxLaneTests {
         #expect(slowProvider.sent.count == 200)
     }
 
+    @Test("in a batch, pushes the service finds too large go again once, smaller, together; too large again, they fail; the rest are sent once")
+    func shrinkInBatch() async throws {
+        let clock = ManualClock()
+        let queue = InMemoryDeliveryQueue()
+        let provider = ScriptedProvider()
+        let devices = queue.addDevices(app: "kasia", count: 30, now: clock.now())
+        for device in devices[0..<10] { provider.script(device.token, [.shrinkPayload(reason: "too large"), .delivered]) }
+        for device in devices[10..<15] { provider.script(device.token, [.shrinkPayload(reason: "too large")]) }
+        let long = String(repeating: "a long message body ", count: 20)
+        let push = RenderedPush(pushType: .alert, priority: .immediate, collapseID: nil, payload: Array(#"{"aps":{"alert":{"body":"\#(long)"}}}"#.utf8))
+        _ = try await queue.enqueue(
+            [NewEvent(id: "e1", app: "kasia", template: "custom", push: push, expiresAt: clock.now().addingTimeInterval(86_400), deviceRowIDs: devices.map(\.rowID))],
+            checkpoint: nil, now: clock.now())
+        try await Self.running([OutboxLane(app: "kasia", queue: queue, provider: provider, settings: Self.recordingAtOnce, clock: clock)]) {
+            #expect(await eventually { queue.count(.sent) == 25 && queue.count(.failed) == 5 })
+        }
+        let smaller = push.shrunk()!.payload
+        for (n, device) in devices.enumerated() {
+            let payloads = provider.sent.filter { $0.token == device.token }.map(\.payload)
+            #expect(payloads == (n < 15 ? [push.payload, smaller] : [push.payload]), "device \(n)")
+        }
+    }
+
     @Test("refused credentials pause that app only; a probe at the end of each pause; one delivery reopens it")
     func credentialsPause() async throws {
         let clock = ManualClock()

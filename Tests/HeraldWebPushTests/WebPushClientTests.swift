@@ -38,13 +38,15 @@ import Testing
         return try WebPushClient(configuration: configuration, eventLoopGroup: MultiThreadedEventLoopGroup.singleton)
     }
 
-    static func delivery(to subscription: WebPushSimulatorSubscription, payload: String, collapseID: String? = nil, now: Date = Date()) throws -> ClaimedDelivery {
+    static func delivery(
+        to subscription: WebPushSimulatorSubscription, payload: String, collapseID: String? = nil, now: Date = Date(), id: Int64 = 1
+    ) throws -> ClaimedDelivery {
         let keys = try WebPushKeys(p256dh: subscription.keys.p256dh, auth: subscription.keys.auth)
         let device = DeviceRecord(
             rowID: 1, app: "kasia", platform: .web, token: subscription.endpoint, environment: .production, createdAt: now, updatedAt: now,
             lastSeen: now, webKeys: keys)
         return ClaimedDelivery(
-            id: 1, eventID: "e1", device: device,
+            id: id, eventID: "e\(id)", device: device,
             push: RenderedPush(pushType: .alert, priority: .immediate, collapseID: collapseID, payload: Array(payload.utf8)),
             apnsID: UUID(), attempt: 1, expiresAt: now.addingTimeInterval(3600))
     }
@@ -70,6 +72,45 @@ import Testing
         #expect(await provider.send(try Self.delivery(to: subscription, payload: "{}")) == .delivered)
         #expect(sim.notifications(endpoint: subscription.endpoint).count == 2)
         await client.shutdown()
+    }
+
+    @Test("a lane's batch: more pushes than a connection's stream limit, over two origins, one subscription gone; each outcome is its own delivery's and each push arrives once")
+    func batches() async throws {
+        let first = try await WebPushSimulator.start()
+        let second = try await WebPushSimulator.start()
+        defer { Task { await first.shutdown(); await second.shutdown() } }
+        let client = try Self.client(for: [first, second])
+        let provider = WebPushProvider(client: client, signer: Self.signer)
+        let live = [first.subscribe(), first.subscribe(), second.subscribe()]
+        let gone = first.subscribe()
+        first.addFault(WebPushSimulatorFault(kind: .gone, endpoint: gone.endpoint))
+        let subscriptions = live + [gone]
+        // The first batch meets origins not yet known to speak HTTP/2 (sent one by one, side by
+        // side); the second goes to their pools as batches, past the simulator's 100 streams.
+        for round in 0..<2 {
+            let deliveries = try (0..<250).map { n in
+                try Self.delivery(to: subscriptions[n % 4], payload: #"{"round":\#(round),"n":\#(n)}"#, id: Int64(n))
+            }
+            let outcomes = await provider.send(deliveries)
+            #expect(outcomes.count == deliveries.count)
+            for (n, outcome) in outcomes.enumerated() {
+                if n % 4 == 3 {
+                    guard case .tokenDead = outcome else { Issue.record("delivery \(n) to the gone subscription: \(outcome)"); continue }
+                } else {
+                    #expect(outcome == .delivered, "delivery \(n)")
+                }
+            }
+        }
+        for (index, subscription) in live.enumerated() {
+            let expected = (0..<2).flatMap { round in stride(from: index, to: 250, by: 4).map { #"{"round":\#(round),"n":\#($0)}"# } }
+            #expect(sim(for: subscription, first, second).notifications(endpoint: subscription.endpoint).map(\.plaintext).sorted() == expected.sorted())
+        }
+        #expect(first.notifications(endpoint: gone.endpoint).isEmpty)
+        await client.shutdown()
+
+        func sim(for subscription: WebPushSimulatorSubscription, _ sims: WebPushSimulator...) -> WebPushSimulator {
+            sims.first { subscription.endpoint.hasPrefix($0.origin) }!
+        }
     }
 
     @Test("a push service that speaks only HTTP/1.1 gets the same pushes over keep-alive HTTP/1.1 connections")
