@@ -42,15 +42,25 @@ struct VersionCommand: ParsableCommand {
     func run() { print("herald \(Herald.version)") }
 }
 
-/// Logging to standard error, at `HERALD_LOG_LEVEL` (default info), so standard output
-/// stays one JSON line for scripts.
+/// Logging to standard error, at `HERALD_LOG_LEVEL` (default info), as text or, with
+/// `HERALD_LOG_FORMAT=json`, one JSON object per line; standard output stays one JSON line for
+/// scripts. A format Herald does not know ends the command (exit 2) naming the variable.
 enum CLILogging {
     static func bootstrap() {
-        let level = ProcessInfo.processInfo.environment["HERALD_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
+        let environment = ProcessInfo.processInfo.environment
+        let level = environment["HERALD_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
+        switch environment["HERALD_LOG_FORMAT"] ?? "text" {
+        case "text":
+            LoggingSystem.bootstrap { label in
+                var handler = StreamLogHandler.standardError(label: label)
+                handler.logLevel = level
+                return handler
+            }
+        case "json":
+            let output = JSONLogOutput()
+            LoggingSystem.bootstrap { label in JSONLogHandler(label: label, level: level, output: output) }
+        default:
+            Foundation.exit(CLIOutput.invalid(field: "HERALD_LOG_FORMAT", message: "is text or json").rawValue)
         }
     }
 }

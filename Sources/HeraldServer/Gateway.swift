@@ -17,6 +17,7 @@ public enum Gateway {
         chainSource: KaspaChainSource? = nil
     ) -> Router<HeraldRequestContext> {
         let router = Router(context: HeraldRequestContext.self)
+        router.add(middleware: RequestIDMiddleware())
         router.add(middleware: RateLimitMiddleware(configuration.rateLimits, apps: configuration.apps))
         RegistrationAPI(store: store, configuration: configuration).addRoutes(to: router)
         SafeWhisperAPI(store: store, configuration: configuration).addRoutes(to: router)
