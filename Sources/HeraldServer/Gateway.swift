@@ -17,7 +17,9 @@ public enum Gateway {
         chainSource: KaspaChainSource? = nil
     ) -> Router<HeraldRequestContext> {
         let router = Router(context: HeraldRequestContext.self)
+        let served = ServedRoutes()
         router.add(middleware: RequestIDMiddleware())
+        router.add(middleware: ErrorEnvelopeMiddleware(routes: served))
         router.add(middleware: RateLimitMiddleware(configuration.rateLimits, apps: configuration.apps))
         RegistrationAPI(store: store, configuration: configuration).addRoutes(to: router)
         SafeWhisperAPI(store: store, configuration: configuration).addRoutes(to: router)
@@ -67,6 +69,7 @@ public enum Gateway {
             }
             return try RegistrationAPI.json(body)
         }
+        served.fill(router.routes.map { ($0.method.rawValue, "\($0.path)") })
         return router
     }
 }
