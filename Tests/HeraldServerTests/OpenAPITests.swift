@@ -1,6 +1,6 @@
 import Foundation
 import HeraldDelivery
-import HeraldServer
+@testable import HeraldServer
 import HeraldStore
 import Hummingbird
 import HummingbirdTesting
@@ -21,5 +21,20 @@ struct OpenAPITests {
             let served = Set(router.routes.map { "\($0.method.rawValue) \($0.path)" })
             #expect(served == documented, "served but undocumented: \(served.subtracting(documented)); documented but not served: \(documented.subtracting(served))")
         }
+    }
+
+    @Test("every operation the rate limiter guards documents its 429")
+    func rateLimitedDocumented() throws {
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(OpenAPIDocument.json.utf8)) as? [String: Any])
+        let paths = try #require(document["paths"] as? [String: [String: [String: Any]]])
+        let guarded = RateLimits.registrationPaths + RateLimits.publishingPaths
+        var checked = 0
+        for (path, operations) in paths where guarded.contains(where: { path.hasSuffix($0) }) {
+            for (method, operation) in operations {
+                #expect((operation["responses"] as? [String: Any])?["429"] != nil, "\(method.uppercased()) \(path)")
+                checked += 1
+            }
+        }
+        #expect(checked == 18)
     }
 }
