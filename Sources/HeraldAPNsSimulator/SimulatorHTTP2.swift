@@ -211,6 +211,8 @@ final class SimulatorStreamHandler: ChannelInboundHandler {
         if let reason { state.countRejection(reason) }
         // Apple: 1 stream until a valid provider token, 1 after a rejection, the full limit after an acceptance.
         connection.advertise(limit: status == 200 ? state.configuration.authenticatedMaxStreams : 1)
+        // A delayed answer does not hold the new limit back: APNs sends SETTINGS when it decides.
+        if let delayMs, delayMs > 0 { connection.channel.flush() }
 
         var responseHeaders = HPACKHeaders()
         responseHeaders.add(name: ":status", value: String(status))
