@@ -148,9 +148,23 @@ package final class HTTP2ConnectionHandler: ChannelDuplexHandler {
         if let context { flushSoon(context: context) }
     }
 
-    /// Flushes now, or at the end of the read burst under way.
+    /// Flushes now, or at the end of the read burst under way: at its `channelReadComplete`, or,
+    /// should that not come, on the loop's next turn (no read is under way by then).
     private func flushSoon(context: ChannelHandlerContext) {
-        if reading { flushAfterRead = true } else { context.flush() }
+        guard reading else {
+            context.flush()
+            return
+        }
+        guard !flushAfterRead else { return }
+        flushAfterRead = true
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        context.eventLoop.execute {
+            let (handler, context) = loopBound.value
+            handler.reading = false
+            guard handler.flushAfterRead else { return }
+            handler.flushAfterRead = false
+            context.flush()
+        }
     }
 
     /// Control frames written in one event-loop turn share one flush.

@@ -61,8 +61,14 @@ public func runProcess(_ executable: URL, _ arguments: [String], environment: [S
 /// task pool's few threads (two on a 2-core machine): the child may be talking to a server whose
 /// handlers run on that pool.
 public func runProcessOffPool(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil) async throws -> ProcessOutput {
+    try await offPool { try runProcess(executable, arguments, environment: environment) }
+}
+
+/// Runs blocking work on a thread of its own, not on one of the task pool's few threads: for a
+/// test whose timing must not wait for other suites' tasks.
+public func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
-        Thread.detachNewThread { continuation.resume(with: Result { try runProcess(executable, arguments, environment: environment) }) }
+        Thread.detachNewThread { continuation.resume(with: Result { try body() }) }
     }
 }
 
