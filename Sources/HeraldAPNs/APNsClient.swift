@@ -104,6 +104,49 @@ public final class APNsClient: Sendable {
         }
     }
 
+    /// Sends notifications already validated by the caller as one batch: their streams go to the
+    /// pool together (one hop to each connection's event loop, one flush) and the batch waits once
+    /// for every answer. The results are in the notifications' order. One the batch cannot settle
+    /// — a stream the server never processed, a refused provider token after a refresh — is sent
+    /// again on its own, as `sendValidated(_:)` would.
+    public func sendValidated(_ notifications: [APNsNotification]) async -> [APNsResult] {
+        guard notifications.count > 1 else { return notifications.isEmpty ? [] : [await sendValidated(notifications[0])] }
+        let deadline = NIODeadline.now() + TimeAmount(configuration.requestTimeout)
+        let token = await tokens.currentToken()
+        let apnsIDs = notifications.map { $0.apnsID.lowercasedString }
+        let requests = notifications.indices.map {
+            Self.makeRequest(notifications[$0], apnsID: apnsIDs[$0], authorization: token.authorizationHeader)
+        }
+        let futures = pool.submit(requests, deadline: deadline)
+        // Every future completes (an answer or a transport failure).
+        let answers = (try? await EventLoopFuture.whenAllComplete(futures, on: futures[0].eventLoop).get()) ?? []
+        var results = [APNsResult?](repeating: nil, count: notifications.count)
+        var unprocessed: [Int] = []
+        var refused: [Int] = []
+        for (index, answer) in answers.enumerated() {
+            switch answer {
+            case .success(let response):
+                let result = Self.result(from: response, apnsID: notifications[index].apnsID, sentAs: apnsIDs[index])
+                if case .refreshCredentials = result.action { refused.append(index) }
+                results[index] = result
+            case .failure(let failure as HTTP2TransportFailure):
+                if failure == .notProcessed { unprocessed.append(index) }
+                results[index] = .transportFailure(failure)
+            case .failure:
+                results[index] = .transportFailure(.connectionClosed)
+            }
+        }
+        // A refused provider token: mint a new JWT (if the 20-minute floor allows) and send those again.
+        let again = unprocessed + (!refused.isEmpty && tokens.refreshRequested(after: token) ? refused : [])
+        if !again.isEmpty, NIODeadline.now() < deadline {
+            await withTaskGroup(of: (Int, APNsResult).self) { group in
+                for index in again { group.addTask { (index, await self.sendValidated(notifications[index])) } }
+                for await (index, result) in group { results[index] = result }
+            }
+        }
+        return results.map { $0! }
+    }
+
     /// Sends a raw HTTP/2 request on the pool, bypassing validation (tools and tests).
     public func execute(_ request: APNsHTTPRequest, deadline: NIODeadline) async throws -> APNsHTTPResponse {
         try await pool.submit(request, deadline: deadline).get()

@@ -36,19 +36,58 @@ public final class APNsPushProvider: PushProvider {
     }
 
     public func send(_ delivery: ClaimedDelivery) async -> PushOutcome {
-        let notification = APNsNotification(
+        do {
+            return try await client(for: delivery.device.environment).send(notification(for: delivery)).outcome
+        } catch let error as APNsValidationError {
+            return .failed(reason: error.reason.rawValue)
+        } catch {
+            return Self.unavailable(error)
+        }
+    }
+
+    /// A lane's batch: validated here, then each environment's notifications sent as one batch
+    /// (their streams handed to the connections together, one wait for the answers).
+    public func send(_ deliveries: [ClaimedDelivery]) async -> [PushOutcome] {
+        guard deliveries.count > 1 else { return deliveries.isEmpty ? [] : [await send(deliveries[0])] }
+        var outcomes = [PushOutcome?](repeating: nil, count: deliveries.count)
+        var byEnvironment: [APNsEnvironment: [(index: Int, notification: APNsNotification)]] = [:]
+        for (index, delivery) in deliveries.enumerated() {
+            let notification = notification(for: delivery)
+            do throws(APNsValidationError) {
+                _ = try notification.validate()
+                byEnvironment[delivery.device.environment, default: []].append((index, notification))
+            } catch {
+                outcomes[index] = .failed(reason: error.reason.rawValue)
+            }
+        }
+        await withTaskGroup(of: [(Int, PushOutcome)].self) { group in
+            for (environment, batch) in byEnvironment {
+                group.addTask {
+                    do {
+                        let results = try await self.client(for: environment).sendValidated(batch.map(\.notification))
+                        return zip(batch, results).map { ($0.index, $1.outcome) }
+                    } catch {
+                        return batch.map { ($0.index, Self.unavailable(error)) }
+                    }
+                }
+            }
+            for await settled in group { for (index, outcome) in settled { outcomes[index] = outcome } }
+        }
+        return outcomes.map { $0! }
+    }
+
+    /// The notification a delivery becomes.
+    private func notification(for delivery: ClaimedDelivery) -> APNsNotification {
+        APNsNotification(
             deviceToken: delivery.device.token, topic: delivery.push.pushType == .voip ? topic + ".voip" : topic,
             pushType: delivery.push.pushType, priority: delivery.push.priority,
             expiration: Self.unixSeconds(delivery.expiresAt), collapseID: delivery.push.collapseID, apnsID: delivery.apnsID,
             payload: delivery.push.payload)
-        do {
-            return try await client(for: delivery.device.environment).send(notification).outcome
-        } catch let error as APNsValidationError {
-            return .failed(reason: error.reason.rawValue)
-        } catch {
-            // The client for this environment could not be opened (a configuration error).
-            return .failed(reason: "APNs client unavailable: \(error)")
-        }
+    }
+
+    /// The client for an environment could not be opened (a configuration error).
+    private static func unavailable(_ error: any Error) -> PushOutcome {
+        .failed(reason: "APNs client unavailable: \(error)")
     }
 
     public func shutdown() async {

@@ -88,6 +88,34 @@ struct DeliveryIntegrationTests {
         }
     }
 
+    @Test("a batch goes out together, past the connections' stream limits: each result is its own notification's, and a refused provider token is refreshed once and its push sent again")
+    func batch() async throws {
+        try await SimulatorFixture.with { f in
+            let clock = TestClock()
+            let tokens = APNsProviderTokenSource(key: f.key, now: clock.now)
+            let client = try f.makeClient(connections: 2, tokens: tokens)
+            #expect(try await client.send(alert(deviceToken(1_000))).action == .done)
+            clock.advance(by: 21 * 60)
+            try f.simulator.inject(SimulatorFault(kind: .unregistered, token: deviceToken(5), timestampMs: 1_700_000_000_000))
+            try f.simulator.inject(SimulatorFault(kind: .badToken, token: deviceToken(9)))
+            try f.simulator.inject(SimulatorFault(kind: .respond, status: 403, reason: "ExpiredProviderToken", count: 1))
+            let batch = (0..<1_500).map { alert(deviceToken($0)) }
+            let results = await client.sendValidated(batch)
+            #expect(results.count == batch.count)
+            for (n, result) in results.enumerated() {
+                switch n {
+                case 5: #expect(result.action == .tokenDead(since: Date(timeIntervalSince1970: 1_700_000_000)), "\(result)")
+                case 9: #expect(result.action == .tokenDead(since: nil), "\(result)")
+                default: #expect(result == .accepted(apnsID: batch[n].apnsID), "notification \(n): \(result)")
+                }
+            }
+            #expect(tokens.mintedCount == 2)
+            #expect(f.simulator.stats.reasons["ExpiredProviderToken"] == 1)
+            for n in [0, 4, 6, 1_499] { #expect(f.simulator.notifications(token: deviceToken(n)).count == 1) }
+            await client.shutdown()
+        }
+    }
+
     @Test("one JWT per key: 10,000 sends over 4 connections mint one token; 51 minutes later, one more")
     func oneTokenPerKey() async throws {
         try await SimulatorFixture.with { f in
