@@ -65,6 +65,9 @@ public final class APNsClient: Sendable {
             factory: factory, group: eventLoopGroup, size: configuration.connections, logger: logger)
     }
 
+    /// HTTP/2 connections open to APNs.
+    public var connectionsOpen: Int { pool.openConnections }
+
     /// Validates and sends one notification.
     /// - Throws: `APNsValidationError` when Apple would reject it; nothing is sent then.
     /// - Returns: the result; transport failures are results, never thrown.

@@ -51,11 +51,7 @@ enum CLILogging {
         let level = environment["HERALD_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
         switch environment["HERALD_LOG_FORMAT"] ?? "text" {
         case "text":
-            LoggingSystem.bootstrap { label in
-                var handler = StreamLogHandler.standardError(label: label)
-                handler.logLevel = level
-                return handler
-            }
+            LoggingSystem.bootstrap { label in TextLogHandler(label: label, level: level) }
         case "json":
             let output = JSONLogOutput()
             LoggingSystem.bootstrap { label in JSONLogHandler(label: label, level: level, output: output) }

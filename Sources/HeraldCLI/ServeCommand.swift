@@ -14,6 +14,7 @@ import HeraldWebPush
 import HeraldWebPushSimulator
 import Hummingbird
 import Logging
+import Metrics
 import NIOCore
 import NIOPosix
 import ServiceLifecycle
@@ -152,6 +153,29 @@ struct ServeCommand: AsyncParsableCommand {
         }
 
         let metrics = HeraldMetrics.prometheus()
+        // Hummingbird's request metrics go through the global system: the same registry.
+        MetricsSystem.bootstrap(metrics.0.factory)
+        // Read at every scrape: each app's queue, the push services' connections and token refreshes.
+        let appIDs = settings.apps.map(\.settings.id)
+        let readings = providers
+        metrics.0.addCollector { m in
+            if let queues = try? await store.queues() {
+                let now = Date()
+                for app in appIDs {
+                    let queue = queues[app]
+                    m.queue(app: app, depth: queue?.depth ?? 0, oldestPendingSeconds: queue?.oldest.map { max(0, now.timeIntervalSince($0)) } ?? 0)
+                }
+            }
+            var open: [Platform: Int] = [:]
+            for (app, list) in readings {
+                for provider in list {
+                    m.tokenRefreshes(app: app, platform: provider.platform, stats: provider.stats)
+                    if provider.platform != .web { open[provider.platform, default: 0] += provider.stats.connectionsOpen }
+                }
+            }
+            open[.web] = webPushClient.connectionsOpen
+            for (platform, count) in open { m.connectionsOpen(platform: platform, count) }
+        }
         var outboxSettings = OutboxSettings()
         outboxSettings.lease = settings.outboxLease
         let outbox = Outbox(

@@ -35,6 +35,16 @@ public final class APNsPushProvider: PushProvider {
         }
     }
 
+    /// Connections of every environment's client; provider tokens minted by their sources
+    /// (counted once where environments share a key's source).
+    public var stats: ProviderStats {
+        let open = clients.withLock { Array($0.values) }
+        var sources: [ObjectIdentifier: APNsProviderTokenSource] = [:]
+        for client in open { sources[ObjectIdentifier(client.tokens)] = client.tokens }
+        return ProviderStats(
+            connectionsOpen: open.map(\.connectionsOpen).reduce(0, +), tokenRefreshes: sources.values.map(\.mintedCount).reduce(0, +))
+    }
+
     public func send(_ delivery: ClaimedDelivery) async -> PushOutcome {
         do {
             return try await client(for: delivery.device.environment).send(notification(for: delivery)).outcome

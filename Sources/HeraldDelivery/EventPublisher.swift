@@ -106,6 +106,7 @@ public struct EventPublisher: Sendable {
     public func publish(
         _ bodies: [Request], publisherKey: String, fieldPrefix: (Int) -> String = { _ in "" }
     ) async throws -> [Published] {
+        let started = ContinuousClock.now
         let drafts = try bodies.enumerated().map { i, body in try validate(body, field: fieldPrefix(i), publisherKey: publisherKey) }
         let prepared = try await route(drafts)
         // One request may not become more deliveries than the cap: a publisher cannot fill the
@@ -121,7 +122,10 @@ public struct EventPublisher: Sendable {
             }
         }
         _ = try await commit(prepared.map(\.event), checkpoint: nil)
-        for p in prepared { metrics?.eventsAccepted(template: p.event.template, deliveries: p.event.deviceRowIDs.count) }
+        if let metrics {
+            for p in prepared { metrics.eventsAccepted(template: p.event.template, deliveries: p.event.deviceRowIDs.count) }
+            metrics.published(duration: ContinuousClock.now - started)
+        }
         return prepared
     }
 

@@ -19,6 +19,11 @@ public final class FCMPushProvider: PushProvider {
         self.now = now
     }
 
+    /// Connections to FCM; OAuth access tokens fetched.
+    public var stats: ProviderStats {
+        ProviderStats(connectionsOpen: client.connectionsOpen, tokenRefreshes: client.tokens.exchangeCount)
+    }
+
     public func send(_ delivery: ClaimedDelivery) async -> PushOutcome {
         let message: FCMMessage
         do {

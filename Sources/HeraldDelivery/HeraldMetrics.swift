@@ -1,42 +1,221 @@
 import CoreMetrics
+import Foundation
 import HeraldCore
+import Metrics
 import Prometheus
+import Synchronization
 
 /// Herald's metrics, through swift-metrics. The factory is passed in (no global bootstrap), so
 /// `herald serve` and each test have their own registry.
-public struct HeraldMetrics: Sendable {
+///
+/// Each metric is created once per label set and kept (swift-metrics counts creating one per
+/// call an antipattern: every call is a lookup in the factory, and some factories allocate).
+/// Every label is bounded: apps and templates come from configuration, providers and outcomes
+/// are fixed sets, and a push service's reason (which a hostile service chooses) is cut to a
+/// short name and to ``maximumReasons`` distinct values, the rest counted as `other`.
+public final class HeraldMetrics: Sendable {
     /// Where the metrics go.
     public let factory: any MetricsFactory
 
+    /// Distinct (outcome, reason) pairs kept before further reasons count as `other`.
+    public static let maximumReasons = 200
+
+    /// The histograms' buckets: publishing and provider requests take milliseconds, a delivery
+    /// (accepted → provider accepted) up to minutes when it waits out a retry.
+    public static let durationBuckets: [String: [Duration]] = [
+        "herald_publish_duration_seconds": fine,
+        "herald_provider_request_duration_seconds": fine,
+        "herald_delivery_latency_seconds": fine + [.seconds(30), .seconds(60), .seconds(300), .seconds(900), .seconds(3600)],
+    ]
+    private static let fine: [Duration] = [
+        .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10), .milliseconds(20),
+        .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .milliseconds(2500), .seconds(5),
+        .seconds(10),
+    ]
+
+    private let counters = Mutex<[Key: CoreMetrics.Counter]>([:])
+    private let gauges = Mutex<[Key: CoreMetrics.Gauge]>([:])
+    private let timers = Mutex<[Key: CoreMetrics.Timer]>([:])
+    private let inFlight: CoreMetrics.Meter
+    private let collectors = Mutex<[@Sendable (HeraldMetrics) async -> Void]>([])
+    /// Cumulative figures read from elsewhere (a client's token count) and the last value passed
+    /// on to their counter, so each scrape adds only what is new.
+    private let cumulative = Mutex<[Key: Int64]>([:])
+
+    private struct Key: Hashable {
+        var label: String
+        var dimensions: [String]
+    }
+
     public init(factory: any MetricsFactory) {
         self.factory = factory
+        self.inFlight = CoreMetrics.Meter(label: "herald_deliveries_in_flight", factory: factory)
     }
 
-    /// Prometheus-backed metrics and the registry `/metrics` renders.
+    /// Prometheus-backed metrics and the registry `/metrics` renders. Its factory also serves
+    /// libraries that record through the global `MetricsSystem` (Hummingbird's request metrics),
+    /// their dotted OpenTelemetry names turned into Prometheus ones.
     public static func prometheus() -> (HeraldMetrics, PrometheusCollectorRegistry) {
         let registry = PrometheusCollectorRegistry()
-        return (HeraldMetrics(factory: PrometheusMetricsFactory(registry: registry)), registry)
+        var factory = PrometheusMetricsFactory(registry: registry)
+        factory.durationHistogramBuckets = durationBuckets
+        factory.durationHistogramBuckets["http_server_request_duration_seconds"] = fine
+        factory.nameAndLabelSanitizer = { name, labels in
+            (prometheusNames[name] ?? name.replacingOccurrences(of: ".", with: "_"),
+             labels.map { ($0.0.replacingOccurrences(of: ".", with: "_"), $0.1) })
+        }
+        return (HeraldMetrics(factory: factory), registry)
     }
 
+    /// Hummingbird's metric names as Prometheus names them (units and `_total` in the name).
+    static let prometheusNames = [
+        "hb.requests": "http_requests_total",
+        "hb.request.errors": "http_request_errors_total",
+        "http.server.request.duration": "http_server_request_duration_seconds",
+        "http.server.active_requests": "http_server_active_requests",
+    ]
+
+    // MARK: Handles, created once per label set
+
+    private func counter(_ label: String, _ dimensions: KeyValuePairs<String, String> = [:]) -> CoreMetrics.Counter {
+        let key = Key(label: label, dimensions: dimensions.flatMap { [$0.key, $0.value] })
+        return counters.withLock { map in
+            if let existing = map[key] { return existing }
+            let made = CoreMetrics.Counter(label: label, dimensions: dimensions.map { ($0.key, $0.value) }, factory: factory)
+            map[key] = made
+            return made
+        }
+    }
+
+    private func gauge(_ label: String, _ dimensions: KeyValuePairs<String, String> = [:]) -> CoreMetrics.Gauge {
+        let key = Key(label: label, dimensions: dimensions.flatMap { [$0.key, $0.value] })
+        return gauges.withLock { map in
+            if let existing = map[key] { return existing }
+            let made = CoreMetrics.Gauge(label: label, dimensions: dimensions.map { ($0.key, $0.value) }, factory: factory)
+            map[key] = made
+            return made
+        }
+    }
+
+    private func timer(_ label: String, _ dimensions: KeyValuePairs<String, String> = [:]) -> CoreMetrics.Timer {
+        let key = Key(label: label, dimensions: dimensions.flatMap { [$0.key, $0.value] })
+        return timers.withLock { map in
+            if let existing = map[key] { return existing }
+            let made = CoreMetrics.Timer(
+                label: label, dimensions: dimensions.map { ($0.key, $0.value) }, preferredDisplayUnit: .seconds, factory: factory)
+            map[key] = made
+            return made
+        }
+    }
+
+    /// A push service's reason as a label value: a short name, and no more than
+    /// ``maximumReasons`` distinct ones.
+    private func boundedReason(_ reason: String, outcome: String) -> String {
+        let allowed = reason.utf8.count <= 48 && !reason.isEmpty
+            && reason.unicodeScalars.allSatisfy { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "_-.:".unicodeScalars.contains($0)) }
+        guard allowed else { return "other" }
+        let known = counters.withLock { map in
+            map[Key(label: "herald_delivery_attempts_total", dimensions: ["outcome", outcome, "reason", reason])] != nil || map.count < Self.maximumReasons
+        }
+        return known ? reason : "other"
+    }
+
+    // MARK: What Herald records
+
     func eventsAccepted(template: String, deliveries: Int) {
-        Counter(label: "herald_events_accepted_total", dimensions: [("template", template)], factory: factory).increment()
-        Counter(label: "herald_deliveries_created_total", factory: factory).increment(by: Int64(deliveries))
+        counter("herald_events_accepted_total", ["template": template]).increment()
+        counter("herald_deliveries_created_total").increment(by: Int64(deliveries))
+    }
+
+    /// A publish from its validation to its events durable (the 202 follows at once).
+    func published(duration: Duration) {
+        timer("herald_publish_duration_seconds").record(duration: duration)
     }
 
     /// One finished attempt: `outcome` is sent, retry, failed, expired or token_dead; `reason` is the push service's.
     func deliveryAttempt(outcome: String, reason: String) {
-        Counter(label: "herald_delivery_attempts_total", dimensions: [("outcome", outcome), ("reason", reason)], factory: factory)
-            .increment()
+        counter("herald_delivery_attempts_total", ["outcome": outcome, "reason": boundedReason(reason, outcome: outcome)]).increment()
+    }
+
+    /// Event accepted → the push service accepted this push.
+    func delivered(platform: Platform, latency: Duration) {
+        timer("herald_delivery_latency_seconds", ["provider": platform.rawValue]).record(duration: latency)
+    }
+
+    /// How long a provider took to answer a lane's batch (each push of it counted).
+    func providerRequests(platform: Platform, count: Int, duration: Duration) {
+        let t = timer("herald_provider_request_duration_seconds", ["provider": platform.rawValue])
+        for _ in 0..<count { t.record(duration: duration) }
+    }
+
+    /// Deliveries handed to a provider and not yet answered.
+    func inFlight(_ change: Int) {
+        if change >= 0 { inFlight.increment(by: Double(change)) } else { inFlight.decrement(by: Double(-change)) }
     }
 
     /// A push service refused an app's credentials even after a refresh: an operator must look.
     func credentialsRefused(platform: Platform) {
-        Counter(label: "herald_credentials_refused_total", dimensions: [("platform", platform.rawValue)], factory: factory).increment()
+        counter("herald_credentials_refused_total", ["platform": platform.rawValue]).increment()
     }
 
     /// 1 while an app's sends to one push service are paused because it refused the app's credentials.
     func sendsPaused(app: String, platform: Platform, _ paused: Bool) {
-        Gauge(label: "herald_app_sends_paused", dimensions: [("app", app), ("platform", platform.rawValue)], factory: factory)
-            .record(paused ? 1 : 0)
+        gauge("herald_app_sends_paused", ["app": app, "platform": platform.rawValue]).record(paused ? 1 : 0)
+    }
+
+    /// An app's deliveries waiting or being sent, and the age of the oldest, read at scrape time.
+    public func queue(app: String, depth: Int, oldestPendingSeconds: Double) {
+        gauge("herald_queue_depth", ["app": app]).record(depth)
+        gauge("herald_oldest_pending_seconds", ["app": app]).record(oldestPendingSeconds)
+    }
+
+    /// Connections open to one push service, over every app, read at scrape time.
+    public func connectionsOpen(platform: Platform, _ count: Int) {
+        gauge("herald_provider_connections_open", ["provider": platform.rawValue]).record(count)
+    }
+
+    /// The credentials an app's provider has fetched or minted so far (APNs provider tokens, FCM
+    /// access tokens), read at scrape time: the counter grows by what is new.
+    public func tokenRefreshes(app: String, platform: Platform, stats: ProviderStats) {
+        let dimensions: KeyValuePairs<String, String> = ["app": app, "provider": platform.rawValue]
+        let key = Key(label: "herald_token_refreshes_total", dimensions: [app, platform.rawValue])
+        let added = cumulative.withLock { seen -> Int64 in
+            let before = seen[key] ?? 0
+            seen[key] = max(before, Int64(stats.tokenRefreshes))
+            return max(0, Int64(stats.tokenRefreshes) - before)
+        }
+        // Created at the first scrape even at 0, so the series exists for dashboards and alerts.
+        counter("herald_token_refreshes_total", dimensions).increment(by: added)
+    }
+
+    /// A value of the Kaspa chain source, read at scrape time.
+    public func kaspa(_ label: String, _ value: Double) {
+        gauge(label).record(value)
+    }
+
+    // MARK: Scrape-time readings
+
+    /// Adds a reading made each time the metrics are collected (queue depths from the store,
+    /// connection counts from the providers).
+    public func addCollector(_ collect: @escaping @Sendable (HeraldMetrics) async -> Void) {
+        collectors.withLock { $0.append(collect) }
+    }
+
+    /// Runs every collector: called before the metrics are rendered.
+    public func collect() async {
+        for collect in collectors.withLock({ $0 }) { await collect(self) }
+    }
+}
+
+/// What a provider reports at scrape time.
+public struct ProviderStats: Sendable, Hashable {
+    /// HTTP/2 connections open to the push service.
+    public var connectionsOpen: Int
+    /// Credentials fetched or minted since start (APNs provider tokens, FCM access tokens).
+    public var tokenRefreshes: Int
+
+    public init(connectionsOpen: Int = 0, tokenRefreshes: Int = 0) {
+        self.connectionsOpen = connectionsOpen
+        self.tokenRefreshes = tokenRefreshes
     }
 }

@@ -208,6 +208,8 @@ public final class OutboxLane: Service, Sendable {
     public var isShuttingDown: Bool { stopping.load(ordering: .relaxed) }
 
     private func loop() async {
+        // The gauge exists from the start, at 0, so an alert on it has a series to watch.
+        metrics?.sendsPaused(app: app, platform: platform, false)
         var pause = LanePause()
         // When the lane last claimed from the store: it claims again when told the store has
         // work, when its last claim was full, and at least every idle interval (retries come due).
@@ -357,8 +359,17 @@ public final class OutboxLane: Service, Sendable {
         for index in deliveries.indices where deliveries[index].expiresAt <= start {
             attempts[index] = Attempt(outcome: .expired(id: deliveries[index].id))
         }
+        metrics?.inFlight(live.count)
         let outcomes = await provider.send(live.map { deliveries[$0] })
         let now = clock.now()
+        if let metrics, !live.isEmpty {
+            metrics.inFlight(-live.count)
+            metrics.providerRequests(platform: platform, count: live.count, duration: .seconds(max(0, now.timeIntervalSince(start))))
+            for (index, outcome) in zip(live, outcomes) {
+                guard case .delivered = outcome, let accepted = deliveries[index].acceptedAt else { continue }
+                metrics.delivered(platform: platform, latency: .seconds(max(0, now.timeIntervalSince(accepted))))
+            }
+        }
         // Pushes the service found too large go again once, smaller, together.
         var smaller: [(index: Int, delivery: ClaimedDelivery)] = []
         for (index, outcome) in zip(live, outcomes) {

@@ -58,6 +58,8 @@ public protocol PushProvider: Sendable {
     func send(_ deliveries: [ClaimedDelivery]) async -> [PushOutcome]
     /// Closes connections; the provider sends nothing afterwards.
     func shutdown() async
+    /// Its open connections and credential refreshes, for `/metrics` (zero by default).
+    var stats: ProviderStats { get }
 }
 
 extension PushProvider {
@@ -72,6 +74,8 @@ extension PushProvider {
     }
 
     public func shutdown() async {}
+
+    public var stats: ProviderStats { ProviderStats() }
 }
 
 /// Stands in for a platform an app has no push service for: every delivery fails, named.

@@ -21,6 +21,10 @@ public final class WebPushProvider: PushProvider {
     /// Endpoints parsed before: a URL parse per message cost as much as the HTTP/2 send.
     private let endpoints = Mutex<[String: WebPushEndpoint]>([:])
 
+    /// Connections to push services, of the client every app may share (VAPID tokens are signed
+    /// per origin, not refreshed).
+    public var stats: ProviderStats { ProviderStats(connectionsOpen: client.connectionsOpen) }
+
     /// The parsed endpoint of a stored token (the cache starts over past 10,000 endpoints).
     private func endpoint(_ token: String) -> WebPushEndpoint? {
         if let known = endpoints.withLock({ $0[token] }) { return known }

@@ -41,6 +41,9 @@ public final class FCMClient: Sendable {
     private let pool: HTTP2ConnectionPool
     private let sendPath: String
 
+    /// HTTP/2 connections open to FCM's send endpoint.
+    public var connectionsOpen: Int { pool.openConnections }
+
     public init(
         configuration: FCMClientConfiguration, account: FCMServiceAccount, projectID: String? = nil,
         eventLoopGroup: EventLoopGroup, ledger: (any FCMAccessTokenLedger)? = nil, logger: Logger = Logger(label: "herald.fcm"),

@@ -67,6 +67,11 @@ package final class HTTP2ConnectionPool: Sendable {
         package var waiting: Int
     }
 
+    /// Connections established and not yet closed (ready or draining).
+    package var openConnections: Int {
+        state.withLock { s in s.connections.values.filter { $0.phase != .connecting }.count }
+    }
+
     package var snapshot: Snapshot {
         state.withLock { s in
             var snap = Snapshot(ready: 0, connecting: 0, draining: 0, maxStreams: [], waiting: s.waiters.count)

@@ -20,6 +20,7 @@ public enum Gateway {
         let served = ServedRoutes()
         router.add(middleware: RequestIDMiddleware())
         router.add(middleware: ErrorEnvelopeMiddleware(routes: served))
+        router.add(middleware: HTTPMetricsMiddleware())
         router.add(middleware: RateLimitMiddleware(configuration.rateLimits, apps: configuration.apps))
         RegistrationAPI(store: store, configuration: configuration).addRoutes(to: router)
         SafeWhisperAPI(store: store, configuration: configuration).addRoutes(to: router)
@@ -29,6 +30,7 @@ public enum Gateway {
         let registry = metrics.1
         router.get("/metrics") { _, _ in
             if let chainSource { metrics.0.kaspaSource(chainSource.stats) }
+            await metrics.0.collect()
             var headers = HTTPFields()
             headers[.contentType] = "text/plain; version=0.0.4"
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))

@@ -358,6 +358,7 @@ public final class PostgresStore: Store {
             let rows = try await db.query(
                 """
                 SELECT dl.id, dl.event_id, dl.apns_id, dl.attempts, dl.expires_at, e.push_type, e.priority, e.collapse_id, e.payload, e.fcm_data,
+                       dl.created_at,
                        \(unescaped: Self.deviceColumns.split(separator: ",").map { "d." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", "))
                 FROM deliveries dl JOIN events e ON e.id = dl.event_id JOIN devices d ON d.id = dl.device_row
                 WHERE dl.id = ANY(\(ids))
@@ -365,15 +366,16 @@ public final class PostgresStore: Store {
                 """, logger: logger)
             var out: [ClaimedDelivery] = []
             for try await row in rows {
-                let (id, eventID, apnsID, attempts, expiresAt, pushType, priority, collapseID, payload, fcmData) =
-                    try row.decode((Int64, String, String, Int64, Int64, String, Int64, String?, ByteBuffer, String?).self)
-                let device = try Self.device(row, from: 10)
+                let (id, eventID, apnsID, attempts, expiresAt, pushType, priority, collapseID, payload, fcmData, createdAt) =
+                    try row.decode((Int64, String, String, Int64, Int64, String, Int64, String?, ByteBuffer, String?, Int64).self)
+                let device = try Self.device(row, from: 11)
                 out.append(ClaimedDelivery(
                     id: id, eventID: eventID, device: device,
                     push: RenderedPush(
                         pushType: APNsPushType(rawValue: pushType) ?? .alert, priority: APNsPriority(rawValue: Int(priority)) ?? .immediate,
                         collapseID: collapseID, payload: Array(payload.readableBytesView), fcmData: RenderedPush.fcmData(json: fcmData)),
-                    apnsID: UUID(uuidString: apnsID) ?? UUID(), attempt: Int(attempts), expiresAt: Date(milliseconds: expiresAt)))
+                    apnsID: UUID(uuidString: apnsID) ?? UUID(), attempt: Int(attempts), expiresAt: Date(milliseconds: expiresAt),
+                    acceptedAt: Date(milliseconds: createdAt)))
             }
             return out
         }
@@ -477,6 +479,16 @@ public final class PostgresStore: Store {
             stats.oldestPending = oldest.map(Date.init(milliseconds:))
         }
         return stats
+    }
+
+    public func queues() async throws -> [String: AppQueue] {
+        var queues: [String: AppQueue] = [:]
+        for try await (app, n, oldest) in try await client.query(
+            "SELECT app_id, COUNT(*), MIN(created_at) FROM deliveries WHERE state IN ('pending', 'sending') GROUP BY app_id", logger: logger
+        ).decode((String, Int64, Int64?).self) {
+            queues[app] = AppQueue(depth: Int(n), oldest: oldest.map(Date.init(milliseconds:)))
+        }
+        return queues
     }
 
     // MARK: Rows

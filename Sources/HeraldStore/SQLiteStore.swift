@@ -239,7 +239,7 @@ public final class SQLiteStore: Store {
                     ])
                     claimed.append(ClaimedDelivery(
                         id: db.lastInsertedRowID, eventID: event.id, device: device, push: event.push, apnsID: apnsID.uuid, attempt: 1,
-                        expiresAt: Date(milliseconds: expiresAt)))
+                        expiresAt: Date(milliseconds: expiresAt), acceptedAt: Date(milliseconds: ms)))
                 } else {
                     try insertDelivery.execute(arguments: [
                         event.id, row, event.app, DeliveryState.pending.rawValue, 0, ms, nil, apnsID.lowercased, expiresAt, ms, ms,
@@ -365,23 +365,23 @@ public final class SQLiteStore: Store {
                 try claim.execute(arguments: [leaseUntil, ms, id])
                 let data: Data = row[8]
                 return ClaimedDelivery(
-                    id: id, eventID: row[1], device: Self.deviceRecord(row, from: 11),
+                    id: id, eventID: row[1], device: Self.deviceRecord(row, from: 12),
                     push: RenderedPush(
                         pushType: APNsPushType(rawValue: row[5]) ?? .alert,
                         priority: APNsPriority(rawValue: row[6]) ?? .immediate,
                         collapseID: row[7], payload: Array(data), fcmData: RenderedPush.fcmData(json: row[9])),
                     apnsID: UUID(uuidString: row[2]) ?? UUID(),
                     attempt: (row[3] as Int) + 1,
-                    expiresAt: Date(milliseconds: row[4]))
+                    expiresAt: Date(milliseconds: row[4]), acceptedAt: Date(milliseconds: row[11]))
             }
         }
     }
 
     /// What a claim reads, by position: the delivery (0–4), its event's push (5–9),
-    /// `next_attempt_at` (10, for the order), then the device's columns (from 11).
+    /// `next_attempt_at` (10, for the order), its creation (11), then the device's columns (from 12).
     private static let claimColumns = """
         dl.id, dl.event_id, dl.apns_id, dl.attempts, dl.expires_at,
-        e.push_type, e.priority, e.collapse_id, e.payload, e.fcm_data, dl.next_attempt_at, d.*
+        e.push_type, e.priority, e.collapse_id, e.payload, e.fcm_data, dl.next_attempt_at, dl.created_at, d.*
         """
 
     public func complete(_ outcomes: [DeliveryOutcome], now: Date) async throws {
@@ -468,6 +468,20 @@ public final class SQLiteStore: Store {
             stats.oldestPending = try Int64.fetchOne(db, sql: "SELECT MIN(created_at) FROM deliveries WHERE state IN ('pending', 'sending')")
                 .map(Date.init(milliseconds:))
             return stats
+        }
+    }
+
+    public func queues() async throws -> [String: AppQueue] {
+        try await pool.read { db in
+            var queues: [String: AppQueue] = [:]
+            for row in try Row.fetchAll(
+                db.cachedStatement(sql: """
+                    SELECT app_id, COUNT(*), MIN(created_at) FROM deliveries WHERE state IN ('pending', 'sending') GROUP BY app_id
+                    """))
+            {
+                queues[row[0]] = AppQueue(depth: row[1], oldest: (row[2] as Int64?).map(Date.init(milliseconds:)))
+            }
+            return queues
         }
     }
 

@@ -119,8 +119,14 @@ public struct ClaimedDelivery: Hashable, Sendable {
     /// Including this one.
     public var attempt: Int
     public var expiresAt: Date
+    /// When its event was accepted (for the delivery-latency metric); nil where not known.
+    public var acceptedAt: Date?
 
-    public init(id: Int64, eventID: String, device: DeviceRecord, push: RenderedPush, apnsID: UUID, attempt: Int, expiresAt: Date) {
+    public init(
+        id: Int64, eventID: String, device: DeviceRecord, push: RenderedPush, apnsID: UUID, attempt: Int, expiresAt: Date,
+        acceptedAt: Date? = nil
+    ) {
+        self.acceptedAt = acceptedAt
         self.id = id
         self.eventID = eventID
         self.device = device
@@ -287,6 +293,22 @@ public protocol Leadership: Sendable {
 /// Counts for `/v1/stats` and readiness.
 public protocol StoreStatistics: Sendable {
     func stats() async throws -> StoreStats
+    /// Each app's deliveries pending or being sent, and the creation of the oldest: read off the
+    /// lane index, for `/metrics` on every scrape.
+    func queues() async throws -> [String: AppQueue]
+}
+
+/// An app's outbox queue.
+public struct AppQueue: Hashable, Sendable {
+    /// Deliveries pending or being sent.
+    public var depth: Int
+    /// When the oldest of them was created.
+    public var oldest: Date?
+
+    public init(depth: Int, oldest: Date?) {
+        self.depth = depth
+        self.oldest = oldest
+    }
 }
 
 /// Where instances share a push service's credentials (the APNs provider token per key, the

@@ -113,6 +113,12 @@ public final class WebPushClient: Sendable {
         state.withLock { $0.sweeper = sweeper }
     }
 
+    /// Connections open to push services: HTTP/1.1 ones and the HTTP/2 pools' connections.
+    public var connectionsOpen: Int {
+        let (http1, pools) = state.withLock { s in (s.origins.values.map(\.open).reduce(0, +), s.origins.values.compactMap(\.http2)) }
+        return http1 + pools.map(\.openConnections).reduce(0, +)
+    }
+
     /// How many push-service origins have connections or sends (for tests and stats).
     public var origins: Int { state.withLock { $0.origins.count } }
 

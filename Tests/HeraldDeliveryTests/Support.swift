@@ -19,6 +19,7 @@ final class InMemoryDeliveryQueue: DeliveryQueue {
         var nextAttemptAt: Date
         var leaseUntil: Date?
         var reason: String?
+        var acceptedAt: Date?
     }
     private struct State {
         var devices: [Int64: DeviceRecord] = [:]
@@ -62,6 +63,7 @@ final class InMemoryDeliveryQueue: DeliveryQueue {
                     let id = s.nextID
                     s.nextID += 1
                     var new = Row(id: id, eventID: event.id, device: device, push: event.push, expiresAt: event.expiresAt, nextAttemptAt: now)
+                    new.acceptedAt = now
                     let lane = LaneKey(app: event.app, platform: device.platform)
                     if let claim, let left = budget[lane], left > 0 {
                         budget[lane] = left - 1
@@ -69,7 +71,8 @@ final class InMemoryDeliveryQueue: DeliveryQueue {
                         new.attempts = 1
                         new.leaseUntil = now.addingTimeInterval(claim.lease.seconds)
                         result.claimed.append(ClaimedDelivery(
-                            id: id, eventID: event.id, device: device, push: event.push, apnsID: new.apnsID, attempt: 1, expiresAt: event.expiresAt))
+                            id: id, eventID: event.id, device: device, push: event.push, apnsID: new.apnsID, attempt: 1, expiresAt: event.expiresAt,
+                            acceptedAt: now))
                     } else {
                         result.pending.insert(lane)
                     }
@@ -100,7 +103,7 @@ final class InMemoryDeliveryQueue: DeliveryQueue {
                 s.rows[row.id] = row
                 return ClaimedDelivery(
                     id: row.id, eventID: row.eventID, device: row.device, push: row.push, apnsID: row.apnsID, attempt: row.attempts,
-                    expiresAt: row.expiresAt)
+                    expiresAt: row.expiresAt, acceptedAt: row.acceptedAt)
             }
         }
     }
