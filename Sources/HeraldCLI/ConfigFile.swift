@@ -12,6 +12,7 @@ import Yams
 ///
 /// ```yaml
 /// http_port: 8080                      # optional: http_host, http_port, database_url, stale_after_days
+/// limits: {watch_keys: 1000, aliases: 100, body_bytes: 65536, batch_body_bytes: 8388608}   # optional
 /// apps:
 ///   - id: kasia
 ///     apns: {key_path: AuthKey_ABC.p8, key_id: ABC1234567, team_id: TEAM123456, topic: com.kasia.app, environment: production}
@@ -47,8 +48,23 @@ struct ConfigFile {
     var httpPort: Int?
     var databaseURL: String?
     var staleAfterDays: Int?
+    /// `limits:`: the API's limits (each optional).
+    var limits = Limits()
 
-    static let topKeys: Set<String> = ["apps", "http_host", "http_port", "database_url", "stale_after_days"]
+    /// The API's configurable limits, from the file or the environment.
+    struct Limits {
+        var watchKeys: Int?
+        var aliases: Int?
+        var bodyBytes: Int?
+        var batchBodyBytes: Int?
+
+        /// The values each limit accepts.
+        static let watchKeysRange = 1...100_000, aliasesRange = 1...10_000
+        static let bodyRange = 1_024...16_777_216, batchBodyRange = 1_024...67_108_864
+    }
+
+    static let topKeys: Set<String> = ["apps", "http_host", "http_port", "database_url", "stale_after_days", "limits"]
+    static let limitKeys: Set<String> = ["watch_keys", "aliases", "body_bytes", "batch_body_bytes"]
     /// The shortest publisher or registration key accepted.
     static let minimumKeyLength = 16
     static let appKeys: Set<String> = ["id", "apns", "fcm", "vapid", "publish_keys", "registration", "agent_event", "ghosttalk", "max_devices"]
@@ -81,6 +97,13 @@ struct ConfigFile {
         file.httpPort = try reader.int(top["http_port"], at: "http_port", in: 0...65_535)
         file.databaseURL = try reader.string(top["database_url"], at: "database_url")
         file.staleAfterDays = try reader.int(top["stale_after_days"], at: "stale_after_days", in: 1...36_500)
+        if let limits = top["limits"] {
+            let l = try reader.map(limits, at: "limits", keys: limitKeys)
+            file.limits.watchKeys = try reader.int(l["watch_keys"], at: "limits.watch_keys", in: Limits.watchKeysRange)
+            file.limits.aliases = try reader.int(l["aliases"], at: "limits.aliases", in: Limits.aliasesRange)
+            file.limits.bodyBytes = try reader.int(l["body_bytes"], at: "limits.body_bytes", in: Limits.bodyRange)
+            file.limits.batchBodyBytes = try reader.int(l["batch_body_bytes"], at: "limits.batch_body_bytes", in: Limits.batchBodyRange)
+        }
         guard let apps = top["apps"] as? [Any], !apps.isEmpty else {
             throw reader.error(at: "apps", "is a list of one or more apps")
         }

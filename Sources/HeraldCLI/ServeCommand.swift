@@ -187,6 +187,10 @@ struct ServeCommand: AsyncParsableCommand {
         api.kaspaNetwork = settings.kaspaNetwork?.prefix
         api.webPushGuard = webPushGuard
         api.vapidPublicKeys = vapidPublicKeys
+        if let value = settings.limits.watchKeys { api.maximumWatchKeys = value }
+        if let value = settings.limits.aliases { api.maximumAliases = value }
+        if let value = settings.limits.bodyBytes { api.maximumBodySize = value }
+        if let value = settings.limits.batchBodyBytes { api.maximumBatchBodySize = value }
         let publisher = EventPublisher(
             store: store, apps: api.apps, outbox: outbox, metrics: metrics.0, platforms: [.ios, .android, .web],
             maximumDeliveriesPerRequest: settings.maximumDeliveriesPerRequest)
@@ -327,6 +331,9 @@ struct ServeSettings {
     var httpIdleTimeoutSeconds = 30
     /// `HERALD_MAX_DELIVERIES_PER_REQUEST`: the most deliveries one publish request may create.
     var maximumDeliveriesPerRequest = EventPublisher.defaultMaximumDeliveriesPerRequest
+    /// `limits:` of `HERALD_CONFIG`, else `HERALD_MAX_WATCH_KEYS`, `HERALD_MAX_ALIASES`,
+    /// `HERALD_MAX_BODY_BYTES`, `HERALD_MAX_BATCH_BODY_BYTES`; unset ones keep the API's defaults.
+    var limits = ConfigFile.Limits()
     /// `HERALD_KASPA_NETWORK`: the network served — the chain source checks the node's, and
     /// registrations of another network's addresses are refused.
     var kaspaNetwork: (id: String, prefix: KaspaAddress.Prefix)?
@@ -410,6 +417,14 @@ struct ServeSettings {
         webPush = try WebPushSettings(environment: env)
         if let value = try Self.integer(env, "HERALD_HTTP_IDLE_TIMEOUT_SECONDS", in: 1...3_600, "is a whole number of seconds from 1 to 3600") { httpIdleTimeoutSeconds = value }
         if let value = try Self.integer(env, "HERALD_MAX_DELIVERIES_PER_REQUEST", in: 1...10_000_000, "is a whole number from 1 to 10000000") { maximumDeliveriesPerRequest = value }
+        typealias L = ConfigFile.Limits
+        func limit(_ name: String, _ range: ClosedRange<Int>) throws -> Int? {
+            try Self.integer(env, name, in: range, "is a whole number from \(range.lowerBound) to \(range.upperBound)")
+        }
+        limits.watchKeys = try file?.limits.watchKeys ?? limit("HERALD_MAX_WATCH_KEYS", L.watchKeysRange)
+        limits.aliases = try file?.limits.aliases ?? limit("HERALD_MAX_ALIASES", L.aliasesRange)
+        limits.bodyBytes = try file?.limits.bodyBytes ?? limit("HERALD_MAX_BODY_BYTES", L.bodyRange)
+        limits.batchBodyBytes = try file?.limits.batchBodyBytes ?? limit("HERALD_MAX_BATCH_BODY_BYTES", L.batchBodyRange)
         if let value = try Self.integer(env, "HERALD_SHUTDOWN_GRACE_SECONDS", in: 1...3_600, "is a whole number of seconds from 1 to 3600") { shutdownGrace = .seconds(value) }
         if let url = env["HERALD_KASPA_WRPC_URL"], !url.isEmpty {
             guard url.hasPrefix("ws://") || url.hasPrefix("wss://"), URL(string: url)?.host != nil else {

@@ -7,7 +7,7 @@ public enum OpenAPIDocument {
       "info": {
         "title": "Herald",
         "version": "0.1.0",
-        "description": "Self-hosted push gateway for end-to-end-encrypted messaging apps. Errors are {\"error\": {\"code\", \"message\", \"field\"}}, the router's too: a documented path asked with another method answers 405 with Allow, an undocumented path 404. Bodies are limited to 64 KiB. Every request may carry X-Request-ID (1-128 visible ASCII characters; else Herald makes one); every answer carries the id, which Herald's log lines for the request name as request_id."
+        "description": "Self-hosted push gateway for end-to-end-encrypted messaging apps. Errors are {\"error\": {\"code\", \"message\", \"field\"}}, the router's too: a documented path asked with another method answers 405 with Allow, an undocumented path 404. Bodies are limited to 64 KiB, /v1/events:batch to 8 MiB (1,000 events of the largest push fit twice over); both limits are configurable (HERALD_MAX_BODY_BYTES, HERALD_MAX_BATCH_BODY_BYTES) and a larger body is a 413 body_too_large. Every request may carry X-Request-ID (1-128 visible ASCII characters; else Herald makes one); every answer carries the id, which Herald's log lines for the request name as request_id."
       },
       "paths": {
         "/v1/push/register": {

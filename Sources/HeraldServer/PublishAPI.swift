@@ -32,7 +32,7 @@ public struct PublishAPI: Sendable {
         }
         router.post("/v1/events:batch") { request, _ in
             let key = try configuration.apps.publisherKey(request)
-            let body = try await JSONBody.decode(BatchBody.self, from: request, limit: configuration.maximumBodySize)
+            let body = try await JSONBody.decode(BatchBody.self, from: request, limit: configuration.maximumBatchBodySize)
             guard let events = body.events else { throw APIError.missing("events") }
             guard !events.isEmpty, events.count <= EventPublisher.maximumBatch else {
                 throw APIError.invalid("events", "a batch has 1 to \(EventPublisher.maximumBatch) events")

@@ -17,6 +17,9 @@ public struct APIConfiguration: Sendable {
     public var rateLimits = RateLimits()
     /// Request bodies: 64 KiB.
     public var maximumBodySize = 65_536
+    /// `/v1/events:batch` bodies: 8 MiB. 1,000 events of the largest push (a 4 KiB payload, about
+    /// 4.3 KB of JSON each; a Kasia event at its inline-payload limit about 3.8 KB) fit twice over.
+    public var maximumBatchBodySize = 8 * 1_048_576
     /// 1,000 watch keys per device, 100 aliases per route.
     public var maximumWatchKeys = WatchSet.defaultMaximumKeys
     public var maximumAliases = ContextualRoute.defaultMaximumAliases

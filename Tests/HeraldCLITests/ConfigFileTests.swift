@@ -40,6 +40,9 @@ let badConfigs: [BadConfig] = [
     BadConfig(name: "fcm without credentials_file", yaml: "apps:\n  - id: a\n    fcm: {project_id: p}", field: "apps[0].fcm.project_id"),
     BadConfig(name: "unreadable service account", yaml: "apps:\n  - id: a\n    fcm: {credentials_file: /nonexistent/sa.json}", field: "apps[0].fcm.credentials_file"),
     BadConfig(name: "port out of range", yaml: "http_port: 70000\napps: [{id: a}]", field: "http_port"),
+    BadConfig(name: "a limit of 0 watch keys", yaml: "limits: {watch_keys: 0}\napps: [{id: a}]", field: "limits.watch_keys"),
+    BadConfig(name: "a batch body over 64 MiB", yaml: "limits: {batch_body_bytes: 100000000}\napps: [{id: a}]", field: "limits.batch_body_bytes"),
+    BadConfig(name: "an unknown limit", yaml: "limits: {devices: 5}\napps: [{id: a}]", field: "limits.devices"),
 ]
 
 @Suite("HERALD_CONFIG: several apps per instance", .serialized)

@@ -1,0 +1,102 @@
+import Foundation
+import HeraldTestSupport
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The API's limits as an operator sets them, against a live `herald serve`: the batch route's
+/// own body limit, and watch keys, aliases and body sizes from the environment.
+@Suite("Limits", .serialized)
+struct LimitsTests {
+    static let sender = "kaspa:qp0l70zd5x85ttwd6jv7g3s3a8llzj96d8dncn4zmhv4tlzx5k2jyqh70xmfj"
+
+    static func start(_ extra: [String: String] = [:]) throws -> (ServeProcess, URL) {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-limits-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let serve = try ServeProcess(environment: [
+            "HERALD_DATABASE_URL": "sqlite:" + directory.appendingPathComponent("herald.sqlite").path, "HERALD_HTTP_PORT": "0",
+            "HERALD_PUBLISH_KEYS": "publisher-key-limits-0123", "HERALD_REGISTRATION_RATE": "0",
+        ].merging(extra) { _, new in new })
+        return (serve, directory)
+    }
+
+    /// A Kasia message at the inline-payload limit (1,750 bytes, the largest whose push fits APNs' 4 KiB).
+    static func largestKasiaEvent(_ i: Int) -> String {
+        let txID = String(format: "%064x", i + 1)
+        return #"{"template":"kasia.contextual_message","fields":{"tx_id":"\#(txID)","sender":"\#(sender)","alias":"a1","payload":"\#(String(repeating: "ab", count: 1_750))","timestamp":1704067200,"daa_score":\#(i + 1)}}"#
+    }
+
+    @Test("/v1/events:batch takes 1,000 events of the largest size (3.7 MB); past its 8 MiB limit it is a 413 in the envelope; other routes keep 64 KiB")
+    func batchBodyLimit() async throws {
+        let (serve, directory) = try Self.start()
+        defer {
+            serve.process.kill(SIGKILL)
+            try? FileManager.default.removeItem(at: directory)
+        }
+        let key = "publisher-key-limits-0123"
+        let events = (0..<1_000).map(Self.largestKasiaEvent)
+        let body = #"{"events":[\#(events.joined(separator: ","))]}"#
+        #expect(body.utf8.count > 3_600_000)
+        let (status, data) = try await http("POST", serve.api + "/v1/events:batch", body, bearer: key)
+        #expect(status == 202)
+        let accepted = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        #expect((accepted["events"] as? [[String: Any]])?.count == 1_000)
+
+        // Past 8 MiB: refused whole, in the envelope; nothing committed (the stats count no new event).
+        let padded = #"{"events":[\#(Self.largestKasiaEvent(5_000))],"pad":"\#(String(repeating: "x", count: 8 * 1_048_576))"}"#
+        let (tooLarge, refusal) = try await http("POST", serve.api + "/v1/events:batch", padded, bearer: key)
+        #expect(tooLarge == 413)
+        let error = (try JSONSerialization.jsonObject(with: refusal) as? [String: Any])?["error"] as? [String: Any]
+        #expect(error?["code"] as? String == "body_too_large", "\(String(decoding: refusal, as: UTF8.self))")
+
+        // One event alone keeps the 64 KiB limit.
+        let single = #"{"template":"custom","targets":{"keys":["session:x"]},"fields":{"aps":{"alert":"x"}},"pad":"\#(String(repeating: "x", count: 70_000))"}"#
+        let (singleStatus, _) = try await http("POST", serve.api + "/v1/events", single, bearer: key)
+        #expect(singleStatus == 413)
+    }
+
+    @Test("HERALD_MAX_WATCH_KEYS, HERALD_MAX_ALIASES and HERALD_MAX_BODY_BYTES set the limits registration enforces")
+    func limitsFromEnvironment() async throws {
+        let (serve, directory) = try Self.start([
+            "HERALD_MAX_WATCH_KEYS": "2", "HERALD_MAX_ALIASES": "1", "HERALD_MAX_BODY_BYTES": "2048",
+        ])
+        defer {
+            serve.process.kill(SIGKILL)
+            try? FileManager.default.removeItem(at: directory)
+        }
+        func register(_ token: String, keys: [String], routes: String = "[]", pad: Int = 0) async throws -> (Int, String) {
+            let list = keys.map { #""\#($0)""# }.joined(separator: ",")
+            let body = #"{"device_token":"\#(token)","platform":"ios","watched_addresses":[\#(list)],"contextual_routes":\#(routes),"pad":"\#(String(repeating: "p", count: pad))"}"#
+            let (status, data) = try await http("POST", serve.api + "/v1/push/register", body)
+            return (status, String(decoding: data, as: UTF8.self))
+        }
+        let token = String(repeating: "7c", count: 32)
+        #expect(try await register(token, keys: ["session:a", "session:b"]).0 == 200)
+        let (tooMany, refusal) = try await register(token, keys: ["session:a", "session:b", "session:c"])
+        #expect(tooMany == 400 && refusal.contains(#""field":"watched_addresses""#) && refusal.contains("at most 2"), "\(refusal)")
+        let oneAlias = #"[{"peer_address":"\#(Self.sender)","aliases":["a1"]}]"#
+        let twoAliases = #"[{"peer_address":"\#(Self.sender)","aliases":["a1","a2"]}]"#
+        #expect(try await register(token, keys: [], routes: oneAlias).0 == 200)
+        let (aliases, aliasRefusal) = try await register(token, keys: [], routes: twoAliases)
+        #expect(aliases == 400 && aliasRefusal.contains("contextual_routes"), "\(aliasRefusal)")
+        #expect(try await register(token, keys: ["session:a"], pad: 2_100).0 == 413)
+        #expect(try await register(token, keys: ["session:a"], pad: 1_500).0 == 200)
+    }
+
+    @Test("a limit out of range in the environment ends the start with exit 2, naming the variable", arguments: [
+        ("HERALD_MAX_WATCH_KEYS", "0"), ("HERALD_MAX_ALIASES", "many"), ("HERALD_MAX_BODY_BYTES", "100"),
+        ("HERALD_MAX_BATCH_BODY_BYTES", "9223372036854775808"),
+    ])
+    func badLimit(variable: String, value: String) throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-limits-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (code, json) = try runHerald(["serve"], environment: [
+            variable: value, "HERALD_HTTP_PORT": "0", "HERALD_DATABASE_URL": "sqlite:" + directory.appendingPathComponent("herald.sqlite").path,
+        ])
+        #expect(code == 2)
+        #expect(json["field"] as? String == variable, "\(json)")
+    }
+}
