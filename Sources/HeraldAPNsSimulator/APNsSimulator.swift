@@ -119,6 +119,9 @@ public final class APNsSimulator: Sendable {
     /// Forgets notifications, faults and counters.
     public func reset() { state.reset() }
 
+    /// Whether it still listens (its service and control ports).
+    public var isListening: Bool { server.isActive && control.isActive }
+
     /// Stops listening; open connections close.
     public func shutdown() async {
         try? await server.close()

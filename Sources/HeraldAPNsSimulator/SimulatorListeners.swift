@@ -12,19 +12,24 @@ package struct SimulatorListeners: Sendable {
     package let port: Int
     package let controlPort: Int
     private let tasks: [Task<Void, any Error>]
+    /// The two listening sockets.
+    private let channels: [any Channel]
+
+    /// Whether both still listen.
+    package var isListening: Bool { channels.allSatisfy(\.isActive) }
 
     /// Starts both and returns once both are bound (port 0 picks a free one).
     package static func start(
         api: Router<BasicRequestContext>, control: Router<BasicRequestContext>, tls: TLSConfiguration, host: String, port: Int,
         controlPort: Int, name: String, logger: Logger
     ) async throws -> SimulatorListeners {
-        let apiBound = AsyncStream<Int>.makeStream()
-        let controlBound = AsyncStream<Int>.makeStream()
+        let apiBound = AsyncStream<any Channel>.makeStream()
+        let controlBound = AsyncStream<any Channel>.makeStream()
         let apiApp = Application(
             router: api, server: try .http2Upgrade(tlsConfiguration: tls),
             configuration: .init(address: .hostname(host, port: port), serverName: name),
             onServerRunning: { channel in
-                apiBound.continuation.yield(channel.localAddress?.port ?? 0)
+                apiBound.continuation.yield(channel)
                 apiBound.continuation.finish()
             },
             logger: logger)
@@ -32,7 +37,7 @@ package struct SimulatorListeners: Sendable {
             router: control,
             configuration: .init(address: .hostname(host, port: controlPort), serverName: name + "-control"),
             onServerRunning: { channel in
-                controlBound.continuation.yield(channel.localAddress?.port ?? 0)
+                controlBound.continuation.yield(channel)
                 controlBound.continuation.finish()
             },
             logger: logger)
@@ -40,12 +45,14 @@ package struct SimulatorListeners: Sendable {
         let controlTask = Task { try await controlApp.run() }
         var apiPorts = apiBound.stream.makeAsyncIterator()
         var controlPorts = controlBound.stream.makeAsyncIterator()
-        guard let apiPort = await apiPorts.next(), let boundControlPort = await controlPorts.next() else {
+        guard let apiChannel = await apiPorts.next(), let controlChannel = await controlPorts.next() else {
             apiTask.cancel()
             controlTask.cancel()
             throw CancellationError()
         }
-        return SimulatorListeners(port: apiPort, controlPort: boundControlPort, tasks: [apiTask, controlTask])
+        return SimulatorListeners(
+            port: apiChannel.localAddress?.port ?? 0, controlPort: controlChannel.localAddress?.port ?? 0, tasks: [apiTask, controlTask],
+            channels: [apiChannel, controlChannel])
     }
 
     package func shutdown() async {

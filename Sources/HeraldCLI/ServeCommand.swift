@@ -209,7 +209,21 @@ struct ServeCommand: AsyncParsableCommand {
         }
         if let chainSource { services.append(chainSource) }
 
-        let router = Gateway.router(store: store, configuration: api, publisher: publisher, metrics: metrics, chainSource: chainSource)
+        // /readyz: the built-in simulators still accept connections; each app's way of sending.
+        var readiness: [ReadinessCheck] = []
+        if let simulator { readiness.append(ReadinessCheck("built-in APNs simulator listening") { simulator.isListening }) }
+        if let fcmSimulator { readiness.append(ReadinessCheck("built-in FCM simulator listening") { fcmSimulator.isListening }) }
+        if let webPushSimulator { readiness.append(ReadinessCheck("built-in Web Push simulator listening") { webPushSimulator.isListening }) }
+        var sending: [String: [String: String]] = [:]
+        for app in settings.apps {
+            sending[app.settings.id] = [
+                "ios": app.apns == nil ? "simulator" : "credentials", "android": app.fcm == nil ? "simulator" : "credentials",
+                "web": app.vapid == nil ? "simulator (ephemeral VAPID key)" : "credentials",
+            ]
+        }
+        let router = Gateway.router(
+            store: store, configuration: api, publisher: publisher, metrics: metrics, chainSource: chainSource, readiness: readiness,
+            sending: sending)
         let controlPort = simulator?.controlPort
         let fcmControlPort = fcmSimulator?.controlPort
         let webPushControlPort = webPushSimulator?.controlPort

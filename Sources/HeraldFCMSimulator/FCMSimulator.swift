@@ -121,6 +121,9 @@ public final class FCMSimulator: Sendable {
 
     public func shutdown() async { await listeners.shutdown() }
 
+    /// Whether it still listens (its service and control ports).
+    public var isListening: Bool { listeners.isListening }
+
     // MARK: The OAuth grant
 
     struct GrantRefusal: Error, CustomStringConvertible {

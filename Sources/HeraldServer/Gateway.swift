@@ -11,10 +11,12 @@ public enum Gateway {
     /// - Parameters:
     ///   - publisher: the publish use case every publishing route calls.
     ///   - metrics: the registry `/metrics` renders, and the metrics fed into it.
+    ///   - readiness: what `/readyz` checks besides the store (the built-in simulators listening).
+    ///   - sending: what each app sends with, by platform (`credentials`, `simulator`), shown by `/readyz`.
     public static func router(
         store: any DeviceRegistry & StoreStatistics, configuration: APIConfiguration, publisher: EventPublisher,
         metrics: (HeraldMetrics, PrometheusCollectorRegistry) = HeraldMetrics.prometheus(),
-        chainSource: KaspaChainSource? = nil
+        chainSource: KaspaChainSource? = nil, readiness: [ReadinessCheck] = [], sending: [String: [String: String]] = [:]
     ) -> Router<HeraldRequestContext> {
         let router = Router(context: HeraldRequestContext.self)
         let served = ServedRoutes()
@@ -41,13 +43,15 @@ public enum Gateway {
             headers[.contentType] = "application/json"
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: OpenAPIDocument.json)))
         }
+        // Ready: the store answers a cheap query and every check holds; else 503 naming each failure.
         router.get("/readyz") { _, _ in
-            do {
-                _ = try await store.stats()
-                return try RegistrationAPI.json(["ready": true])
-            } catch {
-                throw APIError(.serviceUnavailable, code: "not_ready", message: "the store is not reachable")
+            var failing: [String] = []
+            do { try await store.ping() } catch { failing.append("store not reachable") }
+            for check in readiness where await !check.isReady() { failing.append(check.name) }
+            guard failing.isEmpty else {
+                throw APIError(.serviceUnavailable, code: "not_ready", message: "not ready: " + failing.joined(separator: "; "))
             }
+            return try RegistrationAPI.json(["ready": true, "checked": ["store"] + readiness.map(\.name), "apps": sending])
         }
         router.get("/v1/stats") { _, _ in
             let stats = try await store.stats()

@@ -140,7 +140,7 @@ public enum OpenAPIDocument {
           }
         },
         "/healthz": {"get": {"summary": "Liveness", "responses": {"200": {"description": "Alive"}}}},
-        "/readyz": {"get": {"summary": "Readiness: the store is reachable", "responses": {"200": {"description": "Ready"}, "503": {"$ref": "#/components/responses/Error"}}}},
+        "/readyz": {"get": {"summary": "Readiness: the store answers a cheap query and the built-in simulators in use listen; 503 not_ready names each failure", "responses": {"200": {"description": "Ready: what was checked, and what each app sends with per platform (credentials or simulator)", "content": {"application/json": {"schema": {"type": "object", "required": ["ready", "checked", "apps"], "properties": {"ready": {"type": "boolean"}, "checked": {"type": "array", "items": {"type": "string"}}, "apps": {"type": "object", "additionalProperties": {"type": "object", "additionalProperties": {"type": "string"}}}}}}}}, "503": {"$ref": "#/components/responses/Error"}}}},
         "/v1/stats": {"get": {"summary": "Registrations, deliveries by state and reason, queue depth, oldest pending age", "responses": {"200": {"description": "Stats"}}}},
         "/openapi.json": {"get": {"summary": "This document", "responses": {"200": {"description": "OpenAPI 3.1"}}}},
         "/metrics": {"get": {"summary": "Prometheus text: events accepted, deliveries created, delivery attempts by outcome and reason, refused APNs credentials", "responses": {"200": {"description": "Prometheus exposition format"}}}}

@@ -481,6 +481,10 @@ public final class PostgresStore: Store {
         return stats
     }
 
+    public func ping() async throws {
+        for try await _ in try await client.query("SELECT 1", logger: logger).decode(Int32.self) {}
+    }
+
     public func queues() async throws -> [String: AppQueue] {
         var queues: [String: AppQueue] = [:]
         for try await (app, n, oldest) in try await client.query(

@@ -471,6 +471,15 @@ public final class SQLiteStore: Store {
         }
     }
 
+    /// Closes the database: every later call throws (a store gone from under the API).
+    public func close() throws {
+        try pool.close()
+    }
+
+    public func ping() async throws {
+        _ = try await pool.read { db in try Int.fetchOne(db, sql: "SELECT 1") }
+    }
+
     public func queues() async throws -> [String: AppQueue] {
         try await pool.read { db in
             var queues: [String: AppQueue] = [:]

@@ -292,6 +292,8 @@ public protocol Leadership: Sendable {
 
 /// Counts for `/v1/stats` and readiness.
 public protocol StoreStatistics: Sendable {
+    /// A query that touches no table: throws when the database does not answer (`/readyz`).
+    func ping() async throws
     func stats() async throws -> StoreStats
     /// Each app's deliveries pending or being sent, and the creation of the oldest: read off the
     /// lane index, for `/metrics` on every scrape.

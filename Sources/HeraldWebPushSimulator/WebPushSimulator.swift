@@ -110,6 +110,9 @@ public final class WebPushSimulator: Sendable {
 
     public func shutdown() async { await listeners.shutdown() }
 
+    /// Whether it still listens (its service and control ports).
+    public var isListening: Bool { listeners.isListening }
+
     static func subscribe(_ request: Request, origin: String, state: WebPushSimulatorState) async throws -> Response {
         struct Body: Decodable { var application_server_key: String? }
         let bytes = try await request.body.collect(upTo: 65_536)

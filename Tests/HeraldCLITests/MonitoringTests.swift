@@ -90,6 +90,12 @@ struct MonitoringTests {
         #expect((open ?? 0) >= 1)
         #expect(exposition.contains(#"http_requests_total{http_route="/v1/events",http_request_method="POST",http_response_status_code="202"} 1"#))
 
+        // Ready: the store and the three built-in simulators.
+        let (readyStatus, readyBody) = try await http("GET", serve.api + "/readyz")
+        #expect(readyStatus == 200)
+        let checked = (try JSONSerialization.jsonObject(with: readyBody) as? [String: Any])?["checked"] as? [String]
+        #expect(checked == ["store", "built-in APNs simulator listening", "built-in FCM simulator listening", "built-in Web Push simulator listening"])
+
         let (names, labels) = Self.exported(exposition)
         let dashboard = try Self.dashboardQueries()
         #expect(dashboard.count >= 15)

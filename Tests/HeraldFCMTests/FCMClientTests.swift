@@ -54,6 +54,14 @@ import FoundationNetworking
         FCMMessage(target: .token(token), data: data, priority: .high, ttlSeconds: 3600, collapseKey: "c1")
     }
 
+    @Test("the FCM simulator's readiness: listening once started, not after it stopped")
+    func simulatorListening() async throws {
+        let simulator = try await FCMSimulator.start()
+        #expect(simulator.isListening)
+        await simulator.shutdown()
+        #expect(!simulator.isListening)
+    }
+
     @Test("a message is accepted and arrives as sent; one grant serves many sends")
     func accepted() async throws {
         let rig = try await Rig.start()
