@@ -11,7 +11,7 @@ import Yams
 /// the file and the field named.
 ///
 /// ```yaml
-/// http_port: 8080                      # optional: http_host, http_port, database_url, stale_after_days
+/// http_port: 8080                      # optional: http_host, http_port, database_url, stale_after_days, retention_hours
 /// limits: {watch_keys: 1000, aliases: 100, body_bytes: 65536, batch_body_bytes: 8388608}   # optional
 /// apps:
 ///   - id: kasia
@@ -48,6 +48,7 @@ struct ConfigFile {
     var httpPort: Int?
     var databaseURL: String?
     var staleAfterDays: Int?
+    var retentionHours: Int?
     /// `limits:`: the API's limits (each optional).
     var limits = Limits()
 
@@ -63,7 +64,7 @@ struct ConfigFile {
         static let bodyRange = 1_024...16_777_216, batchBodyRange = 1_024...67_108_864
     }
 
-    static let topKeys: Set<String> = ["apps", "http_host", "http_port", "database_url", "stale_after_days", "limits"]
+    static let topKeys: Set<String> = ["apps", "http_host", "http_port", "database_url", "stale_after_days", "retention_hours", "limits"]
     static let limitKeys: Set<String> = ["watch_keys", "aliases", "body_bytes", "batch_body_bytes"]
     /// The shortest publisher or registration key accepted.
     static let minimumKeyLength = 16
@@ -97,6 +98,7 @@ struct ConfigFile {
         file.httpPort = try reader.int(top["http_port"], at: "http_port", in: 0...65_535)
         file.databaseURL = try reader.string(top["database_url"], at: "database_url")
         file.staleAfterDays = try reader.int(top["stale_after_days"], at: "stale_after_days", in: 1...36_500)
+        file.retentionHours = try reader.int(top["retention_hours"], at: "retention_hours", in: 0...87_600)
         if let limits = top["limits"] {
             let l = try reader.map(limits, at: "limits", keys: limitKeys)
             file.limits.watchKeys = try reader.int(l["watch_keys"], at: "limits.watch_keys", in: Limits.watchKeysRange)

@@ -199,6 +199,9 @@ struct ServeCommand: AsyncParsableCommand {
         let removed = try await cleanup.once()
         logger.info("stale devices removed", metadata: ["removed": "\(removed)", "stale_after_days": "\(settings.staleAfterDays)"])
         services.append(cleanup)
+        if settings.retentionHours > 0 {
+            services.append(RetentionPruner(store: store, retention: .seconds(settings.retentionHours * 3600)))
+        }
 
         // The Kaspa chain source, when a node is configured: its events take the publish path.
         let chainSource = settings.kaspaURL.map { url in
@@ -333,6 +336,9 @@ struct ServeSettings {
     var rateLimits = RateLimits()
     /// `HERALD_STALE_AFTER_DAYS`: devices not seen for this long are removed (default 90).
     var staleAfterDays = 90
+    /// `HERALD_RETENTION_HOURS` (`retention_hours`): finished deliveries and their events are
+    /// deleted this long after the event (default 72; 0 keeps them).
+    var retentionHours = 72
     /// `HERALD_OUTBOX_LEASE_SECONDS`: how long a claimed delivery stays with this process before
     /// another may take it (a crashed process's deliveries come back after it). Default 30 s,
     /// three times the APNs request deadline.
@@ -400,6 +406,11 @@ struct ServeSettings {
                 throw InvalidInput(field: "HERALD_STALE_AFTER_DAYS", message: "is a whole number of days, 1 or more")
             }
             staleAfterDays = parsed
+        }
+        if let hours = file?.retentionHours {
+            retentionHours = hours
+        } else if let hours = try Self.integer(env, "HERALD_RETENTION_HOURS", in: 0...87_600, "is a whole number of hours from 0 (keep everything) to 87600") {
+            retentionHours = hours
         }
         if let lease = env["HERALD_OUTBOX_LEASE_SECONDS"], !lease.isEmpty {
             // A lease shorter than a send's deadline would let another worker take a push still in flight.

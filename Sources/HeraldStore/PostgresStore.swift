@@ -481,6 +481,49 @@ public final class PostgresStore: Store {
         return stats
     }
 
+    public func pruneFinished(createdBefore before: Date, after cursor: PruneCursor?, limit: Int) async throws -> PruneBatch {
+        let start = cursor ?? PruneCursor(createdAt: .min, eventID: "")
+        return try await client.withTransaction(logger: logger) { db in
+            var candidates: [PruneCursor] = []
+            for try await (createdAt, id) in try await db.query(
+                """
+                SELECT created_at, id FROM events WHERE created_at < \(before.milliseconds) AND (created_at, id) > (\(start.createdAt), \(start.eventID))
+                ORDER BY created_at, id LIMIT \(Int64(pruneCandidates))
+                """, logger: logger
+            ).decode((Int64, String).self) {
+                candidates.append(PruneCursor(createdAt: createdAt, eventID: id))
+            }
+            func exists(_ query: PostgresQuery) async throws -> Bool {
+                for try await _ in try await db.query(query, logger: logger).decode(Int32.self) { return true }
+                return false
+            }
+            var batch = PruneBatch(events: 0, deliveries: 0, next: cursor)
+            var budget = max(1, limit)
+            for here in candidates {
+                let id = here.eventID
+                if try await exists("SELECT 1 FROM deliveries WHERE event_id = \(id) AND state IN ('pending', 'sending') LIMIT 1") {
+                    batch.next = here
+                    continue
+                }
+                var deleted = 0
+                for try await _ in try await db.query(
+                    "DELETE FROM deliveries WHERE id IN (SELECT id FROM deliveries WHERE event_id = \(id) LIMIT \(Int64(budget))) RETURNING id",
+                    logger: logger
+                ).decode(Int64.self) { deleted += 1 }
+                budget -= deleted
+                batch.deliveries += deleted
+                // Out of budget with deliveries left: the next batch starts at this event again.
+                if budget <= 0, try await exists("SELECT 1 FROM deliveries WHERE event_id = \(id) LIMIT 1") { return batch }
+                try await db.query("DELETE FROM events WHERE id = \(id)", logger: logger)
+                batch.events += 1
+                batch.next = here
+                if budget <= 0 { return batch }
+            }
+            if candidates.count < pruneCandidates { batch.next = nil }
+            return batch
+        }
+    }
+
     public func ping() async throws {
         for try await _ in try await client.query("SELECT 1", logger: logger).decode(Int32.self) {}
     }

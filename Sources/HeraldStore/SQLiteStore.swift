@@ -471,6 +471,42 @@ public final class SQLiteStore: Store {
         }
     }
 
+    public func pruneFinished(createdBefore before: Date, after cursor: PruneCursor?, limit: Int) async throws -> PruneBatch {
+        try await pool.write { db in
+            let start = cursor ?? PruneCursor(createdAt: .min, eventID: "")
+            let candidates = try Row.fetchAll(
+                db.cachedStatement(sql: """
+                    SELECT created_at, id FROM events WHERE created_at < ? AND (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?
+                    """), arguments: [before.milliseconds, start.createdAt, start.eventID, pruneCandidates])
+            let unfinished = try db.cachedStatement(
+                sql: "SELECT 1 FROM deliveries WHERE event_id = ? AND state IN ('pending', 'sending') LIMIT 1")
+            let deleteDeliveries = try db.cachedStatement(
+                sql: "DELETE FROM deliveries WHERE id IN (SELECT id FROM deliveries WHERE event_id = ? LIMIT ?)")
+            let anyLeft = try db.cachedStatement(sql: "SELECT 1 FROM deliveries WHERE event_id = ? LIMIT 1")
+            let deleteEvent = try db.cachedStatement(sql: "DELETE FROM events WHERE id = ?")
+            var batch = PruneBatch(events: 0, deliveries: 0, next: cursor)
+            var budget = max(1, limit)
+            for row in candidates {
+                let here = PruneCursor(createdAt: row[0], eventID: row[1])
+                if try Int.fetchOne(unfinished, arguments: [here.eventID]) != nil {
+                    batch.next = here
+                    continue
+                }
+                try deleteDeliveries.execute(arguments: [here.eventID, budget])
+                budget -= db.changesCount
+                batch.deliveries += db.changesCount
+                // Out of budget with deliveries left: the next batch starts at this event again.
+                if budget <= 0, try Int.fetchOne(anyLeft, arguments: [here.eventID]) != nil { return batch }
+                try deleteEvent.execute(arguments: [here.eventID])
+                batch.events += 1
+                batch.next = here
+                if budget <= 0 { return batch }
+            }
+            if candidates.count < pruneCandidates { batch.next = nil }
+            return batch
+        }
+    }
+
     /// Closes the database: every later call throws (a store gone from under the API).
     public func close() throws {
         try pool.close()

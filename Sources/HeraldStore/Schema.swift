@@ -2,7 +2,7 @@
 /// PostgreSQL runs as well (its store maps INTEGER PRIMARY KEY to BIGSERIAL and BLOB to BYTEA).
 enum Schema {
     /// Every version, in order; both stores apply the ones a database lacks.
-    static let versions: [(String, String)] = [("v1", v1), ("v2", v2), ("v3", v3), ("v4", v4), ("v5", v5), ("v6", v6)]
+    static let versions: [(String, String)] = [("v1", v1), ("v2", v2), ("v3", v3), ("v4", v4), ("v5", v5), ("v6", v6), ("v7", v7)]
 
     static let v1 = """
         CREATE TABLE apps (
@@ -126,5 +126,12 @@ enum Schema {
     /// base64url) sit beside it.
     static let v6 = """
         ALTER TABLE devices ADD COLUMN web_keys TEXT;
+        """
+
+    /// Retention: the oldest events are found by creation, and an event's deliveries by its id
+    /// (deleting an event also looks its deliveries up, for the cascade).
+    static let v7 = """
+        CREATE INDEX events_created ON events (created_at, id);
+        CREATE INDEX deliveries_event ON deliveries (event_id);
         """
 }

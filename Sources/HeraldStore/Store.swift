@@ -319,7 +319,44 @@ public typealias CredentialLedger = APNsProviderTokenLedger & FCMAccessTokenLedg
 
 /// Herald's durable state: every role, implemented by SQLite and PostgreSQL alike. Consumers take
 /// only the role they use. Every method is one transaction: it happens whole or not at all.
-public protocol Store: DeviceRegistry, DeliveryQueue, ChainCheckpoints, Leadership, StoreStatistics, CredentialLedger {
+/// Deleting what is done with: events whose deliveries all finished (sent, failed, expired or
+/// dropped), with those deliveries, once older than the retention.
+public protocol Retention: Sendable {
+    /// One bounded batch: the oldest events created before `before`, after `cursor`, whose
+    /// deliveries have all finished, deleted with their deliveries, at most `limit` rows of
+    /// deliveries in all (a larger event loses `limit` of them now, the rest in later batches).
+    /// Events with a delivery still pending or sending are passed over. One transaction.
+    func pruneFinished(createdBefore before: Date, after cursor: PruneCursor?, limit: Int) async throws -> PruneBatch
+}
+
+/// Events one pruning batch looks at, at most.
+let pruneCandidates = 256
+
+/// Where a pruning pass has got to: the last event it looked at, in (created_at, id) order.
+public struct PruneCursor: Hashable, Sendable {
+    public var createdAt: Int64
+    public var eventID: String
+
+    public init(createdAt: Int64, eventID: String) {
+        self.createdAt = createdAt
+        self.eventID = eventID
+    }
+}
+
+/// What one batch deleted, and where the next one starts (nil: nothing older is left).
+public struct PruneBatch: Hashable, Sendable {
+    public var events: Int
+    public var deliveries: Int
+    public var next: PruneCursor?
+
+    public init(events: Int, deliveries: Int, next: PruneCursor?) {
+        self.events = events
+        self.deliveries = deliveries
+        self.next = next
+    }
+}
+
+public protocol Store: DeviceRegistry, DeliveryQueue, ChainCheckpoints, Leadership, StoreStatistics, CredentialLedger, Retention {
     /// Brings the schema to the current version.
     func migrate() async throws
 }

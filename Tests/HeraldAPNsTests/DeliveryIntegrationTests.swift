@@ -93,7 +93,9 @@ struct DeliveryIntegrationTests {
         try await SimulatorFixture.with { f in
             let clock = TestClock()
             let tokens = APNsProviderTokenSource(key: f.key, now: clock.now)
-            let client = try f.makeClient(connections: 2, tokens: tokens)
+            // A request's deadline counts its wait in the queue, and the whole batch is queued at once:
+            // a debug build on a busy 2-core machine takes several ms a push, so 1,500 need more than 10 s.
+            let client = try f.makeClient(connections: 2, timeout: .seconds(120), tokens: tokens)
             #expect(try await client.send(alert(deviceToken(1_000))).action == .done)
             clock.advance(by: 21 * 60)
             try f.simulator.inject(SimulatorFault(kind: .unregistered, token: deviceToken(5), timestampMs: 1_700_000_000_000))

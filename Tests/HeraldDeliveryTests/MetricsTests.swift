@@ -120,3 +120,17 @@ final class CountingFactory: MetricsFactory {
     func destroyMeter(_ handler: any MeterHandler) {}
     func destroyTimer(_ handler: any TimerHandler) {}
 }
+
+@Suite("Retention batches")
+struct RetentionBatchTests {
+    @Test("a batch's size follows the time the last one held the writer: halved at most when slow, doubled at most when quick, within bounds")
+    func batchSizing() {
+        let target = Duration.milliseconds(20)
+        #expect(RetentionPruner.nextLimit(after: 1_000, took: .milliseconds(40), target: target) == 500)
+        #expect(RetentionPruner.nextLimit(after: 1_000, took: .milliseconds(400), target: target) == 500)
+        #expect(RetentionPruner.nextLimit(after: 1_000, took: .milliseconds(10), target: target) == 2_000)
+        #expect(RetentionPruner.nextLimit(after: 1_000, took: .milliseconds(16), target: target) == 1_250)
+        #expect(RetentionPruner.nextLimit(after: 15_000, took: .milliseconds(1), target: target) == RetentionPruner.batchRows.maximum)
+        #expect(RetentionPruner.nextLimit(after: 60, took: .seconds(1), target: target) == RetentionPruner.batchRows.minimum)
+    }
+}

@@ -518,3 +518,51 @@ struct FCMLedgerAndLaneTests {
         }
     }
 }
+
+@Suite("Store: retention (SQLite, and PostgreSQL when configured)")
+struct StoreRetentionTests {
+    @Test("pruning deletes old events whose deliveries all finished, with them; an old event with a pending delivery and every newer one stay; a large event goes over several bounded batches")
+    func pruneFinished() async throws {
+        try await withEachStore { store, _ in
+            let devices = try await store.register((1...30).map { try registration($0, watching: []) }, now: t0)
+            let rows = devices.map(\.rowID)
+            // At t0: "done" (3 deliveries, all to finish), "waiting" (one left pending), "big" (30 deliveries).
+            // At t0 + 2 h: "recent", finished too but inside the retention.
+            _ = try await store.enqueue([event("done", rows: Array(rows[0..<3])), event("waiting", rows: Array(rows[3..<5]))], checkpoint: nil, now: t0)
+            _ = try await store.enqueue([event("big", rows: rows)], checkpoint: nil, now: t0.addingTimeInterval(1))
+            _ = try await store.enqueue([event("recent", rows: [rows[0]])], checkpoint: nil, now: t0.addingTimeInterval(7_200))
+            let now = t0.addingTimeInterval(7_300)
+            let claimed = try await store.claimDue(app: "kasia", platform: .ios, limit: 1_000, now: now, lease: .seconds(30))
+            #expect(claimed.count == 36)
+            let waitingOne = try #require(claimed.first { $0.eventID == "waiting" })
+            var outcomes: [DeliveryOutcome] = claimed.filter { $0.id != waitingOne.id }.map { .sent(id: $0.id) }
+            outcomes[0] = .failed(id: claimed.first { $0.eventID == "done" }!.id, reason: "BadDeviceToken")
+            try await store.complete(outcomes, now: now)
+            try await store.complete([.retry(id: waitingOne.id, at: now, reason: "ServiceUnavailable")], now: now)
+            #expect(try await store.stats().deliveries == [.sent: 34, .failed: 1, .pending: 1])
+
+            // A retention of one hour: the cutoff is t0 + 6,300 s. Batches of at most 8 deliveries.
+            let cutoff = now.addingTimeInterval(-3_600)
+            var cursor: PruneCursor?
+            var batches: [PruneBatch] = []
+            repeat {
+                let batch = try await store.pruneFinished(createdBefore: cutoff, after: cursor, limit: 8)
+                #expect(batch.deliveries <= 8)
+                batches.append(batch)
+                cursor = batch.next
+            } while cursor != nil && batches.count < 20
+            #expect(cursor == nil)
+            #expect(batches.map(\.deliveries).reduce(0, +) == 3 + 30)
+            #expect(batches.map(\.events).reduce(0, +) == 2)
+            #expect(batches.count >= 5, "30 deliveries of one event at 8 a batch: \(batches)")
+            let left = try await store.stats().deliveries
+            #expect(left == [.sent: 2, .pending: 1], "\(left)")
+            // What stays is still usable: the pending one is claimed, and a pass finds nothing more.
+            #expect(try await store.claimDue(app: "kasia", platform: .ios, limit: 10, now: now.addingTimeInterval(60), lease: .seconds(30)).map(\.eventID) == ["waiting"])
+            let again = try await store.pruneFinished(createdBefore: cutoff, after: nil, limit: 8)
+            #expect(again.deliveries == 0 && again.events == 0 && again.next == nil)
+            // A deleted event's dedupe key and id no longer block anything; the recent one's still does.
+            #expect(try await store.enqueue([event("done", rows: [rows[0]])], checkpoint: nil, now: now) == ["done": 1])
+        }
+    }
+}
