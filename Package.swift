@@ -268,6 +268,7 @@ let package = Package(
                 "HeraldAPNs", "HeraldAPNsSimulator", "HeraldCore", "HeraldStore", "HeraldKaspa", "KaspaNodeSimulator", "HeraldDelivery",
                 "HeraldWebPush",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -54,7 +54,8 @@ final class Rig: @unchecked Sendable {
         simulator = try await APNsSimulator.start(configuration: configuration, eventLoopGroup: group)
         databasePath = directory.appendingPathComponent("herald.sqlite").path
         var httpConfiguration = HTTPClient.Configuration()
-        httpConfiguration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 64)
+        // Idle connections are dropped before Herald's 30 s idle timeout closes them under a request.
+        httpConfiguration.connectionPool = .init(idleTimeout: .seconds(20), concurrentHTTP1ConnectionsPerHostSoftLimit: 64)
         http = HTTPClient(eventLoopGroupProvider: .shared(group), configuration: httpConfiguration)
     }
 
@@ -166,8 +167,11 @@ final class Rig: @unchecked Sendable {
     }
 
     /// Sends one single-event publish per device at `rate`, each at its due time, without
-    /// waiting for answers; returns each answer and how long after its due time it came.
-    func openLoop(rate: Int, devices: Range<Int>) async throws -> [(accepted: Bool, milliseconds: Double)] {
+    /// waiting for answers; returns each answer and how long after its due time it came. Event `n`
+    /// goes to device `device(n)` (itself by default).
+    func openLoop(
+        rate: Int, devices: Range<Int>, device: @escaping @Sendable (Int) -> Int = { $0 }
+    ) async throws -> [(accepted: Bool, milliseconds: Double)] {
         let start = ContinuousClock.now
         let interval = Duration.seconds(1) / rate
         return try await withThrowingTaskGroup(of: (Bool, Double).self) { group in
@@ -175,7 +179,8 @@ final class Rig: @unchecked Sendable {
                 let due = start + interval * n
                 try await Task.sleep(until: due, clock: .continuous)
                 group.addTask {
-                    let status = try await self.post("/v1/events", Rig.customEvent(device: i))
+                    // A failed request counts as refused: a long run must not end on one closed connection.
+                    let status = (try? await self.post("/v1/events", Rig.customEvent(device: device(i)))) ?? 0
                     return (status == 202, (ContinuousClock.now - due).seconds * 1000)
                 }
             }

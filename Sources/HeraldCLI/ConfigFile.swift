@@ -68,7 +68,7 @@ struct ConfigFile {
     static let limitKeys: Set<String> = ["watch_keys", "aliases", "body_bytes", "batch_body_bytes"]
     /// The shortest publisher or registration key accepted.
     static let minimumKeyLength = 16
-    static let appKeys: Set<String> = ["id", "apns", "fcm", "vapid", "publish_keys", "registration", "agent_event", "ghosttalk", "max_devices"]
+    static let appKeys: Set<String> = ["id", "apns", "fcm", "vapid", "publish_keys", "registration", "agent_event", "ghosttalk", "max_devices", "privacy"]
     static let agentEventKeys: Set<String> = ["stop", "permission_prompt", "idle_prompt", "other", "other_without_message"]
     static let textKeys: Set<String> = ["title", "body"]
     static let apnsKeys: Set<String> = ["key_path", "key_id", "team_id", "topic", "environment", "url", "ca_file"]
@@ -147,6 +147,10 @@ struct ConfigFile {
                 }
             }
             settings.maximumDevices = try reader.int(app["max_devices"], at: at + ".max_devices", in: 1...100_000_000)
+            if let text = try reader.string(app["privacy"], at: at + ".privacy") {
+                guard let privacy = PushPrivacy(rawValue: text) else { throw reader.error(at: at + ".privacy", "is standard or minimal") }
+                settings.privacy = privacy
+            }
             if let value = app["agent_event"] {
                 settings.agentEventTexts = try reader.agentEventTexts(value, at: at + ".agent_event")
             }

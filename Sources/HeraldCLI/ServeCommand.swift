@@ -517,6 +517,10 @@ struct ServeSettings {
             var settings = AppSettings(
                 id: "default", publishKeys: try Self.keys(env, "HERALD_PUBLISH_KEYS"), registration: registration)
             settings.maximumDevices = try Self.integer(env, "HERALD_MAX_DEVICES", in: 1...100_000_000, "is a whole number from 1 to 100000000")
+            if let text = env["HERALD_PRIVACY"], !text.isEmpty {
+                guard let privacy = PushPrivacy(rawValue: text) else { throw InvalidInput(field: "HERALD_PRIVACY", message: "is standard or minimal") }
+                settings.privacy = privacy
+            }
             // GhostTalk's testing-only /apns/send.
             settings.ghostTalkSendEnabled = ["1", "true", "yes"].contains(env["HERALD_GHOSTTALK_SEND_ENABLED"]?.lowercased() ?? "")
             var app = ConfigFile.App(settings: settings, apns: try APNsSettings.fromEnvironment(env))

@@ -46,6 +46,9 @@ public struct AppSettings: Sendable {
     public var ghostTalkSendEnabled = false
     /// The most devices the app may have; a registration of a new token past it is refused.
     public var maximumDevices: Int?
+    /// What the app's Kasia pushes show the push services (`privacy: minimal` keeps the sender,
+    /// amount and thread id out).
+    public var privacy = PushPrivacy.standard
 
     public init(
         id: String, publishKeys: Set<String> = [], registration: RegistrationPolicy = .open, topic: String? = nil,

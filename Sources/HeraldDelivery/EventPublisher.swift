@@ -205,7 +205,7 @@ public struct EventPublisher: Sendable {
         case "kasia.handshake", "kasia.contextual_message", "kasia.payment":
             let event = try kasiaEvent(template: template, fields: fields, prefix: prefix)
             kasia = event
-            push = KasiaTemplate.render(event)
+            push = KasiaTemplate.render(event, privacy: settings.privacy)
         case "session.message":
             let f = FieldReader(fields: fields, prefix: prefix + "fields.")
             let session = try f.string("session_id", maximum: WatchKey.maximumIdentifierLength)
@@ -419,7 +419,7 @@ extension EventPublisher: KasiaEventSink {
         for app in apps.apps {
             for event in events {
                 drafts.append(Draft(
-                    app: app.id, template: "kasia." + event.kind.rawValue, push: KasiaTemplate.render(event), kasia: event,
+                    app: app.id, template: "kasia." + event.kind.rawValue, push: KasiaTemplate.render(event, privacy: app.privacy), kasia: event,
                     allDevices: false, expiresAt: expiresAt, keys: [], tokens: [], deviceIDs: [], excluded: [], prefix: ""))
             }
         }

@@ -6,7 +6,8 @@ import ServiceLifecycle
 
 /// Deletes events whose deliveries have all finished (sent, failed, expired, dropped), with those
 /// deliveries, once older than the retention (`HERALD_RETENTION_HOURS`, default 72): a pass every
-/// `interval`, in batches sized so that each holds the store's writer about `batchTarget`.
+/// `interval`, in batches sized so that each holds the store's writer about `batchTarget`, with
+/// a pause after each at least as long.
 public struct RetentionPruner: Service, Sendable {
     public let store: any Retention
     public let retention: Duration
@@ -19,7 +20,7 @@ public struct RetentionPruner: Service, Sendable {
     public static let batchRows = (minimum: 50, maximum: 20_000, first: 1_000)
 
     public init(
-        store: any Retention, retention: Duration, interval: Duration = .seconds(60), batchTarget: Duration = .milliseconds(20),
+        store: any Retention, retention: Duration, interval: Duration = .seconds(60), batchTarget: Duration = .milliseconds(10),
         clock: any HeraldClock = SystemClock(), logger: Logger = Logger(label: "herald.retention")
     ) {
         self.store = store
@@ -56,7 +57,9 @@ public struct RetentionPruner: Service, Sendable {
             pass.largestBatch = max(pass.largestBatch, limit)
             limit = Self.nextLimit(after: limit, took: took, target: batchTarget)
             cursor = batch.next
-            await Task.yield()
+            // The writer is left alone at least as long as the batch held it: publishes queued
+            // behind a batch go first, and the next batch does not meet them in the queue.
+            if cursor != nil { try await clock.sleep(for: max(took, batchTarget)) }
         } while cursor != nil && !Task.isCancelled
         return pass
     }
@@ -69,12 +72,14 @@ public struct RetentionPruner: Service, Sendable {
         return Int(min(Double(batchRows.maximum), max(Double(batchRows.minimum), scaled)))
     }
 
-    /// A pass every `interval` until a graceful shutdown or cancellation.
+    /// A pass at start, then every `interval`, until a graceful shutdown or cancellation.
     public func run() async throws {
         await cancelWhenGracefulShutdown {
+            var first = true
             while !Task.isCancelled {
                 do {
-                    try await clock.sleep(for: interval)
+                    if !first { try await clock.sleep(for: interval) }
+                    first = false
                     let pass = try await once()
                     if pass.deliveries > 0 || pass.events > 0 {
                         logger.info("finished deliveries past the retention deleted", metadata: [

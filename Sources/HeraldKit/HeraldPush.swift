@@ -103,7 +103,9 @@ public struct KasiaPush: Hashable, Sendable {
 
     public var kind: Kind
     public var txID: String
-    public var sender: String
+    /// The sender's address; nil from an app with `privacy: minimal` (the push services never see
+    /// it): the resolver finds the contact by the message's alias, else the app by the transaction.
+    public var sender: String?
     /// Hex of the whole transaction payload; `nil` when too large for a push (fetch by `txID`).
     public var payloadHex: String?
     /// Unix seconds.
@@ -115,7 +117,7 @@ public struct KasiaPush: Hashable, Sendable {
     public var alert: HeraldPush.Alert?
 
     public init(
-        kind: Kind, txID: String, sender: String, payloadHex: String?, timestamp: Int64, daaScore: UInt64,
+        kind: Kind, txID: String, sender: String?, payloadHex: String?, timestamp: Int64, daaScore: UInt64,
         amount: UInt64? = nil, alert: HeraldPush.Alert? = nil
     ) {
         self.kind = kind
@@ -130,10 +132,10 @@ public struct KasiaPush: Hashable, Sendable {
 
     init?(_ d: [String: Any], alert: HeraldPush.Alert?) {
         guard let type = d["type"] as? String, let kind = Kind(rawValue: type),
-            let txID = d["txId"] as? String, let sender = d["sender"] as? String
+            let txID = d["txId"] as? String
         else { return nil }
         self.init(
-            kind: kind, txID: txID, sender: sender, payloadHex: d["payload"] as? String,
+            kind: kind, txID: txID, sender: d["sender"] as? String, payloadHex: d["payload"] as? String,
             timestamp: JSONNumber.int64(d["timestamp"]) ?? 0, daaScore: JSONNumber.uint64(d["daaScore"]) ?? 0,
             amount: JSONNumber.uint64(d["amount"]), alert: alert)
     }

@@ -6,9 +6,24 @@ public struct Contact: Codable, Hashable, Sendable {
     public var address: String
     /// The name the user gave the contact.
     public var name: String
-    public init(address: String, name: String) {
+    /// The aliases of the contact's conversations (the device's contextual routes for this peer):
+    /// a message from an app with `privacy: minimal` names no sender, only its alias.
+    public var aliases: [String]
+
+    public init(address: String, name: String, aliases: [String] = []) {
         self.address = address
         self.name = name
+        self.aliases = aliases
+    }
+
+    private enum CodingKeys: String, CodingKey { case address, name, aliases }
+
+    /// Contacts stored before aliases were kept decode with none.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        address = try c.decode(String.self, forKey: .address)
+        name = try c.decode(String.self, forKey: .name)
+        aliases = try c.decodeIfPresent([String].self, forKey: .aliases) ?? []
     }
 }
 
@@ -84,15 +99,20 @@ public struct NotificationContentResolver: Sendable {
     }
 
     /// Resolves a Kasia push: the contact's name (or the short address), the decrypted text
-    /// when the inline payload opens with `privateKey`, else a pending-fetch entry.
+    /// when the inline payload opens with `privateKey`, else a pending-fetch entry. A push without
+    /// a sender (`privacy: minimal`) is matched to a contact by its message's alias; failing that,
+    /// the record's sender is empty and the app learns it from the fetched transaction.
     public func resolve(_ push: KasiaPush, contacts: [Contact], privateKey: KasiaPrivateKey?) -> NotificationOutcome {
-        let name = contacts.first(where: { $0.address == push.sender })?.name ?? KasiaText.shortAddress(push.sender)
+        let contact =
+            if let sender = push.sender { contacts.first { $0.address == sender } } else { Self.contact(byAliasOf: push, in: contacts) }
+        let sender = push.sender ?? contact?.address
+        let name = contact?.name ?? sender.map(KasiaText.shortAddress) ?? "Someone"
         let plaintext = open(push, privateKey: privateKey)
         let record: SharedRecord =
             if let plaintext {
-                .message(StoredMessage(txID: push.txID, sender: push.sender, kind: push.kind.rawValue, plaintext: plaintext, timestamp: push.timestamp))
+                .message(StoredMessage(txID: push.txID, sender: sender ?? "", kind: push.kind.rawValue, plaintext: plaintext, timestamp: push.timestamp))
             } else {
-                .pendingFetch(PendingFetch(txID: push.txID, sender: push.sender, kind: push.kind.rawValue, timestamp: push.timestamp))
+                .pendingFetch(PendingFetch(txID: push.txID, sender: sender ?? "", kind: push.kind.rawValue, timestamp: push.timestamp))
             }
         switch push.kind {
         case .handshake:
@@ -103,6 +123,12 @@ public struct NotificationContentResolver: Sendable {
         case .contextualMessage:
             return NotificationOutcome(title: name, body: plaintext.map(Self.messageBody) ?? "New message", record: record)
         }
+    }
+
+    /// The contact whose conversation uses the alias of the push's inline message.
+    static func contact(byAliasOf push: KasiaPush, in contacts: [Contact]) -> Contact? {
+        guard let hex = push.payloadHex, case .contextualMessage(let alias, _)? = KasiaPayload(hex: hex) else { return nil }
+        return contacts.first { $0.aliases.contains(alias) }
     }
 
     /// The inline payload's plaintext, if it is the operation the push says and opens with the key.

@@ -472,6 +472,14 @@ public final class SQLiteStore: Store {
     }
 
     public func pruneFinished(createdBefore before: Date, after cursor: PruneCursor?, limit: Int) async throws -> PruneBatch {
+        let batch = try await pruneBatch(createdBefore: before, after: cursor, limit: limit)
+        // The pages a batch freed go back to the database file now, in the pruner's time: else the
+        // commit that next crosses the WAL's checkpoint threshold (a publish) copies them.
+        if batch.deliveries > 0 { try await pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(PASSIVE)") } }
+        return batch
+    }
+
+    private func pruneBatch(createdBefore before: Date, after cursor: PruneCursor?, limit: Int) async throws -> PruneBatch {
         try await pool.write { db in
             let start = cursor ?? PruneCursor(createdAt: .min, eventID: "")
             let candidates = try Row.fetchAll(

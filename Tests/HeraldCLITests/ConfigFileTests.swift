@@ -43,6 +43,7 @@ let badConfigs: [BadConfig] = [
     BadConfig(name: "a limit of 0 watch keys", yaml: "limits: {watch_keys: 0}\napps: [{id: a}]", field: "limits.watch_keys"),
     BadConfig(name: "a batch body over 64 MiB", yaml: "limits: {batch_body_bytes: 100000000}\napps: [{id: a}]", field: "limits.batch_body_bytes"),
     BadConfig(name: "an unknown limit", yaml: "limits: {devices: 5}\napps: [{id: a}]", field: "limits.devices"),
+    BadConfig(name: "an unknown privacy", yaml: "apps: [{id: a, privacy: secret}]", field: "apps[0].privacy"),
 ]
 
 @Suite("HERALD_CONFIG: several apps per instance", .serialized)

@@ -32,6 +32,18 @@ struct KasiaTemplateTests {
                              collapseID: push.collapseID, payload: push.payload).validate()
     }
 
+    @Test("privacy: minimal — what Apple, Google or a Web Push service reads is the txid, the kind, the encrypted payload, the time and a generic alert: no sender, amount or thread id", arguments: KasiaEvent.Kind.allCases)
+    func minimal(kind: KasiaEvent.Kind) throws {
+        let push = KasiaTemplate.render(Self.event(kind, amount: kind == .payment ? 1_050_000_000 : nil), privacy: .minimal)
+        let json = String(decoding: push.payload, as: UTF8.self)
+        #expect(json == #"{"aps":{"alert":{"title":"New message"},"mutable-content":1,"content-available":1},"kasia":{"type":"\#(kind.rawValue)","txId":"\#(Self.txID)","payload":"636970685f6d73673a","timestamp":1704067200,"daaScore":12345678}}"#)
+        for secret in [Self.sender, String(Self.sender.dropFirst("kaspa:".count).prefix(10)), "70xmfj", "1050000000", "10.5", "thread-id"] {
+            #expect(!json.contains(secret), "\(secret)")
+        }
+        try APNsNotification(deviceToken: String(repeating: "ab", count: 32), topic: "com.kasia.app",
+                             collapseID: push.collapseID, payload: push.payload).validate()
+    }
+
     @Test("the payload is inline at 3,500 characters and null at 3,502")
     func inlineLimit() throws {
         let at = KasiaTemplate.render(Self.event(.contextualMessage, payloadHex: String(repeating: "ab", count: 1_750)))

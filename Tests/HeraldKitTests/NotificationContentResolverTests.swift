@@ -93,4 +93,32 @@ import Testing
             }
         }
     }
+
+    @Test("a push of an app with privacy: minimal names no sender: the contact is found by the message's alias, else the record waits for the fetched transaction")
+    func minimalPrivacy() throws {
+        let resolver = NotificationContentResolver(cipher: cipher)
+        let me = try cipher.randomPrivateKey()
+        let alice = try cipher.address(of: cipher.randomPrivateKey()).string
+        let contacts = [Contact(address: alice, name: "Alice", aliases: ["a1b2c3d4e5f6"])]
+        func push(_ kind: KasiaPush.Kind, _ payload: [UInt8]?) throws -> KasiaPush {
+            // Decoded as it arrives: the JSON Herald renders under .minimal, with no sender.
+            let json = #"{"aps":{"alert":{"title":"New message"},"mutable-content":1},"kasia":{"type":"\#(kind.rawValue)","txId":"tx1","payload":\#(payload.map { "\"\(Hex.encode($0))\"" } ?? "null"),"timestamp":1750000000,"daaScore":9}}"#
+            guard case .kasia(let push) = try HeraldPush(json: Data(json.utf8)) else { throw CancellationError() }
+            #expect(push.sender == nil)
+            return push
+        }
+        let sealed = try cipher.encrypt("Hey!", to: cipher.address(of: me))
+        let known = resolver.resolve(try push(.contextualMessage, KasiaPayload.contextualMessagePayload(alias: "a1b2c3d4e5f6", sealed: sealed)), contacts: contacts, privateKey: me)
+        #expect(known.title == "Alice" && known.body == "Hey!")
+        #expect(known.record == .message(StoredMessage(txID: "tx1", sender: alice, kind: "contextual_message", plaintext: "Hey!", timestamp: 1_750_000_000)))
+        let stranger = resolver.resolve(try push(.contextualMessage, KasiaPayload.contextualMessagePayload(alias: "ffffffffffff", sealed: sealed)), contacts: contacts, privateKey: me)
+        #expect(stranger.title == "Someone" && stranger.body == "Hey!")
+        #expect(stranger.record == .message(StoredMessage(txID: "tx1", sender: "", kind: "contextual_message", plaintext: "Hey!", timestamp: 1_750_000_000)))
+        let payment = resolver.resolve(try push(.payment, nil), contacts: contacts, privateKey: me)
+        #expect(payment.title == "Payment Received" && payment.body == "Payment from Someone")
+        #expect(payment.record == .pendingFetch(PendingFetch(txID: "tx1", sender: "", kind: "payment", timestamp: 1_750_000_000)))
+        // Contacts stored before aliases were kept still decode.
+        let old = try JSONDecoder().decode(Contact.self, from: Data(#"{"address":"\#(alice)","name":"Alice"}"#.utf8))
+        #expect(old == Contact(address: alice, name: "Alice"))
+    }
 }
