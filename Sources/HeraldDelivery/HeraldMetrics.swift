@@ -77,35 +77,30 @@ public final class HeraldMetrics: Sendable {
 
     // MARK: Handles, created once per label set
 
-    private func counter(_ label: String, _ dimensions: KeyValuePairs<String, String> = [:]) -> CoreMetrics.Counter {
+    /// The handle for (label, dimensions) from `cache`, made by `make` the first time.
+    private func cached<Handle>(
+        _ cache: borrowing Mutex<[Key: Handle]>, _ label: String, _ dimensions: KeyValuePairs<String, String>,
+        _ make: (String, [(String, String)]) -> Handle
+    ) -> Handle {
         let key = Key(label: label, dimensions: dimensions.flatMap { [$0.key, $0.value] })
-        return counters.withLock { map in
+        return cache.withLock { map in
             if let existing = map[key] { return existing }
-            let made = CoreMetrics.Counter(label: label, dimensions: dimensions.map { ($0.key, $0.value) }, factory: factory)
+            let made = make(label, dimensions.map { ($0.key, $0.value) })
             map[key] = made
             return made
         }
+    }
+
+    private func counter(_ label: String, _ dimensions: KeyValuePairs<String, String> = [:]) -> CoreMetrics.Counter {
+        cached(counters, label, dimensions) { CoreMetrics.Counter(label: $0, dimensions: $1, factory: factory) }
     }
 
     private func gauge(_ label: String, _ dimensions: KeyValuePairs<String, String> = [:]) -> CoreMetrics.Gauge {
-        let key = Key(label: label, dimensions: dimensions.flatMap { [$0.key, $0.value] })
-        return gauges.withLock { map in
-            if let existing = map[key] { return existing }
-            let made = CoreMetrics.Gauge(label: label, dimensions: dimensions.map { ($0.key, $0.value) }, factory: factory)
-            map[key] = made
-            return made
-        }
+        cached(gauges, label, dimensions) { CoreMetrics.Gauge(label: $0, dimensions: $1, factory: factory) }
     }
 
     private func timer(_ label: String, _ dimensions: KeyValuePairs<String, String> = [:]) -> CoreMetrics.Timer {
-        let key = Key(label: label, dimensions: dimensions.flatMap { [$0.key, $0.value] })
-        return timers.withLock { map in
-            if let existing = map[key] { return existing }
-            let made = CoreMetrics.Timer(
-                label: label, dimensions: dimensions.map { ($0.key, $0.value) }, preferredDisplayUnit: .seconds, factory: factory)
-            map[key] = made
-            return made
-        }
+        cached(timers, label, dimensions) { CoreMetrics.Timer(label: $0, dimensions: $1, preferredDisplayUnit: .seconds, factory: factory) }
     }
 
     /// A push service's reason as a label value: a short name, and no more than
