@@ -169,8 +169,10 @@ struct ServeCommand: AsyncParsableCommand {
             var open: [Platform: Int] = [:]
             for (app, list) in readings {
                 for provider in list {
-                    m.tokenRefreshes(app: app, platform: provider.platform, stats: provider.stats)
-                    if provider.platform != .web { open[provider.platform, default: 0] += provider.stats.connectionsOpen }
+                    let stats = provider.stats
+                    m.tokenRefreshes(app: app, platform: provider.platform, stats: stats)
+                    // Every app's Web Push provider shares one client: its connections are counted once, below.
+                    if provider.platform != .web { open[provider.platform, default: 0] += stats.connectionsOpen }
                 }
             }
             open[.web] = webPushClient.connectionsOpen

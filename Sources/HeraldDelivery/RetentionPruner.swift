@@ -36,8 +36,6 @@ public struct RetentionPruner: Service, Sendable {
         public var events = 0
         public var deliveries = 0
         public var batches = 0
-        /// The most rows one batch was allowed to delete.
-        public var largestBatch = 0
     }
 
     /// One pass over everything older than the retention; each batch its own transaction, so
@@ -54,7 +52,6 @@ public struct RetentionPruner: Service, Sendable {
             pass.events += batch.events
             pass.deliveries += batch.deliveries
             pass.batches += 1
-            pass.largestBatch = max(pass.largestBatch, limit)
             limit = Self.nextLimit(after: limit, took: took, target: batchTarget)
             cursor = batch.next
             // The writer is left alone at least as long as the batch held it: publishes queued

@@ -13,20 +13,11 @@ import Testing
 struct ReadinessTests {
     @Test("/readyz: 200 naming what it checked while the store answers and every check holds; 503 in the envelope naming each failure")
     func readiness() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-ready-\(UUID())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let store = try SQLiteStore(path: directory.appendingPathComponent("herald.sqlite").path)
-        try await store.migrate()
-        var configuration = APIConfiguration()
-        configuration.apps = .single(AppSettings(id: "default", publishKeys: ["pk"]))
-        let publisher = EventPublisher(store: store, apps: configuration.apps)
         let simulatorUp = Atomic<Bool>(true)
-        let router = Gateway.router(
-            store: store, configuration: configuration, publisher: publisher,
+        try await withRegistrationServer(
             readiness: [ReadinessCheck("built-in APNs simulator listening") { simulatorUp.load(ordering: .relaxed) }],
-            sending: ["default": ["ios": "simulator"]])
-        try await Application(router: router).test(.live) { client in
+            sending: ["default": ["ios": "simulator"]]
+        ) { client, store in
             let ready = try await send(client, .get, "/readyz")
             #expect(ready.status == .ok)
             let body = try json(ready)

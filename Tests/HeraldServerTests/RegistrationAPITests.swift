@@ -16,6 +16,7 @@ let token1 = String(repeating: "ab", count: 32)
 func withRegistrationServer(
     configure: (inout APIConfiguration) -> Void = { _ in },
     maximumDeliveriesPerRequest: Int = EventPublisher.defaultMaximumDeliveriesPerRequest,
+    readiness: [ReadinessCheck] = [], sending: [String: [String: String]] = [:],
     _ body: @Sendable (any TestClientProtocol, SQLiteStore) async throws -> Void
 ) async throws {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-api-\(UUID())")
@@ -29,7 +30,8 @@ func withRegistrationServer(
     let metrics = HeraldMetrics.prometheus()
     let publisher = EventPublisher(
         store: store, apps: configuration.apps, metrics: metrics.0, maximumDeliveriesPerRequest: maximumDeliveriesPerRequest)
-    let router = Gateway.router(store: store, configuration: configuration, publisher: publisher, metrics: metrics)
+    let router = Gateway.router(
+        store: store, configuration: configuration, publisher: publisher, metrics: metrics, readiness: readiness, sending: sending)
     try await Application(router: router).test(.live) { client in try await body(client, store) }
 }
 
