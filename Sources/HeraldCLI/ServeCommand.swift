@@ -201,9 +201,8 @@ struct ServeCommand: AsyncParsableCommand {
         let removed = try await cleanup.once()
         logger.info("stale devices removed", metadata: ["removed": "\(removed)", "stale_after_days": "\(settings.staleAfterDays)"])
         services.append(cleanup)
-        if settings.retentionHours > 0 {
-            services.append(RetentionPruner(store: store, retention: .seconds(settings.retentionHours * 3600)))
-        }
+        // Always: with a retention of 0 its passes keep every event and only fold the store's counters.
+        services.append(RetentionPruner(store: store, retention: settings.retentionHours > 0 ? .seconds(settings.retentionHours * 3600) : nil))
 
         // The Kaspa chain source, when a node is configured: its events take the publish path.
         let chainSource = settings.kaspaURL.map { url in

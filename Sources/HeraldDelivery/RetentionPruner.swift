@@ -7,10 +7,11 @@ import ServiceLifecycle
 /// Deletes events whose deliveries have all finished (sent, failed, expired, dropped), with those
 /// deliveries, once older than the retention (`HERALD_RETENTION_HOURS`, default 72): a pass every
 /// `interval`, in batches sized so that each holds the store's writer about `batchTarget`, with
-/// a pause after each at least as long.
+/// a pause after each at least as long. Each pass first folds the store's counters.
 public struct RetentionPruner: Service, Sendable {
     public let store: any Retention
-    public let retention: Duration
+    /// Nil keeps every event (the passes only fold the counters).
+    public let retention: Duration?
     public let interval: Duration
     /// How long one batch should hold the writer: the batch size follows what the last one took.
     public let batchTarget: Duration
@@ -20,7 +21,7 @@ public struct RetentionPruner: Service, Sendable {
     public static let batchRows = (minimum: 50, maximum: 20_000, first: 1_000)
 
     public init(
-        store: any Retention, retention: Duration, interval: Duration = .seconds(60), batchTarget: Duration = .milliseconds(10),
+        store: any Retention, retention: Duration?, interval: Duration = .seconds(60), batchTarget: Duration = .milliseconds(10),
         clock: any HeraldClock = SystemClock(), logger: Logger = Logger(label: "herald.retention")
     ) {
         self.store = store
@@ -41,8 +42,10 @@ public struct RetentionPruner: Service, Sendable {
     /// One pass over everything older than the retention; each batch its own transaction, so
     /// publishes and outcomes get the writer between them.
     public func once() async throws -> Pass {
-        let before = clock.now().addingTimeInterval(-retention.seconds)
         var pass = Pass()
+        try await store.compactCounters()
+        guard let retention else { return pass }
+        let before = clock.now().addingTimeInterval(-retention.seconds)
         var cursor: PruneCursor?
         var limit = Self.batchRows.first
         repeat {
@@ -81,7 +84,7 @@ public struct RetentionPruner: Service, Sendable {
                     if pass.deliveries > 0 || pass.events > 0 {
                         logger.info("finished deliveries past the retention deleted", metadata: [
                             "events": "\(pass.events)", "deliveries": "\(pass.deliveries)", "batches": "\(pass.batches)",
-                            "retention_hours": "\(Int(retention.seconds / 3600))",
+                            "retention_hours": "\(Int((retention?.seconds ?? 0) / 3600))",
                         ])
                     }
                 } catch is CancellationError {

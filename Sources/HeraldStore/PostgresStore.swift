@@ -53,6 +53,14 @@ public final class PostgresStore: Store {
                 try await db.query(
                     "INSERT INTO herald_migrations (version, applied_at) VALUES (\(version), \(Date().milliseconds))", logger: logger)
             }
+            if !applied.contains(Schema.countersVersion) {
+                for statement in Schema.postgresCounters {
+                    try await db.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
+                try await db.query(
+                    "INSERT INTO herald_migrations (version, applied_at) VALUES (\(Schema.countersVersion), \(Date().milliseconds))",
+                    logger: logger)
+            }
         }
     }
 
@@ -456,29 +464,51 @@ public final class PostgresStore: Store {
             "DELETE FROM devices WHERE last_seen < \(lastSeenBefore.milliseconds) RETURNING id", logger: logger))
     }
 
+    /// The counters (totals plus the deltas not folded yet), and the oldest pending delivery off
+    /// the lane index: no query here counts rows of the tables.
     public func stats() async throws -> StoreStats {
-        var stats = StoreStats()
+        try await compactCounters()
+        var counts = StoreStats.Counts()
         for try await (app, platform, n) in try await client.query(
-            "SELECT app_id, platform, COUNT(*) FROM devices GROUP BY app_id, platform", logger: logger
+            """
+            SELECT app_id, platform, SUM(n)::BIGINT FROM (
+              SELECT app_id, platform, n FROM device_counts UNION ALL SELECT app_id, platform, n FROM device_count_deltas
+            ) c GROUP BY 1, 2
+            """, logger: logger
         ).decode((String, String, Int64).self) {
-            stats.devices[app, default: [:]][platform] = Int(n)
+            counts.devices.append((app, platform, Int(n)))
         }
-        for try await (state, n) in try await client.query(
-            "SELECT state, COUNT(*) FROM deliveries GROUP BY state", logger: logger
-        ).decode((String, Int64).self) {
-            if let state = DeliveryState(rawValue: state) { stats.deliveries[state] = Int(n) }
+        for try await (state, reason, n) in try await client.query(
+            """
+            SELECT state, reason, SUM(n)::BIGINT FROM (
+              SELECT state, reason, n FROM delivery_counts UNION ALL SELECT state, reason, n FROM delivery_count_deltas
+            ) c GROUP BY 1, 2
+            """, logger: logger
+        ).decode((String, String, Int64).self) {
+            counts.deliveries.append((state, reason, Int(n)))
         }
-        for try await (reason, n) in try await client.query(
-            "SELECT last_reason, COUNT(*) FROM deliveries WHERE state IN ('failed', 'dropped') GROUP BY last_reason", logger: logger
-        ).decode((String?, Int64).self) {
-            stats.failureReasons[reason ?? "unknown"] = Int(n)
+        return StoreStats(counts, queues: try await queues())
+    }
+
+    /// Folds the counters' deltas into their totals, in one transaction: a delta is moved once
+    /// (a concurrent fold waits on the rows this one deletes, then finds them gone).
+    public func compactCounters() async throws {
+        try await client.withTransaction(logger: logger) { db in
+            try await db.query(
+                """
+                WITH moved AS (DELETE FROM delivery_count_deltas RETURNING state, reason, n)
+                INSERT INTO delivery_counts (state, reason, n) SELECT state, reason, SUM(n) FROM moved GROUP BY 1, 2 ORDER BY 1, 2
+                ON CONFLICT (state, reason) DO UPDATE SET n = delivery_counts.n + EXCLUDED.n
+                """, logger: logger)
+            try await db.query(
+                """
+                WITH moved AS (DELETE FROM device_count_deltas RETURNING app_id, platform, n)
+                INSERT INTO device_counts (app_id, platform, n) SELECT app_id, platform, SUM(n) FROM moved GROUP BY 1, 2 ORDER BY 1, 2
+                ON CONFLICT (app_id, platform) DO UPDATE SET n = device_counts.n + EXCLUDED.n
+                """, logger: logger)
+            try await db.query("DELETE FROM delivery_counts WHERE n = 0", logger: logger)
+            try await db.query("DELETE FROM device_counts WHERE n = 0", logger: logger)
         }
-        for try await oldest in try await client.query(
-            "SELECT MIN(created_at) FROM deliveries WHERE state IN ('pending', 'sending')", logger: logger
-        ).decode(Int64?.self) {
-            stats.oldestPending = oldest.map(Date.init(milliseconds:))
-        }
-        return stats
     }
 
     public func pruneFinished(createdBefore before: Date, after cursor: PruneCursor?, limit: Int) async throws -> PruneBatch {
@@ -513,7 +543,11 @@ public final class PostgresStore: Store {
                 budget -= deleted
                 batch.deliveries += deleted
                 // Out of budget with deliveries left: the next batch starts at this event again.
-                if budget <= 0, try await exists("SELECT 1 FROM deliveries WHERE event_id = \(id) LIMIT 1") { return batch }
+                if budget <= 0, try await exists("SELECT 1 FROM deliveries WHERE event_id = \(id) LIMIT 1") {
+                    // (From the start when this was the pass's first event: a nil cursor would end the pass.)
+                    batch.next = batch.next ?? start
+                    return batch
+                }
                 try await db.query("DELETE FROM events WHERE id = \(id)", logger: logger)
                 batch.events += 1
                 batch.next = here

@@ -33,6 +33,7 @@ public final class SQLiteStore: Store {
         for (version, sql) in Schema.versions {
             migrator.registerMigration(version) { db in try db.execute(sql: sql) }
         }
+        migrator.registerMigration(Schema.countersVersion) { db in try db.execute(sql: Schema.sqliteCounters) }
         try migrator.migrate(pool)
     }
 
@@ -451,25 +452,24 @@ public final class SQLiteStore: Store {
         }
     }
 
+    /// The counters the triggers keep, and the oldest pending delivery off the lane index: no
+    /// query here counts rows of the tables.
     public func stats() async throws -> StoreStats {
-        try await pool.read { db in
-            var stats = StoreStats()
-            for row in try Row.fetchAll(db, sql: "SELECT app_id, platform, COUNT(*) AS n FROM devices GROUP BY app_id, platform") {
-                stats.devices[row["app_id"], default: [:]][row["platform"]] = row["n"]
+        let counts = try await pool.read { db in
+            var counts = StoreStats.Counts()
+            for row in try Row.fetchAll(db, sql: "SELECT app_id, platform, n FROM device_counts") {
+                counts.devices.append((row[0], row[1], row[2]))
             }
-            for row in try Row.fetchAll(db, sql: "SELECT state, COUNT(*) AS n FROM deliveries GROUP BY state") {
-                if let state = DeliveryState(rawValue: row["state"]) { stats.deliveries[state] = row["n"] }
+            for row in try Row.fetchAll(db, sql: "SELECT state, reason, n FROM delivery_counts") {
+                counts.deliveries.append((row[0], row[1], row[2]))
             }
-            for row in try Row.fetchAll(
-                db, sql: "SELECT last_reason, COUNT(*) AS n FROM deliveries WHERE state IN ('failed', 'dropped') GROUP BY last_reason")
-            {
-                stats.failureReasons[row["last_reason"] ?? "unknown"] = row["n"]
-            }
-            stats.oldestPending = try Int64.fetchOne(db, sql: "SELECT MIN(created_at) FROM deliveries WHERE state IN ('pending', 'sending')")
-                .map(Date.init(milliseconds:))
-            return stats
+            return counts
         }
+        return StoreStats(counts, queues: try await queues())
     }
+
+    /// SQLite's triggers update the totals themselves: nothing to fold.
+    public func compactCounters() async throws {}
 
     public func pruneFinished(createdBefore before: Date, after cursor: PruneCursor?, limit: Int) async throws -> PruneBatch {
         let batch = try await pruneBatch(createdBefore: before, after: cursor, limit: limit)
@@ -504,7 +504,11 @@ public final class SQLiteStore: Store {
                 budget -= db.changesCount
                 batch.deliveries += db.changesCount
                 // Out of budget with deliveries left: the next batch starts at this event again.
-                if budget <= 0, try Int.fetchOne(anyLeft, arguments: [here.eventID]) != nil { return batch }
+                if budget <= 0, try Int.fetchOne(anyLeft, arguments: [here.eventID]) != nil {
+                    // (From the start when this was the pass's first event: a nil cursor would end the pass.)
+                    batch.next = batch.next ?? start
+                    return batch
+                }
                 try deleteEvent.execute(arguments: [here.eventID])
                 batch.events += 1
                 batch.next = here

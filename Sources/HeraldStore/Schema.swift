@@ -134,4 +134,103 @@ enum Schema {
         CREATE INDEX events_created ON events (created_at, id);
         CREATE INDEX deliveries_event ON deliveries (event_id);
         """
+
+    /// Counters `/v1/stats` reads instead of counting rows: deliveries by state (and, for
+    /// failed and dropped ones, by reason) and devices by app and platform, kept by triggers in
+    /// the transaction that changes the rows, whichever code path changes them (enqueue, claim,
+    /// outcome, expiry, a device's removal and its cascade, retention). Each store has its own
+    /// version 8: SQLite has one writer, so its triggers update the counter rows themselves.
+    static let countersVersion = "v8"
+
+    /// The counter key of a delivery row `row` (`NEW` or `OLD`): its reason only where it ended in one.
+    static func reasonKey(_ row: String) -> String {
+        "CASE WHEN \(row).state IN ('failed', 'dropped') THEN COALESCE(\(row).last_reason, 'unknown') ELSE '' END"
+    }
+
+    static let sqliteCounters = """
+        CREATE TABLE delivery_counts (state TEXT NOT NULL, reason TEXT NOT NULL, n BIGINT NOT NULL, PRIMARY KEY (state, reason)) WITHOUT ROWID;
+        CREATE TABLE device_counts (app_id TEXT NOT NULL, platform TEXT NOT NULL, n BIGINT NOT NULL, PRIMARY KEY (app_id, platform)) WITHOUT ROWID;
+        INSERT INTO delivery_counts (state, reason, n) SELECT d.state, \(reasonKey("d")), COUNT(*) FROM deliveries d GROUP BY 1, 2;
+        INSERT INTO device_counts (app_id, platform, n) SELECT app_id, platform, COUNT(*) FROM devices GROUP BY 1, 2;
+        CREATE TRIGGER deliveries_count_insert AFTER INSERT ON deliveries BEGIN
+          INSERT OR IGNORE INTO delivery_counts (state, reason, n) VALUES (NEW.state, \(reasonKey("NEW")), 0);
+          UPDATE delivery_counts SET n = n + 1 WHERE state = NEW.state AND reason = \(reasonKey("NEW"));
+        END;
+        CREATE TRIGGER deliveries_count_update AFTER UPDATE OF state, last_reason ON deliveries
+        WHEN OLD.state IS NOT NEW.state OR \(reasonKey("OLD")) IS NOT \(reasonKey("NEW")) BEGIN
+          UPDATE delivery_counts SET n = n - 1 WHERE state = OLD.state AND reason = \(reasonKey("OLD"));
+          INSERT OR IGNORE INTO delivery_counts (state, reason, n) VALUES (NEW.state, \(reasonKey("NEW")), 0);
+          UPDATE delivery_counts SET n = n + 1 WHERE state = NEW.state AND reason = \(reasonKey("NEW"));
+        END;
+        CREATE TRIGGER deliveries_count_delete AFTER DELETE ON deliveries BEGIN
+          UPDATE delivery_counts SET n = n - 1 WHERE state = OLD.state AND reason = \(reasonKey("OLD"));
+        END;
+        CREATE TRIGGER devices_count_insert AFTER INSERT ON devices BEGIN
+          INSERT OR IGNORE INTO device_counts (app_id, platform, n) VALUES (NEW.app_id, NEW.platform, 0);
+          UPDATE device_counts SET n = n + 1 WHERE app_id = NEW.app_id AND platform = NEW.platform;
+        END;
+        CREATE TRIGGER devices_count_update AFTER UPDATE OF app_id, platform ON devices
+        WHEN OLD.app_id IS NOT NEW.app_id OR OLD.platform IS NOT NEW.platform BEGIN
+          UPDATE device_counts SET n = n - 1 WHERE app_id = OLD.app_id AND platform = OLD.platform;
+          INSERT OR IGNORE INTO device_counts (app_id, platform, n) VALUES (NEW.app_id, NEW.platform, 0);
+          UPDATE device_counts SET n = n + 1 WHERE app_id = NEW.app_id AND platform = NEW.platform;
+        END;
+        CREATE TRIGGER devices_count_delete AFTER DELETE ON devices BEGIN
+          UPDATE device_counts SET n = n - 1 WHERE app_id = OLD.app_id AND platform = OLD.platform;
+        END;
+        """
+
+    /// PostgreSQL: every instance writes, so a trigger that updated a shared counter row would
+    /// serialize their transactions on it. Statement-level triggers append one delta row per
+    /// key a statement changed (inserts never wait on each other); `compactCounters` folds the
+    /// deltas into the totals, and reads add the deltas not folded yet. One statement each.
+    static let postgresCounters: [String] = [
+        "CREATE TABLE delivery_counts (state TEXT NOT NULL, reason TEXT NOT NULL, n BIGINT NOT NULL, PRIMARY KEY (state, reason))",
+        "CREATE TABLE delivery_count_deltas (state TEXT NOT NULL, reason TEXT NOT NULL, n BIGINT NOT NULL)",
+        "CREATE TABLE device_counts (app_id TEXT NOT NULL, platform TEXT NOT NULL, n BIGINT NOT NULL, PRIMARY KEY (app_id, platform))",
+        "CREATE TABLE device_count_deltas (app_id TEXT NOT NULL, platform TEXT NOT NULL, n BIGINT NOT NULL)",
+        // Writers wait while the totals are first counted, so none is missed or counted twice.
+        "LOCK TABLE deliveries, devices IN SHARE MODE",
+        "INSERT INTO delivery_counts (state, reason, n) SELECT d.state, \(reasonKey("d")), COUNT(*) FROM deliveries d GROUP BY 1, 2",
+        "INSERT INTO device_counts (app_id, platform, n) SELECT app_id, platform, COUNT(*) FROM devices GROUP BY 1, 2",
+        """
+        CREATE FUNCTION herald_count_deliveries() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          IF TG_OP = 'INSERT' THEN
+            INSERT INTO delivery_count_deltas (state, reason, n) SELECT r.state, \(reasonKey("r")), COUNT(*) FROM new_rows r GROUP BY 1, 2;
+          ELSIF TG_OP = 'DELETE' THEN
+            INSERT INTO delivery_count_deltas (state, reason, n) SELECT r.state, \(reasonKey("r")), -COUNT(*) FROM old_rows r GROUP BY 1, 2;
+          ELSE
+            INSERT INTO delivery_count_deltas (state, reason, n)
+            SELECT state, reason, SUM(n) FROM (
+              SELECT r.state, \(reasonKey("r")) AS reason, 1 AS n FROM new_rows r
+              UNION ALL SELECT r.state, \(reasonKey("r")), -1 FROM old_rows r
+            ) changed GROUP BY 1, 2 HAVING SUM(n) <> 0;
+          END IF;
+          RETURN NULL;
+        END $$
+        """,
+        """
+        CREATE FUNCTION herald_count_devices() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          IF TG_OP = 'INSERT' THEN
+            INSERT INTO device_count_deltas (app_id, platform, n) SELECT app_id, platform, COUNT(*) FROM new_rows GROUP BY 1, 2;
+          ELSIF TG_OP = 'DELETE' THEN
+            INSERT INTO device_count_deltas (app_id, platform, n) SELECT app_id, platform, -COUNT(*) FROM old_rows GROUP BY 1, 2;
+          ELSE
+            INSERT INTO device_count_deltas (app_id, platform, n)
+            SELECT app_id, platform, SUM(n) FROM (
+              SELECT app_id, platform, 1 AS n FROM new_rows UNION ALL SELECT app_id, platform, -1 FROM old_rows
+            ) changed GROUP BY 1, 2 HAVING SUM(n) <> 0;
+          END IF;
+          RETURN NULL;
+        END $$
+        """,
+        "CREATE TRIGGER deliveries_count_insert AFTER INSERT ON deliveries REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION herald_count_deliveries()",
+        "CREATE TRIGGER deliveries_count_update AFTER UPDATE ON deliveries REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION herald_count_deliveries()",
+        "CREATE TRIGGER deliveries_count_delete AFTER DELETE ON deliveries REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION herald_count_deliveries()",
+        "CREATE TRIGGER devices_count_insert AFTER INSERT ON devices REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION herald_count_devices()",
+        "CREATE TRIGGER devices_count_update AFTER UPDATE ON devices REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION herald_count_devices()",
+        "CREATE TRIGGER devices_count_delete AFTER DELETE ON devices REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION herald_count_devices()",
+    ]
 }

@@ -161,8 +161,28 @@ public struct StoreStats: Hashable, Sendable {
     /// app → platform → devices.
     public var devices: [String: [String: Int]] = [:]
     public var deliveries: [DeliveryState: Int] = [:]
+    /// Failed and dropped deliveries by their last reason.
     public var failureReasons: [String: Int] = [:]
     public var oldestPending: Date?
+
+    public init() {}
+
+    /// The counter rows a store keeps: (app, platform, devices) and (state, reason, deliveries).
+    struct Counts {
+        var devices: [(String, String, Int)] = []
+        var deliveries: [(String, String, Int)] = []
+    }
+
+    /// Stats from the counter rows (rows at zero left out) and the queues.
+    init(_ counts: Counts, queues: [String: AppQueue]) {
+        for (app, platform, n) in counts.devices where n != 0 { devices[app, default: [:]][platform, default: 0] += n }
+        for (state, reason, n) in counts.deliveries where n != 0 {
+            guard let state = DeliveryState(rawValue: state) else { continue }
+            deliveries[state, default: 0] += n
+            if !reason.isEmpty { failureReasons[reason, default: 0] += n }
+        }
+        oldestPending = queues.values.compactMap(\.oldest).min()
+    }
 }
 
 /// The devices and what each watches: written by the registration routes, read by routing.
@@ -294,6 +314,8 @@ public protocol Leadership: Sendable {
 public protocol StoreStatistics: Sendable {
     /// A query that touches no table: throws when the database does not answer (`/readyz`).
     func ping() async throws
+    /// Registrations, deliveries by state and failure reasons from counters the store keeps in
+    /// the transactions that change the rows (not by counting rows), and the oldest pending delivery.
     func stats() async throws -> StoreStats
     /// Each app's deliveries pending or being sent, and the creation of the oldest: read off the
     /// lane index, for `/metrics` on every scrape.
@@ -327,6 +349,10 @@ public protocol Retention: Sendable {
     /// deliveries in all (a larger event loses `limit` of them now, the rest in later batches).
     /// Events with a delivery still pending or sending are passed over. One transaction.
     func pruneFinished(createdBefore before: Date, after cursor: PruneCursor?, limit: Int) async throws -> PruneBatch
+    /// Folds counter changes not yet added to their totals (PostgreSQL's deltas, which grow with
+    /// every write until folded); `stats` reads correctly either way. The retention pass runs it
+    /// every minute.
+    func compactCounters() async throws
 }
 
 /// Events one pruning batch looks at, at most.

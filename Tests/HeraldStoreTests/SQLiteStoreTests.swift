@@ -566,3 +566,57 @@ struct StoreRetentionTests {
         }
     }
 }
+
+@Suite("Store: the counters /v1/stats reads (SQLite, and PostgreSQL when configured)")
+struct StoreCounterTests {
+    @Test("every change moves the counters: enqueue, claim, each outcome, expiry, a device's removal and its cascade, a platform change, pruning")
+    func countersFollowEveryChange() async throws {
+        try await withEachStore { store, reopen in
+            let rows = try await (1...5).asyncMap { try await store.register(try registration($0, watching: []), now: t0).rowID }
+            _ = try await store.register(try registration(7, app: "other", watching: []), now: t0)
+            #expect(try await store.stats().devices == ["kasia": ["ios": 5], "other": ["ios": 1]])
+
+            _ = try await store.enqueue([event("e1", rows: rows)], checkpoint: nil, now: t0)
+            #expect(try await store.stats().deliveries == [.pending: 5])
+            let c = try await store.claimDue(app: "kasia", platform: .ios, limit: 10, now: t0, lease: .seconds(30))
+            #expect(try await store.stats().deliveries == [.sending: 5])
+            func claimed(_ i: Int) throws -> Int64 { try #require(c.first { $0.device.rowID == rows[i] }).id }
+            try await store.complete([
+                .sent(id: try claimed(0)), .failed(id: try claimed(1), reason: "TopicDisallowed"),
+                .retry(id: try claimed(2), at: t0.addingTimeInterval(5), reason: "ServiceUnavailable"),
+                .failed(id: try claimed(3), reason: "TopicDisallowed"),
+                .tokenDead(id: try claimed(4), deviceRowID: rows[4], since: nil, reason: "BadDeviceToken"),
+            ], now: t0)
+            var stats = try await store.stats()
+            #expect(stats.deliveries == [.pending: 1, .sent: 1, .failed: 3])
+            // A retry's reason is not a failure reason: only failed and dropped deliveries count by it.
+            #expect(stats.failureReasons == ["TopicDisallowed": 2, "BadDeviceToken": 1])
+
+            // Expiry; then a device removed with its pending deliveries (the cascade).
+            _ = try await store.enqueue([event("e2", rows: [rows[0], rows[1]], expires: t0.addingTimeInterval(60)), event("e3", rows: [rows[2]])],
+                                        checkpoint: nil, now: t0)
+            #expect(try await store.stats().deliveries == [.pending: 4, .sent: 1, .failed: 3])
+            #expect(try await store.expire(now: t0.addingTimeInterval(60)) == 2)
+            #expect(try await store.unregister(app: "kasia", token: token(3).value))
+            stats = try await store.stats()
+            #expect(stats.deliveries == [.sent: 1, .failed: 3, .expired: 2])
+            #expect(stats.devices == ["kasia": ["ios": 4], "other": ["ios": 1]])
+
+            // A token registered again as another platform's: moved between platforms, not added.
+            _ = try await store.register(try registration(8, watching: []), now: t0)
+            let android = try DeviceToken(token(8).value, platform: .android)
+            _ = try await store.register([Registration(app: "kasia", token: android, environment: .sandbox, watchSet: .empty)], now: t0)
+            #expect(try await store.stats().devices == ["kasia": ["ios": 4, "android": 1], "other": ["ios": 1]])
+
+            // Pruning every finished event empties the delivery counters; a restarted process reads the same.
+            var cursor: PruneCursor?
+            repeat {
+                cursor = try await store.pruneFinished(createdBefore: t0.addingTimeInterval(1), after: cursor, limit: 3).next
+            } while cursor != nil
+            try await store.compactCounters()
+            stats = try await reopen().stats()
+            #expect(stats.deliveries.isEmpty && stats.failureReasons.isEmpty, "\(stats)")
+            #expect(stats.devices == ["kasia": ["ios": 4, "android": 1], "other": ["ios": 1]])
+        }
+    }
+}
