@@ -18,16 +18,15 @@ let package = Package(
         .library(name: "HeraldStore", targets: ["HeraldStore"]),
         .library(name: "HeraldDelivery", targets: ["HeraldDelivery"]),
         .library(name: "HeraldServer", targets: ["HeraldServer"]),
-        .library(name: "KasiaProtocol", targets: ["KasiaProtocol"]),
         .library(name: "HeraldKaspa", targets: ["HeraldKaspa"]),
-        .library(name: "KasiaCrypto", targets: ["KasiaCrypto"]),
-        .library(name: "HeraldKit", targets: ["HeraldKit"]),
         .executable(name: "kasia", targets: ["KasiaCLI"]),
         .executable(name: "herald", targets: ["HeraldCLI"]),
         .executable(name: "herald-bench", targets: ["HeraldBench"]),
         .executable(name: "heraldkit-bench", targets: ["HeraldKitBench"]),
     ],
     dependencies: [
+        // HeraldKit, KasiaProtocol and KasiaCrypto: the client package, with its own platforms (iOS 15, macOS 12).
+        .package(path: "HeraldKit"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
@@ -158,32 +157,16 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // Kaspa addresses and Kasia's on-chain formats, pure Swift: shared by the gateway and HeraldKit.
-        .target(name: "KasiaProtocol"),
-        // libsecp256k1 from Debian's libsecp256k1-dev (HeraldKit's default curve on Linux).
-        .systemLibrary(name: "CSecp256k1", pkgConfig: "libsecp256k1", providers: [.apt(["libsecp256k1-dev"])]),
-        // The Kasia cipher (secp256k1 ECDH, HKDF-SHA256, ChaCha20-Poly1305), without Foundation:
-        // small enough for a notification extension.
-        .target(
-            name: "KasiaCrypto",
-            dependencies: [
-                "KasiaProtocol",
-                .target(name: "CSecp256k1", condition: .when(platforms: [.linux])),
-                .product(name: "Crypto", package: "swift-crypto"),
-            ]
-        ),
-        // The client library apps and their notification extensions embed (SPEC §6).
-        .target(name: "HeraldKit", dependencies: ["KasiaProtocol", "KasiaCrypto", .product(name: "Crypto", package: "swift-crypto")]),
         // `kasia`: decode and encrypt Kasia payloads when debugging pushes.
         .executableTarget(
             name: "KasiaCLI",
-            dependencies: ["KasiaCrypto", "KasiaProtocol", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: [.product(name: "KasiaCrypto", package: "HeraldKit"), .product(name: "KasiaProtocol", package: "HeraldKit"), .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         // Herald's domain, no I/O: watch keys, Kaspa addresses, events, push templates.
         .target(
             name: "HeraldCore",
             dependencies: [
-                "HeraldAPNsCore", "HeraldFCMCore", "HeraldWebPushCore", "KasiaProtocol", .product(name: "Crypto", package: "swift-crypto"),
+                "HeraldAPNsCore", "HeraldFCMCore", "HeraldWebPushCore", .product(name: "KasiaProtocol", package: "HeraldKit"), .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         // Durable state behind a `Store` protocol; SQLite (one file, WAL) here.
@@ -211,7 +194,7 @@ let package = Package(
         .target(
             name: "HeraldKaspa",
             dependencies: [
-                "HeraldCore", "HeraldStore", "HeraldDelivery", "KasiaProtocol",
+                "HeraldCore", "HeraldStore", "HeraldDelivery", .product(name: "KasiaProtocol", package: "HeraldKit"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "WSClient", package: "swift-websocket"),
                 .product(name: "Logging", package: "swift-log"),
@@ -232,7 +215,7 @@ let package = Package(
         .target(
             name: "HeraldServer",
             dependencies: [
-                "HeraldCore", "HeraldStore", "HeraldDelivery", "HeraldKaspa", "KasiaCrypto", "HeraldWebPush",
+                "HeraldCore", "HeraldStore", "HeraldDelivery", "HeraldKaspa", .product(name: "KasiaCrypto", package: "HeraldKit"), "HeraldWebPush",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -277,7 +260,7 @@ let package = Package(
             path: "Benchmarks/HeraldBench"
         ),
         // `heraldkit-bench`: HeraldKit's hot paths (README → Performance).
-        .executableTarget(name: "HeraldKitBench", dependencies: ["HeraldKit"], path: "Benchmarks/HeraldKitBench"),
+        .executableTarget(name: "HeraldKitBench", dependencies: [.product(name: "HeraldKit", package: "HeraldKit")], path: "Benchmarks/HeraldKitBench"),
         .testTarget(
             name: "HeraldAPNsTests",
             dependencies: [
@@ -298,29 +281,29 @@ let package = Package(
         .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore", "HeraldAPNs"]),
         .testTarget(
             name: "HeraldFCMTests",
-            dependencies: ["HeraldFCM", "HeraldFCMSimulator", "HeraldDelivery", "HeraldStore", "HeraldCore", "HeraldAPNsCore", "HeraldKit", "HeraldTestSupport"],
+            dependencies: ["HeraldFCM", "HeraldFCMSimulator", "HeraldDelivery", "HeraldStore", "HeraldCore", "HeraldAPNsCore", .product(name: "HeraldKit", package: "HeraldKit"), "HeraldTestSupport"],
             exclude: ["Fixtures"]
         ),
         .testTarget(
             name: "HeraldWebPushTests",
             dependencies: [
-                "HeraldWebPushCore", "HeraldWebPush", "HeraldWebPushSimulator", "HeraldDelivery", "HeraldStore", "HeraldCore", "HeraldAPNsCore", "HeraldKit",
+                "HeraldWebPushCore", "HeraldWebPush", "HeraldWebPushSimulator", "HeraldDelivery", "HeraldStore", "HeraldCore", "HeraldAPNsCore", .product(name: "HeraldKit", package: "HeraldKit"),
                 "HeraldTestSupport", .product(name: "Crypto", package: "swift-crypto"), .product(name: "NIOPosix", package: "swift-nio"),
             ],
             exclude: ["Fixtures"]
         ),
         .testTarget(
             name: "HeraldKaspaTests",
-            dependencies: ["HeraldKaspa", "HeraldCore", "HeraldKit", "KaspaNodeSimulator", "HeraldTestSupport"],
+            dependencies: ["HeraldKaspa", "HeraldCore", .product(name: "HeraldKit", package: "HeraldKit"), "KaspaNodeSimulator", "HeraldTestSupport"],
             exclude: ["Fixtures"]
         ),
         .testTarget(
             name: "HeraldKitTests",
-            dependencies: ["HeraldKit", "KasiaProtocol", "KasiaCrypto", "HeraldTestSupport", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: [.product(name: "HeraldKit", package: "HeraldKit"), .product(name: "KasiaProtocol", package: "HeraldKit"), .product(name: "KasiaCrypto", package: "HeraldKit"), "HeraldTestSupport", .product(name: "Crypto", package: "swift-crypto")],
             exclude: ["Fixtures"]
         ),
         // Writes to a HeraldKit shared store from a second process (the cross-process test).
-        .executableTarget(name: "SharedStoreWriter", dependencies: ["HeraldKit"], path: "Tests/SharedStoreWriter"),
+        .executableTarget(name: "SharedStoreWriter", dependencies: [.product(name: "HeraldKit", package: "HeraldKit")], path: "Tests/SharedStoreWriter"),
         // Test helpers shared by test targets: fresh PostgreSQL databases.
         .target(
             name: "HeraldTestSupport",

@@ -1,0 +1,37 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// HeraldKit: the client half apps and their notification extensions embed (SPEC §6), a package
+// of its own so that it declares its own platforms: the server's `macOS 15` (Synchronization) is
+// not what an iOS 15 app or a notification extension has. Herald's server package uses
+// KasiaProtocol and KasiaCrypto from here.
+let package = Package(
+    name: "HeraldKit",
+    platforms: [.iOS(.v15), .macOS(.v12)],
+    products: [
+        .library(name: "HeraldKit", targets: ["HeraldKit"]),
+        .library(name: "KasiaProtocol", targets: ["KasiaProtocol"]),
+        .library(name: "KasiaCrypto", targets: ["KasiaCrypto"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0")
+    ],
+    targets: [
+        // Kaspa addresses and Kasia's on-chain formats, pure Swift: shared by the gateway and HeraldKit.
+        .target(name: "KasiaProtocol"),
+        // libsecp256k1 from Debian's libsecp256k1-dev (HeraldKit's default curve on Linux).
+        .systemLibrary(name: "CSecp256k1", pkgConfig: "libsecp256k1", providers: [.apt(["libsecp256k1-dev"])]),
+        // The Kasia cipher (secp256k1 ECDH, HKDF-SHA256, ChaCha20-Poly1305), without Foundation:
+        // small enough for a notification extension.
+        .target(
+            name: "KasiaCrypto",
+            dependencies: [
+                "KasiaProtocol",
+                .target(name: "CSecp256k1", condition: .when(platforms: [.linux])),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        // The client library: registration, decoding and decrypting pushes, reliability, polling.
+        .target(name: "HeraldKit", dependencies: ["KasiaProtocol", "KasiaCrypto", .product(name: "Crypto", package: "swift-crypto")]),
+    ]
+)
