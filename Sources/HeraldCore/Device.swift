@@ -107,7 +107,7 @@ public struct ContextualRoute: Hashable, Sendable {
     {
         let set = Set(aliases)
         guard set.count <= maximumAliases else { throw .tooManyAliases(limit: maximumAliases) }
-        for alias in set where alias.isEmpty || alias.utf8.count > Self.maximumAliasLength || alias.contains(":") {
+        for alias in set where alias.isEmpty || alias.unicodeScalars.count > Self.maximumAliasLength || alias.contains(":") {
             throw .invalidAlias(alias)
         }
         self.peer = peer

@@ -24,7 +24,7 @@ public enum WatchKey: Hashable, Sendable, CustomStringConvertible {
         }
         guard let colon = text.firstIndex(of: ":") else { throw .unknownKind }
         let identifier = String(text[text.index(after: colon)...])
-        guard !identifier.isEmpty, identifier.utf8.count <= Self.maximumIdentifierLength,
+        guard !identifier.isEmpty, identifier.unicodeScalars.count <= Self.maximumIdentifierLength,
             identifier.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value != 0x7f })
         else { throw .invalidIdentifier }
         switch text[..<colon] {
@@ -56,7 +56,7 @@ public enum WatchKeyError: Error, Hashable, Sendable, CustomStringConvertible {
         switch self {
         case .invalidKaspaAddress(let e): "not a Kaspa address: \(e)"
         case .unknownKind: "a watch key is a Kaspa address, conv:<hash>, session:<id> or user:<id>"
-        case .invalidIdentifier: "the identifier is empty, longer than \(WatchKey.maximumIdentifierLength) bytes, or has spaces or control characters"
+        case .invalidIdentifier: "the identifier is empty, longer than \(WatchKey.maximumIdentifierLength) characters, or has spaces or control characters"
         }
     }
 }

@@ -25,6 +25,13 @@ public struct APIError: Error, Hashable, Sendable {
         APIError(.badRequest, code: "invalid_field", message: message, field: field)
     }
 
+    /// 422 `invalid_value`: the field has the form the API document gives it and is refused on
+    /// what it means (a limit in UTF-8 bytes or across fields, a time window, a push service's
+    /// rules). 400 stays for requests that do not have the documented form.
+    public static func unprocessable(_ field: String, _ message: String) -> APIError {
+        APIError(.unprocessableContent, code: "invalid_value", message: message, field: field)
+    }
+
     public static func missing(_ field: String) -> APIError {
         APIError(.badRequest, code: "missing_field", message: "\(field) is required", field: field)
     }

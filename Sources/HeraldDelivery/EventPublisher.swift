@@ -23,7 +23,7 @@ public struct EventPublisher: Sendable {
     public static let defaultMaximumDeliveriesPerRequest = 100_000
     /// Events per batch.
     public static let maximumBatch = 1_000
-    /// Entries in each `targets` list and in `exclude_device_ids`, and the bytes of each entry.
+    /// Entries in each `targets` list and in `exclude_device_ids`, and the characters of each entry.
     public static let maximumTargets = 1_000
     public static let maximumTargetLength = 256
     /// Default time to live: 24 h.
@@ -175,17 +175,22 @@ public struct EventPublisher: Sendable {
         let nowDate = clock.now()
         let expiresAt = body.expiration.map { Date(timeIntervalSince1970: TimeInterval($0)) }
             ?? nowDate.addingTimeInterval(Self.defaultLifetime)
-        guard expiresAt > nowDate else { throw APIError.invalid(prefix + "expiration", "expiration is in the past") }
+        guard expiresAt > nowDate else { throw APIError.unprocessable(prefix + "expiration", "expiration is in the past") }
         guard expiresAt.timeIntervalSince(nowDate) <= Self.maximumLifetime else {
-            throw APIError.invalid(prefix + "expiration", "expiration is unix seconds at most 30 days ahead")
+            throw APIError.unprocessable(prefix + "expiration", "expiration is unix seconds at most 30 days ahead")
         }
 
         var push: RenderedPush
         var kasia: KasiaEvent?
         switch template {
         case "custom":
-            let map = Dictionary(fields.objectFields!.map { ($0.key, $0.value) }, uniquingKeysWith: { a, _ in a })
+            // A null field is an absent one, as everywhere in the API.
+            let map = Dictionary(fields.objectFields!.filter { $0.value != .null }.map { ($0.key, $0.value) }, uniquingKeysWith: { a, _ in a })
             guard let aps = map["aps"] else { throw APIError.missing(prefix + "fields.aps") }
+            // The document's form (400); what Apple and Google make of the contents is 422 below.
+            for key in ["aps", "data", "fcm"] where map[key].map({ $0.objectFields == nil }) == true {
+                throw APIError.invalid(prefix + "fields." + key, "\(key) is a JSON object")
+            }
             var pushType: APNsPushType?
             if let value = map["push_type"] {
                 guard case .string(let text) = value, let parsed = APNsPushType(rawValue: text) else {
@@ -200,7 +205,7 @@ public struct EventPublisher: Sendable {
                 if error.isTooLarge {
                     throw APIError(.contentTooLarge, code: "push_too_large", message: error.message, field: prefix + error.field)
                 }
-                throw APIError.invalid(prefix + error.field, error.message)
+                throw APIError.unprocessable(prefix + error.field, error.message)
             }
         case "kasia.handshake", "kasia.contextual_message", "kasia.payment":
             let event = try kasiaEvent(template: template, fields: fields, prefix: prefix)
@@ -246,7 +251,7 @@ public struct EventPublisher: Sendable {
             if error.isTooLarge {
                 throw APIError(.contentTooLarge, code: "push_too_large", message: error.message, field: prefix + error.field)
             }
-            throw APIError.invalid(prefix + error.field, error.message)
+            throw APIError.unprocessable(prefix + error.field, error.message)
         }
 
         var keys: [WatchKey] = []
@@ -255,8 +260,8 @@ public struct EventPublisher: Sendable {
             guard (list?.count ?? 0) <= Self.maximumTargets else {
                 throw APIError.invalid(prefix + name, "at most \(Self.maximumTargets) entries")
             }
-            if let i = list?.firstIndex(where: { $0.isEmpty || $0.utf8.count > Self.maximumTargetLength }) {
-                throw APIError.invalid(prefix + name + "[\(i)]", "1 to \(Self.maximumTargetLength) bytes")
+            if let i = list?.firstIndex(where: { $0.isEmpty || $0.unicodeScalars.count > Self.maximumTargetLength }) {
+                throw APIError.invalid(prefix + name + "[\(i)]", "1 to \(Self.maximumTargetLength) characters")
             }
         }
         if let targets = body.targets {
@@ -264,11 +269,13 @@ public struct EventPublisher: Sendable {
                 do { keys.append(try WatchKey(key)) } catch { throw APIError.invalid(prefix + "targets.keys[\(i)]", "\(error)") }
             }
         } else if let kasia {
-            guard KasiaRouting.lookupKey(for: kasia) != nil else { throw APIError.missing(prefix + "fields.recipient") }
+            guard KasiaRouting.lookupKey(for: kasia) != nil else {
+                throw APIError.unprocessable(prefix + "fields.recipient", "without targets, a \(template) event needs the recipient (a message: the sender and alias) to route by")
+            }
         } else if !implicitKeys.isEmpty {
             keys = implicitKeys
         } else if !implicitAllDevices {
-            throw APIError.missing(prefix + "targets")
+            throw APIError.unprocessable(prefix + "targets", "a \(template) event needs targets")
         }
         return Draft(
             app: app, template: template, push: push, kasia: body.targets == nil ? kasia : nil,
@@ -362,8 +369,8 @@ struct FieldReader {
 
     func string(_ key: String, maximum: Int) throws -> String {
         guard let text = try optionalString(key) else { throw APIError.missing(prefix + key) }
-        guard !text.isEmpty, text.utf8.count <= maximum else {
-            throw APIError.invalid(prefix + key, "\(key) is a string of 1 to \(maximum) bytes")
+        guard !text.isEmpty, text.unicodeScalars.count <= maximum else {
+            throw APIError.invalid(prefix + key, "\(key) is a string of 1 to \(maximum) characters")
         }
         return text
     }
@@ -372,7 +379,7 @@ struct FieldReader {
         switch value(key) {
         case nil, .null?: return nil
         case .string(let text)?:
-            guard text.utf8.count <= 4_096 else { throw APIError.invalid(prefix + key, "\(key) is at most 4,096 bytes") }
+            guard text.unicodeScalars.count <= 4_096 else { throw APIError.invalid(prefix + key, "\(key) is at most 4,096 characters") }
             return text
         default: throw APIError.invalid(prefix + key, "\(key) is a string")
         }
@@ -391,10 +398,11 @@ struct FieldReader {
         switch value(key) {
         case .int(let seconds)? where seconds >= 0: return seconds
         case .string(let text)?:
-            guard let date = try? Date(text, strategy: .iso8601) else {
+            guard let seconds = RFC3339.unixSeconds(text) else {
                 throw APIError.invalid(prefix + key, "\(key) is unix seconds or an RFC 3339 date")
             }
-            return Int64(date.timeIntervalSince1970)
+            guard seconds >= 0 else { throw APIError.unprocessable(prefix + key, "\(key) is before 1970") }
+            return seconds
         case nil: throw APIError.missing(prefix + key)
         default: throw APIError.invalid(prefix + key, "\(key) is unix seconds or an RFC 3339 date")
         }

@@ -38,10 +38,12 @@ public enum Gateway {
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
         }
         router.get("/healthz") { _, _ in try RegistrationAPI.json(["status": "ok"]) }
+        let document = ByteBuffer(string: OpenAPIDocument.served(
+            apps: configuration.apps.apps.map(\.id), maximumWatchKeys: configuration.maximumWatchKeys, maximumAliases: configuration.maximumAliases))
         router.get("/openapi.json") { _, _ in
             var headers = HTTPFields()
             headers[.contentType] = "application/json"
-            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: OpenAPIDocument.json)))
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: document))
         }
         // Ready: the store answers a cheap query and every check holds; else 503 naming each failure.
         router.get("/readyz") { _, _ in

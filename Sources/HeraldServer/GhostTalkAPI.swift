@@ -78,10 +78,11 @@ public struct GhostTalkAPI: Sendable {
     /// Testing only: 404 unless the app enables it, and always behind one of its publisher keys.
     func send(_ request: Request, app prefix: String?) async throws -> Response {
         let app = try configuration.apps.compatibilityApp(request, prefix: prefix)
+        // The key first: without one, the route says nothing, not even whether it is on.
+        let key = try configuration.apps.publisherKey(request)
         guard app.ghostTalkSendEnabled else {
             throw APIError(.notFound, code: "disabled", message: "/apns/send is for testing and is off for app \(app.id)")
         }
-        let key = try configuration.apps.publisherKey(request)
         let body = try await JSONBody.decode(SendBody.self, from: request, limit: configuration.maximumBodySize)
         _ = try Self.sessionKey(body.session_id)
         guard var fields = body.payload?.objectFields else { throw APIError.invalid("payload", "payload is a JSON object") }

@@ -80,10 +80,17 @@ extension AppDirectory {
     }
 
     /// The app a compatibility route serves: the `X-Herald-App` header, else the `/apps/<id>`
-    /// prefix of the path, else the only app.
+    /// prefix of the path, else the only app. Each one given must name an app, and both the same.
     public func compatibilityApp(_ request: Request, prefix: String?) throws -> AppSettings {
-        if let header = request.headers[Self.appHeader] { return try resolve(header, field: "X-Herald-App") }
-        if let prefix { return try resolve(prefix, field: "app") }
+        let fromPath = try prefix.map { try resolve($0, field: "app") }
+        if let header = request.headers[Self.appHeader] {
+            let app = try resolve(header, field: "X-Herald-App")
+            guard fromPath == nil || fromPath?.id == app.id else {
+                throw APIError.unprocessable("X-Herald-App", "X-Herald-App names another app than the path's /apps/\(prefix ?? "")")
+            }
+            return app
+        }
+        if let fromPath { return fromPath }
         guard apps.count == 1 else {
             throw APIError(.badRequest, code: "missing_field", message: "name the app: X-Herald-App or /apps/<id>/…", field: "X-Herald-App")
         }

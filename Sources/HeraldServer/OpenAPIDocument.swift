@@ -1,206 +1,2686 @@
-/// The OpenAPI 3.1 description of Herald's HTTP API, served at `GET /openapi.json`.
-/// A test checks it lists exactly the routes the gateway serves.
+import Foundation
+
+/// The OpenAPI 3.1 description of Herald's HTTP API. `json` is the document as kept in the repo;
+/// `GET /openapi.json` serves `served(…)`, the same document with this instance's apps and limits
+/// in it, so that every request it calls valid is one this instance accepts (schemathesis checks
+/// both ways in CI). A test checks it lists exactly the routes the gateway serves.
 public enum OpenAPIDocument {
+    /// The document with the values an instance sets: `AppID` becomes the enum of its apps, and the
+    /// watch-key and alias limits its configuration's.
+    public static func served(apps: [String], maximumWatchKeys: Int, maximumAliases: Int) -> String {
+        guard var document = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any],
+            var components = document["components"] as? [String: Any], var schemas = components["schemas"] as? [String: Any]
+        else { return json }
+        if var app = schemas["AppID"] as? [String: Any] {
+            app["enum"] = apps
+            schemas["AppID"] = app
+        }
+        func limit(_ schema: String, _ path: [String], to maximum: Int) {
+            guard var root = schemas[schema] as? [String: Any] else { return }
+            func set(_ node: inout [String: Any], _ rest: ArraySlice<String>) {
+                guard let key = rest.first else {
+                    node["maxItems"] = maximum
+                    return
+                }
+                if var list = node[key] as? [[String: Any]] {
+                    for i in list.indices { set(&list[i], rest.dropFirst()) }
+                    node[key] = list
+                } else if var child = node[key] as? [String: Any] {
+                    set(&child, rest.dropFirst())
+                    node[key] = child
+                }
+            }
+            set(&root, path[...])
+            schemas[schema] = root
+        }
+        for list in ["watched_addresses", "addresses", "contextual_routes"] {
+            limit("RegistrationCommon", ["properties", list], to: maximumWatchKeys)
+            limit("WatchSetUpdate", ["anyOf", "properties", list], to: maximumWatchKeys)
+        }
+        limit("ContextualRoute", ["properties", "aliases"], to: maximumAliases)
+        components["schemas"] = schemas
+        document["components"] = components
+        guard let data = try? JSONSerialization.data(withJSONObject: document, options: [.sortedKeys, .withoutEscapingSlashes]) else { return json }
+        return String(decoding: data, as: UTF8.self)
+    }
+
     public static let json = #"""
     {
-      "openapi": "3.1.0",
-      "info": {
-        "title": "Herald",
-        "version": "0.1.0",
-        "description": "Self-hosted push gateway for end-to-end-encrypted messaging apps. Errors are {\"error\": {\"code\", \"message\", \"field\"}}, the router's too: a documented path asked with another method answers 405 with Allow, an undocumented path 404. Bodies are limited to 64 KiB, /v1/events:batch to 8 MiB (1,000 events of the largest push fit twice over); both limits are configurable (HERALD_MAX_BODY_BYTES, HERALD_MAX_BATCH_BODY_BYTES) and a larger body is a 413 body_too_large. Every request may carry X-Request-ID (1-128 visible ASCII characters; else Herald makes one); every answer carries the id, which Herald's log lines for the request name as request_id."
-      },
-      "paths": {
-        "/v1/push/register": {
-          "post": {
-            "summary": "Register a device and replace its watch set",
-            "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Registration"}}}},
-            "responses": {
-              "200": {"description": "Registered", "content": {"application/json": {"schema": {"type": "object", "properties": {"registered": {"type": "boolean"}, "watched_addresses": {"type": "integer"}}}}}},
-              "400": {"$ref": "#/components/responses/Error"}, "429": {"$ref": "#/components/responses/Error"}, "401": {"$ref": "#/components/responses/Error"},
-              "413": {"$ref": "#/components/responses/Error"}, "415": {"$ref": "#/components/responses/Error"}
-            }
+     "openapi": "3.1.0",
+     "info": {
+      "title": "Herald",
+      "version": "0.1.0",
+      "description": "Self-hosted push gateway for end-to-end-encrypted messaging apps. Errors are {\"error\": {\"code\", \"message\", \"field\"}}, the router's too: a documented path asked with another method answers 405 with Allow, an undocumented path 404. 400 means the request does not have the form this document gives it; 422 (code invalid_value) means it has the form and is refused on what it means: a limit in UTF-8 bytes or across fields, a time window, a Kaspa network, a push that breaks the push service's rules, an endpoint that leads nowhere public. Optional body fields may be null, which means absent. Bodies are limited to 64 KiB, /v1/events:batch to 8 MiB (1,000 events of the largest push fit twice over); both limits are configurable (HERALD_MAX_BODY_BYTES, HERALD_MAX_BATCH_BODY_BYTES) and a larger body is a 413 body_too_large. Every request may carry X-Request-ID (1-128 visible ASCII characters; else Herald makes one); every answer carries the id, which Herald's log lines for the request name as request_id."
+     },
+     "paths": {
+      "/v1/push/register": {
+       "post": {
+        "summary": "Register a device and replace its watch set",
+        "requestBody": {
+         "required": true,
+         "content": {
+          "application/json": {
+           "schema": {
+            "$ref": "#/components/schemas/Registration"
+           }
           }
+         }
         },
-        "/v1/push/update": {
-          "put": {
-            "summary": "Replace the watch set of a registered device",
-            "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/WatchSetUpdate"}}}},
-            "responses": {
-              "200": {"description": "Updated", "content": {"application/json": {"schema": {"type": "object", "properties": {"updated": {"type": "boolean"}, "watched_addresses": {"type": "integer"}}}}}},
-              "400": {"$ref": "#/components/responses/Error"}, "429": {"$ref": "#/components/responses/Error"}, "404": {"$ref": "#/components/responses/Error"}
-            }
-          }
-        },
-        "/v1/push/unregister": {
-          "delete": {
-            "summary": "Remove a device (idempotent)",
-            "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["device_token"], "properties": {"device_token": {"type": "string"}, "app": {"type": "string"}}}}}},
-            "responses": {
-              "200": {"description": "Done", "content": {"application/json": {"schema": {"type": "object", "properties": {"unregistered": {"type": "boolean"}}}}}},
-              "400": {"$ref": "#/components/responses/Error"}, "429": {"$ref": "#/components/responses/Error"}
-            }
-          }
-        },
-        "/v1/push/status": {
-          "get": {
-            "summary": "A device's registration",
-            "parameters": [
-              {"name": "device_token", "in": "query", "required": false, "schema": {"type": "string"}, "description": "the token; or the X-Device-Token header, which stays out of access logs"},
-              {"name": "X-Device-Token", "in": "header", "required": false, "schema": {"type": "string"}},
-              {"name": "app", "in": "query", "required": false, "schema": {"type": "string"}}
-            ],
-            "responses": {
-              "200": {"description": "Status", "content": {"application/json": {"schema": {"type": "object", "properties": {"registered": {"type": "boolean"}, "watched_addresses": {"type": "array", "items": {"type": "string"}}, "last_seen": {"type": ["integer", "null"], "description": "unix seconds"}}}}}},
-              "400": {"$ref": "#/components/responses/Error"}, "429": {"$ref": "#/components/responses/Error"}
-            }
-          }
-        },
-        "/v1/push/vapid-public-key": {
-          "get": {
-            "summary": "The app's VAPID application server key, for a web app's pushManager.subscribe",
-            "parameters": [{"name": "app", "in": "query", "required": false, "schema": {"type": "string"}}],
-            "responses": {
-              "200": {"description": "The key", "content": {"application/json": {"schema": {"type": "object", "properties": {"app": {"type": "string"}, "public_key": {"type": "string", "description": "base64url of the 65-byte P-256 point"}}}}}},
-              "404": {"$ref": "#/components/responses/Error"}
-            }
-          }
-        },
-        "/api/devices/token": {
-          "post": {
-            "summary": "SafeWhisper: register the device's APNs token; it becomes the device's only token, and moves here from another device id",
-            "parameters": [{"name": "X-Device-ID", "in": "header", "required": true, "schema": {"type": "string"}}, {"name": "X-Herald-App", "in": "header", "required": false, "schema": {"type": "string"}}],
-            "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["apnsToken"], "properties": {"apnsToken": {"type": "string"}}}}}},
-            "responses": {
-              "201": {"description": "Registered", "content": {"application/json": {"schema": {"type": "object", "properties": {"id": {"type": "string", "format": "uuid"}}}}}},
-              "400": {"$ref": "#/components/responses/Error"}, "429": {"$ref": "#/components/responses/Error"}, "401": {"$ref": "#/components/responses/Error"}
-            }
-          }
-        },
-        "/apps/{app}/api/devices/token": {
-          "post": {
-            "summary": "SafeWhisper: register the device's APNs token; it becomes the device's only token, and moves here from another device id",
-            "parameters": [{"name": "app", "in": "path", "required": true, "schema": {"type": "string"}}, {"name": "X-Device-ID", "in": "header", "required": true, "schema": {"type": "string"}}, {"name": "X-Herald-App", "in": "header", "required": false, "schema": {"type": "string"}}],
-            "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["apnsToken"], "properties": {"apnsToken": {"type": "string"}}}}}},
-            "responses": {
-              "201": {"description": "Registered", "content": {"application/json": {"schema": {"type": "object", "properties": {"id": {"type": "string", "format": "uuid"}}}}}},
-              "400": {"$ref": "#/components/responses/Error"}, "429": {"$ref": "#/components/responses/Error"}, "401": {"$ref": "#/components/responses/Error"}
-            }
-          }
-        },
-        "/api/devices/logout": {
-          "post": {
-            "summary": "SafeWhisper: log the device out, removing all its tokens",
-            "parameters": [{"name": "X-Device-ID", "in": "header", "required": true, "schema": {"type": "string"}}, {"name": "X-Herald-App", "in": "header", "required": false, "schema": {"type": "string"}}],
-            "responses": {
-              "200": {"description": "Logged out", "content": {"application/json": {"schema": {"type": "object", "properties": {"removed": {"type": "integer"}}}}}},
-              "400": {"$ref": "#/components/responses/Error"}, "429": {"$ref": "#/components/responses/Error"}, "401": {"$ref": "#/components/responses/Error"}
-            }
-          }
-        },
-        "/apps/{app}/api/devices/logout": {
-          "post": {
-            "summary": "SafeWhisper: log the device out, removing all its tokens",
-            "parameters": [{"name": "app", "in": "path", "required": true, "schema": {"type": "string"}}, {"name": "X-Device-ID", "in": "header", "required": true, "schema": {"type": "string"}}, {"name": "X-Herald-App", "in": "header", "required": false, "schema": {"type": "string"}}],
-            "responses": {
-              "200": {"description": "Logged out", "content": {"application/json": {"schema": {"type": "object", "properties": {"removed": {"type": "integer"}}}}}},
-              "400": {"$ref": "#/components/responses/Error"}, "429": {"$ref": "#/components/responses/Error"}, "401": {"$ref": "#/components/responses/Error"}
-            }
-          }
-        },
-        "/apns/register": {"post": {"summary": "GhostTalk: register a device for a session (watch key session:<id>)", "parameters": [{"name": "X-Herald-App", "in": "header", "required": false, "schema": {"type": "string"}}], "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["session_id", "device_token"], "properties": {"session_id": {"type": "string"}, "device_token": {"type": "string"}}}}}}, "responses": {"200": {"description": "OK", "content": {"application/json": {"schema": {"type": "object", "properties": {"success": {"type": "boolean"}, "message": {"type": "string"}}}}}}, "400": {"$ref": "#/components/responses/Error"}, "429": {"$ref": "#/components/responses/Error"}, "401": {"$ref": "#/components/responses/Error"}}}},
-        "/apps/{app}/apns/register": {"post": {"summary": "GhostTalk: register a device for a session (watch key session:<id>)", "parameters": [{"name": "app", "in": "path", "required": true, "schema": {"type": "string"}}, {"name": "X-Herald-App", "in": "header", "required": false, "schema": {"type": "string"}}], "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["session_id", "device_token"], "properties": {"session_id": {"type": "string"}, "device_token": {"type": "string"}}}}}}, "responses": {"200": {"description": "OK", "content": {"application/json": {"schema": {"type": "object", "properties": {"success": {"type": "boolean"}, "message": {"type": "string"}}}}}}, "400": {"$ref": "#/components/responses/Error"}, "429": {"$ref": "#/components/responses/Error"}, "401": {"$ref": "#/components/responses/Error"}}}},
-        "/apns/unregister": {"post": {"summary": "GhostTalk: remove the devices registered for a session", "parameters": [{"name": "X-Herald-App", "in": "header", "required": false, "schema": {"type": "string"}}], "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["session_id"], "properties": {"session_id": {"type": "string"}}}}}}, "responses": {"200": {"description": "OK", "content": {"application/json": {"schema": {"type": "object", "properties": {"success": {"type": "boolean"}, "message": {"type": "string"}}}}}}, "400": {"$ref": "#/components/responses/Error"}, "429": {"$ref": "#/components/responses/Error"}, "401": {"$ref": "#/components/responses/Error"}}}},
-        "/apps/{app}/apns/unregister": {"post": {"summary": "GhostTalk: remove the devices registered for a session", "parameters": [{"name": "app", "in": "path", "required": true, "schema": {"type": "string"}}, {"name": "X-Herald-App", "in": "header", "required": false, "schema": {"type": "string"}}], "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["session_id"], "properties": {"session_id": {"type": "string"}}}}}}, "responses": {"200": {"description": "OK", "content": {"application/json": {"schema": {"type": "object", "properties": {"success": {"type": "boolean"}, "message": {"type": "string"}}}}}}, "400": {"$ref": "#/components/responses/Error"}, "429": {"$ref": "#/components/responses/Error"}, "401": {"$ref": "#/components/responses/Error"}}}},
-        "/apns/stats": {"get": {"summary": "GhostTalk: registrations, production mode and topic of the app", "parameters": [{"name": "X-Herald-App", "in": "header", "required": false, "schema": {"type": "string"}}], "responses": {"200": {"description": "OK", "content": {"application/json": {"schema": {"type": "object", "properties": {"total_registrations": {"type": "integer"}, "production_mode": {"type": "boolean"}, "topic": {"type": "string"}}}}}}, "400": {"$ref": "#/components/responses/Error"}, "401": {"$ref": "#/components/responses/Error"}}}},
-        "/apps/{app}/apns/stats": {"get": {"summary": "GhostTalk: registrations, production mode and topic of the app", "parameters": [{"name": "app", "in": "path", "required": true, "schema": {"type": "string"}}, {"name": "X-Herald-App", "in": "header", "required": false, "schema": {"type": "string"}}], "responses": {"200": {"description": "OK", "content": {"application/json": {"schema": {"type": "object", "properties": {"total_registrations": {"type": "integer"}, "production_mode": {"type": "boolean"}, "topic": {"type": "string"}}}}}}, "400": {"$ref": "#/components/responses/Error"}, "401": {"$ref": "#/components/responses/Error"}}}},
-        "/apns/send": {"post": {"summary": "GhostTalk, testing only: a session.message push to a session; 404 unless enabled, always behind a publisher key", "parameters": [{"name": "X-Herald-App", "in": "header", "required": false, "schema": {"type": "string"}}], "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["session_id", "payload"], "properties": {"session_id": {"type": "string"}, "payload": {"type": "object"}}}}}}, "responses": {"200": {"description": "OK", "content": {"application/json": {"schema": {"type": "object", "properties": {"success": {"type": "boolean"}, "message": {"type": "string"}, "deliveries": {"type": "integer"}}}}}}, "400": {"$ref": "#/components/responses/Error"}, "429": {"$ref": "#/components/responses/Error"}, "401": {"$ref": "#/components/responses/Error"}, "403": {"$ref": "#/components/responses/Error"}, "404": {"$ref": "#/components/responses/Error"}}}},
-        "/apps/{app}/apns/send": {"post": {"summary": "GhostTalk, testing only: a session.message push to a session; 404 unless enabled, always behind a publisher key", "parameters": [{"name": "app", "in": "path", "required": true, "schema": {"type": "string"}}, {"name": "X-Herald-App", "in": "header", "required": false, "schema": {"type": "string"}}], "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["session_id", "payload"], "properties": {"session_id": {"type": "string"}, "payload": {"type": "object"}}}}}}, "responses": {"200": {"description": "OK", "content": {"application/json": {"schema": {"type": "object", "properties": {"success": {"type": "boolean"}, "message": {"type": "string"}, "deliveries": {"type": "integer"}}}}}}, "400": {"$ref": "#/components/responses/Error"}, "429": {"$ref": "#/components/responses/Error"}, "401": {"$ref": "#/components/responses/Error"}, "403": {"$ref": "#/components/responses/Error"}, "404": {"$ref": "#/components/responses/Error"}}}},
-        "/api/v1/push/register": {"post": {"summary": "Claudiator: register a device, behind the app key as a bearer", "parameters": [{"name": "X-Herald-App", "in": "header", "required": false, "schema": {"type": "string"}}], "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["platform", "token"], "properties": {"platform": {"enum": ["ios", "android"]}, "token": {"type": "string"}}}}}}, "responses": {"200": {"description": "OK", "content": {"application/json": {"schema": {"type": "object", "properties": {"registered": {"type": "boolean"}}}}}}, "400": {"$ref": "#/components/responses/Error"}, "429": {"$ref": "#/components/responses/Error"}, "401": {"$ref": "#/components/responses/Error"}}}},
-        "/apps/{app}/api/v1/push/register": {"post": {"summary": "Claudiator: register a device, behind the app key as a bearer", "parameters": [{"name": "app", "in": "path", "required": true, "schema": {"type": "string"}}, {"name": "X-Herald-App", "in": "header", "required": false, "schema": {"type": "string"}}], "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["platform", "token"], "properties": {"platform": {"enum": ["ios", "android"]}, "token": {"type": "string"}}}}}}, "responses": {"200": {"description": "OK", "content": {"application/json": {"schema": {"type": "object", "properties": {"registered": {"type": "boolean"}}}}}}, "400": {"$ref": "#/components/responses/Error"}, "429": {"$ref": "#/components/responses/Error"}, "401": {"$ref": "#/components/responses/Error"}}}},
-        "/v1/events": {
-          "post": {
-            "summary": "Publish an event (answers once it is durable; never waits on APNs)",
-            "security": [{"publisherKey": []}],
-            "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Event"}}}},
-            "responses": {
-              "202": {"description": "Accepted", "content": {"application/json": {"schema": {"type": "object", "properties": {"event_id": {"type": "string"}, "deliveries": {"type": "integer"}, "unknown_tokens": {"type": "array", "items": {"type": "string"}}}}}}},
-              "400": {"$ref": "#/components/responses/Error"}, "429": {"$ref": "#/components/responses/Error"}, "401": {"$ref": "#/components/responses/Error"}, "413": {"$ref": "#/components/responses/Error"}
-            }
-          }
-        },
-        "/v1/events:batch": {
-          "post": {
-            "summary": "Publish up to 1,000 events, all or nothing",
-            "security": [{"publisherKey": []}],
-            "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["events"], "properties": {"events": {"type": "array", "minItems": 1, "maxItems": 1000, "items": {"$ref": "#/components/schemas/Event"}}}}}}},
-            "responses": {
-              "202": {"description": "Accepted", "content": {"application/json": {"schema": {"type": "object", "properties": {"events": {"type": "array", "items": {"type": "object", "properties": {"event_id": {"type": "string"}, "deliveries": {"type": "integer"}}}}}}}}},
-              "400": {"$ref": "#/components/responses/Error"}, "429": {"$ref": "#/components/responses/Error"}, "401": {"$ref": "#/components/responses/Error"}, "413": {"$ref": "#/components/responses/Error"}
-            }
-          }
-        },
-        "/healthz": {"get": {"summary": "Liveness", "responses": {"200": {"description": "Alive"}}}},
-        "/readyz": {"get": {"summary": "Readiness: the store answers a cheap query and the built-in simulators in use listen; 503 not_ready names each failure", "responses": {"200": {"description": "Ready: what was checked, and what each app sends with per platform (credentials or simulator)", "content": {"application/json": {"schema": {"type": "object", "required": ["ready", "checked", "apps"], "properties": {"ready": {"type": "boolean"}, "checked": {"type": "array", "items": {"type": "string"}}, "apps": {"type": "object", "additionalProperties": {"type": "object", "additionalProperties": {"type": "string"}}}}}}}}, "503": {"$ref": "#/components/responses/Error"}}}},
-        "/v1/stats": {"get": {"summary": "Registrations, deliveries by state and reason, queue depth, oldest pending age", "responses": {"200": {"description": "Stats"}}}},
-        "/openapi.json": {"get": {"summary": "This document", "responses": {"200": {"description": "OpenAPI 3.1"}}}},
-        "/metrics": {"get": {"summary": "Prometheus text: events accepted, deliveries created, delivery attempts by outcome and reason, refused APNs credentials", "responses": {"200": {"description": "Prometheus exposition format"}}}}
-      },
-      "components": {
-        "securitySchemes": {"publisherKey": {"type": "http", "scheme": "bearer"}},
         "responses": {
-          "Error": {"description": "An error naming the field at fault", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
-        },
-        "schemas": {
-          "OwnAddress": {"description": "one of the device's own Kaspa addresses; under the wallet policy with its wallet's signature (Kaspa message signing, hex) of herald-register:<app>:<SHA-256 of the device token, hex>:<timestamp>", "oneOf": [
-            {"type": "string"},
-            {"type": "object", "required": ["address"], "properties": {"address": {"type": "string"}, "timestamp": {"type": "integer", "description": "unix seconds, within 10 minutes of now"}, "signature": {"type": "string", "description": "128 hex characters"}}}
-          ]},
-          "Error": {"type": "object", "required": ["error"], "properties": {"error": {"type": "object", "required": ["code", "message"], "properties": {"code": {"type": "string"}, "message": {"type": "string"}, "field": {"type": "string"}}}}},
-          "ContextualRoute": {"type": "object", "required": ["peer_address"], "properties": {"peer_address": {"type": "string"}, "aliases": {"type": "array", "maxItems": 100, "items": {"type": "string"}}}},
-          "WebPushSubscription": {
-            "description": "a browser's PushSubscription.toJSON() (or a UnifiedPush distributor's endpoint and keys); the endpoint is the device's identity",
-            "type": "object", "required": ["endpoint", "keys"],
-            "properties": {
-              "endpoint": {"type": "string", "maxLength": 1000, "description": "https; must resolve to public addresses"},
-              "expirationTime": {"type": ["integer", "null"]},
-              "keys": {"type": "object", "required": ["p256dh", "auth"], "properties": {"p256dh": {"type": "string", "description": "base64url, 65-byte uncompressed P-256 point"}, "auth": {"type": "string", "description": "base64url, 16 bytes"}}}
+         "200": {
+          "description": "Registered",
+          "content": {
+           "application/json": {
+            "schema": {
+             "type": "object",
+             "properties": {
+              "registered": {
+               "type": "boolean"
+              },
+              "watched_addresses": {
+               "type": "integer"
+              }
+             },
+             "required": [
+              "registered",
+              "watched_addresses"
+             ]
             }
-          },
-          "Registration": {
-            "type": "object", "required": ["platform", "watched_addresses"],
-            "description": "ios and android give device_token; web gives subscription (device_token, if given too, is its endpoint)",
-            "properties": {
-              "device_token": {"type": "string"}, "platform": {"enum": ["ios", "android", "web"]}, "token_kind": {"enum": ["token", "fid"]},
-              "subscription": {"$ref": "#/components/schemas/WebPushSubscription"},
-              "watched_addresses": {"type": "array", "maxItems": 1000, "items": {"type": "string", "description": "a Kaspa address, conv:<hash>, session:<id> or user:<id>"}},
-              "addresses": {"type": "array", "items": {"$ref": "#/components/schemas/OwnAddress"}},
-              "contextual_routes": {"type": "array", "items": {"$ref": "#/components/schemas/ContextualRoute"}},
-              "environment": {"enum": ["production", "sandbox"]}, "app": {"type": "string"}, "device_id": {"type": "string"}
-            }
-          },
-          "WatchSetUpdate": {
-            "type": "object", "required": ["watched_addresses"],
-            "description": "the device by device_token, or a web subscription by its endpoint",
-            "properties": {
-              "device_token": {"type": "string"}, "subscription": {"type": "object", "properties": {"endpoint": {"type": "string"}}}, "watched_addresses": {"type": "array", "items": {"type": "string"}},
-              "addresses": {"type": "array", "items": {"$ref": "#/components/schemas/OwnAddress"}},
-              "contextual_routes": {"type": "array", "items": {"$ref": "#/components/schemas/ContextualRoute"}}, "app": {"type": "string"}
-            }
-          },
-          "Event": {
-            "type": "object", "required": ["template", "fields"],
-            "properties": {
-              "app": {"type": "string"},
-              "template": {"enum": ["custom", "kasia.handshake", "kasia.contextual_message", "kasia.payment", "conversation.silent", "session.message", "agent.event"]},
-              "targets": {"type": "object", "properties": {"keys": {"type": "array", "items": {"type": "string"}}, "device_ids": {"type": "array", "items": {"type": "string"}}, "tokens": {"type": "array", "items": {"type": "string"}}}},
-              "exclude_device_ids": {"type": "array", "items": {"type": "string"}},
-              "fields": {"type": "object", "description": "custom: {aps, data?, push_type?}; kasia.*: {tx_id, sender, recipient?, alias?, payload?, timestamp, daa_score, amount?}"},
-              "priority": {"enum": [10, 5, 1]}, "expiration": {"type": "integer", "description": "unix seconds; default now + 24 h"},
-              "collapse_id": {"type": "string", "maxLength": 64}
-            }
+           }
           }
+         },
+         "400": {
+          "$ref": "#/components/responses/Error"
+         },
+         "401": {
+          "$ref": "#/components/responses/Error"
+         },
+         "403": {
+          "$ref": "#/components/responses/Error"
+         },
+         "413": {
+          "$ref": "#/components/responses/Error"
+         },
+         "415": {
+          "$ref": "#/components/responses/Error"
+         },
+         "422": {
+          "$ref": "#/components/responses/Error"
+         },
+         "429": {
+          "$ref": "#/components/responses/Error"
+         }
         }
+       }
+      },
+      "/v1/push/update": {
+       "put": {
+        "summary": "Replace the watch set of a registered device",
+        "requestBody": {
+         "required": true,
+         "content": {
+          "application/json": {
+           "schema": {
+            "$ref": "#/components/schemas/WatchSetUpdate"
+           }
+          }
+         }
+        },
+        "responses": {
+         "200": {
+          "description": "Updated",
+          "content": {
+           "application/json": {
+            "schema": {
+             "type": "object",
+             "properties": {
+              "updated": {
+               "type": "boolean"
+              },
+              "watched_addresses": {
+               "type": "integer"
+              }
+             },
+             "required": [
+              "updated",
+              "watched_addresses"
+             ]
+            }
+           }
+          }
+         },
+         "400": {
+          "$ref": "#/components/responses/Error"
+         },
+         "401": {
+          "$ref": "#/components/responses/Error"
+         },
+         "403": {
+          "$ref": "#/components/responses/Error"
+         },
+         "404": {
+          "$ref": "#/components/responses/Error"
+         },
+         "413": {
+          "$ref": "#/components/responses/Error"
+         },
+         "415": {
+          "$ref": "#/components/responses/Error"
+         },
+         "422": {
+          "$ref": "#/components/responses/Error"
+         },
+         "429": {
+          "$ref": "#/components/responses/Error"
+         }
+        }
+       }
+      },
+      "/v1/push/unregister": {
+       "delete": {
+        "summary": "Remove a device (idempotent)",
+        "requestBody": {
+         "required": true,
+         "content": {
+          "application/json": {
+           "schema": {
+            "type": "object",
+            "properties": {
+             "device_token": {
+              "type": "string"
+             },
+             "app": {
+              "anyOf": [
+               {
+                "$ref": "#/components/schemas/AppID"
+               },
+               {
+                "type": "null"
+               }
+              ]
+             }
+            },
+            "required": [
+             "device_token"
+            ]
+           }
+          }
+         }
+        },
+        "responses": {
+         "200": {
+          "description": "Done",
+          "content": {
+           "application/json": {
+            "schema": {
+             "type": "object",
+             "properties": {
+              "unregistered": {
+               "type": "boolean"
+              }
+             },
+             "required": [
+              "unregistered"
+             ]
+            }
+           }
+          }
+         },
+         "400": {
+          "$ref": "#/components/responses/Error"
+         },
+         "401": {
+          "$ref": "#/components/responses/Error"
+         },
+         "403": {
+          "$ref": "#/components/responses/Error"
+         },
+         "413": {
+          "$ref": "#/components/responses/Error"
+         },
+         "415": {
+          "$ref": "#/components/responses/Error"
+         },
+         "429": {
+          "$ref": "#/components/responses/Error"
+         }
+        }
+       }
+      },
+      "/v1/push/status": {
+       "get": {
+        "summary": "A device's registration",
+        "parameters": [
+         {
+          "name": "device_token",
+          "in": "query",
+          "required": false,
+          "schema": {
+           "type": "string",
+           "minLength": 1
+          },
+          "description": "the token; or the X-Device-Token header, which stays out of access logs (one of them is required)"
+         },
+         {
+          "name": "X-Device-Token",
+          "in": "header",
+          "required": false,
+          "schema": {
+           "type": "string",
+           "minLength": 1
+          }
+         },
+         {
+          "name": "app",
+          "in": "query",
+          "required": false,
+          "schema": {
+           "$ref": "#/components/schemas/AppID"
+          }
+         }
+        ],
+        "responses": {
+         "200": {
+          "description": "Status",
+          "content": {
+           "application/json": {
+            "schema": {
+             "type": "object",
+             "properties": {
+              "registered": {
+               "type": "boolean"
+              },
+              "watched_addresses": {
+               "type": "array",
+               "items": {
+                "type": "string"
+               }
+              },
+              "last_seen": {
+               "type": [
+                "integer",
+                "null"
+               ],
+               "description": "unix seconds"
+              }
+             },
+             "required": [
+              "registered",
+              "watched_addresses",
+              "last_seen"
+             ]
+            }
+           }
+          }
+         },
+         "400": {
+          "$ref": "#/components/responses/Error"
+         },
+         "401": {
+          "$ref": "#/components/responses/Error"
+         },
+         "403": {
+          "$ref": "#/components/responses/Error"
+         },
+         "422": {
+          "$ref": "#/components/responses/Error"
+         },
+         "429": {
+          "$ref": "#/components/responses/Error"
+         }
+        }
+       }
+      },
+      "/v1/push/vapid-public-key": {
+       "get": {
+        "summary": "The app's VAPID application server key, for a web app's pushManager.subscribe",
+        "parameters": [
+         {
+          "name": "app",
+          "in": "query",
+          "required": false,
+          "schema": {
+           "$ref": "#/components/schemas/AppID"
+          }
+         }
+        ],
+        "responses": {
+         "200": {
+          "description": "The key",
+          "content": {
+           "application/json": {
+            "schema": {
+             "type": "object",
+             "properties": {
+              "app": {
+               "type": "string"
+              },
+              "public_key": {
+               "type": "string",
+               "description": "base64url of the 65-byte P-256 point"
+              }
+             },
+             "required": [
+              "app",
+              "public_key"
+             ]
+            }
+           }
+          }
+         },
+         "400": {
+          "$ref": "#/components/responses/Error"
+         },
+         "404": {
+          "$ref": "#/components/responses/Error"
+         }
+        }
+       }
+      },
+      "/api/devices/token": {
+       "post": {
+        "summary": "SafeWhisper: register the device's APNs token; it becomes the device's only token, and moves here from another device id",
+        "parameters": [
+         {
+          "$ref": "#/components/parameters/AppHeader"
+         },
+         {
+          "$ref": "#/components/parameters/DeviceIDHeader"
+         }
+        ],
+        "requestBody": {
+         "$ref": "#/components/requestBodies/SafeWhisperToken"
+        },
+        "responses": {
+         "201": {
+          "$ref": "#/components/responses/SafeWhisperRegistered"
+         },
+         "400": {
+          "$ref": "#/components/responses/Error"
+         },
+         "401": {
+          "$ref": "#/components/responses/Error"
+         },
+         "403": {
+          "$ref": "#/components/responses/Error"
+         },
+         "413": {
+          "$ref": "#/components/responses/Error"
+         },
+         "415": {
+          "$ref": "#/components/responses/Error"
+         },
+         "422": {
+          "$ref": "#/components/responses/Error"
+         },
+         "429": {
+          "$ref": "#/components/responses/Error"
+         }
+        }
+       }
+      },
+      "/api/devices/logout": {
+       "post": {
+        "summary": "SafeWhisper: log the device out, removing all its tokens",
+        "parameters": [
+         {
+          "$ref": "#/components/parameters/AppHeader"
+         },
+         {
+          "$ref": "#/components/parameters/DeviceIDHeader"
+         }
+        ],
+        "responses": {
+         "200": {
+          "$ref": "#/components/responses/SafeWhisperLoggedOut"
+         },
+         "400": {
+          "$ref": "#/components/responses/Error"
+         },
+         "401": {
+          "$ref": "#/components/responses/Error"
+         },
+         "403": {
+          "$ref": "#/components/responses/Error"
+         },
+         "422": {
+          "$ref": "#/components/responses/Error"
+         },
+         "429": {
+          "$ref": "#/components/responses/Error"
+         }
+        }
+       }
+      },
+      "/apns/register": {
+       "post": {
+        "summary": "GhostTalk: register a device for a session (watch key session:<id>)",
+        "parameters": [
+         {
+          "$ref": "#/components/parameters/AppHeader"
+         }
+        ],
+        "requestBody": {
+         "$ref": "#/components/requestBodies/GhostTalkRegistration"
+        },
+        "responses": {
+         "200": {
+          "$ref": "#/components/responses/GhostTalkDone"
+         },
+         "400": {
+          "$ref": "#/components/responses/Error"
+         },
+         "401": {
+          "$ref": "#/components/responses/Error"
+         },
+         "403": {
+          "$ref": "#/components/responses/Error"
+         },
+         "413": {
+          "$ref": "#/components/responses/Error"
+         },
+         "415": {
+          "$ref": "#/components/responses/Error"
+         },
+         "422": {
+          "$ref": "#/components/responses/Error"
+         },
+         "429": {
+          "$ref": "#/components/responses/Error"
+         }
+        }
+       }
+      },
+      "/apns/unregister": {
+       "post": {
+        "summary": "GhostTalk: remove the devices registered for a session",
+        "parameters": [
+         {
+          "$ref": "#/components/parameters/AppHeader"
+         }
+        ],
+        "requestBody": {
+         "$ref": "#/components/requestBodies/GhostTalkSession"
+        },
+        "responses": {
+         "200": {
+          "$ref": "#/components/responses/GhostTalkDone"
+         },
+         "400": {
+          "$ref": "#/components/responses/Error"
+         },
+         "401": {
+          "$ref": "#/components/responses/Error"
+         },
+         "403": {
+          "$ref": "#/components/responses/Error"
+         },
+         "413": {
+          "$ref": "#/components/responses/Error"
+         },
+         "415": {
+          "$ref": "#/components/responses/Error"
+         },
+         "422": {
+          "$ref": "#/components/responses/Error"
+         },
+         "429": {
+          "$ref": "#/components/responses/Error"
+         }
+        }
+       }
+      },
+      "/apns/stats": {
+       "get": {
+        "summary": "GhostTalk: registrations, production mode and topic of the app",
+        "parameters": [
+         {
+          "$ref": "#/components/parameters/AppHeader"
+         }
+        ],
+        "responses": {
+         "200": {
+          "$ref": "#/components/responses/GhostTalkStats"
+         },
+         "400": {
+          "$ref": "#/components/responses/Error"
+         },
+         "401": {
+          "$ref": "#/components/responses/Error"
+         },
+         "403": {
+          "$ref": "#/components/responses/Error"
+         },
+         "422": {
+          "$ref": "#/components/responses/Error"
+         },
+         "429": {
+          "$ref": "#/components/responses/Error"
+         }
+        }
+       }
+      },
+      "/apns/send": {
+       "post": {
+        "summary": "GhostTalk, testing only: a session.message push to a session; 404 unless enabled, always behind a publisher key",
+        "parameters": [
+         {
+          "$ref": "#/components/parameters/AppHeader"
+         }
+        ],
+        "security": [
+         {
+          "publisherKey": []
+         }
+        ],
+        "requestBody": {
+         "$ref": "#/components/requestBodies/GhostTalkSend"
+        },
+        "responses": {
+         "200": {
+          "$ref": "#/components/responses/GhostTalkSent"
+         },
+         "400": {
+          "$ref": "#/components/responses/Error"
+         },
+         "401": {
+          "$ref": "#/components/responses/Error"
+         },
+         "403": {
+          "$ref": "#/components/responses/Error"
+         },
+         "404": {
+          "$ref": "#/components/responses/Error"
+         },
+         "413": {
+          "$ref": "#/components/responses/Error"
+         },
+         "415": {
+          "$ref": "#/components/responses/Error"
+         },
+         "422": {
+          "$ref": "#/components/responses/Error"
+         },
+         "429": {
+          "$ref": "#/components/responses/Error"
+         }
+        }
+       }
+      },
+      "/api/v1/push/register": {
+       "post": {
+        "summary": "Claudiator: register a device, behind the app key as a bearer",
+        "parameters": [
+         {
+          "$ref": "#/components/parameters/AppHeader"
+         }
+        ],
+        "security": [
+         {
+          "registrationKey": []
+         }
+        ],
+        "requestBody": {
+         "$ref": "#/components/requestBodies/ClaudiatorRegistration"
+        },
+        "responses": {
+         "200": {
+          "$ref": "#/components/responses/ClaudiatorRegistered"
+         },
+         "400": {
+          "$ref": "#/components/responses/Error"
+         },
+         "401": {
+          "$ref": "#/components/responses/Error"
+         },
+         "403": {
+          "$ref": "#/components/responses/Error"
+         },
+         "413": {
+          "$ref": "#/components/responses/Error"
+         },
+         "415": {
+          "$ref": "#/components/responses/Error"
+         },
+         "422": {
+          "$ref": "#/components/responses/Error"
+         },
+         "429": {
+          "$ref": "#/components/responses/Error"
+         }
+        }
+       }
+      },
+      "/apps/{app}/api/devices/token": {
+       "post": {
+        "summary": "SafeWhisper: register the device's APNs token; it becomes the device's only token, and moves here from another device id",
+        "parameters": [
+         {
+          "$ref": "#/components/parameters/AppPath"
+         },
+         {
+          "$ref": "#/components/parameters/AppHeader"
+         },
+         {
+          "$ref": "#/components/parameters/DeviceIDHeader"
+         }
+        ],
+        "requestBody": {
+         "$ref": "#/components/requestBodies/SafeWhisperToken"
+        },
+        "responses": {
+         "201": {
+          "$ref": "#/components/responses/SafeWhisperRegistered"
+         },
+         "400": {
+          "$ref": "#/components/responses/Error"
+         },
+         "401": {
+          "$ref": "#/components/responses/Error"
+         },
+         "403": {
+          "$ref": "#/components/responses/Error"
+         },
+         "413": {
+          "$ref": "#/components/responses/Error"
+         },
+         "415": {
+          "$ref": "#/components/responses/Error"
+         },
+         "422": {
+          "$ref": "#/components/responses/Error"
+         },
+         "429": {
+          "$ref": "#/components/responses/Error"
+         }
+        }
+       }
+      },
+      "/apps/{app}/api/devices/logout": {
+       "post": {
+        "summary": "SafeWhisper: log the device out, removing all its tokens",
+        "parameters": [
+         {
+          "$ref": "#/components/parameters/AppPath"
+         },
+         {
+          "$ref": "#/components/parameters/AppHeader"
+         },
+         {
+          "$ref": "#/components/parameters/DeviceIDHeader"
+         }
+        ],
+        "responses": {
+         "200": {
+          "$ref": "#/components/responses/SafeWhisperLoggedOut"
+         },
+         "400": {
+          "$ref": "#/components/responses/Error"
+         },
+         "401": {
+          "$ref": "#/components/responses/Error"
+         },
+         "403": {
+          "$ref": "#/components/responses/Error"
+         },
+         "422": {
+          "$ref": "#/components/responses/Error"
+         },
+         "429": {
+          "$ref": "#/components/responses/Error"
+         }
+        }
+       }
+      },
+      "/apps/{app}/apns/register": {
+       "post": {
+        "summary": "GhostTalk: register a device for a session (watch key session:<id>)",
+        "parameters": [
+         {
+          "$ref": "#/components/parameters/AppPath"
+         },
+         {
+          "$ref": "#/components/parameters/AppHeader"
+         }
+        ],
+        "requestBody": {
+         "$ref": "#/components/requestBodies/GhostTalkRegistration"
+        },
+        "responses": {
+         "200": {
+          "$ref": "#/components/responses/GhostTalkDone"
+         },
+         "400": {
+          "$ref": "#/components/responses/Error"
+         },
+         "401": {
+          "$ref": "#/components/responses/Error"
+         },
+         "403": {
+          "$ref": "#/components/responses/Error"
+         },
+         "413": {
+          "$ref": "#/components/responses/Error"
+         },
+         "415": {
+          "$ref": "#/components/responses/Error"
+         },
+         "422": {
+          "$ref": "#/components/responses/Error"
+         },
+         "429": {
+          "$ref": "#/components/responses/Error"
+         }
+        }
+       }
+      },
+      "/apps/{app}/apns/unregister": {
+       "post": {
+        "summary": "GhostTalk: remove the devices registered for a session",
+        "parameters": [
+         {
+          "$ref": "#/components/parameters/AppPath"
+         },
+         {
+          "$ref": "#/components/parameters/AppHeader"
+         }
+        ],
+        "requestBody": {
+         "$ref": "#/components/requestBodies/GhostTalkSession"
+        },
+        "responses": {
+         "200": {
+          "$ref": "#/components/responses/GhostTalkDone"
+         },
+         "400": {
+          "$ref": "#/components/responses/Error"
+         },
+         "401": {
+          "$ref": "#/components/responses/Error"
+         },
+         "403": {
+          "$ref": "#/components/responses/Error"
+         },
+         "413": {
+          "$ref": "#/components/responses/Error"
+         },
+         "415": {
+          "$ref": "#/components/responses/Error"
+         },
+         "422": {
+          "$ref": "#/components/responses/Error"
+         },
+         "429": {
+          "$ref": "#/components/responses/Error"
+         }
+        }
+       }
+      },
+      "/apps/{app}/apns/stats": {
+       "get": {
+        "summary": "GhostTalk: registrations, production mode and topic of the app",
+        "parameters": [
+         {
+          "$ref": "#/components/parameters/AppPath"
+         },
+         {
+          "$ref": "#/components/parameters/AppHeader"
+         }
+        ],
+        "responses": {
+         "200": {
+          "$ref": "#/components/responses/GhostTalkStats"
+         },
+         "400": {
+          "$ref": "#/components/responses/Error"
+         },
+         "401": {
+          "$ref": "#/components/responses/Error"
+         },
+         "403": {
+          "$ref": "#/components/responses/Error"
+         },
+         "422": {
+          "$ref": "#/components/responses/Error"
+         },
+         "429": {
+          "$ref": "#/components/responses/Error"
+         }
+        }
+       }
+      },
+      "/apps/{app}/apns/send": {
+       "post": {
+        "summary": "GhostTalk, testing only: a session.message push to a session; 404 unless enabled, always behind a publisher key",
+        "parameters": [
+         {
+          "$ref": "#/components/parameters/AppPath"
+         },
+         {
+          "$ref": "#/components/parameters/AppHeader"
+         }
+        ],
+        "security": [
+         {
+          "publisherKey": []
+         }
+        ],
+        "requestBody": {
+         "$ref": "#/components/requestBodies/GhostTalkSend"
+        },
+        "responses": {
+         "200": {
+          "$ref": "#/components/responses/GhostTalkSent"
+         },
+         "400": {
+          "$ref": "#/components/responses/Error"
+         },
+         "401": {
+          "$ref": "#/components/responses/Error"
+         },
+         "403": {
+          "$ref": "#/components/responses/Error"
+         },
+         "404": {
+          "$ref": "#/components/responses/Error"
+         },
+         "413": {
+          "$ref": "#/components/responses/Error"
+         },
+         "415": {
+          "$ref": "#/components/responses/Error"
+         },
+         "422": {
+          "$ref": "#/components/responses/Error"
+         },
+         "429": {
+          "$ref": "#/components/responses/Error"
+         }
+        }
+       }
+      },
+      "/apps/{app}/api/v1/push/register": {
+       "post": {
+        "summary": "Claudiator: register a device, behind the app key as a bearer",
+        "parameters": [
+         {
+          "$ref": "#/components/parameters/AppPath"
+         },
+         {
+          "$ref": "#/components/parameters/AppHeader"
+         }
+        ],
+        "security": [
+         {
+          "registrationKey": []
+         }
+        ],
+        "requestBody": {
+         "$ref": "#/components/requestBodies/ClaudiatorRegistration"
+        },
+        "responses": {
+         "200": {
+          "$ref": "#/components/responses/ClaudiatorRegistered"
+         },
+         "400": {
+          "$ref": "#/components/responses/Error"
+         },
+         "401": {
+          "$ref": "#/components/responses/Error"
+         },
+         "403": {
+          "$ref": "#/components/responses/Error"
+         },
+         "413": {
+          "$ref": "#/components/responses/Error"
+         },
+         "415": {
+          "$ref": "#/components/responses/Error"
+         },
+         "422": {
+          "$ref": "#/components/responses/Error"
+         },
+         "429": {
+          "$ref": "#/components/responses/Error"
+         }
+        }
+       }
+      },
+      "/v1/events": {
+       "post": {
+        "summary": "Publish an event (answers once it is durable; never waits on APNs)",
+        "security": [
+         {
+          "publisherKey": []
+         }
+        ],
+        "requestBody": {
+         "required": true,
+         "content": {
+          "application/json": {
+           "schema": {
+            "$ref": "#/components/schemas/Event"
+           }
+          }
+         }
+        },
+        "responses": {
+         "202": {
+          "description": "Accepted",
+          "content": {
+           "application/json": {
+            "schema": {
+             "type": "object",
+             "properties": {
+              "event_id": {
+               "type": "string"
+              },
+              "deliveries": {
+               "type": "integer"
+              },
+              "unknown_tokens": {
+               "type": "array",
+               "items": {
+                "type": "string"
+               }
+              }
+             },
+             "required": [
+              "event_id",
+              "deliveries",
+              "unknown_tokens"
+             ]
+            }
+           }
+          }
+         },
+         "400": {
+          "$ref": "#/components/responses/Error"
+         },
+         "401": {
+          "$ref": "#/components/responses/Error"
+         },
+         "403": {
+          "$ref": "#/components/responses/Error"
+         },
+         "413": {
+          "$ref": "#/components/responses/Error"
+         },
+         "415": {
+          "$ref": "#/components/responses/Error"
+         },
+         "422": {
+          "$ref": "#/components/responses/Error"
+         },
+         "429": {
+          "$ref": "#/components/responses/Error"
+         }
+        }
+       }
+      },
+      "/v1/events:batch": {
+       "post": {
+        "summary": "Publish up to 1,000 events, all or nothing",
+        "security": [
+         {
+          "publisherKey": []
+         }
+        ],
+        "requestBody": {
+         "required": true,
+         "content": {
+          "application/json": {
+           "schema": {
+            "type": "object",
+            "properties": {
+             "events": {
+              "type": "array",
+              "minItems": 1,
+              "maxItems": 1000,
+              "items": {
+               "$ref": "#/components/schemas/Event"
+              }
+             }
+            },
+            "required": [
+             "events"
+            ]
+           }
+          }
+         }
+        },
+        "responses": {
+         "202": {
+          "description": "Accepted",
+          "content": {
+           "application/json": {
+            "schema": {
+             "type": "object",
+             "properties": {
+              "events": {
+               "type": "array",
+               "items": {
+                "type": "object",
+                "properties": {
+                 "event_id": {
+                  "type": "string"
+                 },
+                 "deliveries": {
+                  "type": "integer"
+                 }
+                },
+                "required": [
+                 "event_id",
+                 "deliveries"
+                ]
+               }
+              }
+             },
+             "required": [
+              "events"
+             ]
+            }
+           }
+          }
+         },
+         "400": {
+          "$ref": "#/components/responses/Error"
+         },
+         "401": {
+          "$ref": "#/components/responses/Error"
+         },
+         "403": {
+          "$ref": "#/components/responses/Error"
+         },
+         "413": {
+          "$ref": "#/components/responses/Error"
+         },
+         "415": {
+          "$ref": "#/components/responses/Error"
+         },
+         "422": {
+          "$ref": "#/components/responses/Error"
+         },
+         "429": {
+          "$ref": "#/components/responses/Error"
+         }
+        }
+       }
+      },
+      "/healthz": {
+       "get": {
+        "summary": "Liveness",
+        "responses": {
+         "200": {
+          "description": "Alive",
+          "content": {
+           "application/json": {
+            "schema": {
+             "type": "object",
+             "properties": {
+              "status": {
+               "const": "ok"
+              }
+             },
+             "required": [
+              "status"
+             ]
+            }
+           }
+          }
+         }
+        }
+       }
+      },
+      "/readyz": {
+       "get": {
+        "summary": "Readiness: the store answers a cheap query and the built-in simulators in use listen; 503 not_ready names each failure",
+        "responses": {
+         "200": {
+          "description": "Ready: what was checked, and what each app sends with per platform (credentials or simulator)",
+          "content": {
+           "application/json": {
+            "schema": {
+             "type": "object",
+             "required": [
+              "ready",
+              "checked",
+              "apps"
+             ],
+             "properties": {
+              "ready": {
+               "type": "boolean"
+              },
+              "checked": {
+               "type": "array",
+               "items": {
+                "type": "string"
+               }
+              },
+              "apps": {
+               "type": "object",
+               "additionalProperties": {
+                "type": "object",
+                "additionalProperties": {
+                 "type": "string"
+                }
+               }
+              }
+             }
+            }
+           }
+          }
+         },
+         "503": {
+          "$ref": "#/components/responses/Error"
+         }
+        }
+       }
+      },
+      "/v1/stats": {
+       "get": {
+        "summary": "Registrations per app and platform, deliveries by state, failure reasons, queue depth, oldest pending age: read from counters the store keeps, not by counting rows",
+        "responses": {
+         "200": {
+          "description": "Stats",
+          "content": {
+           "application/json": {
+            "schema": {
+             "type": "object",
+             "required": [
+              "registrations",
+              "deliveries",
+              "failure_reasons",
+              "queue_depth",
+              "oldest_pending_age_seconds"
+             ],
+             "properties": {
+              "registrations": {
+               "type": "object",
+               "additionalProperties": {
+                "type": "object",
+                "additionalProperties": {
+                 "type": "integer"
+                }
+               }
+              },
+              "deliveries": {
+               "type": "object",
+               "additionalProperties": {
+                "type": "integer"
+               }
+              },
+              "failure_reasons": {
+               "type": "object",
+               "additionalProperties": {
+                "type": "integer"
+               }
+              },
+              "queue_depth": {
+               "type": "integer"
+              },
+              "oldest_pending_age_seconds": {
+               "type": [
+                "integer",
+                "null"
+               ]
+              },
+              "kaspa": {
+               "type": "object"
+              }
+             }
+            }
+           }
+          }
+         }
+        }
+       }
+      },
+      "/openapi.json": {
+       "get": {
+        "summary": "This document, with this instance's apps and limits",
+        "responses": {
+         "200": {
+          "description": "OpenAPI 3.1",
+          "content": {
+           "application/json": {
+            "schema": {
+             "type": "object"
+            }
+           }
+          }
+         }
+        }
+       }
+      },
+      "/metrics": {
+       "get": {
+        "summary": "Prometheus text: events accepted, deliveries created, delivery attempts by outcome and reason, refused APNs credentials",
+        "responses": {
+         "200": {
+          "description": "Prometheus exposition format",
+          "content": {
+           "text/plain": {
+            "schema": {
+             "type": "string"
+            }
+           }
+          }
+         }
+        }
+       }
       }
+     },
+     "components": {
+      "securitySchemes": {
+       "publisherKey": {
+        "type": "http",
+        "scheme": "bearer"
+       },
+       "registrationKey": {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "the app's registration key, or a token its signed policy accepts"
+       }
+      },
+      "parameters": {
+       "AppHeader": {
+        "name": "X-Herald-App",
+        "in": "header",
+        "required": false,
+        "schema": {
+         "$ref": "#/components/schemas/AppID"
+        },
+        "description": "the app, when the instance serves several; with /apps/{app}, the same app (422 otherwise)"
+       },
+       "AppPath": {
+        "name": "app",
+        "in": "path",
+        "required": true,
+        "schema": {
+         "$ref": "#/components/schemas/AppID"
+        }
+       },
+       "DeviceIDHeader": {
+        "name": "X-Device-ID",
+        "in": "header",
+        "required": true,
+        "schema": {
+         "type": "string",
+         "minLength": 1,
+         "maxLength": 256
+        }
+       }
+      },
+      "requestBodies": {
+       "SafeWhisperToken": {
+        "required": true,
+        "content": {
+         "application/json": {
+          "schema": {
+           "type": "object",
+           "properties": {
+            "apnsToken": {
+             "$ref": "#/components/schemas/APNsToken"
+            }
+           },
+           "required": [
+            "apnsToken"
+           ]
+          }
+         }
+        }
+       },
+       "GhostTalkRegistration": {
+        "required": true,
+        "content": {
+         "application/json": {
+          "schema": {
+           "type": "object",
+           "properties": {
+            "session_id": {
+             "$ref": "#/components/schemas/Identifier"
+            },
+            "device_token": {
+             "$ref": "#/components/schemas/APNsToken"
+            }
+           },
+           "required": [
+            "session_id",
+            "device_token"
+           ]
+          }
+         }
+        }
+       },
+       "GhostTalkSession": {
+        "required": true,
+        "content": {
+         "application/json": {
+          "schema": {
+           "type": "object",
+           "properties": {
+            "session_id": {
+             "$ref": "#/components/schemas/Identifier"
+            }
+           },
+           "required": [
+            "session_id"
+           ]
+          }
+         }
+        }
+       },
+       "GhostTalkSend": {
+        "required": true,
+        "content": {
+         "application/json": {
+          "schema": {
+           "type": "object",
+           "properties": {
+            "session_id": {
+             "$ref": "#/components/schemas/Identifier"
+            },
+            "payload": {
+             "type": "object",
+             "properties": {
+              "message_id": {
+               "type": "string",
+               "minLength": 1,
+               "maxLength": 256
+              },
+              "timestamp": {
+               "anyOf": [
+                {
+                 "type": "integer",
+                 "minimum": 0,
+                 "maximum": 9223372036854775807
+                },
+                {
+                 "type": "string",
+                 "format": "date-time"
+                }
+               ],
+               "description": "unix seconds or an RFC 3339 date"
+              },
+              "encrypted": {
+               "type": [
+                "boolean",
+                "null"
+               ]
+              },
+              "has_attachment": {
+               "type": [
+                "boolean",
+                "null"
+               ]
+              }
+             },
+             "required": [
+              "message_id",
+              "timestamp"
+             ]
+            }
+           },
+           "required": [
+            "session_id",
+            "payload"
+           ]
+          }
+         }
+        }
+       },
+       "ClaudiatorRegistration": {
+        "required": true,
+        "content": {
+         "application/json": {
+          "schema": {
+           "oneOf": [
+            {
+             "type": "object",
+             "properties": {
+              "platform": {
+               "const": "ios"
+              },
+              "token": {
+               "$ref": "#/components/schemas/APNsToken"
+              }
+             },
+             "required": [
+              "platform",
+              "token"
+             ]
+            },
+            {
+             "type": "object",
+             "properties": {
+              "platform": {
+               "const": "android"
+              },
+              "token": {
+               "$ref": "#/components/schemas/FCMToken"
+              }
+             },
+             "required": [
+              "platform",
+              "token"
+             ]
+            }
+           ]
+          }
+         }
+        }
+       }
+      },
+      "responses": {
+       "Error": {
+        "description": "An error naming the field at fault",
+        "content": {
+         "application/json": {
+          "schema": {
+           "$ref": "#/components/schemas/Error"
+          }
+         }
+        }
+       },
+       "SafeWhisperRegistered": {
+        "description": "Registered",
+        "content": {
+         "application/json": {
+          "schema": {
+           "type": "object",
+           "properties": {
+            "id": {
+             "type": "string",
+             "format": "uuid"
+            }
+           },
+           "required": [
+            "id"
+           ]
+          }
+         }
+        }
+       },
+       "SafeWhisperLoggedOut": {
+        "description": "Logged out",
+        "content": {
+         "application/json": {
+          "schema": {
+           "type": "object",
+           "properties": {
+            "removed": {
+             "type": "integer"
+            }
+           },
+           "required": [
+            "removed"
+           ]
+          }
+         }
+        }
+       },
+       "GhostTalkDone": {
+        "description": "OK",
+        "content": {
+         "application/json": {
+          "schema": {
+           "type": "object",
+           "properties": {
+            "success": {
+             "type": "boolean"
+            },
+            "message": {
+             "type": "string"
+            }
+           },
+           "required": [
+            "success",
+            "message"
+           ]
+          }
+         }
+        }
+       },
+       "GhostTalkStats": {
+        "description": "OK",
+        "content": {
+         "application/json": {
+          "schema": {
+           "type": "object",
+           "properties": {
+            "total_registrations": {
+             "type": "integer"
+            },
+            "production_mode": {
+             "type": "boolean"
+            },
+            "topic": {
+             "type": "string"
+            }
+           },
+           "required": [
+            "total_registrations",
+            "production_mode",
+            "topic"
+           ]
+          }
+         }
+        }
+       },
+       "GhostTalkSent": {
+        "description": "OK",
+        "content": {
+         "application/json": {
+          "schema": {
+           "type": "object",
+           "properties": {
+            "success": {
+             "type": "boolean"
+            },
+            "message": {
+             "type": "string"
+            },
+            "deliveries": {
+             "type": "integer"
+            }
+           },
+           "required": [
+            "success",
+            "message",
+            "deliveries"
+           ]
+          }
+         }
+        }
+       },
+       "ClaudiatorRegistered": {
+        "description": "OK",
+        "content": {
+         "application/json": {
+          "schema": {
+           "type": "object",
+           "properties": {
+            "registered": {
+             "type": "boolean"
+            }
+           },
+           "required": [
+            "registered"
+           ]
+          }
+         }
+        }
+       }
+      },
+      "schemas": {
+       "AppID": {
+        "type": "string",
+        "description": "an app this instance serves; the served document lists them (enum)"
+       },
+       "Error": {
+        "type": "object",
+        "properties": {
+         "error": {
+          "type": "object",
+          "properties": {
+           "code": {
+            "type": "string"
+           },
+           "message": {
+            "type": "string"
+           },
+           "field": {
+            "type": "string"
+           }
+          },
+          "required": [
+           "code",
+           "message"
+          ]
+         }
+        },
+        "required": [
+         "error"
+        ]
+       },
+       "KaspaAddress": {
+        "type": "string",
+        "format": "kaspa-address",
+        "maxLength": 100,
+        "description": "a Kaspa address (kaspa:, kaspatest:, kaspasim:, kaspadev:) with its checksum"
+       },
+       "APNsToken": {
+        "type": "string",
+        "pattern": "^([0-9a-fA-F]{2}){32,100}$",
+        "description": "an APNs device token: 64 to 200 hexadecimal characters"
+       },
+       "FCMToken": {
+        "type": "string",
+        "pattern": "^[!-~]{1,4096}$",
+        "description": "an FCM registration token: 1 to 4,096 visible ASCII characters"
+       },
+       "InstallationID": {
+        "type": "string",
+        "pattern": "^[A-Za-z0-9_-]{22}$",
+        "description": "a Firebase Installation ID"
+       },
+       "Identifier": {
+        "type": "string",
+        "pattern": "^[^\\u0000-\\u0020\\u007f]{1,256}$",
+        "description": "1 to 256 characters, no spaces or control characters"
+       },
+       "WatchKey": {
+        "description": "a Kaspa address, conv:<hash>, session:<id> or user:<id> (ids of 1 to 256 characters, no spaces or control characters)",
+        "anyOf": [
+         {
+          "$ref": "#/components/schemas/KaspaAddress"
+         },
+         {
+          "type": "string",
+          "pattern": "^(conv|session|user):[^\\u0000-\\u0020\\u007f]{1,256}$"
+         }
+        ]
+       },
+       "OwnAddress": {
+        "description": "one of the device's own Kaspa addresses; under the wallet policy with its wallet's signature (Kaspa message signing, hex) of herald-register:<app>:<SHA-256 of the device token, hex>:<timestamp>",
+        "anyOf": [
+         {
+          "$ref": "#/components/schemas/KaspaAddress"
+         },
+         {
+          "type": "object",
+          "properties": {
+           "address": {
+            "$ref": "#/components/schemas/KaspaAddress"
+           },
+           "timestamp": {
+            "type": [
+             "integer",
+             "null"
+            ],
+            "minimum": -9223372036854775808,
+            "maximum": 9223372036854775807,
+            "description": "unix seconds, within 10 minutes of now"
+           },
+           "signature": {
+            "type": [
+             "string",
+             "null"
+            ],
+            "description": "128 hex characters"
+           }
+          },
+          "required": [
+           "address"
+          ]
+         }
+        ]
+       },
+       "ContextualRoute": {
+        "type": "object",
+        "properties": {
+         "peer_address": {
+          "$ref": "#/components/schemas/KaspaAddress"
+         },
+         "aliases": {
+          "type": [
+           "array",
+           "null"
+          ],
+          "maxItems": 100,
+          "items": {
+           "type": "string",
+           "pattern": "^[^:]{1,128}$",
+           "description": "1 to 128 characters without ':'"
+          }
+         }
+        },
+        "required": [
+         "peer_address"
+        ]
+       },
+       "WebPushSubscription": {
+        "type": "object",
+        "properties": {
+         "endpoint": {
+          "type": "string",
+          "minLength": 1,
+          "maxLength": 1000,
+          "description": "an https URL that resolves to public addresses (422 otherwise)"
+         },
+         "expirationTime": {
+          "type": [
+           "integer",
+           "null"
+          ]
+         },
+         "keys": {
+          "type": "object",
+          "properties": {
+           "p256dh": {
+            "type": "string",
+            "description": "base64url, a 65-byte uncompressed P-256 point (422 otherwise)"
+           },
+           "auth": {
+            "type": "string",
+            "description": "base64url, 16 bytes (422 otherwise)"
+           }
+          },
+          "required": [
+           "p256dh",
+           "auth"
+          ]
+         }
+        },
+        "required": [
+         "endpoint",
+         "keys"
+        ],
+        "description": "a browser's PushSubscription.toJSON() (or a UnifiedPush distributor's endpoint and keys); the endpoint is the device's identity"
+       },
+       "RegistrationCommon": {
+        "type": "object",
+        "properties": {
+         "watched_addresses": {
+          "type": "array",
+          "maxItems": 1000,
+          "items": {
+           "$ref": "#/components/schemas/WatchKey"
+          },
+          "description": "with addresses, at most 1,000 keys in all (422 over it)"
+         },
+         "addresses": {
+          "type": [
+           "array",
+           "null"
+          ],
+          "maxItems": 1000,
+          "items": {
+           "$ref": "#/components/schemas/OwnAddress"
+          }
+         },
+         "contextual_routes": {
+          "type": [
+           "array",
+           "null"
+          ],
+          "maxItems": 1000,
+          "items": {
+           "$ref": "#/components/schemas/ContextualRoute"
+          }
+         },
+         "app": {
+          "anyOf": [
+           {
+            "$ref": "#/components/schemas/AppID"
+           },
+           {
+            "type": "null"
+           }
+          ]
+         },
+         "environment": {
+          "enum": [
+           "production",
+           "sandbox",
+           null
+          ]
+         },
+         "device_id": {
+          "type": [
+           "string",
+           "null"
+          ],
+          "minLength": 1,
+          "maxLength": 256
+         }
+        },
+        "required": [
+         "watched_addresses"
+        ]
+       },
+       "Registration": {
+        "description": "ios and android give device_token; web gives subscription (device_token, if given too, is its endpoint)",
+        "oneOf": [
+         {
+          "allOf": [
+           {
+            "$ref": "#/components/schemas/RegistrationCommon"
+           },
+           {
+            "type": "object",
+            "properties": {
+             "platform": {
+              "const": "ios"
+             },
+             "device_token": {
+              "$ref": "#/components/schemas/APNsToken"
+             },
+             "token_kind": {
+              "anyOf": [
+               {
+                "const": "token"
+               },
+               {
+                "type": "null"
+               }
+              ]
+             }
+            },
+            "required": [
+             "platform",
+             "device_token"
+            ]
+           }
+          ]
+         },
+         {
+          "allOf": [
+           {
+            "$ref": "#/components/schemas/RegistrationCommon"
+           },
+           {
+            "type": "object",
+            "properties": {
+             "platform": {
+              "const": "android"
+             },
+             "device_token": {
+              "$ref": "#/components/schemas/FCMToken"
+             },
+             "token_kind": {
+              "anyOf": [
+               {
+                "const": "token"
+               },
+               {
+                "type": "null"
+               }
+              ]
+             }
+            },
+            "required": [
+             "platform",
+             "device_token"
+            ]
+           }
+          ]
+         },
+         {
+          "allOf": [
+           {
+            "$ref": "#/components/schemas/RegistrationCommon"
+           },
+           {
+            "type": "object",
+            "properties": {
+             "platform": {
+              "const": "android"
+             },
+             "device_token": {
+              "$ref": "#/components/schemas/InstallationID"
+             },
+             "token_kind": {
+              "const": "fid"
+             }
+            },
+            "required": [
+             "platform",
+             "token_kind",
+             "device_token"
+            ]
+           }
+          ]
+         },
+         {
+          "allOf": [
+           {
+            "$ref": "#/components/schemas/RegistrationCommon"
+           },
+           {
+            "type": "object",
+            "properties": {
+             "platform": {
+              "const": "web"
+             },
+             "subscription": {
+              "$ref": "#/components/schemas/WebPushSubscription"
+             },
+             "token_kind": {
+              "anyOf": [
+               {
+                "const": "token"
+               },
+               {
+                "type": "null"
+               }
+              ]
+             },
+             "device_token": {
+              "type": [
+               "string",
+               "null"
+              ],
+              "description": "the subscription's endpoint (422 otherwise)"
+             }
+            },
+            "required": [
+             "platform",
+             "subscription"
+            ]
+           }
+          ]
+         }
+        ]
+       },
+       "WatchSetUpdate": {
+        "description": "the device by device_token, or a web subscription by its endpoint",
+        "anyOf": [
+         {
+          "type": "object",
+          "properties": {
+           "watched_addresses": {
+            "type": "array",
+            "maxItems": 1000,
+            "items": {
+             "$ref": "#/components/schemas/WatchKey"
+            },
+            "description": "with addresses, at most 1,000 keys in all (422 over it)"
+           },
+           "addresses": {
+            "type": [
+             "array",
+             "null"
+            ],
+            "maxItems": 1000,
+            "items": {
+             "$ref": "#/components/schemas/OwnAddress"
+            }
+           },
+           "contextual_routes": {
+            "type": [
+             "array",
+             "null"
+            ],
+            "maxItems": 1000,
+            "items": {
+             "$ref": "#/components/schemas/ContextualRoute"
+            }
+           },
+           "app": {
+            "anyOf": [
+             {
+              "$ref": "#/components/schemas/AppID"
+             },
+             {
+              "type": "null"
+             }
+            ]
+           },
+           "device_token": {
+            "type": "string"
+           },
+           "subscription": {
+            "type": [
+             "object",
+             "null"
+            ],
+            "properties": {
+             "endpoint": {
+              "type": [
+               "string",
+               "null"
+              ]
+             }
+            }
+           }
+          },
+          "required": [
+           "device_token",
+           "watched_addresses"
+          ]
+         },
+         {
+          "type": "object",
+          "properties": {
+           "watched_addresses": {
+            "type": "array",
+            "maxItems": 1000,
+            "items": {
+             "$ref": "#/components/schemas/WatchKey"
+            },
+            "description": "with addresses, at most 1,000 keys in all (422 over it)"
+           },
+           "addresses": {
+            "type": [
+             "array",
+             "null"
+            ],
+            "maxItems": 1000,
+            "items": {
+             "$ref": "#/components/schemas/OwnAddress"
+            }
+           },
+           "contextual_routes": {
+            "type": [
+             "array",
+             "null"
+            ],
+            "maxItems": 1000,
+            "items": {
+             "$ref": "#/components/schemas/ContextualRoute"
+            }
+           },
+           "app": {
+            "anyOf": [
+             {
+              "$ref": "#/components/schemas/AppID"
+             },
+             {
+              "type": "null"
+             }
+            ]
+           },
+           "device_token": {
+            "type": [
+             "string",
+             "null"
+            ]
+           },
+           "subscription": {
+            "type": "object",
+            "properties": {
+             "endpoint": {
+              "type": "string"
+             }
+            },
+            "required": [
+             "endpoint"
+            ]
+           }
+          },
+          "required": [
+           "subscription",
+           "watched_addresses"
+          ]
+         }
+        ]
+       },
+       "EventOptions": {
+        "type": "object",
+        "properties": {
+         "app": {
+          "anyOf": [
+           {
+            "$ref": "#/components/schemas/AppID"
+           },
+           {
+            "type": "null"
+           }
+          ]
+         },
+         "targets": {
+          "type": [
+           "object",
+           "null"
+          ],
+          "properties": {
+           "keys": {
+            "type": [
+             "array",
+             "null"
+            ],
+            "maxItems": 1000,
+            "items": {
+             "$ref": "#/components/schemas/WatchKey"
+            }
+           },
+           "device_ids": {
+            "type": [
+             "array",
+             "null"
+            ],
+            "maxItems": 1000,
+            "items": {
+             "type": "string",
+             "minLength": 1,
+             "maxLength": 256
+            }
+           },
+           "tokens": {
+            "type": [
+             "array",
+             "null"
+            ],
+            "maxItems": 1000,
+            "items": {
+             "type": "string",
+             "minLength": 1,
+             "maxLength": 256
+            }
+           }
+          }
+         },
+         "exclude_device_ids": {
+          "type": [
+           "array",
+           "null"
+          ],
+          "maxItems": 1000,
+          "items": {
+           "type": "string",
+           "minLength": 1,
+           "maxLength": 256
+          }
+         },
+         "priority": {
+          "enum": [
+           10,
+           5,
+           1,
+           null
+          ],
+          "description": "a template's background pushes take 5 only (422 otherwise)"
+         },
+         "expiration": {
+          "type": [
+           "integer",
+           "null"
+          ],
+          "minimum": -9223372036854775808,
+          "maximum": 9223372036854775807,
+          "description": "unix seconds, after now and at most 30 days ahead (422 otherwise); default now + 24 h"
+         },
+         "collapse_id": {
+          "type": [
+           "string",
+           "null"
+          ],
+          "minLength": 1,
+          "maxLength": 64,
+          "description": "at most 64 bytes in UTF-8 (422 otherwise)"
+         },
+         "thread_id": {
+          "type": [
+           "string",
+           "null"
+          ],
+          "minLength": 1,
+          "maxLength": 256,
+          "description": "alerts only; at most 256 bytes in UTF-8 (422 otherwise)"
+         }
+        }
+       },
+       "Event": {
+        "description": "kasia.* events without targets need a recipient (or sender and alias) to route by; custom, conversation.silent need targets (422 otherwise)",
+        "oneOf": [
+         {
+          "allOf": [
+           {
+            "$ref": "#/components/schemas/EventOptions"
+           },
+           {
+            "type": "object",
+            "properties": {
+             "template": {
+              "const": "custom"
+             },
+             "fields": {
+              "type": "object",
+              "properties": {
+               "aps": {
+                "type": "object",
+                "description": "the APNs aps dictionary; Apple's rules for the push type and 4 KiB (5 KiB VoIP) apply (422, 413 when too large)"
+               },
+               "data": {
+                "type": [
+                 "object",
+                 "null"
+                ],
+                "description": "top-level keys beside aps (no aps)"
+               },
+               "push_type": {
+                "enum": [
+                 "alert",
+                 "background",
+                 "location",
+                 "voip",
+                 "complication",
+                 "fileprovider",
+                 "mdm",
+                 "liveactivity",
+                 "pushtotalk",
+                 "widgets",
+                 "controls",
+                 null
+                ]
+               },
+               "fcm": {
+                "type": [
+                 "object",
+                 "null"
+                ],
+                "description": "{data: {string: string}} for Android devices"
+               }
+              },
+              "required": [
+               "aps"
+              ]
+             }
+            },
+            "required": [
+             "template",
+             "fields"
+            ]
+           }
+          ]
+         },
+         {
+          "allOf": [
+           {
+            "$ref": "#/components/schemas/EventOptions"
+           },
+           {
+            "type": "object",
+            "properties": {
+             "template": {
+              "const": "kasia.handshake"
+             },
+             "fields": {
+              "type": "object",
+              "properties": {
+               "tx_id": {
+                "type": "string",
+                "pattern": "^[0-9a-f]{64}$"
+               },
+               "sender": {
+                "$ref": "#/components/schemas/KaspaAddress"
+               },
+               "recipient": {
+                "anyOf": [
+                 {
+                  "$ref": "#/components/schemas/KaspaAddress"
+                 },
+                 {
+                  "type": "null"
+                 }
+                ]
+               },
+               "alias": {
+                "type": [
+                 "string",
+                 "null"
+                ]
+               },
+               "payload": {
+                "type": [
+                 "string",
+                 "null"
+                ],
+                "pattern": "^([0-9a-f]{2})*$",
+                "description": "the lowercase hex of the whole transaction payload"
+               },
+               "timestamp": {
+                "type": "integer",
+                "minimum": -9223372036854775808,
+                "maximum": 9223372036854775807
+               },
+               "daa_score": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 18446744073709551615
+               },
+               "amount": {
+                "type": [
+                 "integer",
+                 "null"
+                ],
+                "minimum": 0,
+                "maximum": 18446744073709551615,
+                "description": "sompi"
+               }
+              },
+              "required": [
+               "tx_id",
+               "sender",
+               "timestamp",
+               "daa_score"
+              ]
+             }
+            },
+            "required": [
+             "template",
+             "fields"
+            ]
+           }
+          ]
+         },
+         {
+          "allOf": [
+           {
+            "$ref": "#/components/schemas/EventOptions"
+           },
+           {
+            "type": "object",
+            "properties": {
+             "template": {
+              "const": "kasia.contextual_message"
+             },
+             "fields": {
+              "type": "object",
+              "properties": {
+               "tx_id": {
+                "type": "string",
+                "pattern": "^[0-9a-f]{64}$"
+               },
+               "sender": {
+                "$ref": "#/components/schemas/KaspaAddress"
+               },
+               "recipient": {
+                "anyOf": [
+                 {
+                  "$ref": "#/components/schemas/KaspaAddress"
+                 },
+                 {
+                  "type": "null"
+                 }
+                ]
+               },
+               "alias": {
+                "type": [
+                 "string",
+                 "null"
+                ]
+               },
+               "payload": {
+                "type": [
+                 "string",
+                 "null"
+                ],
+                "pattern": "^([0-9a-f]{2})*$",
+                "description": "the lowercase hex of the whole transaction payload"
+               },
+               "timestamp": {
+                "type": "integer",
+                "minimum": -9223372036854775808,
+                "maximum": 9223372036854775807
+               },
+               "daa_score": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 18446744073709551615
+               },
+               "amount": {
+                "type": [
+                 "integer",
+                 "null"
+                ],
+                "minimum": 0,
+                "maximum": 18446744073709551615,
+                "description": "sompi"
+               }
+              },
+              "required": [
+               "tx_id",
+               "sender",
+               "timestamp",
+               "daa_score"
+              ]
+             }
+            },
+            "required": [
+             "template",
+             "fields"
+            ]
+           }
+          ]
+         },
+         {
+          "allOf": [
+           {
+            "$ref": "#/components/schemas/EventOptions"
+           },
+           {
+            "type": "object",
+            "properties": {
+             "template": {
+              "const": "kasia.payment"
+             },
+             "fields": {
+              "type": "object",
+              "properties": {
+               "tx_id": {
+                "type": "string",
+                "pattern": "^[0-9a-f]{64}$"
+               },
+               "sender": {
+                "$ref": "#/components/schemas/KaspaAddress"
+               },
+               "recipient": {
+                "anyOf": [
+                 {
+                  "$ref": "#/components/schemas/KaspaAddress"
+                 },
+                 {
+                  "type": "null"
+                 }
+                ]
+               },
+               "alias": {
+                "type": [
+                 "string",
+                 "null"
+                ]
+               },
+               "payload": {
+                "type": [
+                 "string",
+                 "null"
+                ],
+                "pattern": "^([0-9a-f]{2})*$",
+                "description": "the lowercase hex of the whole transaction payload"
+               },
+               "timestamp": {
+                "type": "integer",
+                "minimum": -9223372036854775808,
+                "maximum": 9223372036854775807
+               },
+               "daa_score": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 18446744073709551615
+               },
+               "amount": {
+                "type": [
+                 "integer",
+                 "null"
+                ],
+                "minimum": 0,
+                "maximum": 18446744073709551615,
+                "description": "sompi"
+               }
+              },
+              "required": [
+               "tx_id",
+               "sender",
+               "timestamp",
+               "daa_score"
+              ]
+             }
+            },
+            "required": [
+             "template",
+             "fields"
+            ]
+           }
+          ]
+         },
+         {
+          "allOf": [
+           {
+            "$ref": "#/components/schemas/EventOptions"
+           },
+           {
+            "type": "object",
+            "properties": {
+             "template": {
+              "const": "conversation.silent"
+             },
+             "fields": {
+              "type": "object",
+              "properties": {
+               "conversation_id": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 1024
+               }
+              },
+              "required": [
+               "conversation_id"
+              ]
+             }
+            },
+            "required": [
+             "template",
+             "fields"
+            ]
+           }
+          ]
+         },
+         {
+          "allOf": [
+           {
+            "$ref": "#/components/schemas/EventOptions"
+           },
+           {
+            "type": "object",
+            "properties": {
+             "template": {
+              "const": "session.message"
+             },
+             "fields": {
+              "type": "object",
+              "properties": {
+               "session_id": {
+                "$ref": "#/components/schemas/Identifier"
+               },
+               "message_id": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 256
+               },
+               "timestamp": {
+                "anyOf": [
+                 {
+                  "type": "integer",
+                  "minimum": 0,
+                  "maximum": 9223372036854775807
+                 },
+                 {
+                  "type": "string",
+                  "format": "date-time"
+                 }
+                ],
+                "description": "unix seconds or an RFC 3339 date"
+               },
+               "encrypted": {
+                "type": [
+                 "boolean",
+                 "null"
+                ]
+               },
+               "has_attachment": {
+                "type": [
+                 "boolean",
+                 "null"
+                ]
+               }
+              },
+              "required": [
+               "session_id",
+               "message_id",
+               "timestamp"
+              ]
+             }
+            },
+            "required": [
+             "template",
+             "fields"
+            ]
+           }
+          ]
+         },
+         {
+          "allOf": [
+           {
+            "$ref": "#/components/schemas/EventOptions"
+           },
+           {
+            "type": "object",
+            "properties": {
+             "template": {
+              "const": "agent.event"
+             },
+             "fields": {
+              "type": "object",
+              "properties": {
+               "hook_event_name": {
+                "enum": [
+                 "Stop",
+                 "Notification"
+                ]
+               },
+               "notification_type": {
+                "type": [
+                 "string",
+                 "null"
+                ],
+                "maxLength": 4096
+               },
+               "tool_name": {
+                "type": [
+                 "string",
+                 "null"
+                ],
+                "maxLength": 4096
+               },
+               "device_name": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 256
+               },
+               "session_id": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 256
+               },
+               "message": {
+                "type": [
+                 "string",
+                 "null"
+                ],
+                "maxLength": 4096
+               }
+              },
+              "required": [
+               "hook_event_name",
+               "device_name",
+               "session_id"
+              ]
+             }
+            },
+            "required": [
+             "template",
+             "fields"
+            ]
+           }
+          ]
+         }
+        ]
+       }
+      }
+     }
     }
     """#
 }

@@ -148,7 +148,7 @@ public struct RegistrationAPI: Sendable {
         if platform == .web {
             (token, webKeys) = try await webSubscription(body.subscription, deviceToken: body.device_token)
         } else {
-            guard body.subscription == nil else { throw APIError.invalid("subscription", "subscription is for platform web") }
+            guard body.subscription == nil else { throw APIError.unprocessable("subscription", "subscription is for platform web") }
             token = try Self.deviceToken(body.device_token, platform: platform, kind: kind)
         }
         var environment = APNsEnvironment.sandbox
@@ -158,8 +158,8 @@ public struct RegistrationAPI: Sendable {
             }
             environment = parsed
         }
-        if let id = body.device_id, id.isEmpty || id.utf8.count > 256 {
-            throw APIError.invalid("device_id", "device_id is 1 to 256 bytes")
+        if let id = body.device_id, id.isEmpty || id.unicodeScalars.count > 256 {
+            throw APIError.invalid("device_id", "device_id is 1 to 256 characters")
         }
         let watchSet = try self.watchSet(watched: body.watched_addresses, own: body.addresses, routes: body.contextual_routes)
         try proveOwnership(body.addresses, app: app, token: token.value)
@@ -196,10 +196,15 @@ public struct RegistrationAPI: Sendable {
     func status(_ request: Request) async throws -> Response {
         let (app, grant) = try authorized(request, app: request.uri.queryParameters.get("app").map { String($0) })
         // The `X-Device-Token` header keeps the token out of access logs; the query still works.
-        guard let token = request.headers[Self.deviceTokenHeader] ?? request.uri.queryParameters.get("device_token").map({ String($0) }),
-            !token.isEmpty
-        else {
-            throw APIError.missing("device_token")
+        let header = request.headers[Self.deviceTokenHeader]
+        let query = request.uri.queryParameters.get("device_token").map { String($0) }
+        if header?.isEmpty == true { throw APIError.invalid("X-Device-Token", "X-Device-Token, when given, is not empty") }
+        if query?.isEmpty == true { throw APIError.invalid("device_token", "device_token, when given, is not empty") }
+        if let header, let query, header != query {
+            throw APIError.unprocessable("device_token", "device_token and X-Device-Token name different tokens")
+        }
+        guard let token = header ?? query else {
+            throw APIError.unprocessable("device_token", "device_token (or the X-Device-Token header) is required")
         }
         try await requireOwned(token, app: app, grant: grant)
         guard let (device, watchSet) = try await store.status(app: app, token: DeviceToken.lookupForm(token), now: clock.now()) else {
@@ -244,12 +249,14 @@ public struct RegistrationAPI: Sendable {
     /// outside (the SSRF rule), and its keys. `device_token`, when given too, is the endpoint.
     private func webSubscription(_ subscription: SubscriptionBody?, deviceToken: String?) async throws -> (DeviceToken, WebPushKeys) {
         guard let guardian = configuration.webPushGuard else {
-            throw APIError.invalid("platform", "this instance has no Web Push (no VAPID key)")
+            throw APIError.unprocessable("platform", "this instance has no Web Push (no VAPID key)")
         }
         guard let subscription else { throw APIError.missing("subscription") }
-        let token = try Self.deviceToken(subscription.endpoint, platform: .web, field: "subscription.endpoint")
+        guard let endpoint = subscription.endpoint else { throw APIError.missing("subscription.endpoint") }
+        let token: DeviceToken
+        do { token = try DeviceToken(endpoint, platform: .web) } catch { throw APIError.unprocessable("subscription.endpoint", error.description) }
         if let deviceToken, deviceToken != token.value {
-            throw APIError.invalid("device_token", "device_token, when given, is the subscription's endpoint")
+            throw APIError.unprocessable("device_token", "device_token, when given, is the subscription's endpoint")
         }
         guard let p256dh = subscription.keys?.p256dh else { throw APIError.missing("subscription.keys.p256dh") }
         guard let auth = subscription.keys?.auth else { throw APIError.missing("subscription.keys.auth") }
@@ -257,12 +264,12 @@ public struct RegistrationAPI: Sendable {
         do {
             keys = try WebPushKeys(p256dh: p256dh, auth: auth)
         } catch {
-            throw APIError.invalid(error == .p256dh ? "subscription.keys.p256dh" : "subscription.keys.auth", error.description)
+            throw APIError.unprocessable(error == .p256dh ? "subscription.keys.p256dh" : "subscription.keys.auth", error.description)
         }
         do {
             _ = try await guardian.addresses(for: WebPushEndpoint(token.value))
         } catch {
-            throw APIError.invalid("subscription.endpoint", error.description)
+            throw APIError.unprocessable("subscription.endpoint", error.description)
         }
         return (token, keys)
     }
@@ -321,9 +328,14 @@ public struct RegistrationAPI: Sendable {
     private func watchSet(watched: [String]?, own ownEntries: [AddressEntry]?, routes: [RouteBody]?) throws -> WatchSet {
         let own = ownEntries?.map(\.address)
         guard let watched else { throw APIError.missing("watched_addresses") }
+        // Each list past the limit breaks the document's maxItems (400); both together, a rule
+        // across fields (422).
+        for (field, count) in [("watched_addresses", watched.count), ("addresses", own?.count ?? 0)] where count > configuration.maximumWatchKeys {
+            throw APIError.invalid(field, "at most \(configuration.maximumWatchKeys) watch keys per device")
+        }
         let total = watched.count + (own?.count ?? 0)
         guard total <= configuration.maximumWatchKeys else {
-            throw APIError.invalid("watched_addresses", "at most \(configuration.maximumWatchKeys) watch keys per device")
+            throw APIError.unprocessable("watched_addresses", "at most \(configuration.maximumWatchKeys) watch keys per device")
         }
         let keys = try watched.enumerated().map { i, text in
             do { return try WatchKey(text) } catch { throw APIError.invalid("watched_addresses[\(i)]", "\(error)") }
@@ -350,7 +362,7 @@ public struct RegistrationAPI: Sendable {
             // An address of another network could never be paid or written to on this one.
             func check(_ address: KaspaAddress, _ field: String) throws {
                 guard address.prefix == network else {
-                    throw APIError.invalid(field, "a \(address.prefix.rawValue): address; this instance serves \(network.rawValue): addresses")
+                    throw APIError.unprocessable(field, "a \(address.prefix.rawValue): address; this instance serves \(network.rawValue): addresses")
                 }
             }
             for (i, key) in keys.enumerated() { if case .kaspaAddress(let a) = key { try check(a, "watched_addresses[\(i)]") } }

@@ -63,7 +63,7 @@ public struct SafeWhisperAPI: Sendable {
 
     static func deviceID(_ request: Request) throws -> String {
         guard let id = request.headers[deviceHeader], !id.isEmpty else { throw APIError.missing("X-Device-ID") }
-        guard id.utf8.count <= 256 else { throw APIError.invalid("X-Device-ID", "X-Device-ID is 1 to 256 bytes") }
+        guard id.unicodeScalars.count <= 256 else { throw APIError.invalid("X-Device-ID", "X-Device-ID is 1 to 256 characters") }
         return id
     }
 

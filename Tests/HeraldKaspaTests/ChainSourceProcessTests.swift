@@ -333,7 +333,8 @@ struct ChainSourceProcessTests {
             return (status, (try? JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:])
         }
         var (status, answer) = try await register(#"{"device_token":"\#(deviceToken(1))","platform":"ios","watched_addresses":["\#(testnet)","\#(fixtures.alice)"]}"#)
-        #expect(status == 400)
+        // A well-formed address of another network: refused on what it means.
+        #expect(status == 422)
         #expect((answer["error"] as? [String: Any])?["field"] as? String == "watched_addresses[1]")
         (status, answer) = try await register(#"{"device_token":"\#(deviceToken(1))","platform":"ios","watched_addresses":["session:s"],"addresses":["\#(fixtures.bob)"]}"#)
         #expect((answer["error"] as? [String: Any])?["field"] as? String == "addresses[0]")

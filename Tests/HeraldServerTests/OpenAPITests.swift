@@ -23,6 +23,25 @@ struct OpenAPITests {
         }
     }
 
+    @Test("the served document names this instance's apps and its watch-key and alias limits")
+    func servedForTheInstance() throws {
+        let served = OpenAPIDocument.served(apps: ["kasia", "ghosttalk"], maximumWatchKeys: 7, maximumAliases: 3)
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(served.utf8)) as? [String: Any])
+        let schemas = try #require((document["components"] as? [String: Any])?["schemas"] as? [String: [String: Any]])
+        #expect(schemas["AppID"]?["enum"] as? [String] == ["kasia", "ghosttalk"])
+        let common = try #require(schemas["RegistrationCommon"]?["properties"] as? [String: [String: Any]])
+        for list in ["watched_addresses", "addresses", "contextual_routes"] {
+            // Optional lists are nullable: the limit sits on the array branch.
+            let branches = (common[list]?["anyOf"] as? [[String: Any]]) ?? [common[list] ?? [:]]
+            #expect(branches.contains { $0["maxItems"] as? Int == 7 }, "\(list): \(common[list] ?? [:])")
+        }
+        #expect(((schemas["ContextualRoute"]?["properties"] as? [String: [String: Any]])?["aliases"])
+            .map { ($0["anyOf"] as? [[String: Any]] ?? [$0]).contains { $0["maxItems"] as? Int == 3 } } == true)
+        // The repo's copy names no app.
+        let repo = try #require(try JSONSerialization.jsonObject(with: Data(OpenAPIDocument.json.utf8)) as? [String: Any])
+        #expect((((repo["components"] as? [String: Any])?["schemas"] as? [String: [String: Any]])?["AppID"]?["enum"]) == nil)
+    }
+
     @Test("every operation the rate limiter guards documents its 429")
     func rateLimitedDocumented() throws {
         let document = try #require(try JSONSerialization.jsonObject(with: Data(OpenAPIDocument.json.utf8)) as? [String: Any])

@@ -25,21 +25,21 @@ let badPublishRequests: [BadRequest] = [
     BadRequest("template missing", .post, "/v1/events", #"{"fields":{}}"#, headers: publisher, field: "template"),
     BadRequest("fields not an object", .post, "/v1/events", #"{"template":"custom","fields":[]}"#, headers: publisher, field: "fields"),
     BadRequest("custom without aps", .post, "/v1/events", #"{"template":"custom","targets":{"keys":["session:x"]},"fields":{"data":{}}}"#, headers: publisher, field: "fields.aps"),
-    BadRequest("custom background with alert", .post, "/v1/events", #"{"template":"custom","targets":{"keys":["session:x"]},"fields":{"aps":{"alert":"x"},"push_type":"background"}}"#, headers: publisher, field: "fields.push_type"),
+    BadRequest("custom background with alert", .post, "/v1/events", #"{"template":"custom","targets":{"keys":["session:x"]},"fields":{"aps":{"alert":"x"},"push_type":"background"}}"#, headers: publisher, .unprocessableContent, field: "fields.push_type"),
     BadRequest("custom fcm not an object", .post, "/v1/events", #"{"template":"custom","targets":{"keys":["session:x"]},"fields":{"aps":{"alert":"x"},"fcm":"x"}}"#, headers: publisher, field: "fields.fcm"),
-    BadRequest("custom fcm with a notification block", .post, "/v1/events", #"{"template":"custom","targets":{"keys":["session:x"]},"fields":{"aps":{"alert":"x"},"fcm":{"data":{},"notification":{"title":"t"}}}}"#, headers: publisher, field: "fields.fcm.notification"),
-    BadRequest("custom fcm data with a number", .post, "/v1/events", #"{"template":"custom","targets":{"keys":["session:x"]},"fields":{"aps":{"alert":"x"},"fcm":{"data":{"n":1}}}}"#, headers: publisher, field: "fields.fcm.data.n"),
-    BadRequest("custom fcm data with a reserved key", .post, "/v1/events", #"{"template":"custom","targets":{"keys":["session:x"]},"fields":{"aps":{"alert":"x"},"fcm":{"data":{"google.x":"y"}}}}"#, headers: publisher, field: "fields.fcm.data.google.x"),
+    BadRequest("custom fcm with a notification block", .post, "/v1/events", #"{"template":"custom","targets":{"keys":["session:x"]},"fields":{"aps":{"alert":"x"},"fcm":{"data":{},"notification":{"title":"t"}}}}"#, headers: publisher, .unprocessableContent, field: "fields.fcm.notification"),
+    BadRequest("custom fcm data with a number", .post, "/v1/events", #"{"template":"custom","targets":{"keys":["session:x"]},"fields":{"aps":{"alert":"x"},"fcm":{"data":{"n":1}}}}"#, headers: publisher, .unprocessableContent, field: "fields.fcm.data.n"),
+    BadRequest("custom fcm data with a reserved key", .post, "/v1/events", #"{"template":"custom","targets":{"keys":["session:x"]},"fields":{"aps":{"alert":"x"},"fcm":{"data":{"google.x":"y"}}}}"#, headers: publisher, .unprocessableContent, field: "fields.fcm.data.google.x"),
     BadRequest("custom fcm data over 4,096 bytes", .post, "/v1/events", #"{"template":"custom","targets":{"keys":["session:x"]},"fields":{"aps":{"alert":"x"},"fcm":{"data":{"big":"\#(String(repeating: "b", count: 4_100))"}}}}"#, headers: publisher, .contentTooLarge, field: "fields.fcm.data"),
-    BadRequest("custom without targets", .post, "/v1/events", #"{"template":"custom","fields":{"aps":{"alert":"x"}}}"#, headers: publisher, field: "targets"),
+    BadRequest("custom without targets", .post, "/v1/events", #"{"template":"custom","fields":{"aps":{"alert":"x"}}}"#, headers: publisher, .unprocessableContent, field: "targets"),
     BadRequest("bad target key", .post, "/v1/events", #"{"template":"custom","targets":{"keys":["\#(badKaspa)"]},"fields":{"aps":{"alert":"x"}}}"#, headers: publisher, field: "targets.keys[0]"),
     BadRequest("bad priority", .post, "/v1/events", #"{"template":"custom","priority":7,"targets":{"keys":["session:x"]},"fields":{"aps":{"alert":"x"}}}"#, headers: publisher, field: "priority"),
-    BadRequest("expired", .post, "/v1/events", #"{"template":"custom","expiration":1,"targets":{"keys":["session:x"]},"fields":{"aps":{"alert":"x"}}}"#, headers: publisher, field: "expiration"),
+    BadRequest("expired", .post, "/v1/events", #"{"template":"custom","expiration":1,"targets":{"keys":["session:x"]},"fields":{"aps":{"alert":"x"}}}"#, headers: publisher, .unprocessableContent, field: "expiration"),
     BadRequest("kasia tx_id not hex", .post, "/v1/events", kasiaBody(goodKasiaFields.replacingOccurrences(of: txID, with: "xyz")), headers: publisher, field: "fields.tx_id"),
     BadRequest("kasia bad sender checksum", .post, "/v1/events", kasiaBody(goodKasiaFields.replacingOccurrences(of: kaspaA, with: badKaspa)), headers: publisher, field: "fields.sender"),
     BadRequest("kasia timestamp a string", .post, "/v1/events", kasiaBody(goodKasiaFields.replacingOccurrences(of: "1704067200", with: #""soon""#)), headers: publisher, field: "fields.timestamp"),
     BadRequest("kasia payload not hex", .post, "/v1/events", kasiaBody(goodKasiaFields + #","payload":"zz""#), headers: publisher, field: "fields.payload"),
-    BadRequest("kasia payment without recipient", .post, "/v1/events", kasiaBody(goodKasiaFields, template: "kasia.payment"), headers: publisher, field: "fields.recipient"),
+    BadRequest("kasia payment without recipient", .post, "/v1/events", kasiaBody(goodKasiaFields, template: "kasia.payment"), headers: publisher, .unprocessableContent, field: "fields.recipient"),
     BadRequest("batch with one bad event", .post, "/v1/events:batch",
                #"{"events":[\#(kasiaBody(goodKasiaFields)),{"template":"nope","fields":{}}]}"#, headers: publisher, field: "events[1].template"),
     BadRequest("empty batch", .post, "/v1/events:batch", #"{"events":[]}"#, headers: publisher, field: "events"),
@@ -127,12 +127,16 @@ struct EventOptionsTests {
     }
 
     @Test("options a push type cannot carry are refused with the field; a push over Apple's size is a 413 at publish", arguments: [
-        (#"{"template":"conversation.silent","thread_id":"t","targets":{"device_ids":["d1"]},"fields":{"conversation_id":"c"}}"#, 400, "thread_id"),
-        (#"{"template":"conversation.silent","priority":10,"targets":{"device_ids":["d1"]},"fields":{"conversation_id":"c"}}"#, 400, "priority"),
-        (#"{"template":"session.message","collapse_id":"\#(String(repeating: "c", count: 65))","fields":{"session_id":"x","message_id":"m","timestamp":1}}"#, 400, "collapse_id"),
+        (#"{"template":"conversation.silent","thread_id":"t","targets":{"device_ids":["d1"]},"fields":{"conversation_id":"c"}}"#, 422, "thread_id"),
+        (#"{"template":"conversation.silent","priority":10,"targets":{"device_ids":["d1"]},"fields":{"conversation_id":"c"}}"#, 422, "priority"),
+        (#"{"template":"session.message","collapse_id":"\#(String(repeating: "c", count: 65))","fields":{"session_id":"x","message_id":"m","timestamp":1}}"#, 422, "collapse_id"),
+        // 64 characters, 128 bytes: the document's maxLength holds, Apple's 64 bytes do not.
+        (#"{"template":"session.message","collapse_id":"\#(String(repeating: "é", count: 64))","fields":{"session_id":"x","message_id":"m","timestamp":1}}"#, 422, "collapse_id"),
         (#"{"template":"agent.event","fields":{"hook_event_name":"Notification","device_name":"\#(String(repeating: "d", count: 256))","session_id":"s","message":"\#(String(repeating: "m", count: 4_000))"}}"#, 413, "fields"),
         (#"{"template":"custom","targets":{"keys":["session:x"]},"fields":{"aps":{"alert":"\#(String(repeating: "a", count: 5_000))"}}}"#, 413, "fields"),
-        (#"{"template":"custom","expiration":10000000000000000,"targets":{"keys":["session:x"]},"fields":{"aps":{"alert":"x"}}}"#, 400, "expiration"),
+        (#"{"template":"custom","expiration":10000000000000000,"targets":{"keys":["session:x"]},"fields":{"aps":{"alert":"x"}}}"#, 422, "expiration"),
+        // A date the RFC allows before 1970: read, and refused on its meaning.
+        (#"{"template":"session.message","fields":{"session_id":"x","message_id":"m","timestamp":"0286-06-05T22:08:44+23:52"}}"#, 422, "fields.timestamp"),
     ])
     func refused(body: String, status: Int, field: String) async throws {
         try await withRegistrationServer { client, store in

@@ -189,7 +189,7 @@ let badRegistrationRequests: [BadRequest] = [
     BadRequest("update without token", .put, "/v1/push/update", #"{"watched_addresses":[]}"#, field: "device_token"),
     BadRequest("update with a bad address", .put, "/v1/push/update", #"{"device_token":"\#(token1)","watched_addresses":["\#(badKaspa)"]}"#, field: "watched_addresses[0]"),
     BadRequest("unregister without token", .delete, "/v1/push/unregister", #"{}"#, field: "device_token"),
-    BadRequest("status without token", .get, "/v1/push/status", nil, field: "device_token"),
+    BadRequest("status without token", .get, "/v1/push/status", nil, .unprocessableContent, field: "device_token"),
     BadRequest("an app this instance does not serve", #"{"device_token":"\#(token1)","platform":"ios","watched_addresses":[],"app":"other"}"#, field: "app"),
     BadRequest("app name too long", #"{"device_token":"\#(token1)","platform":"ios","watched_addresses":[],"app":"\#(String(repeating: "a", count: 65))"}"#, field: "app"),
 ]
