@@ -153,27 +153,27 @@ enum Schema {
         INSERT INTO delivery_counts (state, reason, n) SELECT d.state, \(reasonKey("d")), COUNT(*) FROM deliveries d GROUP BY 1, 2;
         INSERT INTO device_counts (app_id, platform, n) SELECT app_id, platform, COUNT(*) FROM devices GROUP BY 1, 2;
         CREATE TRIGGER deliveries_count_insert AFTER INSERT ON deliveries BEGIN
-          INSERT OR IGNORE INTO delivery_counts (state, reason, n) VALUES (NEW.state, \(reasonKey("NEW")), 0);
-          UPDATE delivery_counts SET n = n + 1 WHERE state = NEW.state AND reason = \(reasonKey("NEW"));
+          INSERT INTO delivery_counts (state, reason, n) VALUES (NEW.state, \(reasonKey("NEW")), 1)
+          ON CONFLICT (state, reason) DO UPDATE SET n = n + 1;
         END;
         CREATE TRIGGER deliveries_count_update AFTER UPDATE OF state, last_reason ON deliveries
         WHEN OLD.state IS NOT NEW.state OR \(reasonKey("OLD")) IS NOT \(reasonKey("NEW")) BEGIN
           UPDATE delivery_counts SET n = n - 1 WHERE state = OLD.state AND reason = \(reasonKey("OLD"));
-          INSERT OR IGNORE INTO delivery_counts (state, reason, n) VALUES (NEW.state, \(reasonKey("NEW")), 0);
-          UPDATE delivery_counts SET n = n + 1 WHERE state = NEW.state AND reason = \(reasonKey("NEW"));
+          INSERT INTO delivery_counts (state, reason, n) VALUES (NEW.state, \(reasonKey("NEW")), 1)
+          ON CONFLICT (state, reason) DO UPDATE SET n = n + 1;
         END;
         CREATE TRIGGER deliveries_count_delete AFTER DELETE ON deliveries BEGIN
           UPDATE delivery_counts SET n = n - 1 WHERE state = OLD.state AND reason = \(reasonKey("OLD"));
         END;
         CREATE TRIGGER devices_count_insert AFTER INSERT ON devices BEGIN
-          INSERT OR IGNORE INTO device_counts (app_id, platform, n) VALUES (NEW.app_id, NEW.platform, 0);
-          UPDATE device_counts SET n = n + 1 WHERE app_id = NEW.app_id AND platform = NEW.platform;
+          INSERT INTO device_counts (app_id, platform, n) VALUES (NEW.app_id, NEW.platform, 1)
+          ON CONFLICT (app_id, platform) DO UPDATE SET n = n + 1;
         END;
         CREATE TRIGGER devices_count_update AFTER UPDATE OF app_id, platform ON devices
         WHEN OLD.app_id IS NOT NEW.app_id OR OLD.platform IS NOT NEW.platform BEGIN
           UPDATE device_counts SET n = n - 1 WHERE app_id = OLD.app_id AND platform = OLD.platform;
-          INSERT OR IGNORE INTO device_counts (app_id, platform, n) VALUES (NEW.app_id, NEW.platform, 0);
-          UPDATE device_counts SET n = n + 1 WHERE app_id = NEW.app_id AND platform = NEW.platform;
+          INSERT INTO device_counts (app_id, platform, n) VALUES (NEW.app_id, NEW.platform, 1)
+          ON CONFLICT (app_id, platform) DO UPDATE SET n = n + 1;
         END;
         CREATE TRIGGER devices_count_delete AFTER DELETE ON devices BEGIN
           UPDATE device_counts SET n = n - 1 WHERE app_id = OLD.app_id AND platform = OLD.platform;
