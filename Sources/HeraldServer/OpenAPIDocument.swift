@@ -2212,6 +2212,67 @@ public enum OpenAPIDocument {
          }
         }
        },
+       "KasiaFields": {
+        "type": "object",
+        "properties": {
+         "tx_id": {
+          "type": "string",
+          "pattern": "^[0-9a-f]{64}$"
+         },
+         "sender": {
+          "$ref": "#/components/schemas/KaspaAddress"
+         },
+         "recipient": {
+          "anyOf": [
+           {
+            "$ref": "#/components/schemas/KaspaAddress"
+           },
+           {
+            "type": "null"
+           }
+          ]
+         },
+         "alias": {
+          "type": [
+           "string",
+           "null"
+          ]
+         },
+         "payload": {
+          "type": [
+           "string",
+           "null"
+          ],
+          "pattern": "^([0-9a-f]{2})*$",
+          "description": "the lowercase hex of the whole transaction payload"
+         },
+         "timestamp": {
+          "type": "integer",
+          "minimum": -9223372036854775808,
+          "maximum": 9223372036854775807
+         },
+         "daa_score": {
+          "type": "integer",
+          "minimum": 0,
+          "maximum": 18446744073709551615
+         },
+         "amount": {
+          "type": [
+           "integer",
+           "null"
+          ],
+          "minimum": 0,
+          "maximum": 18446744073709551615,
+          "description": "sompi"
+         }
+        },
+        "required": [
+         "tx_id",
+         "sender",
+         "timestamp",
+         "daa_score"
+        ]
+       },
        "Event": {
         "description": "kasia.* events without targets need a recipient (or sender and alias) to route by; custom, conversation.silent need targets (422 otherwise)",
         "oneOf": [
@@ -2288,65 +2349,7 @@ public enum OpenAPIDocument {
               "const": "kasia.handshake"
              },
              "fields": {
-              "type": "object",
-              "properties": {
-               "tx_id": {
-                "type": "string",
-                "pattern": "^[0-9a-f]{64}$"
-               },
-               "sender": {
-                "$ref": "#/components/schemas/KaspaAddress"
-               },
-               "recipient": {
-                "anyOf": [
-                 {
-                  "$ref": "#/components/schemas/KaspaAddress"
-                 },
-                 {
-                  "type": "null"
-                 }
-                ]
-               },
-               "alias": {
-                "type": [
-                 "string",
-                 "null"
-                ]
-               },
-               "payload": {
-                "type": [
-                 "string",
-                 "null"
-                ],
-                "pattern": "^([0-9a-f]{2})*$",
-                "description": "the lowercase hex of the whole transaction payload"
-               },
-               "timestamp": {
-                "type": "integer",
-                "minimum": -9223372036854775808,
-                "maximum": 9223372036854775807
-               },
-               "daa_score": {
-                "type": "integer",
-                "minimum": 0,
-                "maximum": 18446744073709551615
-               },
-               "amount": {
-                "type": [
-                 "integer",
-                 "null"
-                ],
-                "minimum": 0,
-                "maximum": 18446744073709551615,
-                "description": "sompi"
-               }
-              },
-              "required": [
-               "tx_id",
-               "sender",
-               "timestamp",
-               "daa_score"
-              ]
+              "$ref": "#/components/schemas/KasiaFields"
              }
             },
             "required": [
@@ -2368,65 +2371,7 @@ public enum OpenAPIDocument {
               "const": "kasia.contextual_message"
              },
              "fields": {
-              "type": "object",
-              "properties": {
-               "tx_id": {
-                "type": "string",
-                "pattern": "^[0-9a-f]{64}$"
-               },
-               "sender": {
-                "$ref": "#/components/schemas/KaspaAddress"
-               },
-               "recipient": {
-                "anyOf": [
-                 {
-                  "$ref": "#/components/schemas/KaspaAddress"
-                 },
-                 {
-                  "type": "null"
-                 }
-                ]
-               },
-               "alias": {
-                "type": [
-                 "string",
-                 "null"
-                ]
-               },
-               "payload": {
-                "type": [
-                 "string",
-                 "null"
-                ],
-                "pattern": "^([0-9a-f]{2})*$",
-                "description": "the lowercase hex of the whole transaction payload"
-               },
-               "timestamp": {
-                "type": "integer",
-                "minimum": -9223372036854775808,
-                "maximum": 9223372036854775807
-               },
-               "daa_score": {
-                "type": "integer",
-                "minimum": 0,
-                "maximum": 18446744073709551615
-               },
-               "amount": {
-                "type": [
-                 "integer",
-                 "null"
-                ],
-                "minimum": 0,
-                "maximum": 18446744073709551615,
-                "description": "sompi"
-               }
-              },
-              "required": [
-               "tx_id",
-               "sender",
-               "timestamp",
-               "daa_score"
-              ]
+              "$ref": "#/components/schemas/KasiaFields"
              }
             },
             "required": [
@@ -2448,65 +2393,7 @@ public enum OpenAPIDocument {
               "const": "kasia.payment"
              },
              "fields": {
-              "type": "object",
-              "properties": {
-               "tx_id": {
-                "type": "string",
-                "pattern": "^[0-9a-f]{64}$"
-               },
-               "sender": {
-                "$ref": "#/components/schemas/KaspaAddress"
-               },
-               "recipient": {
-                "anyOf": [
-                 {
-                  "$ref": "#/components/schemas/KaspaAddress"
-                 },
-                 {
-                  "type": "null"
-                 }
-                ]
-               },
-               "alias": {
-                "type": [
-                 "string",
-                 "null"
-                ]
-               },
-               "payload": {
-                "type": [
-                 "string",
-                 "null"
-                ],
-                "pattern": "^([0-9a-f]{2})*$",
-                "description": "the lowercase hex of the whole transaction payload"
-               },
-               "timestamp": {
-                "type": "integer",
-                "minimum": -9223372036854775808,
-                "maximum": 9223372036854775807
-               },
-               "daa_score": {
-                "type": "integer",
-                "minimum": 0,
-                "maximum": 18446744073709551615
-               },
-               "amount": {
-                "type": [
-                 "integer",
-                 "null"
-                ],
-                "minimum": 0,
-                "maximum": 18446744073709551615,
-                "description": "sompi"
-               }
-              },
-              "required": [
-               "tx_id",
-               "sender",
-               "timestamp",
-               "daa_score"
-              ]
+              "$ref": "#/components/schemas/KasiaFields"
              }
             },
             "required": [
