@@ -15,29 +15,21 @@ public enum OpenAPIDocument {
             app["enum"] = apps
             schemas["AppID"] = app
         }
-        func limit(_ schema: String, _ path: [String], to maximum: Int) {
-            guard var root = schemas[schema] as? [String: Any] else { return }
-            func set(_ node: inout [String: Any], _ rest: ArraySlice<String>) {
-                guard let key = rest.first else {
-                    node["maxItems"] = maximum
-                    return
-                }
-                if var list = node[key] as? [[String: Any]] {
-                    for i in list.indices { set(&list[i], rest.dropFirst()) }
-                    node[key] = list
-                } else if var child = node[key] as? [String: Any] {
-                    set(&child, rest.dropFirst())
-                    node[key] = child
-                }
-            }
-            set(&root, path[...])
-            schemas[schema] = root
+        // A list property's maxItems, in an object schema (nullable lists keep it beside their types).
+        func limit(_ object: [String: Any], _ list: String, to maximum: Int) -> [String: Any] {
+            guard var properties = object["properties"] as? [String: Any], var schema = properties[list] as? [String: Any] else { return object }
+            schema["maxItems"] = maximum
+            properties[list] = schema
+            return object.merging(["properties": properties]) { _, new in new }
         }
         for list in ["watched_addresses", "addresses", "contextual_routes"] {
-            limit("RegistrationCommon", ["properties", list], to: maximumWatchKeys)
-            limit("WatchSetUpdate", ["anyOf", "properties", list], to: maximumWatchKeys)
+            schemas["RegistrationCommon"] = (schemas["RegistrationCommon"] as? [String: Any]).map { limit($0, list, to: maximumWatchKeys) }
+            if var update = schemas["WatchSetUpdate"] as? [String: Any], let branches = update["anyOf"] as? [[String: Any]] {
+                update["anyOf"] = branches.map { limit($0, list, to: maximumWatchKeys) }
+                schemas["WatchSetUpdate"] = update
+            }
         }
-        limit("ContextualRoute", ["properties", "aliases"], to: maximumAliases)
+        schemas["ContextualRoute"] = (schemas["ContextualRoute"] as? [String: Any]).map { limit($0, "aliases", to: maximumAliases) }
         components["schemas"] = schemas
         document["components"] = components
         guard let data = try? JSONSerialization.data(withJSONObject: document, options: [.sortedKeys, .withoutEscapingSlashes]) else { return json }

@@ -467,47 +467,45 @@ public final class PostgresStore: Store {
     /// The counters (totals plus the deltas not folded yet), and the oldest pending delivery off
     /// the lane index: no query here counts rows of the tables.
     public func stats() async throws -> StoreStats {
-        try await compactCounters()
         var counts = StoreStats.Counts()
-        for try await (app, platform, n) in try await client.query(
-            """
-            SELECT app_id, platform, SUM(n)::BIGINT FROM (
-              SELECT app_id, platform, n FROM device_counts UNION ALL SELECT app_id, platform, n FROM device_count_deltas
-            ) c GROUP BY 1, 2
-            """, logger: logger
-        ).decode((String, String, Int64).self) {
-            counts.devices.append((app, platform, Int(n)))
-        }
-        for try await (state, reason, n) in try await client.query(
-            """
-            SELECT state, reason, SUM(n)::BIGINT FROM (
-              SELECT state, reason, n FROM delivery_counts UNION ALL SELECT state, reason, n FROM delivery_count_deltas
-            ) c GROUP BY 1, 2
-            """, logger: logger
-        ).decode((String, String, Int64).self) {
-            counts.deliveries.append((state, reason, Int(n)))
-        }
+        counts.devices = try await counterRows(Self.deviceCounters)
+        counts.deliveries = try await counterRows(Self.deliveryCounters)
         return StoreStats(counts, queues: try await queues())
     }
 
+    /// A kind of counter: its totals, the deltas not folded into them yet, and its two key columns.
+    struct Counters {
+        var totals: String
+        var deltas: String
+        var keys: String
+    }
+    static let deviceCounters = Counters(totals: "device_counts", deltas: "device_count_deltas", keys: "app_id, platform")
+    static let deliveryCounters = Counters(totals: "delivery_counts", deltas: "delivery_count_deltas", keys: "state, reason")
+
+    /// Each key's total plus its deltas.
+    private func counterRows(_ c: Counters) async throws -> [(String, String, Int)] {
+        var rows: [(String, String, Int)] = []
+        let sql = "SELECT \(c.keys), SUM(n)::BIGINT FROM (SELECT \(c.keys), n FROM \(c.totals) UNION ALL SELECT \(c.keys), n FROM \(c.deltas)) c GROUP BY 1, 2"
+        for try await (a, b, n) in try await client.query(PostgresQuery(unsafeSQL: sql), logger: logger).decode((String, String, Int64).self) {
+            rows.append((a, b, Int(n)))
+        }
+        return rows
+    }
+
     /// Folds the counters' deltas into their totals, in one transaction: a delta is moved once
-    /// (a concurrent fold waits on the rows this one deletes, then finds them gone).
+    /// (a concurrent fold waits on the rows this one deletes, then finds them gone). Totals at
+    /// zero go (failure reasons are a push service's words, and a Web Push service is anyone's).
     public func compactCounters() async throws {
         try await client.withTransaction(logger: logger) { db in
-            try await db.query(
-                """
-                WITH moved AS (DELETE FROM delivery_count_deltas RETURNING state, reason, n)
-                INSERT INTO delivery_counts (state, reason, n) SELECT state, reason, SUM(n) FROM moved GROUP BY 1, 2 ORDER BY 1, 2
-                ON CONFLICT (state, reason) DO UPDATE SET n = delivery_counts.n + EXCLUDED.n
-                """, logger: logger)
-            try await db.query(
-                """
-                WITH moved AS (DELETE FROM device_count_deltas RETURNING app_id, platform, n)
-                INSERT INTO device_counts (app_id, platform, n) SELECT app_id, platform, SUM(n) FROM moved GROUP BY 1, 2 ORDER BY 1, 2
-                ON CONFLICT (app_id, platform) DO UPDATE SET n = device_counts.n + EXCLUDED.n
-                """, logger: logger)
-            try await db.query("DELETE FROM delivery_counts WHERE n = 0", logger: logger)
-            try await db.query("DELETE FROM device_counts WHERE n = 0", logger: logger)
+            for c in [Self.deliveryCounters, Self.deviceCounters] {
+                try await db.query(
+                    PostgresQuery(unsafeSQL: """
+                        WITH moved AS (DELETE FROM \(c.deltas) RETURNING \(c.keys), n)
+                        INSERT INTO \(c.totals) (\(c.keys), n) SELECT \(c.keys), SUM(n) FROM moved GROUP BY 1, 2 ORDER BY 1, 2
+                        ON CONFLICT (\(c.keys)) DO UPDATE SET n = \(c.totals).n + EXCLUDED.n
+                        """), logger: logger)
+                try await db.query(PostgresQuery(unsafeSQL: "DELETE FROM \(c.totals) WHERE n = 0"), logger: logger)
+            }
         }
     }
 

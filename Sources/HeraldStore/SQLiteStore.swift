@@ -368,7 +368,7 @@ public final class SQLiteStore: Store {
             // Those the first scan found were pending; a lapsed lease stays `sending`.
             let relapsed = Set(lapsed)
             var counts = DeliveryCounts()
-            for row in due.prefix(limit) where !relapsed.contains(row[0]) { counts.move(from: (.pending, nil), to: (.sending, nil)) }
+            counts.move(from: (.pending, nil), to: (.sending, nil), count: due.prefix(limit).count(where: { !relapsed.contains($0[0]) }))
             try counts.apply(db)
             return try due.prefix(limit).map { row in
                 let id: Int64 = row[0]
@@ -404,17 +404,9 @@ public final class SQLiteStore: Store {
                 case .sent(let id):
                     try Self.setState(db, id, .sent, reason: nil, now: ms, counts: &counts)
                 case .retry(let id, let at, let reason):
-                    let was = try Self.counted(db, id)
-                    try db.cachedStatement(
-                        sql: "UPDATE deliveries SET state = 'pending', next_attempt_at = ?, last_reason = ?, lease_until = NULL, updated_at = ? WHERE id = ?"
-                    ).execute(arguments: [at.milliseconds, reason, ms, id])
-                    if let was { counts.move(from: was, to: (.pending, reason)) }
+                    try Self.retry(db, id, at: at, reason: reason, now: ms, counts: &counts)
                 case .retryDevice(let id, let deviceRowID, let at, let reason):
-                    let was = try Self.counted(db, id)
-                    try db.execute(
-                        sql: "UPDATE deliveries SET state = 'pending', next_attempt_at = ?, last_reason = ?, lease_until = NULL, updated_at = ? WHERE id = ?",
-                        arguments: [at.milliseconds, reason, ms, id])
-                    if let was { counts.move(from: was, to: (.pending, reason)) }
+                    try Self.retry(db, id, at: at, reason: reason, now: ms, counts: &counts)
                     try db.execute(
                         sql: "UPDATE deliveries SET next_attempt_at = ?, updated_at = ? WHERE device_row = ? AND state = 'pending' AND next_attempt_at < ?",
                         arguments: [at.milliseconds, ms, deviceRowID, at.milliseconds])
@@ -494,8 +486,14 @@ public final class SQLiteStore: Store {
         return StoreStats(counts, queues: try await queues())
     }
 
-    /// SQLite's triggers update the totals themselves: nothing to fold.
-    public func compactCounters() async throws {}
+    /// Nothing to fold (the totals are written in place); drops counters at zero, since failure
+    /// reasons are a push service's words and a Web Push service is anyone's.
+    public func compactCounters() async throws {
+        try await pool.write { db in
+            try db.execute(sql: "DELETE FROM delivery_counts WHERE n = 0 AND reason <> ''")
+            try db.execute(sql: "DELETE FROM device_counts WHERE n = 0")
+        }
+    }
 
     public func pruneFinished(createdBefore before: Date, after cursor: PruneCursor?, limit: Int) async throws -> PruneBatch {
         let batch = try await pruneBatch(createdBefore: before, after: cursor, limit: limit)
@@ -597,6 +595,15 @@ public final class SQLiteStore: Store {
         if let was { counts.move(from: was, to: (state, reason)) }
     }
 
+    /// A retry: the delivery waits until `at`, its reason kept.
+    private static func retry(_ db: Database, _ id: Int64, at: Date, reason: String, now: Int64, counts: inout DeliveryCounts) throws {
+        let was = try counted(db, id)
+        try db.cachedStatement(
+            sql: "UPDATE deliveries SET state = 'pending', next_attempt_at = ?, last_reason = ?, lease_until = NULL, updated_at = ? WHERE id = ?"
+        ).execute(arguments: [at.milliseconds, reason, now, id])
+        if let was { counts.move(from: was, to: (.pending, reason)) }
+    }
+
     /// A delivery's state and reason before an outcome changes them (nil: it is gone).
     private static func counted(_ db: Database, _ id: Int64) throws -> (DeliveryState, String?)? {
         try Row.fetchOne(db.cachedStatement(sql: "SELECT state, last_reason FROM deliveries WHERE id = ?"), arguments: [id])
@@ -670,8 +677,8 @@ struct APNsIDSequence {
 }
 
 /// The changes a write transaction makes to the delivery counters (`/v1/stats`), applied once
-/// before it commits. SQLite's hot paths (enqueue, claim, outcomes, expiry) count here: a row
-/// trigger on them cost 10–15 µs a delivery. Deletes (a device's cascade, retention) keep theirs.
+/// before it commits: SQLite's hot paths (enqueue, claim, outcomes, expiry) count here, one
+/// update per key instead of a trigger per row. Deletes (a device's cascade, retention) keep triggers.
 struct DeliveryCounts {
     private var deltas: [Key: Int] = [:]
 

@@ -141,8 +141,7 @@ enum Schema {
     /// outcome, expiry, a device's removal and its cascade, retention). Each store has its own
     /// version 8. SQLite has one writer: a delete (a device's cascade, retention) and a device's
     /// change update the counter rows from triggers, and the delivery hot paths (enqueue, claim,
-    /// outcomes, expiry) count in the store's own transaction (`DeliveryCounts`), where a row
-    /// trigger cost 10–15 µs a delivery.
+    /// outcomes, expiry) count in the store's own transaction (`DeliveryCounts`), once per key.
     static let countersVersion = "v8"
 
     /// The counter key of a delivery row `row` (`NEW` or `OLD`): its reason only where it ended in one.
@@ -150,24 +149,13 @@ enum Schema {
         "CASE WHEN \(row).state IN ('failed', 'dropped') THEN COALESCE(\(row).last_reason, 'unknown') ELSE '' END"
     }
 
-    /// Adds one to the counter of a delivery row `row`'s key: an update of the row that exists
-    /// (the states without reasons have theirs from the start), else a new row. No upsert: its
-    /// possible conflict makes SQLite keep a statement journal for every row the trigger fires on.
-    static func countDelivery(_ row: String, by delta: String) -> String {
-        """
-          UPDATE delivery_counts SET n = n \(delta) WHERE state = \(row).state AND reason = \(reasonKey(row));
-          INSERT INTO delivery_counts (state, reason, n) SELECT \(row).state, \(reasonKey(row)), 0 \(delta) WHERE changes() = 0;
-        """
-    }
-
     static let sqliteCounters = """
         CREATE TABLE delivery_counts (state TEXT NOT NULL, reason TEXT NOT NULL, n BIGINT NOT NULL, PRIMARY KEY (state, reason)) WITHOUT ROWID;
         CREATE TABLE device_counts (app_id TEXT NOT NULL, platform TEXT NOT NULL, n BIGINT NOT NULL, PRIMARY KEY (app_id, platform)) WITHOUT ROWID;
         INSERT INTO delivery_counts (state, reason, n) SELECT d.state, \(reasonKey("d")), COUNT(*) FROM deliveries d GROUP BY 1, 2;
-        INSERT OR IGNORE INTO delivery_counts (state, reason, n) VALUES ('pending', '', 0), ('sending', '', 0), ('sent', '', 0), ('expired', '', 0);
         INSERT INTO device_counts (app_id, platform, n) SELECT app_id, platform, COUNT(*) FROM devices GROUP BY 1, 2;
         CREATE TRIGGER deliveries_count_delete AFTER DELETE ON deliveries BEGIN
-        \(countDelivery("OLD", by: "- 1"))
+          UPDATE delivery_counts SET n = n - 1 WHERE state = OLD.state AND reason = \(reasonKey("OLD"));
         END;
         CREATE TRIGGER devices_count_insert AFTER INSERT ON devices BEGIN
           UPDATE device_counts SET n = n + 1 WHERE app_id = NEW.app_id AND platform = NEW.platform;

@@ -350,8 +350,8 @@ public protocol Retention: Sendable {
     /// Events with a delivery still pending or sending are passed over. One transaction.
     func pruneFinished(createdBefore before: Date, after cursor: PruneCursor?, limit: Int) async throws -> PruneBatch
     /// Folds counter changes not yet added to their totals (PostgreSQL's deltas, which grow with
-    /// every write until folded); `stats` reads correctly either way. The retention pass runs it
-    /// every minute.
+    /// every write until folded) and drops counters at zero; `stats` reads correctly either way.
+    /// The retention pass runs it every minute.
     func compactCounters() async throws
 }
 
