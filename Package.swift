@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "HeraldAPNsSimulator", targets: ["HeraldAPNsSimulator"]),
         .library(name: "HeraldCore", targets: ["HeraldCore"]),
         .library(name: "HeraldStore", targets: ["HeraldStore"]),
+        .library(name: "HeraldMatrix", targets: ["HeraldMatrix"]),
         .library(name: "HeraldDelivery", targets: ["HeraldDelivery"]),
         .library(name: "HeraldServer", targets: ["HeraldServer"]),
         .library(name: "HeraldKaspa", targets: ["HeraldKaspa"]),
@@ -179,10 +180,13 @@ let package = Package(
         ),
         // The delivery core: the publish use case (`EventPublisher`), the outbox lanes, the
         // provider-neutral `PushProvider` seam and its providers (APNs), as lifecycle services.
+        // The Matrix Push Gateway API as values, no I/O: the notify body, the app_id map, pushkeys as
+        // devices, and Sygnal-shaped payloads for APNs, FCM and Web Push.
+        .target(name: "HeraldMatrix", dependencies: ["HeraldCore", "HeraldAPNsCore", "HeraldFCMCore"]),
         .target(
             name: "HeraldDelivery",
             dependencies: [
-                "HeraldCore", "HeraldStore", "HeraldAPNs", "HeraldFCM", "HeraldWebPush",
+                "HeraldCore", "HeraldStore", "HeraldAPNs", "HeraldFCM", "HeraldWebPush", "HeraldMatrix",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -215,7 +219,7 @@ let package = Package(
         .target(
             name: "HeraldServer",
             dependencies: [
-                "HeraldCore", "HeraldStore", "HeraldDelivery", "HeraldKaspa", .product(name: "KasiaCrypto", package: "HeraldKit"), "HeraldWebPush",
+                "HeraldCore", "HeraldStore", "HeraldDelivery", "HeraldKaspa", "HeraldMatrix", .product(name: "KasiaCrypto", package: "HeraldKit"), "HeraldWebPush",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -233,6 +237,7 @@ let package = Package(
                 "HeraldCore",
                 "HeraldStore",
                 "HeraldDelivery",
+                "HeraldMatrix",
                 "HeraldServer",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -279,6 +284,7 @@ let package = Package(
         .testTarget(
             name: "HeraldCLITests", dependencies: ["HeraldStore", "HeraldCore", "HeraldAPNs", "HeraldWebPushCore", "HeraldTestSupport", "KaspaNodeSimulator"]),
         .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore", "HeraldAPNs"]),
+        .testTarget(name: "HeraldMatrixTests", dependencies: ["HeraldMatrix", "HeraldCore", "HeraldFCMCore"]),
         .testTarget(
             name: "HeraldFCMTests",
             dependencies: ["HeraldFCM", "HeraldFCMSimulator", "HeraldDelivery", "HeraldStore", "HeraldCore", "HeraldAPNsCore", .product(name: "HeraldKit", package: "HeraldKit"), "HeraldTestSupport"],

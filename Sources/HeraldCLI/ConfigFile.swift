@@ -3,6 +3,7 @@ import HeraldFCM
 import HeraldDelivery
 import HeraldAPNs
 import HeraldCore
+import HeraldMatrix
 import HeraldServer
 import Yams
 
@@ -19,6 +20,10 @@ import Yams
 ///     vapid: {private_key_path: vapid-private.pem, subject: "mailto:ops@kasia.example"}   # Web Push
 ///     publish_keys: [kasia-backend-key]
 ///     registration: {policy: open}      # or {policy: bearer, keys: [...]}
+/// matrix:                               # optional: the Matrix push gateway's app_ids
+///   - {app_id: im.example.ios, app: kasia, type: apns}        # exact, or a glob; exact wins, else the first glob
+///   - {app_id: "im.example.android*", app: kasia, type: fcm}
+///   - {app_id: im.example.web, app: kasia, type: webpush, allowed_endpoints: ["*.push.example.org"]}
 /// ```
 struct ConfigFile {
     /// One app: who may use it, and its APNs credentials (none: the built-in simulator).
@@ -51,6 +56,8 @@ struct ConfigFile {
     var retentionHours: Int?
     /// `limits:`: the API's limits (each optional).
     var limits = Limits()
+    /// `matrix:`: the Matrix `app_id`s the push gateway serves, in order.
+    var matrix: [MatrixApp] = []
 
     /// The API's configurable limits, from the file or the environment.
     struct Limits {
@@ -64,7 +71,8 @@ struct ConfigFile {
         static let bodyRange = 1_024...16_777_216, batchBodyRange = 1_024...67_108_864
     }
 
-    static let topKeys: Set<String> = ["apps", "http_host", "http_port", "database_url", "stale_after_days", "retention_hours", "limits"]
+    static let topKeys: Set<String> = ["apps", "http_host", "http_port", "database_url", "stale_after_days", "retention_hours", "limits", "matrix"]
+    static let matrixKeys: Set<String> = ["app_id", "app", "type", "convert_device_token_to_hex", "allowed_endpoints", "encrypted_room_details"]
     static let limitKeys: Set<String> = ["watch_keys", "aliases", "body_bytes", "batch_body_bytes"]
     /// The shortest publisher or registration key accepted.
     static let minimumKeyLength = 16
@@ -174,6 +182,12 @@ struct ConfigFile {
             }
             file.apps.append(entry)
         }
+        if let value = top["matrix"] {
+            guard let entries = value as? [Any] else { throw reader.error(at: "matrix", "is a list of Matrix apps") }
+            for (i, entry) in entries.enumerated() {
+                file.matrix.append(try reader.matrixApp(entry, at: "matrix[\(i)]", apps: seen))
+            }
+        }
         return file
     }
 
@@ -228,6 +242,30 @@ struct ConfigFile {
                 throw error(at: field, "is a whole number from \(range.lowerBound) to \(range.upperBound)")
             }
             return number
+        }
+
+        /// One `matrix` entry: an `app_id` (or glob), the Herald app it pushes as, the push service.
+        func matrixApp(_ value: Any, at field: String, apps: Set<String>) throws -> MatrixApp {
+            let block = try map(value, at: field, keys: ConfigFile.matrixKeys)
+            guard let appID = try string(block["app_id"], at: field + ".app_id"), !appID.isEmpty, appID.utf8.count <= 256 else {
+                throw error(at: field + ".app_id", "is required: 1 to 256 characters")
+            }
+            guard let app = try string(block["app"], at: field + ".app"), apps.contains(app) else {
+                throw error(at: field + ".app", "names one of apps (\(apps.sorted().joined(separator: ", ")))")
+            }
+            guard let type = try string(block["type"], at: field + ".type"), let kind = MatrixApp.Kind(rawValue: type) else {
+                throw error(at: field + ".type", "is apns, fcm or webpush")
+            }
+            func flag(_ key: String, _ fallback: Bool) throws -> Bool {
+                guard let value = block[key] else { return fallback }
+                guard let flag = value as? Bool else { throw error(at: field + "." + key, "is true or false") }
+                return flag
+            }
+            let allowed = block["allowed_endpoints"] == nil ? nil : try strings(block["allowed_endpoints"], at: field + ".allowed_endpoints")
+            if allowed != nil, kind != .webpush { throw error(at: field + ".allowed_endpoints", "is for type webpush") }
+            return MatrixApp(
+                pattern: appID, app: app, kind: kind, convertTokenToHex: try flag("convert_device_token_to_hex", true),
+                allowedEndpoints: allowed?.map { $0.lowercased() }, encryptedRoomDetails: try flag("encrypted_room_details", false))
         }
 
         /// `agent_event`: the app's own titles and bodies, row by row of Claudiator's table.

@@ -8,6 +8,7 @@ import HeraldDelivery
 import HeraldFCM
 import HeraldFCMSimulator
 import HeraldKaspa
+import HeraldMatrix
 import HeraldServer
 import HeraldStore
 import HeraldWebPush
@@ -227,7 +228,7 @@ struct ServeCommand: AsyncParsableCommand {
         }
         let router = Gateway.router(
             store: store, configuration: api, publisher: publisher, metrics: metrics, chainSource: chainSource, readiness: readiness,
-            sending: sending)
+            sending: sending, matrix: MatrixApps(settings.matrix))
         let controlPort = simulator?.controlPort
         let fcmControlPort = fcmSimulator?.controlPort
         let webPushControlPort = webPushSimulator?.controlPort
@@ -333,6 +334,9 @@ struct ServeSettings {
     }
     /// From `HERALD_CONFIG`, or the single app "default" of the `HERALD_*` variables.
     var apps: [ConfigFile.App] = []
+    /// `matrix:` of `HERALD_CONFIG`, or `HERALD_MATRIX_APPS` (`app_id=type,…` for the app "default"):
+    /// the Matrix push gateway's app_ids (none: no `/_matrix/push/v1/notify`).
+    var matrix: [MatrixApp] = []
     /// `HERALD_REGISTRATION_RATE`/`_BURST` (per client address), `HERALD_PUBLISH_RATE`/`_BURST` (per key).
     var rateLimits = RateLimits()
     /// `HERALD_STALE_AFTER_DAYS`: devices not seen for this long are removed (default 90).
@@ -490,7 +494,9 @@ struct ServeSettings {
         }
         if let file {
             apps = file.apps
+            matrix = file.matrix
         } else {
+            matrix = try Self.matrixApps(env["HERALD_MATRIX_APPS"] ?? "")
             let registrationKeys = try Self.keys(env, "HERALD_REGISTRATION_KEYS")
             var registration: RegistrationPolicy = registrationKeys.isEmpty ? .open : .bearer(registrationKeys)
             let secret = env["HERALD_REGISTRATION_JWT_SECRET"].flatMap { $0.isEmpty ? nil : $0 }
@@ -534,6 +540,18 @@ struct ServeSettings {
 
     /// The APNs request deadline (10 s) and a margin for the store.
     static let minimumLeaseSeconds = 15
+
+    /// `HERALD_MATRIX_APPS`: `app_id=type` pairs (type apns, fcm or webpush), comma-separated, in
+    /// order, for the app "default" with Sygnal's defaults (the config file's `matrix:` has the rest).
+    static func matrixApps(_ text: String) throws -> [MatrixApp] {
+        try text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }.map { entry in
+            let parts = entry.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2, !parts[0].isEmpty, let kind = MatrixApp.Kind(rawValue: parts[1]) else {
+                throw InvalidInput(field: "HERALD_MATRIX_APPS", message: "is app_id=type pairs (type apns, fcm or webpush), not \(entry)")
+            }
+            return MatrixApp(pattern: parts[0], app: "default", kind: kind)
+        }
+    }
 
     /// A comma-separated list of bearer keys, each at least 16 characters.
     static func keys(_ env: [String: String], _ name: String) throws -> Set<String> {

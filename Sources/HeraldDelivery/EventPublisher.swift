@@ -130,8 +130,9 @@ public struct EventPublisher: Sendable {
     }
 
     /// Commits events (and a checkpoint), leasing deliveries to the lanes that wait for work, and
-    /// hands the outbox what it must send.
-    private func commit(_ events: [NewEvent], checkpoint: ChainCheckpoint?) async throws -> [String: Int] {
+    /// hands the outbox what it must send. Returns the deliveries created per event id (events
+    /// skipped as duplicates are absent).
+    func commit(_ events: [NewEvent], checkpoint: ChainCheckpoint?) async throws -> [String: Int] {
         let now = clock.now()
         let claim = outbox?.directClaim(apps: Set(events.map(\.app)))
         let result = try await store.enqueue(events, checkpoint: checkpoint, now: now, claim: claim)

@@ -132,6 +132,15 @@ public final class HeraldMetrics: Sendable {
         counter("herald_delivery_attempts_total", ["outcome": outcome, "reason": boundedReason(reason, outcome: outcome)]).increment()
     }
 
+    /// One Matrix notify's devices for one Matrix app (its configured `app_id` or glob): counted as a
+    /// notify, its devices, the pushkeys rejected and the deliveries skipped as repeats.
+    func matrixNotify(app: String, devices: Int, rejected: Int, deduplicated: Int) {
+        counter("herald_matrix_notifications_total", ["matrix_app": app]).increment()
+        counter("herald_matrix_devices_total", ["matrix_app": app]).increment(by: Int64(devices))
+        counter("herald_matrix_rejected_total", ["matrix_app": app]).increment(by: Int64(rejected))
+        counter("herald_matrix_deduplicated_total", ["matrix_app": app]).increment(by: Int64(deduplicated))
+    }
+
     /// Event accepted → the push service accepted this push.
     func delivered(platform: Platform, latency: Duration) {
         timer("herald_delivery_latency_seconds", ["provider": platform.rawValue]).record(duration: latency)

@@ -44,6 +44,7 @@ public struct RetentionPruner: Service, Sendable {
     public func once() async throws -> Pass {
         var pass = Pass()
         try await store.compactCounters()
+        _ = try await store.pruneDeadTokens(deadBefore: clock.now().addingTimeInterval(-deadTokenMemory))
         guard let retention else { return pass }
         let before = clock.now().addingTimeInterval(-retention.seconds)
         var cursor: PruneCursor?

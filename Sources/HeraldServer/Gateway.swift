@@ -1,6 +1,7 @@
 import Foundation
 import HeraldDelivery
 import HeraldKaspa
+import HeraldMatrix
 import HeraldStore
 import Hummingbird
 import Prometheus
@@ -13,10 +14,12 @@ public enum Gateway {
     ///   - metrics: the registry `/metrics` renders, and the metrics fed into it.
     ///   - readiness: what `/readyz` checks besides the store (the built-in simulators listening).
     ///   - sending: what each app sends with, by platform (`credentials`, `simulator`), shown by `/readyz`.
+    ///   - matrix: the Matrix apps `/_matrix/push/v1/notify` serves (none: no Matrix route).
     public static func router(
         store: any DeviceRegistry & StoreStatistics, configuration: APIConfiguration, publisher: EventPublisher,
         metrics: (HeraldMetrics, PrometheusCollectorRegistry) = HeraldMetrics.prometheus(),
-        chainSource: KaspaChainSource? = nil, readiness: [ReadinessCheck] = [], sending: [String: [String: String]] = [:]
+        chainSource: KaspaChainSource? = nil, readiness: [ReadinessCheck] = [], sending: [String: [String: String]] = [:],
+        matrix: MatrixApps? = nil
     ) -> Router<HeraldRequestContext> {
         let router = Router(context: HeraldRequestContext.self)
         let served = ServedRoutes()
@@ -29,6 +32,9 @@ public enum Gateway {
         ClaudiatorAPI(store: store, configuration: configuration).addRoutes(to: router)
         PublishAPI(publisher: publisher, configuration: configuration).addRoutes(to: router)
         GhostTalkAPI(store: store, configuration: configuration, publisher: publisher).addRoutes(to: router)
+        if let matrix, !matrix.isEmpty {
+            MatrixPushAPI(notifier: MatrixNotifier(publisher: publisher, apps: matrix), configuration: configuration).addRoutes(to: router)
+        }
         let registry = metrics.1
         router.get("/metrics") { _, _ in
             if let chainSource { metrics.0.kaspaSource(chainSource.stats) }

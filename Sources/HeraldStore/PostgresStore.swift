@@ -53,13 +53,14 @@ public final class PostgresStore: Store {
                 try await db.query(
                     "INSERT INTO herald_migrations (version, applied_at) VALUES (\(version), \(Date().milliseconds))", logger: logger)
             }
-            if !applied.contains(Schema.countersVersion) {
-                for statement in Schema.postgresCounters {
+            var later = [(Schema.countersVersion, Schema.postgresCounters)]
+            later += Schema.laterVersions.map { ($0.0, Self.postgresStatements($0.1)) }
+            for (version, statements) in later where !applied.contains(version) {
+                for statement in statements {
                     try await db.query(PostgresQuery(unsafeSQL: statement), logger: logger)
                 }
                 try await db.query(
-                    "INSERT INTO herald_migrations (version, applied_at) VALUES (\(Schema.countersVersion), \(Date().milliseconds))",
-                    logger: logger)
+                    "INSERT INTO herald_migrations (version, applied_at) VALUES (\(version), \(Date().milliseconds))", logger: logger)
             }
         }
     }
@@ -82,6 +83,8 @@ public final class PostgresStore: Store {
             for r in registrations {
                 try await db.query(
                     "INSERT INTO apps (id, created_at) VALUES (\(r.app), \(ms)) ON CONFLICT (id) DO NOTHING", logger: logger)
+                // A token registered again is alive, whatever a push service said of it before.
+                try await db.query("DELETE FROM dead_tokens WHERE app_id = \(r.app) AND token = \(r.token.value)", logger: logger)
                 let rows = try await db.query(
                     """
                     INSERT INTO devices (app_id, platform, token, environment, device_id, created_at, updated_at, last_seen, token_kind, web_keys)
@@ -99,6 +102,43 @@ public final class PostgresStore: Store {
                         "DELETE FROM devices WHERE app_id = \(r.app) AND device_id = \(deviceID) AND id <> \(device.rowID)", logger: logger)
                 }
                 records.append(device)
+            }
+            return records
+        }
+    }
+
+    public func admit(_ devices: [NamedDevice], now: Date) async throws -> [DeviceRecord?] {
+        let ms = now.milliseconds
+        return try await client.withTransaction(logger: logger) { db in
+            var records: [DeviceRecord?] = []
+            for d in devices {
+                let registered = d.registeredAt.milliseconds
+                var revived = false
+                let deadRows = try await db.query(
+                    "SELECT dead_at FROM dead_tokens WHERE app_id = \(d.app) AND token = \(d.token.value) FOR UPDATE", logger: logger)
+                if let deadAt = try await deadRows.decode(Int64.self).first(where: { _ in true }) {
+                    guard registered > deadAt else {
+                        records.append(nil)
+                        continue
+                    }
+                    try await db.query("DELETE FROM dead_tokens WHERE app_id = \(d.app) AND token = \(d.token.value)", logger: logger)
+                    revived = true
+                }
+                try await db.query(
+                    "INSERT INTO apps (id, created_at) VALUES (\(d.app), \(ms)) ON CONFLICT (id) DO NOTHING", logger: logger)
+                let rows = try await db.query(
+                    """
+                    INSERT INTO devices (app_id, platform, token, environment, device_id, created_at, updated_at, last_seen, token_kind, web_keys)
+                    VALUES (\(d.app), \(d.token.platform.rawValue), \(d.token.value), \(d.environment.rawValue), NULL, \(ms), \(registered), \(ms),
+                      \(d.token.kind.rawValue), \(d.webKeys?.storedForm))
+                    ON CONFLICT (app_id, token) DO UPDATE SET platform = excluded.platform, token_kind = excluded.token_kind,
+                      web_keys = excluded.web_keys, environment = excluded.environment,
+                      updated_at = GREATEST(devices.updated_at, excluded.updated_at), last_seen = excluded.last_seen,
+                      disabled_reason = CASE WHEN \(revived) THEN NULL ELSE devices.disabled_reason END
+                    RETURNING \(unescaped: Self.deviceColumns)
+                    """, logger: logger)
+                guard let device = try await Self.devices(rows).first else { throw PostgresStoreError("the device was not written") }
+                records.append(device.disabledReason == nil ? device : nil)
             }
             return records
         }
@@ -425,6 +465,14 @@ public final class PostgresStore: Store {
                     try await set(id, .expired, "expired")
                 case .tokenDead(let id, let deviceRowID, let since, let reason):
                     try await set(id, .failed, reason)
+                    // Remembered past the device's deletion, for requests that name their device themselves.
+                    let deadAt = (since ?? now).milliseconds
+                    try await db.query(
+                        """
+                        INSERT INTO dead_tokens (app_id, token, reason, dead_at) SELECT app_id, token, \(reason), \(deadAt) FROM devices
+                        WHERE id = \(deviceRowID) AND (\(since == nil) OR updated_at <= \(deadAt))
+                        ON CONFLICT (app_id, token) DO UPDATE SET reason = excluded.reason, dead_at = excluded.dead_at
+                        """, logger: logger)
                     if let since {
                         // Compare-and-delete: a registration after APNs's timestamp keeps the device.
                         try await db.query(
@@ -507,6 +555,11 @@ public final class PostgresStore: Store {
                 try await db.query(PostgresQuery(unsafeSQL: "DELETE FROM \(c.totals) WHERE n = 0"), logger: logger)
             }
         }
+    }
+
+    public func pruneDeadTokens(deadBefore: Date) async throws -> Int {
+        try await Self.count(client.query(
+            "DELETE FROM dead_tokens WHERE dead_at < \(deadBefore.milliseconds) RETURNING dead_at", logger: logger))
     }
 
     public func pruneFinished(createdBefore before: Date, after cursor: PruneCursor?, limit: Int) async throws -> PruneBatch {

@@ -34,6 +34,9 @@ public final class SQLiteStore: Store {
             migrator.registerMigration(version) { db in try db.execute(sql: sql) }
         }
         migrator.registerMigration(Schema.countersVersion) { db in try db.execute(sql: Schema.sqliteCounters) }
+        for (version, sql) in Schema.laterVersions {
+            migrator.registerMigration(version) { db in try db.execute(sql: sql) }
+        }
         try migrator.migrate(pool)
     }
 
@@ -51,9 +54,12 @@ public final class SQLiteStore: Store {
                       environment = excluded.environment, device_id = excluded.device_id,
                       updated_at = excluded.updated_at, last_seen = excluded.last_seen, disabled_reason = NULL
                     """)
+            // A token registered again is alive, whatever a push service said of it before.
+            let revive = try db.cachedStatement(sql: "DELETE FROM dead_tokens WHERE app_id = ? AND token = ?")
             var apps = Set<String>()
             return try registrations.map { r in
                 if apps.insert(r.app).inserted { try app.execute(arguments: [r.app, ms]) }
+                try revive.execute(arguments: [r.app, r.token.value])
                 try upsert.execute(arguments: [
                     r.app, r.token.platform.rawValue, r.token.value, r.environment.rawValue, r.deviceID, ms, ms, ms, r.token.kind.rawValue,
                     r.webKeys?.storedForm,
@@ -65,6 +71,41 @@ public final class SQLiteStore: Store {
                         sql: "DELETE FROM devices WHERE app_id = ? AND device_id = ? AND id <> ?",
                         arguments: [r.app, deviceID, device.rowID])
                 }
+                return device
+            }
+        }
+    }
+
+    public func admit(_ devices: [NamedDevice], now: Date) async throws -> [DeviceRecord?] {
+        try await pool.write { db in
+            let ms = now.milliseconds
+            let app = try db.cachedStatement(sql: "INSERT INTO apps (id, created_at) VALUES (?, ?) ON CONFLICT (id) DO NOTHING")
+            let dead = try db.cachedStatement(sql: "SELECT dead_at FROM dead_tokens WHERE app_id = ? AND token = ?")
+            let revive = try db.cachedStatement(sql: "DELETE FROM dead_tokens WHERE app_id = ? AND token = ?")
+            let upsert = try db.cachedStatement(
+                sql: """
+                    INSERT INTO devices (app_id, platform, token, environment, device_id, created_at, updated_at, last_seen, token_kind, web_keys)
+                    VALUES (?, ?, ?, ?, NULL, ?, ?, ?, ?, ?)
+                    ON CONFLICT (app_id, token) DO UPDATE SET platform = excluded.platform, token_kind = excluded.token_kind,
+                      web_keys = excluded.web_keys, environment = excluded.environment,
+                      updated_at = MAX(devices.updated_at, excluded.updated_at), last_seen = excluded.last_seen,
+                      disabled_reason = CASE WHEN ? THEN NULL ELSE devices.disabled_reason END
+                    """)
+            var apps = Set<String>()
+            return try devices.map { d in
+                let registered = d.registeredAt.milliseconds
+                var revived = false
+                if let deadAt = try Int64.fetchOne(dead, arguments: [d.app, d.token.value]) {
+                    guard registered > deadAt else { return nil }
+                    try revive.execute(arguments: [d.app, d.token.value])
+                    revived = true
+                }
+                if apps.insert(d.app).inserted { try app.execute(arguments: [d.app, ms]) }
+                try upsert.execute(arguments: [
+                    d.app, d.token.platform.rawValue, d.token.value, d.environment.rawValue, ms, registered, ms, d.token.kind.rawValue,
+                    d.webKeys?.storedForm, revived,
+                ])
+                guard let device = try Self.device(db, app: d.app, token: d.token.value), device.disabledReason == nil else { return nil }
                 return device
             }
         }
@@ -416,6 +457,14 @@ public final class SQLiteStore: Store {
                     try Self.setState(db, id, .expired, reason: "expired", now: ms, counts: &counts)
                 case .tokenDead(let id, let deviceRowID, let since, let reason):
                     try Self.setState(db, id, .failed, reason: reason, now: ms, counts: &counts)
+                    // Remembered past the device's deletion, for requests that name their device themselves.
+                    try db.execute(
+                        sql: """
+                            INSERT INTO dead_tokens (app_id, token, reason, dead_at) SELECT app_id, token, ?, ? FROM devices
+                            WHERE id = ? AND (? OR updated_at <= ?)
+                            ON CONFLICT (app_id, token) DO UPDATE SET reason = excluded.reason, dead_at = excluded.dead_at
+                            """,
+                        arguments: [reason, (since ?? now).milliseconds, deviceRowID, since == nil, (since ?? now).milliseconds])
                     if let since {
                         // Compare-and-delete: a registration after APNs's timestamp keeps the device.
                         try db.execute(
@@ -492,6 +541,13 @@ public final class SQLiteStore: Store {
         try await pool.write { db in
             try db.execute(sql: "DELETE FROM delivery_counts WHERE n = 0 AND reason <> ''")
             try db.execute(sql: "DELETE FROM device_counts WHERE n = 0")
+        }
+    }
+
+    public func pruneDeadTokens(deadBefore: Date) async throws -> Int {
+        try await pool.write { db in
+            try db.execute(sql: "DELETE FROM dead_tokens WHERE dead_at < ?", arguments: [deadBefore.milliseconds])
+            return db.changesCount
         }
     }
 

@@ -144,6 +144,25 @@ enum Schema {
     /// outcomes, expiry) count in the store's own transaction (`DeliveryCounts`), once per key.
     static let countersVersion = "v8"
 
+    /// Versions after the counters, the same SQL on both stores, applied in order after them.
+    static let laterVersions: [(String, String)] = [("v9", v9)]
+
+    /// Tokens a push service called dead (APNs's 410 and BadDeviceToken, FCM's UNREGISTERED, a
+    /// Web Push 404 or 410), kept after their device is deleted: a request that names its device
+    /// itself, with no registration step (a Matrix pusher's pushkey), is told the token is dead
+    /// instead of the device being created again. `dead_at` is the push service's moment (APNs's
+    /// timestamp) or the answer's; a pusher set after it is alive again. Pruned after 30 days.
+    static let v9 = """
+        CREATE TABLE dead_tokens (
+          app_id TEXT NOT NULL,
+          token TEXT NOT NULL,
+          reason TEXT NOT NULL,
+          dead_at BIGINT NOT NULL,
+          PRIMARY KEY (app_id, token)
+        );
+        CREATE INDEX dead_tokens_dead_at ON dead_tokens (dead_at);
+        """
+
     /// The counter key of a delivery row `row` (`NEW` or `OLD`): its reason only where it ended in one.
     static func reasonKey(_ row: String) -> String {
         "CASE WHEN \(row).state IN ('failed', 'dropped') THEN COALESCE(\(row).last_reason, 'unknown') ELSE '' END"

@@ -72,6 +72,25 @@ public struct Registration: Sendable {
     }
 }
 
+/// A device a request names itself, with no registration step (a Matrix pusher's pushkey): what
+/// a registration would say (no watch keys), and when the device's token was last registered
+/// (the pusher's `pushkey_ts`; the epoch when not known).
+public struct NamedDevice: Sendable {
+    public var app: String
+    public var token: DeviceToken
+    public var environment: APNsEnvironment
+    public var webKeys: WebPushKeys?
+    public var registeredAt: Date
+
+    public init(app: String, token: DeviceToken, environment: APNsEnvironment, webKeys: WebPushKeys? = nil, registeredAt: Date) {
+        self.app = app
+        self.token = token
+        self.environment = environment
+        self.webKeys = webKeys
+        self.registeredAt = registeredAt
+    }
+}
+
 /// An accepted event with its rendered push and the devices it goes to.
 public struct NewEvent: Sendable {
     public var id: String
@@ -215,6 +234,12 @@ public protocol DeviceRegistry: Sendable {
     func deleteStaleDevices(lastSeenBefore: Date) async throws -> Int
     /// How many devices `app` has (its `(app, token)` index counts them).
     func deviceCount(app: String) async throws -> Int
+    /// The devices named by a request itself (a Matrix notify's pushkeys), in order: each is
+    /// created when new, marked seen, and its `updatedAt` raised to `registeredAt` (so a 410 from
+    /// before a later registration keeps it). Nil for a token a push service called dead at or
+    /// after its `registeredAt` (`dead_tokens`), and for a disabled device; a token registered
+    /// again after it died is revived. One transaction.
+    func admit(_ devices: [NamedDevice], now: Date) async throws -> [DeviceRecord?]
 }
 
 /// Accepted events and their deliveries: the publisher commits into it, the outbox claims from
@@ -353,7 +378,12 @@ public protocol Retention: Sendable {
     /// every write until folded) and drops counters at zero; `stats` reads correctly either way.
     /// The retention pass runs it every minute.
     func compactCounters() async throws
+    /// Forgets tokens that died before `deadBefore` (the retention pass, with 30 days); returns how many.
+    func pruneDeadTokens(deadBefore: Date) async throws -> Int
 }
+
+/// How long a dead token is remembered: a homeserver learns of it on its pusher's next notify.
+public let deadTokenMemory: TimeInterval = 30 * 86_400
 
 /// Events one pruning batch looks at, at most.
 let pruneCandidates = 256

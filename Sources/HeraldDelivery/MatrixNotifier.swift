@@ -1,0 +1,118 @@
+import Crypto
+import Foundation
+import HeraldAPNsCore
+import HeraldCore
+import HeraldMatrix
+import HeraldStore
+
+/// The Matrix Push Gateway use case (`POST /_matrix/push/v1/notify`): each device of a
+/// notification becomes a delivery of its Matrix app's Herald app, committed with the others
+/// before the homeserver gets its answer, so a homeserver never retries a push Herald holds.
+/// A pushkey needs no registration: the notify names it, and the store admits it.
+///
+/// Rejected (so the homeserver deletes the pusher): a pushkey of an unknown `app_id`, one that is
+/// malformed for its platform, and one a push service called dead (APNs's Unregistered or
+/// BadDeviceToken, FCM's UNREGISTERED, a Web Push 404 or 410) after its pusher was set. A
+/// repeated `(event_id, pushkey)` is accepted and not pushed again (Synapse re-POSTs on any
+/// error or timeout).
+public struct MatrixNotifier: Sendable {
+    public let publisher: EventPublisher
+    public let apps: MatrixApps
+    /// Devices one notify may name (Synapse sends one; the rest is for other homeservers).
+    public static let maximumDevices = 100
+    /// The latest `pushkey_ts` accepted: the end of year 9999, in seconds.
+    public static let maximumPushkeyTS: Int64 = 253_402_300_799
+
+    public init(publisher: EventPublisher, apps: MatrixApps) {
+        self.publisher = publisher
+        self.apps = apps
+    }
+
+    /// What a notify did.
+    public struct Outcome: Sendable, Hashable {
+        /// Pushkeys the homeserver should drop, each once, in the order given.
+        public var rejected: [String]
+        /// Deliveries committed.
+        public var deliveries: Int
+        /// Devices whose push for this event was committed before.
+        public var deduplicated: Int
+    }
+
+    /// Validates the notification, admits its devices, commits a push for each, and says which
+    /// pushkeys are rejected.
+    /// - Throws: `APIError` naming the field at fault (`notification.devices[0].pushkey`); nothing is committed then.
+    public func notify(_ n: MatrixNotification) async throws -> Outcome {
+        guard let devices = n.devices else { throw APIError.missing("notification.devices") }
+        guard !devices.isEmpty, devices.count <= Self.maximumDevices else {
+            throw APIError.invalid("notification.devices", "a notification names 1 to \(Self.maximumDevices) devices")
+        }
+        if let unread = n.counts?.unread, unread < 0 { throw APIError.invalid("notification.counts.unread", "is a count (0 or more)") }
+        if let missed = n.counts?.missedCalls, missed < 0 {
+            throw APIError.invalid("notification.counts.missed_calls", "is a count (0 or more)")
+        }
+        // Each device checked before anything is written.
+        var named: [(index: Int, app: MatrixApp, device: NamedDevice)] = []
+        var rejected: [String] = []
+        for (i, device) in devices.enumerated() {
+            let field = "notification.devices[\(i)]"
+            guard let appID = device.appID else { throw APIError.missing(field + ".app_id") }
+            guard let pushkey = device.pushkey else { throw APIError.missing(field + ".pushkey") }
+            let ts = device.pushkeyTS ?? 0
+            guard (0...Self.maximumPushkeyTS).contains(ts) else {
+                throw APIError.invalid(field + ".pushkey_ts", "is unix seconds from 0 to \(Self.maximumPushkeyTS)")
+            }
+            guard let app = apps.app(for: appID), let settings = publisher.apps[app.app] else {
+                rejected.append(pushkey)
+                continue
+            }
+            let token: DeviceToken
+            let keys: WebPushKeys?
+            do {
+                (token, keys) = try app.token(of: device)
+            } catch {
+                rejected.append(pushkey)
+                continue
+            }
+            named.append((i, app, NamedDevice(
+                app: app.app, token: token, environment: settings.production ? .production : .sandbox, webKeys: keys,
+                registeredAt: Date(timeIntervalSince1970: TimeInterval(ts)))))
+        }
+        let now = publisher.clock.now()
+        let admitted = named.isEmpty ? [] : try await publisher.store.admit(named.map(\.device), now: now)
+        var events: [NewEvent] = []
+        var perApp: [String: (devices: Int, rejected: Int, events: [String])] = [:]
+        for ((index, app, _), record) in zip(named, admitted) {
+            let device = devices[index]
+            guard let record else {
+                rejected.append(device.pushkey!)
+                perApp[app.pattern, default: (0, 0, [])].rejected += 1
+                continue
+            }
+            perApp[app.pattern, default: (0, 0, [])].devices += 1
+            guard publisher.platforms.contains(record.platform), let push = MatrixPushBuilder.push(n, device: device, app: app) else { continue }
+            let event = NewEvent(
+                id: UUID.random().lowercasedString, app: app.app, template: "matrix", push: push,
+                expiresAt: now.addingTimeInterval(EventPublisher.defaultLifetime), deviceRowIDs: [record.rowID],
+                dedupeKey: (n.eventID ?? "").isEmpty ? nil : Self.dedupeKey(app: app.app, eventID: n.eventID!, token: record.token))
+            perApp[app.pattern, default: (0, 0, [])].events.append(event.id)
+            events.append(event)
+        }
+        let created = events.isEmpty ? [:] : try await publisher.commit(events, checkpoint: nil)
+        if let metrics = publisher.metrics {
+            for (pattern, counts) in perApp {
+                let skipped = counts.events.filter { created[$0] == nil }.count
+                metrics.matrixNotify(app: pattern, devices: counts.devices, rejected: counts.rejected, deduplicated: skipped)
+            }
+        }
+        var seen = Set<String>()
+        return Outcome(
+            rejected: rejected.filter { seen.insert($0).inserted }, deliveries: created.values.reduce(0, +),
+            deduplicated: events.count - created.count)
+    }
+
+    /// The event's dedupe key for one device: a hash, so the store holds no pushkey beside the token.
+    static func dedupeKey(app: String, eventID: String, token: String) -> String {
+        let digest = SHA256.hash(data: Array("\(app)\n\(eventID)\n\(token)".utf8))
+        return "matrix:" + digest.map { String(format: "%02x", $0) }.joined()
+    }
+}
