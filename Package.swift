@@ -332,6 +332,7 @@ let package = Package(
             dependencies: [
                 "HeraldWebPush",
                 "HeraldServer", "HeraldDelivery", "HeraldStore", "HeraldCore", "HeraldAPNs", "HeraldAPNsSimulator", "HeraldTestSupport",
+                "HeraldMatrix", .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

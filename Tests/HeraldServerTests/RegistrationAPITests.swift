@@ -1,7 +1,9 @@
 import Foundation
 import HeraldCore
 import HeraldDelivery
+import HeraldMatrix
 import HeraldServer
+import Prometheus
 import HeraldStore
 import Hummingbird
 import HummingbirdTesting
@@ -16,7 +18,8 @@ let token1 = String(repeating: "ab", count: 32)
 func withRegistrationServer(
     configure: (inout APIConfiguration) -> Void = { _ in },
     maximumDeliveriesPerRequest: Int = EventPublisher.defaultMaximumDeliveriesPerRequest,
-    readiness: [ReadinessCheck] = [], sending: [String: [String: String]] = [:],
+    readiness: [ReadinessCheck] = [], sending: [String: [String: String]] = [:], matrix: MatrixApps? = nil,
+    metrics: (HeraldMetrics, PrometheusCollectorRegistry) = HeraldMetrics.prometheus(),
     _ body: @Sendable (any TestClientProtocol, SQLiteStore) async throws -> Void
 ) async throws {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-api-\(UUID())")
@@ -27,11 +30,12 @@ func withRegistrationServer(
     var configuration = APIConfiguration()
     configuration.apps = .single(AppSettings(id: "default", publishKeys: ["pk"]))
     configure(&configuration)
-    let metrics = HeraldMetrics.prometheus()
     let publisher = EventPublisher(
-        store: store, apps: configuration.apps, metrics: metrics.0, maximumDeliveriesPerRequest: maximumDeliveriesPerRequest)
+        store: store, apps: configuration.apps, metrics: metrics.0, platforms: matrix == nil ? [.ios] : [.ios, .android, .web],
+        maximumDeliveriesPerRequest: maximumDeliveriesPerRequest)
     let router = Gateway.router(
-        store: store, configuration: configuration, publisher: publisher, metrics: metrics, readiness: readiness, sending: sending)
+        store: store, configuration: configuration, publisher: publisher, metrics: metrics, readiness: readiness, sending: sending,
+        matrix: matrix)
     try await Application(router: router).test(.live) { client in try await body(client, store) }
 }
 

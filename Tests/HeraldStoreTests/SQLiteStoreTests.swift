@@ -620,3 +620,56 @@ struct StoreCounterTests {
         }
     }
 }
+
+@Suite("Store: devices a request names itself (Matrix pushkeys), and the tokens a push service called dead")
+struct NamedDeviceTests {
+    func named(_ i: Int, registeredAt: Date) -> NamedDevice {
+        NamedDevice(app: "kasia", token: token(i), environment: .sandbox, registeredAt: registeredAt)
+    }
+
+    @Test("admitted once, marked seen; a 410 deletes it and remembers the token; an older pusher stays dead, a newer one revives it")
+    func deadTokens() async throws {
+        try await withEachStore { store, reopen in
+            let pusherSet = t0.addingTimeInterval(-3_600)
+            let first = try await store.admit([named(1, registeredAt: pusherSet), named(2, registeredAt: pusherSet)], now: t0)
+            let rows = try first.map { try #require($0).rowID }
+            let again = try await store.admit([named(1, registeredAt: pusherSet)], now: t0.addingTimeInterval(10))
+            #expect(again.map { $0?.rowID } == [rows[0]], "the same device, not a second one")
+            #expect(again[0]?.lastSeen == t0.addingTimeInterval(10))
+            #expect(try await store.stats().devices == ["kasia": ["ios": 2]])
+
+            // APNs: 410 Unregistered at t0 (after the pusher was set): the device goes, its token is remembered.
+            _ = try await store.enqueue([event("e1", rows: rows)], checkpoint: nil, now: t0)
+            let claimed = try await store.claimDue(app: "kasia", platform: .ios, limit: 10, now: t0, lease: .seconds(30))
+            let one = try #require(claimed.first { $0.device.rowID == rows[0] })
+            let two = try #require(claimed.first { $0.device.rowID == rows[1] })
+            try await store.complete([
+                .tokenDead(id: one.id, deviceRowID: rows[0], since: t0, reason: "Unregistered"),
+                .tokenDead(id: two.id, deviceRowID: rows[1], since: nil, reason: "BadDeviceToken"),
+            ], now: t0)
+            let store = try await reopen()
+            #expect(try await store.admit([named(1, registeredAt: pusherSet), named(2, registeredAt: pusherSet)], now: t0).allSatisfy { $0 == nil })
+            #expect(try await store.stats().devices == ["kasia": ["ios": 1]], "the disabled one is kept, the deleted one not made again")
+            // The pusher set again after the token died: alive again (and a disabled device enabled).
+            let revived = try await store.admit(
+                [named(1, registeredAt: t0.addingTimeInterval(1)), named(2, registeredAt: t0.addingTimeInterval(1))], now: t0.addingTimeInterval(2))
+            #expect(revived.allSatisfy { $0 != nil && $0?.disabledReason == nil })
+            #expect(revived[1]?.rowID == rows[1])
+
+            // A 410 older than the pusher's registration keeps the device (compare-and-delete) and remembers nothing.
+            _ = try await store.enqueue([event("e2", rows: [revived[0]!.rowID])], checkpoint: nil, now: t0.addingTimeInterval(3))
+            let late = try await store.claimDue(app: "kasia", platform: .ios, limit: 10, now: t0.addingTimeInterval(3), lease: .seconds(30))
+            try await store.complete([.tokenDead(id: late[0].id, deviceRowID: revived[0]!.rowID, since: t0, reason: "Unregistered")], now: t0.addingTimeInterval(3))
+            #expect(try await store.admit([named(1, registeredAt: t0.addingTimeInterval(1))], now: t0.addingTimeInterval(4))[0] != nil)
+
+            // A registration through the API revives a token too; forgotten tokens after 30 days.
+            _ = try await store.enqueue([event("e3", rows: [revived[1]!.rowID])], checkpoint: nil, now: t0.addingTimeInterval(5))
+            let third = try await store.claimDue(app: "kasia", platform: .ios, limit: 10, now: t0.addingTimeInterval(5), lease: .seconds(30))
+            try await store.complete([.tokenDead(id: third[0].id, deviceRowID: revived[1]!.rowID, since: nil, reason: "BadDeviceToken")], now: t0.addingTimeInterval(5))
+            #expect(try await store.admit([named(2, registeredAt: t0)], now: t0.addingTimeInterval(6))[0] == nil)
+            _ = try await store.register(try registration(2, watching: []), now: t0.addingTimeInterval(7))
+            #expect(try await store.admit([named(2, registeredAt: t0)], now: t0.addingTimeInterval(8))[0] != nil)
+            #expect(try await store.pruneDeadTokens(deadBefore: t0.addingTimeInterval(100)) == 0, "nothing left to forget")
+        }
+    }
+}

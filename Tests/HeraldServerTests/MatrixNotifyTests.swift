@@ -1,0 +1,130 @@
+import Foundation
+import HeraldCore
+import HeraldDelivery
+import HeraldMatrix
+import HeraldServer
+import HeraldStore
+import Hummingbird
+import HummingbirdTesting
+import Prometheus
+import Testing
+
+private let matrixApps = MatrixApps([
+    MatrixApp(pattern: "im.example.ios", app: "default", kind: .apns),
+    MatrixApp(pattern: "im.example.android.*", app: "default", kind: .fcm),
+])
+/// A 32-byte APNs token as Sygnal's pushkeys carry it (base64), and as Herald stores it (hex).
+private let tokenBytes = (0..<32).map { UInt8($0 + 1) }
+private let pushkey = Data(tokenBytes).base64EncodedString()
+private let hexToken = tokenBytes.map { String(format: "%02x", $0) }.joined()
+private let notifyPath = "/_matrix/push/v1/notify"
+
+private func notify(eventID: String? = "$event1", devices: String, counts: String = #"{"unread":2}"#) -> String {
+    let event = eventID.map { #""event_id":"\#($0)","room_id":"!room:example.org","type":"m.room.message","sender":"@a:example.org","#  } ?? #""type":null,"sender":"","#
+    return #"{"notification":{\#(event)"counts":\#(counts),"devices":\#(devices)}}"#
+}
+
+private func device(_ appID: String = "im.example.ios", _ key: String = pushkey, ts: Int = 42) -> String {
+    #"{"app_id":"\#(appID)","pushkey":"\#(key)","pushkey_ts":\#(ts),"data":{}}"#
+}
+
+private let badNotifies: [BadRequest] = [
+    BadRequest("not JSON", .post, notifyPath, "{", field: "body"),
+    BadRequest("no notification", .post, notifyPath, "{}", field: "notification"),
+    BadRequest("no devices", .post, notifyPath, #"{"notification":{"event_id":"$e"}}"#, field: "notification.devices"),
+    BadRequest("empty devices", .post, notifyPath, notify(devices: "[]"), field: "notification.devices"),
+    BadRequest("device without pushkey", .post, notifyPath, notify(devices: #"[{"app_id":"im.example.ios"}]"#), field: "notification.devices[0].pushkey"),
+    BadRequest("device without app_id", .post, notifyPath, notify(devices: #"[{"pushkey":"x"}]"#), field: "notification.devices[0].app_id"),
+    BadRequest("pushkey_ts negative", .post, notifyPath, notify(devices: "[\(device(ts: -1))]"), field: "notification.devices[0].pushkey_ts"),
+    BadRequest("pushkey_ts past year 9999", .post, notifyPath, notify(devices: "[\(device(ts: 253_402_300_800))]"), field: "notification.devices[0].pushkey_ts"),
+    BadRequest("unread negative", .post, notifyPath, notify(devices: "[\(device())]", counts: #"{"unread":-1}"#), field: "notification.counts.unread"),
+    BadRequest("unread not a number", .post, notifyPath, notify(devices: "[\(device())]", counts: #"{"unread":"2"}"#), field: "notification.counts.unread"),
+    BadRequest("pushkey not a string", .post, notifyPath, notify(devices: #"[{"app_id":"im.example.ios","pushkey":5}]"#), field: "notification.devices[0].pushkey"),
+]
+
+@Suite("Matrix push gateway: /_matrix/push/v1/notify", .serialized)
+struct MatrixNotifyTests {
+    @Test("bad notifies are refused with the field at fault, and change nothing", arguments: badNotifies)
+    func refused(request: BadRequest) async throws {
+        try await withRegistrationServer(matrix: matrixApps) { client, store in
+            let r = try await send(client, request.method, request.uri, request.body, headers: request.headers)
+            #expect(r.status == request.status)
+            let error = try #require(try json(r)["error"] as? [String: Any])
+            #expect(error["field"] as? String == request.field)
+            let stats = try await store.stats()
+            #expect(stats.deliveries.isEmpty && stats.devices.isEmpty)
+        }
+    }
+
+    @Test("a notify is committed before its answer; the same (event_id, pushkey) again is accepted and not pushed twice")
+    func durableAndDeduplicated() async throws {
+        let metrics = HeraldMetrics.prometheus()
+        try await withRegistrationServer(matrix: matrixApps, metrics: metrics) { client, store in
+            let body = notify(devices: "[\(device())]")
+            var r = try await send(client, .post, notifyPath, body)
+            #expect(r.status == .ok)
+            #expect(String(buffer: r.body) == #"{"rejected":[]}"#)
+            #expect(try await store.stats().deliveries == [.pending: 1])
+            #expect(try await store.devices(app: "default", tokens: [hexToken]).count == 1, "the pushkey is the device: no registration step")
+            // Synapse re-POSTs after a timeout: the same answer, no second push.
+            r = try await send(client, .post, notifyPath, body)
+            #expect(String(buffer: r.body) == #"{"rejected":[]}"#)
+            #expect(try await store.stats().deliveries == [.pending: 1])
+            // Another event for the same pusher is a new push; badge-only updates are never deduplicated.
+            _ = try await send(client, .post, notifyPath, notify(eventID: "$event2", devices: "[\(device())]"))
+            _ = try await send(client, .post, notifyPath, notify(eventID: nil, devices: "[\(device())]"))
+            _ = try await send(client, .post, notifyPath, notify(eventID: nil, devices: "[\(device())]"))
+            #expect(try await store.stats().deliveries == [.pending: 4])
+            let claimed = try await store.claimDue(app: "default", platform: .ios, limit: 10, now: Date(), lease: .seconds(30))
+            let payloads = claimed.map { String(decoding: $0.push.payload, as: UTF8.self) }
+            #expect(payloads.filter { $0.contains("$event1") }.count == 1)
+            #expect(payloads.filter { $0 == #"{"aps":{"badge":2}}"# }.count == 2)
+            let scrape = String(decoding: metrics.1.emitToBuffer(), as: UTF8.self)
+            #expect(scrape.contains(#"herald_matrix_deduplicated_total{matrix_app="im.example.ios"} 1"#))
+            #expect(scrape.contains(#"herald_matrix_notifications_total{matrix_app="im.example.ios"} 5"#))
+        }
+    }
+
+    @Test("rejected: an unknown app_id and a pushkey malformed for its platform; the other devices still get theirs")
+    func rejectedPushkeys() async throws {
+        try await withRegistrationServer(matrix: matrixApps) { client, store in
+            let devices = [device("im.unknown.app", "key-a"), device("im.example.ios", "bm90IGEgdG9rZW4="), device(), device("im.example.android.x", "has space")]
+            let r = try await send(client, .post, notifyPath, notify(devices: "[\(devices.joined(separator: ","))]"))
+            #expect(r.status == .ok)
+            #expect(try json(r)["rejected"] as? [String] == ["key-a", "bm90IGEgdG9rZW4=", "has space"])
+            #expect(try await store.stats().deliveries == [.pending: 1])
+        }
+    }
+
+    @Test("a token the push service called dead is rejected on the next notify, until its pusher is set again")
+    func deadTokenRejected() async throws {
+        try await withRegistrationServer(matrix: matrixApps) { client, store in
+            _ = try await send(client, .post, notifyPath, notify(devices: "[\(device())]"))
+            let claimed = try await store.claimDue(app: "default", platform: .ios, limit: 10, now: Date(), lease: .seconds(30))
+            let delivery = try #require(claimed.first)
+            // APNs: 410 Unregistered, as the outbox records it.
+            try await store.complete([.tokenDead(id: delivery.id, deviceRowID: delivery.device.rowID, since: Date(), reason: "Unregistered")], now: Date())
+            var r = try await send(client, .post, notifyPath, notify(eventID: "$event2", devices: "[\(device())]"))
+            #expect(try json(r)["rejected"] as? [String] == [pushkey])
+            #expect(try await store.stats().deliveries == [.failed: 1], "nothing more for a dead token")
+            // The user set the pusher again later (a new pushkey_ts): the token is alive.
+            let later = Int(Date().timeIntervalSince1970) + 60
+            r = try await send(client, .post, notifyPath, notify(eventID: "$event3", devices: "[\(device(ts: later))]"))
+            #expect(try json(r)["rejected"] as? [String] == [])
+            #expect(try await store.stats().deliveries == [.failed: 1, .pending: 1])
+        }
+    }
+
+    @Test("GET answers UnifiedPush's gateway discovery; no Matrix apps, no route")
+    func discovery() async throws {
+        try await withRegistrationServer(matrix: matrixApps) { client, _ in
+            let r = try await send(client, .get, notifyPath)
+            #expect(String(buffer: r.body) == #"{"unifiedpush":{"gateway":"matrix"}}"#)
+        }
+        try await withRegistrationServer { client, _ in
+            let body = notify(devices: "[\(device())]")
+            let r = try await send(client, .post, notifyPath, body)
+            #expect(r.status == .notFound)
+        }
+    }
+}
