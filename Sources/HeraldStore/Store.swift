@@ -91,6 +91,26 @@ public struct NamedDevice: Sendable {
     }
 }
 
+extension NamedDevice {
+    /// How far a device's `lastSeen` may lag before admitting it writes again: stale-device
+    /// cleanup counts in days, and a notify should not cost a write transaction of its own.
+    static let seenGranularity: TimeInterval = 3_600
+
+    /// Admitting this device decided from what the store holds, without a write: `.some(nil)` for
+    /// a dead token (or a disabled device), `.some(device)` when the stored device is current;
+    /// nil when admitting must write (a new device, a revival, a later registration, new keys, an old `lastSeen`).
+    func admittedWithoutWrite(_ device: DeviceRecord?, deadAt: Int64?, now: Date) -> DeviceRecord?? {
+        if let deadAt { return registeredAt.milliseconds <= deadAt ? .some(nil) : nil }
+        guard let device else { return nil }
+        if device.disabledReason != nil { return .some(nil) }
+        let current =
+            device.updatedAt >= registeredAt && device.webKeys == webKeys && device.platform == token.platform
+            && device.environment == environment && device.tokenKind == token.kind
+            && now.timeIntervalSince(device.lastSeen) < Self.seenGranularity
+        return current ? .some(device) : nil
+    }
+}
+
 /// An accepted event with its rendered push and the devices it goes to.
 public struct NewEvent: Sendable {
     public var id: String

@@ -635,7 +635,9 @@ struct NamedDeviceTests {
             let rows = try first.map { try #require($0).rowID }
             let again = try await store.admit([named(1, registeredAt: pusherSet)], now: t0.addingTimeInterval(10))
             #expect(again.map { $0?.rowID } == [rows[0]], "the same device, not a second one")
-            #expect(again[0]?.lastSeen == t0.addingTimeInterval(10))
+            #expect(again[0]?.lastSeen == t0, "seen within the hour: decided by a read, nothing written")
+            let hourLater = try await store.admit([named(1, registeredAt: pusherSet)], now: t0.addingTimeInterval(3_601))
+            #expect(hourLater[0]?.lastSeen == t0.addingTimeInterval(3_601))
             #expect(try await store.stats().devices == ["kasia": ["ios": 2]])
 
             // APNs: 410 Unregistered at t0 (after the pusher was set): the device goes, its token is remembered.
