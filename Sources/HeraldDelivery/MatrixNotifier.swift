@@ -113,6 +113,6 @@ public struct MatrixNotifier: Sendable {
     /// The event's dedupe key for one device: a hash, so the store holds no pushkey beside the token.
     static func dedupeKey(app: String, eventID: String, token: String) -> String {
         let digest = SHA256.hash(data: Array("\(app)\n\(eventID)\n\(token)".utf8))
-        return "matrix:" + digest.map { String(format: "%02x", $0) }.joined()
+        return "matrix:" + Hex.encode(digest)
     }
 }

@@ -31,7 +31,7 @@ extension MatrixApp {
                     guard let bytes = Data(base64Encoded: base64) else {
                         throw MatrixPushkeyRefusal(description: "an APNs pushkey is the token in base64")
                     }
-                    hex = bytes.map { String(format: "%02x", $0) }.joined()
+                    hex = Hex.encode(bytes)
                 }
                 return (try DeviceToken(hex, platform: .ios), nil)
             case .fcm:
