@@ -50,6 +50,9 @@ public struct MatrixNotifier: Sendable {
         if let missed = n.counts?.missedCalls, missed < 0 {
             throw APIError.invalid("notification.counts.missed_calls", "is a count (0 or more)")
         }
+        if let content = n.content, content != .null, content.objectFields == nil {
+            throw APIError.invalid("notification.content", "content is a JSON object")
+        }
         // Each device checked before anything is written.
         var named: [(index: Int, app: MatrixApp, device: NamedDevice)] = []
         var rejected: [String] = []
@@ -57,6 +60,9 @@ public struct MatrixNotifier: Sendable {
             let field = "notification.devices[\(i)]"
             guard let appID = device.appID else { throw APIError.missing(field + ".app_id") }
             guard let pushkey = device.pushkey else { throw APIError.missing(field + ".pushkey") }
+            for (key, value) in [("data", device.data), ("tweaks", device.tweaks)] {
+                if let value, value != .null, value.objectFields == nil { throw APIError.invalid(field + "." + key, "\(key) is a JSON object") }
+            }
             let ts = device.pushkeyTS ?? 0
             guard (0...Self.maximumPushkeyTS).contains(ts) else {
                 throw APIError.invalid(field + ".pushkey_ts", "is unix seconds from 0 to \(Self.maximumPushkeyTS)")

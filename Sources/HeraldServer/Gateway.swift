@@ -45,7 +45,8 @@ public enum Gateway {
         }
         router.get("/healthz") { _, _ in try RegistrationAPI.json(["status": "ok"]) }
         let document = ByteBuffer(string: OpenAPIDocument.served(
-            apps: configuration.apps.apps.map(\.id), maximumWatchKeys: configuration.maximumWatchKeys, maximumAliases: configuration.maximumAliases))
+            apps: configuration.apps.apps.map(\.id), maximumWatchKeys: configuration.maximumWatchKeys, maximumAliases: configuration.maximumAliases,
+            matrix: !(matrix?.isEmpty ?? true)))
         router.get("/openapi.json") { _, _ in
             var headers = HTTPFields()
             headers[.contentType] = "application/json"

@@ -7,10 +7,19 @@ import Foundation
 public enum OpenAPIDocument {
     /// The document with the values an instance sets: `AppID` becomes the enum of its apps, and the
     /// watch-key and alias limits its configuration's.
-    public static func served(apps: [String], maximumWatchKeys: Int, maximumAliases: Int) -> String {
+    public static func served(apps: [String], maximumWatchKeys: Int, maximumAliases: Int, matrix: Bool = false) -> String {
         guard var document = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any],
             var components = document["components"] as? [String: Any], var schemas = components["schemas"] as? [String: Any]
         else { return json }
+        // The Matrix push gateway's route, where this instance serves Matrix apps.
+        if matrix, let part = try? JSONSerialization.jsonObject(with: Data(matrixJSON.utf8)) as? [String: Any],
+            var paths = document["paths"] as? [String: Any], let matrixPaths = part["paths"] as? [String: Any],
+            let matrixSchemas = part["schemas"] as? [String: Any]
+        {
+            paths.merge(matrixPaths) { _, new in new }
+            document["paths"] = paths
+            schemas.merge(matrixSchemas) { _, new in new }
+        }
         if var app = schemas["AppID"] as? [String: Any] {
             app["enum"] = apps
             schemas["AppID"] = app
@@ -35,6 +44,66 @@ public enum OpenAPIDocument {
         guard let data = try? JSONSerialization.data(withJSONObject: document, options: [.sortedKeys, .withoutEscapingSlashes]) else { return json }
         return String(decoding: data, as: UTF8.self)
     }
+
+    /// The Matrix Push Gateway API (`/_matrix/push/v1/notify`): its path and schemas, merged into
+    /// the served document when Matrix apps are configured.
+    static let matrixJSON = #"""
+    {
+     "paths": {
+      "/_matrix/push/v1/notify": {
+       "post": {
+        "summary": "Matrix Push Gateway API: a homeserver's notification; answered once its pushes are committed, with the pushkeys the homeserver should drop",
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/MatrixNotifyRequest"}}}},
+        "responses": {
+         "200": {
+          "description": "Committed (repeats of an (event_id, pushkey) are accepted and not pushed again)",
+          "content": {"application/json": {"schema": {
+           "type": "object", "properties": {"rejected": {"type": "array", "items": {"type": "string"}}}, "required": ["rejected"]}}}
+         },
+         "400": {"$ref": "#/components/responses/Error"},
+         "413": {"$ref": "#/components/responses/Error"},
+         "415": {"$ref": "#/components/responses/Error"}
+        }
+       },
+       "get": {
+        "summary": "UnifiedPush gateway discovery",
+        "responses": {
+         "200": {"description": "This is a Matrix gateway", "content": {"application/json": {"schema": {
+          "type": "object", "properties": {"unifiedpush": {"type": "object", "properties": {"gateway": {"const": "matrix"}}, "required": ["gateway"]}},
+          "required": ["unifiedpush"]}}}}
+        }
+       }
+      }
+     },
+     "schemas": {
+      "MatrixNotifyRequest": {
+       "type": "object", "required": ["notification"],
+       "properties": {"notification": {"$ref": "#/components/schemas/MatrixNotification"}}
+      },
+      "MatrixNotification": {
+       "type": "object", "required": ["devices"],
+       "properties": {
+        "event_id": {"type": ["string", "null"]}, "room_id": {"type": ["string", "null"]}, "type": {"type": ["string", "null"]},
+        "sender": {"type": ["string", "null"]}, "sender_display_name": {"type": ["string", "null"]}, "room_name": {"type": ["string", "null"]},
+        "room_alias": {"type": ["string", "null"]}, "membership": {"type": ["string", "null"]}, "user_is_target": {"type": ["boolean", "null"]},
+        "prio": {"type": ["string", "null"], "description": "high or low"}, "content": {"type": ["object", "null"]},
+        "counts": {"oneOf": [{"type": "null"}, {"type": "object", "properties": {
+         "unread": {"type": ["integer", "null"], "minimum": 0, "maximum": 9223372036854775807},
+         "missed_calls": {"type": ["integer", "null"], "minimum": 0, "maximum": 9223372036854775807}}}]},
+        "devices": {"type": "array", "minItems": 1, "maxItems": 100, "items": {"$ref": "#/components/schemas/MatrixDevice"}}
+       }
+      },
+      "MatrixDevice": {
+       "type": "object", "required": ["app_id", "pushkey"],
+       "properties": {
+        "app_id": {"type": "string"}, "pushkey": {"type": "string"},
+        "pushkey_ts": {"type": ["integer", "null"], "minimum": 0, "maximum": 253402300799},
+        "data": {"type": ["object", "null"]}, "tweaks": {"type": ["object", "null"]}
+       }
+      }
+     }
+    }
+    """#
 
     public static let json = #"""
     {

@@ -20,6 +20,7 @@ struct SchemathesisTests {
             "HERALD_PUBLISH_KEYS": publisherKey, "HERALD_GHOSTTALK_SEND_ENABLED": "true",
             // Thousands of registrations from one address: the limiter's 429 would hide the answers.
             "HERALD_REGISTRATION_RATE": "0", "HERALD_PUBLISH_RATE": "0",
+            "HERALD_MATRIX_APPS": "im.example.ios=apns,im.example.android*=fcm,im.example.web=webpush",
         ])
         defer { serve.process.kill(SIGKILL) }
 

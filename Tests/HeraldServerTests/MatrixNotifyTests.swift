@@ -39,6 +39,8 @@ private let badNotifies: [BadRequest] = [
     BadRequest("pushkey_ts past year 9999", .post, notifyPath, notify(devices: "[\(device(ts: 253_402_300_800))]"), field: "notification.devices[0].pushkey_ts"),
     BadRequest("unread negative", .post, notifyPath, notify(devices: "[\(device())]", counts: #"{"unread":-1}"#), field: "notification.counts.unread"),
     BadRequest("unread not a number", .post, notifyPath, notify(devices: "[\(device())]", counts: #"{"unread":"2"}"#), field: "notification.counts.unread"),
+    BadRequest("tweaks not an object", .post, notifyPath, notify(devices: #"[{"app_id":"im.example.ios","pushkey":"k","tweaks":[null]}]"#), field: "notification.devices[0].tweaks"),
+    BadRequest("data not an object", .post, notifyPath, notify(devices: #"[{"app_id":"im.example.ios","pushkey":"k","data":"x"}]"#), field: "notification.devices[0].data"),
     BadRequest("pushkey not a string", .post, notifyPath, notify(devices: #"[{"app_id":"im.example.ios","pushkey":5}]"#), field: "notification.devices[0].pushkey"),
 ]
 

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldDelivery
+import HeraldMatrix
 @testable import HeraldServer
 import HeraldStore
 import Hummingbird
@@ -8,16 +9,18 @@ import Testing
 
 @Suite("OpenAPI document")
 struct OpenAPITests {
-    @Test("documents exactly the routes the gateway serves, and is served at /openapi.json")
-    func coversRoutes() async throws {
-        try await withRegistrationServer { client, store in
+    @Test("documents exactly the routes the gateway serves, and is served at /openapi.json (with and without Matrix apps)",
+          arguments: [nil, MatrixApps([MatrixApp(pattern: "im.example.ios", app: "default", kind: .apns)])])
+    func coversRoutes(matrix: MatrixApps?) async throws {
+        try await withRegistrationServer(matrix: matrix) { client, store in
             let response = try await send(client, .get, "/openapi.json")
             #expect(response.status == .ok)
             let document = try json(response)
             #expect(document["openapi"] as? String == "3.1.0")
             let paths = try #require(document["paths"] as? [String: [String: Any]])
             let documented = Set(paths.flatMap { path, operations in operations.keys.map { "\($0.uppercased()) \(path)" } })
-            let router = Gateway.router(store: store, configuration: APIConfiguration(), publisher: EventPublisher(store: store, apps: APIConfiguration().apps))
+            let router = Gateway.router(
+                store: store, configuration: APIConfiguration(), publisher: EventPublisher(store: store, apps: APIConfiguration().apps), matrix: matrix)
             let served = Set(router.routes.map { "\($0.method.rawValue) \($0.path)" })
             #expect(served == documented, "served but undocumented: \(served.subtracting(documented)); documented but not served: \(documented.subtracting(served))")
         }
