@@ -24,8 +24,11 @@ public enum MatrixPushBuilder {
         }
     }
 
-    /// Only ids and counts: an encrypted room's event, unless the app asks for its details.
-    static func idsOnly(_ n: MatrixNotification, _ app: MatrixApp) -> Bool { n.isEncrypted && !app.encryptedRoomDetails }
+    /// Only ids and counts: an `event_id_only` pusher's push, and an encrypted room's event unless
+    /// the app asks for its details.
+    static func idsOnly(_ n: MatrixNotification, _ device: MatrixNotification.Device, _ app: MatrixApp) -> Bool {
+        device.format == "event_id_only" || (n.isEncrypted && !app.encryptedRoomDetails)
+    }
 
     // MARK: APNs
 
@@ -34,7 +37,7 @@ public enum MatrixPushBuilder {
     /// type, the badge, the ids), cut to 4,096 bytes by shortening the alert's texts.
     public static func apns(_ n: MatrixNotification, device: MatrixNotification.Device, app: MatrixApp) -> RenderedPush? {
         var root: [JSONValue.Field]
-        if device.format == "event_id_only" || idsOnly(n, app) {
+        if idsOnly(n, device, app) {
             root = device.defaultPayload
             if let room = n.roomID, !room.isEmpty { put(&root, "room_id", .string(room)) }
             if let event = n.eventID, !event.isEmpty { put(&root, "event_id", .string(event)) }
@@ -177,7 +180,7 @@ public enum MatrixPushBuilder {
         for field in device.defaultPayload where !FCMMessage.isReservedDataKey(field.key) {
             data[field.key] = field.value.stringValue ?? String(decoding: field.value.encoded, as: UTF8.self)
         }
-        let ids = idsOnly(n, app)
+        let ids = idsOnly(n, device, app)
         let fields: [(String, String?)] =
             ids
             ? [("event_id", n.eventID), ("room_id", n.roomID)]
@@ -232,7 +235,7 @@ public enum MatrixPushBuilder {
     public static func webPush(_ n: MatrixNotification, device: MatrixNotification.Device, app: MatrixApp) -> RenderedPush? {
         if device.flag("events_only"), (n.eventID ?? "").isEmpty { return nil }
         var root = device.defaultPayload
-        let ids = idsOnly(n, app)
+        let ids = idsOnly(n, device, app)
         let texts: [(String, String?)] =
             ids
             ? [("room_id", n.roomID), ("event_id", n.eventID)]

@@ -182,6 +182,16 @@ struct MatrixPushBuilderTests {
         #expect(push.priority == .immediate && push.pushType == .alert)
     }
 
+    @Test("event_id_only on FCM and Web Push too: ids and counts, whatever the homeserver sent")
+    func eventIDOnlyEverywhere() throws {
+        let d = MatrixNotification.Device(appID: "x", pushkey: "k", data: .object([.init("format", .string("event_id_only"))]))
+        let n = sygnalNotification(devices: [d])
+        let fcm = try #require(MatrixPushBuilder.fcm(n, device: d, app: MatrixApp(pattern: "x", app: "y", kind: .fcm)))
+        #expect(fcm.fcmData == ["event_id": n.eventID!, "room_id": n.roomID!, "prio": "high", "unread": "2", "missed_calls": "1"])
+        let web = try #require(MatrixPushBuilder.webPush(n, device: d, app: MatrixApp(pattern: "x", app: "y", kind: .webpush)))
+        #expect(!String(decoding: web.payload, as: UTF8.self).contains("Major Tom"))
+    }
+
     @Test("FCM: a field over 1,024 bytes ends in …; the whole map stays within FCM's 4,096 bytes")
     func fcmLimits() throws {
         var n = sygnalNotification(devices: [device])
