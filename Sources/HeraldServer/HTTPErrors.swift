@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 import HeraldDelivery
 import HTTPTypes
 import Hummingbird
@@ -20,6 +21,16 @@ extension APIError: HTTPResponseError {
 enum JSONBody {
     /// Decodes `T` from a body of at most `limit` bytes.
     static func decode<T: Decodable>(_ type: T.Type, from request: Request, limit: Int) async throws -> T {
+        let buffer = try await collect(request, limit: limit)
+        do {
+            return try JSONDecoder().decode(T.self, from: Data(buffer.readableBytesView))
+        } catch let error as DecodingError {
+            throw APIError(decoding: error)
+        }
+    }
+
+    /// A JSON body of at most `limit` bytes (413 over it, 415 when it says it is not JSON).
+    static func collect(_ request: Request, limit: Int) async throws -> ByteBuffer {
         let buffer: ByteBuffer
         do {
             buffer = try await request.body.collect(upTo: limit)
@@ -29,10 +40,17 @@ enum JSONBody {
         if let type = request.headers[.contentType], !type.lowercased().hasPrefix("application/json") {
             throw APIError(.unsupportedMediaType, code: "unsupported_media_type", message: "send application/json")
         }
+        return buffer
+    }
+
+    /// A body parsed by `JSONValue(parsing:)` (no Foundation decoder): 400 `invalid_json` naming `body` when it is not JSON.
+    static func parse(_ request: Request, limit: Int) async throws -> JSONValue {
+        let buffer = try await collect(request, limit: limit)
+        let parsed = buffer.withUnsafeReadableBytes { raw in Result { () throws(JSONParseError) in try JSONValue(parsing: raw) } }
         do {
-            return try JSONDecoder().decode(T.self, from: Data(buffer.readableBytesView))
-        } catch let error as DecodingError {
-            throw APIError(decoding: error)
+            return try parsed.get()
+        } catch {
+            throw APIError(.badRequest, code: "invalid_json", message: "the body is not valid JSON (\(error))", field: "body")
         }
     }
 }

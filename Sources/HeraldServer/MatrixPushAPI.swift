@@ -21,7 +21,15 @@ public struct MatrixPushAPI: Sendable {
 
     public func addRoutes<Context: RequestContext>(to router: Router<Context>) {
         router.post(RouterPath(Self.path)) { request, _ in
-            let body = try await JSONBody.decode(MatrixNotifyRequest.self, from: request, limit: configuration.maximumBodySize)
+            let json = try await JSONBody.parse(request, limit: configuration.maximumBodySize)
+            let body: MatrixNotifyRequest
+            do {
+                body = try MatrixNotifyRequest(json: json)
+            } catch let refusal as MatrixFieldError {
+                throw refusal.field == "body"
+                    ? APIError(.badRequest, code: "invalid_json", message: "the body must be a JSON object", field: "body")
+                    : APIError.invalid(refusal.field, refusal.message)
+            }
             guard let notification = body.notification else { throw APIError.missing("notification") }
             let outcome = try await notifier.notify(notification)
             return RegistrationAPI.json(.object([.init("rejected", .array(outcome.rejected.map(JSONValue.string)))]))

@@ -118,7 +118,14 @@ struct RateLimitMiddleware<Context: RemoteAddressRequestContext>: RouterMiddlewa
     /// The path as the router matches it: empty segments (`//`, a trailing `/`) do not count and
     /// escapes are decoded, so no other spelling of a route escapes its limit.
     static func routePath(_ raw: String) -> String {
-        "/" + raw.split(separator: "/", omittingEmptySubsequences: true)
+        // Nearly every path is already in that form: no escape, no empty segment, no trailing "/".
+        let utf8 = raw.utf8
+        if utf8.first == UInt8(ascii: "/"), utf8.last != UInt8(ascii: "/"), !utf8.contains(UInt8(ascii: "%")),
+            !raw.contains("//")
+        {
+            return raw
+        }
+        return "/" + raw.split(separator: "/", omittingEmptySubsequences: true)
             .map { $0.removingPercentEncoding ?? String($0) }.joined(separator: "/")
     }
 
