@@ -44,6 +44,13 @@ let badConfigs: [BadConfig] = [
     BadConfig(name: "a batch body over 64 MiB", yaml: "limits: {batch_body_bytes: 100000000}\napps: [{id: a}]", field: "limits.batch_body_bytes"),
     BadConfig(name: "an unknown limit", yaml: "limits: {devices: 5}\napps: [{id: a}]", field: "limits.devices"),
     BadConfig(name: "an unknown privacy", yaml: "apps: [{id: a, privacy: secret}]", field: "apps[0].privacy"),
+    BadConfig(name: "matrix not a list", yaml: "apps: [{id: a}]\nmatrix: {im.x: apns}", field: "matrix"),
+    BadConfig(name: "matrix app_id missing", yaml: "apps: [{id: a}]\nmatrix: [{app: a, type: apns}]", field: "matrix[0].app_id"),
+    BadConfig(name: "matrix app not among apps", yaml: "apps: [{id: a}]\nmatrix: [{app_id: im.x, app: b, type: apns}]", field: "matrix[0].app"),
+    BadConfig(name: "matrix type unknown", yaml: "apps: [{id: a}]\nmatrix: [{app_id: im.x, app: a, type: gcm}]", field: "matrix[0].type"),
+    BadConfig(name: "matrix unknown key", yaml: "apps: [{id: a}]\nmatrix: [{app_id: im.x, app: a, type: apns, certfile: c.pem}]", field: "matrix[0].certfile"),
+    BadConfig(name: "matrix allowed_endpoints on apns", yaml: "apps: [{id: a}]\nmatrix: [{app_id: im.x, app: a, type: apns, allowed_endpoints: [x]}]", field: "matrix[0].allowed_endpoints"),
+    BadConfig(name: "matrix flag not a boolean", yaml: "apps: [{id: a}]\nmatrix: [{app_id: im.x, app: a, type: apns, encrypted_room_details: yes please}]", field: "matrix[0].encrypted_room_details"),
 ]
 
 @Suite("HERALD_CONFIG: several apps per instance", .serialized)
@@ -80,7 +87,9 @@ struct ConfigFileTests {
         #expect(json["field"] as? String == variable)
     }
 
-    @Test("bad FCM variables are refused at start, naming the variable", arguments: [
+    @Test("bad FCM and Matrix variables are refused at start, naming the variable", arguments: [
+        (["HERALD_MATRIX_APPS": "im.example.ios=gcm"], "HERALD_MATRIX_APPS"),
+        (["HERALD_MATRIX_APPS": "im.example.ios"], "HERALD_MATRIX_APPS"),
         (["HERALD_FCM_CREDENTIALS_FILE": "/nonexistent/service-account.json"], "HERALD_FCM_CREDENTIALS_FILE"),
         (["HERALD_FCM_URL": "https://127.0.0.1:1"], "HERALD_FCM_URL"),
         (["HERALD_FCM_PROJECT_ID": "my-project"], "HERALD_FCM_PROJECT_ID"),
