@@ -230,20 +230,23 @@ final class Rig: @unchecked Sendable {
     /// CPU seconds (user + system) every `herald serve` instance has used so far (Linux
     /// `/proc/<pid>/stat`, fields 14 and 15, in clock ticks).
     func cpuSeconds() throws -> Double {
+        try serves.reduce(0) { $0 + (try Self.cpuSeconds(of: "\($1.processIdentifier)")) }
+    }
+
+    /// CPU seconds this process (the load generator and the in-process simulator) has used so far.
+    func ownCPUSeconds() throws -> Double { try Self.cpuSeconds(of: "self") }
+
+    private static func cpuSeconds(of pid: String) throws -> Double {
         let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
-        var total = 0.0
-        for serve in serves {
-            let stat = try String(contentsOfFile: "/proc/\(serve.processIdentifier)/stat", encoding: .utf8)
-            // The command name (field 2) is in parentheses and may hold spaces: count after it.
-            guard let close = stat.lastIndex(of: ")") else { throw BenchError("unreadable /proc stat") }
-            let fields = stat[stat.index(after: close)...].split(separator: " ")
-            // fields[0] is field 3 (state): utime is field 14, stime field 15.
-            guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else {
-                throw BenchError("unreadable /proc stat")
-            }
-            total += (user + system) / ticks
+        let stat = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
+        // The command name (field 2) is in parentheses and may hold spaces: count after it.
+        guard let close = stat.lastIndex(of: ")") else { throw BenchError("unreadable /proc stat") }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        // fields[0] is field 3 (state): utime is field 14, stime field 15.
+        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else {
+            throw BenchError("unreadable /proc stat")
         }
-        return total
+        return (user + system) / ticks
     }
 
     /// Waits until the simulator has accepted `count` pushes; false on timeout.
