@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HeraldCore
 
 /// `herald-bench matrix`: a Matrix homeserver's load on the push gateway. `--clients` concurrent
 /// clients, each posting Synapse-shaped notifies (one device each, as Synapse sends them) one after
@@ -15,7 +16,7 @@ struct MatrixNotifies: AsyncParsableCommand {
     @Option(help: "Distinct pushers (devices).") var devices = 1_000
 
     static func body(_ n: Int, devices: Int) -> String {
-        let key = Data(Array(Rig.token(n % devices).utf8).chunked()).base64EncodedString()
+        let key = Data(Hex.decode(Rig.token(n % devices))!).base64EncodedString()
         return #"""
             {"notification":{"event_id":"$bench\#(n)","room_id":"!room\#(n % 97):bench.example","type":"m.room.message",\#
             "sender":"@alice:bench.example","sender_display_name":"Alice","room_name":"Bench room","prio":"high",\#
@@ -86,9 +87,3 @@ struct MatrixNotifies: AsyncParsableCommand {
     }
 }
 
-extension Array where Element == UInt8 {
-    /// Hex text as the bytes it spells (a token's raw form, which a Matrix pushkey carries in base64).
-    fileprivate func chunked() -> [UInt8] {
-        stride(from: 0, to: count - 1, by: 2).map { UInt8(String(decoding: self[$0..<$0 + 2], as: UTF8.self), radix: 16)! }
-    }
-}

@@ -3,7 +3,7 @@ import HeraldCore
 
 /// The body of `POST /_matrix/push/v1/notify` (Matrix Push Gateway API, "Push Gateway API"
 /// in the client-server specification): one notification for one or more pushers' devices.
-public struct MatrixNotifyRequest: Decodable, Sendable {
+public struct MatrixNotifyRequest: Sendable {
     public var notification: MatrixNotification?
 
     public init(notification: MatrixNotification?) {
@@ -14,7 +14,7 @@ public struct MatrixNotifyRequest: Decodable, Sendable {
 /// What a homeserver says happened. Every field but `devices` is optional: a badge-only
 /// notification (a read receipt) has no event, a null `type` and an empty `sender`; an
 /// `event_id_only` pusher gets ids and counts only.
-public struct MatrixNotification: Decodable, Sendable {
+public struct MatrixNotification: Sendable {
     public var eventID: String?
     public var roomID: String?
     public var type: String?
@@ -50,14 +50,8 @@ public struct MatrixNotification: Decodable, Sendable {
         self.devices = devices
     }
 
-    enum CodingKeys: String, CodingKey {
-        case type, sender, membership, prio, content, counts, devices
-        case eventID = "event_id", roomID = "room_id", senderDisplayName = "sender_display_name", roomName = "room_name"
-        case roomAlias = "room_alias", userIsTarget = "user_is_target"
-    }
-
     /// The user's unread notifications and missed calls.
-    public struct Counts: Decodable, Sendable, Hashable {
+    public struct Counts: Sendable, Hashable {
         public var unread: Int64?
         public var missedCalls: Int64?
 
@@ -65,16 +59,11 @@ public struct MatrixNotification: Decodable, Sendable {
             self.unread = unread
             self.missedCalls = missedCalls
         }
-
-        enum CodingKeys: String, CodingKey {
-            case unread
-            case missedCalls = "missed_calls"
-        }
     }
 
     /// One pusher: its app id, its pushkey (the device's token, or a Web Push subscription's
     /// p256dh) and the pusher's `data` less its `url`.
-    public struct Device: Decodable, Sendable {
+    public struct Device: Sendable {
         public var appID: String?
         public var pushkey: String?
         /// Unix seconds: when the pusher was set.
@@ -88,11 +77,6 @@ public struct MatrixNotification: Decodable, Sendable {
             self.pushkeyTS = pushkeyTS
             self.data = data
             self.tweaks = tweaks
-        }
-
-        enum CodingKeys: String, CodingKey {
-            case data, tweaks, pushkey
-            case appID = "app_id", pushkeyTS = "pushkey_ts"
         }
 
         /// `data.format`: `event_id_only` or absent.
@@ -120,8 +104,8 @@ public struct MatrixFieldError: Error, Hashable, Sendable {
 }
 
 extension MatrixNotifyRequest {
-    /// The body from parsed JSON (`JSONValue(parsing:)`), read as the `Decodable` conformance reads
-    /// it (a null field is an absent one) and naming the field at fault, without `JSONDecoder`.
+    /// The body from parsed JSON (`JSONValue(parsing:)`): a null field is an absent one, as
+    /// everywhere in the API, and a field of the wrong type is refused naming its path.
     public init(json: JSONValue) throws(MatrixFieldError) {
         let root = try JSONFields(json, at: "")
         guard let value = root["notification"] else {
@@ -186,14 +170,11 @@ private struct JSONFields {
         return flag
     }
 
-    /// An integer within Int64 (an integral double too, as JSON Schema counts it).
+    /// An integer within Int64 (the parser reads `2.0` and `1E+2` as integers already).
     func integer(_ key: String) throws(MatrixFieldError) -> Int64? {
-        switch self[key] {
-        case nil: return nil
-        case .int(let i)?: return i
-        case .double(let d)? where d.rounded() == d && d >= -9.2e18 && d <= 9.2e18: return Int64(d)
-        default: throw refusal(key, "an integer")
-        }
+        guard let value = self[key] else { return nil }
+        guard case .int(let i) = value else { throw refusal(key, "an integer") }
+        return i
     }
 }
 
