@@ -37,31 +37,114 @@ public struct HeraldTimer: Sendable {
 
 /// The system's clock.
 public struct SystemClock: HeraldClock {
+    private let timers = DeadlineThread()
+
     public init() {}
     public func now() -> Date { Date() }
     public func sleep(for duration: Duration) async throws { try await Task.sleep(for: duration) }
 
-    /// A Dispatch timer: no task to start, wake and cancel per wait (the outbox waits once per event).
+    /// A deadline on a thread of this clock's own: the outbox arms a timer per wait and cancels
+    /// it at once, per event. A Dispatch timer woke Dispatch's timer thread to arm it and a worker
+    /// when it fired, cancelled or not; here a later deadline and a cancel wake nobody.
     public func timer(after duration: Duration, _ action: @escaping @Sendable () -> Void) -> HeraldTimer {
-        let item = CancellableWork(DispatchWorkItem(block: action))
-        DispatchQueue.global().asyncAfter(deadline: .now() + duration.dispatchInterval, execute: item.work)
-        return HeraldTimer { item.work.cancel() }
+        timers.schedule(after: duration, action)
     }
 }
 
-/// A work item shared with the timer that cancels it (`DispatchWorkItem.cancel` is thread-safe;
-/// Linux's Dispatch does not mark the type Sendable).
-private final class CancellableWork: @unchecked Sendable {
-    let work: DispatchWorkItem
-    init(_ work: DispatchWorkItem) { self.work = work }
-}
+/// Runs actions at deadlines on one thread that sleeps until the earliest (`CLOCK_MONOTONIC`).
+/// Arming a deadline later than the one it sleeps for, or cancelling, only changes the table:
+/// the thread finds out when it wakes. It starts with the first deadline and ends a second after
+/// the last.
+final class DeadlineThread: @unchecked Sendable {
+    private struct Entry {
+        var deadline: UInt64
+        var action: @Sendable () -> Void
+    }
+    // Guarded by `mutex`.
+    private var entries: [Int: Entry] = [:]
+    private var nextID = 0
+    private var running = false
+    /// The deadline the thread sleeps until (nil: it is not sleeping on one).
+    private var sleepingUntil: UInt64?
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
 
-extension Duration {
-    /// This duration for Dispatch, in whole nanoseconds (negative ones as zero).
-    var dispatchInterval: DispatchTimeInterval {
-        let (seconds, attoseconds) = components
-        guard seconds >= 0 else { return .nanoseconds(0) }
-        let nanoseconds = min(Double(seconds) * 1e9 + Double(attoseconds) / 1e9, Double(Int.max / 2))
-        return .nanoseconds(Int(nanoseconds))
+    init() {
+        pthread_mutex_init(mutex, nil)
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        pthread_cond_init(condition, &attributes)
+        pthread_condattr_destroy(&attributes)
+    }
+
+    deinit {
+        pthread_cond_destroy(condition)
+        pthread_mutex_destroy(mutex)
+        condition.deallocate()
+        mutex.deallocate()
+    }
+
+    private static func monotonicNanoseconds() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+    }
+
+    func schedule(after duration: Duration, _ action: @escaping @Sendable () -> Void) -> HeraldTimer {
+        // Whole nanoseconds, negative ones as zero, at most about three years.
+        let (seconds, attoseconds) = duration.components
+        let delay = seconds < 0 ? 0 : UInt64(min(Double(seconds) * 1e9 + Double(attoseconds) / 1e9, 1e17))
+        let deadline = Self.monotonicNanoseconds() + delay
+        pthread_mutex_lock(mutex)
+        nextID += 1
+        let id = nextID
+        entries[id] = Entry(deadline: deadline, action: action)
+        if !running {
+            running = true
+            // The thread holds the table until no deadline is left.
+            Thread { self.run() }.start()
+        } else if let until = sleepingUntil, deadline < until {
+            pthread_cond_signal(condition)
+        }
+        pthread_mutex_unlock(mutex)
+        return HeraldTimer { [weak self] in self?.cancel(id) }
+    }
+
+    private func cancel(_ id: Int) {
+        pthread_mutex_lock(mutex)
+        entries[id] = nil
+        pthread_mutex_unlock(mutex)
+    }
+
+    private static let linger: UInt64 = 1_000_000_000
+
+    private func run() {
+        Thread.current.name = "herald-timers"
+        var idleSince: UInt64?
+        pthread_mutex_lock(mutex)
+        while true {
+            let now = Self.monotonicNanoseconds()
+            let due = entries.filter { $0.value.deadline <= now }
+            if !due.isEmpty {
+                for id in due.keys { entries[id] = nil }
+                pthread_mutex_unlock(mutex)
+                for (_, entry) in due.sorted(by: { $0.value.deadline < $1.value.deadline }) { entry.action() }
+                pthread_mutex_lock(mutex)
+                continue
+            }
+            // With nothing armed it lingers a second: the outbox arms again within milliseconds.
+            let next = entries.values.map(\.deadline).min()
+            if next == nil, let idleSince, now >= idleSince + Self.linger { break }
+            if next == nil, idleSince == nil { idleSince = now }
+            if next != nil { idleSince = nil }
+            let until = next ?? (idleSince! + Self.linger)
+            sleepingUntil = until
+            var wake = timespec(tv_sec: Int(until / 1_000_000_000), tv_nsec: Int(until % 1_000_000_000))
+            pthread_cond_timedwait(condition, mutex, &wake)
+            sleepingUntil = nil
+        }
+        running = false
+        pthread_mutex_unlock(mutex)
     }
 }

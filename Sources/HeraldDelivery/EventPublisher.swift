@@ -47,7 +47,7 @@ public struct EventPublisher: Sendable {
     }
 
     /// An event as a publisher sends it (the body of `/v1/events`).
-    public struct Request: Decodable, Sendable {
+    public struct Request: Sendable {
         public var app: String?
         public var template: String?
         public var targets: Targets?
@@ -64,23 +64,13 @@ public struct EventPublisher: Sendable {
             self.template = template
             self.fields = fields
         }
-
-        enum CodingKeys: String, CodingKey {
-            case app, template, targets, fields, priority, expiration
-            case excludeDeviceIDs = "exclude_device_ids", collapseID = "collapse_id", threadID = "thread_id"
-        }
     }
 
     /// Who an event goes to.
-    public struct Targets: Decodable, Sendable {
+    public struct Targets: Sendable {
         public var keys: [String]?
         public var deviceIDs: [String]?
         public var tokens: [String]?
-
-        enum CodingKeys: String, CodingKey {
-            case keys, tokens
-            case deviceIDs = "device_ids"
-        }
     }
 
     /// An event committed: its id, its deliveries and the target tokens no device has.
@@ -441,5 +431,28 @@ extension EventPublisher: KasiaEventSink {
             metrics?.eventsAccepted(template: p.event.template, deliveries: created[p.event.id] ?? 0)
         }
         return created.values.reduce(0, +)
+    }
+}
+
+
+extension EventPublisher.Request {
+    /// The body from parsed JSON (`JSONValue(parsing:)`, no `JSONDecoder` on the publish path),
+    /// its fields named under `path` (`events[3]` in a batch). Null is absent; a field of the
+    /// wrong type is refused naming its path.
+    public init(json: JSONValue, at path: String = "") throws(JSONFieldError) {
+        let body = try JSONObjectReader(json, at: path)
+        app = try body.string("app")
+        template = try body.string("template")
+        if let value = body["targets"] {
+            let targets = try JSONObjectReader(value, at: body.path(of: "targets"))
+            self.targets = EventPublisher.Targets(
+                keys: try targets.strings("keys"), deviceIDs: try targets.strings("device_ids"), tokens: try targets.strings("tokens"))
+        }
+        excludeDeviceIDs = try body.strings("exclude_device_ids")
+        fields = body["fields"]
+        priority = try body.integer("priority").map { Int($0) }
+        expiration = try body.integer("expiration")
+        collapseID = try body.string("collapse_id")
+        threadID = try body.string("thread_id")
     }
 }

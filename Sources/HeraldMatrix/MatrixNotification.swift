@@ -97,84 +97,34 @@ public struct MatrixNotification: Sendable {
     public var isLowPriority: Bool { prio == "low" }
 }
 
-/// A field of a notify body that is not what the specification says: its path and why.
-public struct MatrixFieldError: Error, Hashable, Sendable {
-    public var field: String
-    public var message: String
-}
-
 extension MatrixNotifyRequest {
     /// The body from parsed JSON (`JSONValue(parsing:)`): a null field is an absent one, as
     /// everywhere in the API, and a field of the wrong type is refused naming its path.
-    public init(json: JSONValue) throws(MatrixFieldError) {
-        let root = try JSONFields(json, at: "")
+    public init(json: JSONValue) throws(JSONFieldError) {
+        let root = try JSONObjectReader(json, at: "")
         guard let value = root["notification"] else {
             notification = nil
             return
         }
-        let n = try JSONFields(value, at: "notification")
+        let n = try JSONObjectReader(value, at: "notification")
         var notification = MatrixNotification(
             eventID: try n.string("event_id"), roomID: try n.string("room_id"), type: try n.string("type"), sender: try n.string("sender"),
             senderDisplayName: try n.string("sender_display_name"), roomName: try n.string("room_name"), roomAlias: try n.string("room_alias"),
             membership: try n.string("membership"), userIsTarget: try n.bool("user_is_target"), prio: try n.string("prio"),
             content: n["content"], devices: nil)
         if let counts = n["counts"] {
-            let c = try JSONFields(counts, at: "notification.counts")
+            let c = try JSONObjectReader(counts, at: "notification.counts")
             notification.counts = .init(unread: try c.integer("unread"), missedCalls: try c.integer("missed_calls"))
         }
-        if let devices = n["devices"] {
-            guard case .array(let items) = devices else { throw MatrixFieldError(field: "notification.devices", message: "notification.devices must be an array") }
-            notification.devices = try items.enumerated().map { (i, item) throws(MatrixFieldError) -> MatrixNotification.Device in
-                let d = try JSONFields(item, at: "notification.devices[\(i)]")
+        if let items = try n.array("devices") {
+            notification.devices = try items.enumerated().map { (i, item) throws(JSONFieldError) -> MatrixNotification.Device in
+                let d = try JSONObjectReader(item, at: "notification.devices[\(i)]")
                 return MatrixNotification.Device(
                     appID: try d.string("app_id"), pushkey: try d.string("pushkey"), pushkeyTS: try d.integer("pushkey_ts"), data: d["data"],
                     tweaks: d["tweaks"])
             }
         }
         self.notification = notification
-    }
-}
-
-/// An object's fields by key, each read as a type or refused naming its path; null is absent.
-private struct JSONFields {
-    let fields: [JSONValue.Field]
-    let path: String
-
-    init(_ value: JSONValue, at path: String) throws(MatrixFieldError) {
-        guard case .object(let fields) = value else {
-            throw MatrixFieldError(field: path.isEmpty ? "body" : path, message: "\(path.isEmpty ? "the body" : path) must be an object")
-        }
-        self.fields = fields
-        self.path = path
-    }
-
-    subscript(key: String) -> JSONValue? {
-        guard let value = fields.first(where: { $0.key == key })?.value, value != .null else { return nil }
-        return value
-    }
-
-    func refusal(_ key: String, _ kind: String) -> MatrixFieldError {
-        let field = path.isEmpty ? key : path + "." + key
-        return MatrixFieldError(field: field, message: "\(field) must be \(kind)")
-    }
-
-    func string(_ key: String) throws(MatrixFieldError) -> String? {
-        guard let value = self[key] else { return nil }
-        guard case .string(let text) = value else { throw refusal(key, "a string") }
-        return text
-    }
-
-    func bool(_ key: String) throws(MatrixFieldError) -> Bool? {
-        guard let value = self[key] else { return nil }
-        guard case .bool(let flag) = value else { throw refusal(key, "true or false") }
-        return flag
-    }
-
-    /// An integer within Int64 (the parser reads `2.0` and `1E+2` as integers already).
-    func integer(_ key: String) throws(MatrixFieldError) -> Int64? {
-        guard let value = self[key] else { return nil }
-        guard case .int(let i) = value else { throw refusal(key, "an integer") }
-        return i
     }
 }
 

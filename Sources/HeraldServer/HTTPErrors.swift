@@ -53,6 +53,18 @@ enum JSONBody {
             throw APIError(.badRequest, code: "invalid_json", message: "the body is not valid JSON (\(error))", field: "body")
         }
     }
+
+    /// Reads a parsed body into a route's type: a field refused becomes 400 `invalid_field`
+    /// naming it, a body that is not an object 400 `invalid_json`.
+    static func read<T>(_ reader: () throws(JSONFieldError) -> T) throws(APIError) -> T {
+        do {
+            return try reader()
+        } catch {
+            throw error.isBody
+                ? APIError(.badRequest, code: "invalid_json", message: "the body must be a JSON object", field: "body")
+                : APIError.invalid(error.field, error.message)
+        }
+    }
 }
 
 /// Which app a request serves, from its headers and bearer token.

@@ -22,14 +22,7 @@ public struct MatrixPushAPI: Sendable {
     public func addRoutes<Context: RequestContext>(to router: Router<Context>) {
         router.post(RouterPath(Self.path)) { request, _ in
             let json = try await JSONBody.parse(request, limit: configuration.maximumBodySize)
-            let body: MatrixNotifyRequest
-            do {
-                body = try MatrixNotifyRequest(json: json)
-            } catch let refusal as MatrixFieldError {
-                throw refusal.field == "body"
-                    ? APIError(.badRequest, code: "invalid_json", message: "the body must be a JSON object", field: "body")
-                    : APIError.invalid(refusal.field, refusal.message)
-            }
+            let body = try JSONBody.read { () throws(JSONFieldError) in try MatrixNotifyRequest(json: json) }
             guard let notification = body.notification else { throw APIError.missing("notification") }
             let outcome = try await notifier.notify(notification)
             return RegistrationAPI.json(.object([.init("rejected", .array(outcome.rejected.map(JSONValue.string)))]))

@@ -14,14 +14,11 @@ public struct PublishAPI: Sendable {
         self.configuration = configuration
     }
 
-    struct BatchBody: Decodable {
-        var events: [EventPublisher.Request]?
-    }
-
     public func addRoutes<Context: RequestContext>(to router: Router<Context>) {
         router.post("/v1/events") { request, _ in
             let key = try configuration.apps.publisherKey(request)
-            let body = try await JSONBody.decode(EventPublisher.Request.self, from: request, limit: configuration.maximumBodySize)
+            let json = try await JSONBody.parse(request, limit: configuration.maximumBodySize)
+            let body = try JSONBody.read { () throws(JSONFieldError) in try EventPublisher.Request(json: json) }
             let published = try await publisher.publish([body], publisherKey: key)[0]
             return RegistrationAPI.json(
                 .object([
@@ -32,8 +29,13 @@ public struct PublishAPI: Sendable {
         }
         router.post("/v1/events:batch") { request, _ in
             let key = try configuration.apps.publisherKey(request)
-            let body = try await JSONBody.decode(BatchBody.self, from: request, limit: configuration.maximumBatchBodySize)
-            guard let events = body.events else { throw APIError.missing("events") }
+            let json = try await JSONBody.parse(request, limit: configuration.maximumBatchBodySize)
+            let events = try JSONBody.read { () throws(JSONFieldError) -> [EventPublisher.Request]? in
+                try JSONObjectReader(json, at: "").array("events")?.enumerated().map { (i, event) throws(JSONFieldError) in
+                    try EventPublisher.Request(json: event, at: "events[\(i)]")
+                }
+            }
+            guard let events else { throw APIError.missing("events") }
             guard !events.isEmpty, events.count <= EventPublisher.maximumBatch else {
                 throw APIError.invalid("events", "a batch has 1 to \(EventPublisher.maximumBatch) events")
             }

@@ -43,6 +43,16 @@ let badPublishRequests: [BadRequest] = [
     BadRequest("batch with one bad event", .post, "/v1/events:batch",
                #"{"events":[\#(kasiaBody(goodKasiaFields)),{"template":"nope","fields":{}}]}"#, headers: publisher, field: "events[1].template"),
     BadRequest("empty batch", .post, "/v1/events:batch", #"{"events":[]}"#, headers: publisher, field: "events"),
+    // Read from the parsed body without JSONDecoder: every type is still checked, at its path.
+    BadRequest("body an array", .post, "/v1/events", "[]", headers: publisher, field: "body"),
+    BadRequest("a target key not a string", .post, "/v1/events", #"{"template":"custom","targets":{"keys":["session:x",7]},"fields":{"aps":{"alert":"x"}}}"#, headers: publisher, field: "targets.keys[1]"),
+    BadRequest("targets not an object", .post, "/v1/events", #"{"template":"custom","targets":["session:x"],"fields":{"aps":{"alert":"x"}}}"#, headers: publisher, field: "targets"),
+    BadRequest("priority a string", .post, "/v1/events", #"{"template":"custom","priority":"high","targets":{"keys":["session:x"]},"fields":{"aps":{"alert":"x"}}}"#, headers: publisher, field: "priority"),
+    BadRequest("expiration past Int64", .post, "/v1/events", #"{"template":"custom","expiration":99999999999999999999,"targets":{"keys":["session:x"]},"fields":{"aps":{"alert":"x"}}}"#, headers: publisher, field: "expiration"),
+    BadRequest("events not an array", .post, "/v1/events:batch", #"{"events":{}}"#, headers: publisher, field: "events"),
+    BadRequest("a batch event not an object", .post, "/v1/events:batch", #"{"events":[\#(kasiaBody(goodKasiaFields)),1]}"#, headers: publisher, field: "events[1]"),
+    BadRequest("a batch event's excluded ids not strings", .post, "/v1/events:batch",
+               #"{"events":[\#(kasiaBody(goodKasiaFields)),{"template":"custom","exclude_device_ids":[null],"targets":{"keys":["session:x"]},"fields":{"aps":{"alert":"x"}}}]}"#, headers: publisher, field: "events[1].exclude_device_ids[0]"),
 ]
 
 @Suite("/v1/events: bad input is refused, names the field, and enqueues nothing", .serialized)
