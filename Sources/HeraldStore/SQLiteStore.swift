@@ -8,7 +8,9 @@ import HeraldFCMCore
 /// the PostgreSQL store can share the statements.
 public final class SQLiteStore: Store {
     private let pool: DatabasePool
-    private let enqueues: GroupCommit<Enqueue, EnqueueResult>
+    /// Enqueues, the lanes' claims and their outcomes, committed together: one WAL sync for
+    /// whatever arrived meanwhile.
+    private let writes: GroupCommit<GroupedWrite, GroupedResult>
 
     /// Opens (creating if needed) the database at `path`. Call `migrate()` before use.
     public init(path: String) throws {
@@ -17,7 +19,7 @@ public final class SQLiteStore: Store {
         configuration.busyMode = .timeout(10)
         let pool = try DatabasePool(path: path, configuration: configuration)
         self.pool = pool
-        enqueues = GroupCommit { group in await Self.commit(group, pool: pool) }
+        writes = GroupCommit { group in await Self.commit(group, pool: pool) }
         // GRDB sets NORMAL with WAL, which survives a crashed process but may lose the last commits
         // on power loss. An accepted event must be on disk before its 2xx: sync the WAL at each commit.
         try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
@@ -227,7 +229,22 @@ public final class SQLiteStore: Store {
     // MARK: Events
 
     public func enqueue(_ events: [NewEvent], checkpoint: ChainCheckpoint?, now: Date, claim: DirectClaim?) async throws -> EnqueueResult {
-        try await enqueues.submit(Enqueue(events: events, checkpoint: checkpoint, now: now, claim: claim))
+        guard case .enqueued(let result) = try await writes.submit(.enqueue(Enqueue(events: events, checkpoint: checkpoint, now: now, claim: claim)))
+        else { preconditionFailure("an enqueue commits as an enqueue") }
+        return result
+    }
+
+    /// A write the group commit takes: a publisher's events, a lane's claim or its outcomes.
+    enum GroupedWrite: Sendable {
+        case enqueue(Enqueue)
+        case claim(app: String, platform: Platform, limit: Int, now: Date, lease: Duration)
+        case complete([DeliveryOutcome], now: Date)
+    }
+
+    enum GroupedResult: Sendable {
+        case enqueued(EnqueueResult)
+        case claimed([ClaimedDelivery])
+        case recorded
     }
 
     /// One caller's `enqueue`.
@@ -238,16 +255,16 @@ public final class SQLiteStore: Store {
         var claim: DirectClaim?
     }
 
-    /// Commits the enqueues waiting together in one transaction: one WAL sync for all of them.
+    /// Commits the writes waiting together in one transaction: one WAL sync for all of them.
     /// If that transaction fails, each is retried alone, so one caller's bad batch fails only it.
-    private static func commit(_ group: [Enqueue], pool: DatabasePool) async -> [Result<EnqueueResult, any Error>] {
-        if group.count > 1, let all = try? writeHere(pool, { db in try group.map { try Self.insert($0, db) } }) {
+    private static func commit(_ group: [GroupedWrite], pool: DatabasePool) async -> [Result<GroupedResult, any Error>] {
+        if group.count > 1, let all = try? writeHere(pool, { db in try group.map { try Self.apply($0, db) } }) {
             return all.map { .success($0) }
         }
-        var results: [Result<EnqueueResult, any Error>] = []
-        for request in group {
+        var results: [Result<GroupedResult, any Error>] = []
+        for write in group {
             do {
-                results.append(.success(try writeHere(pool) { db in try Self.insert(request, db) }))
+                results.append(.success(try writeHere(pool) { db in try Self.apply(write, db) }))
             } catch {
                 results.append(.failure(error))
             }
@@ -260,6 +277,18 @@ public final class SQLiteStore: Store {
     /// two hand-overs per commit, which at one event a commit cost more than the insert. Group
     /// commit keeps to one committer at a time, so this holds one thread during the WAL sync.
     private static func writeHere<T>(_ pool: DatabasePool, _ body: (Database) throws -> T) throws -> T { try pool.write(body) }
+
+    private static func apply(_ write: GroupedWrite, _ db: Database) throws -> GroupedResult {
+        switch write {
+        case .enqueue(let request):
+            return .enqueued(try insert(request, db))
+        case .claim(let app, let platform, let limit, let now, let lease):
+            return .claimed(try claim(app: app, platform: platform, limit: limit, now: now, lease: lease, db))
+        case .complete(let outcomes, let now):
+            try record(outcomes, now: now, db)
+            return .recorded
+        }
+    }
 
     private static func insert(_ request: Enqueue, _ db: Database) throws -> EnqueueResult {
         let (events, checkpoint, now) = (request.events, request.checkpoint, request.now)
@@ -399,58 +428,63 @@ public final class SQLiteStore: Store {
 
     // MARK: Outbox
 
+    /// A claim joins the group commit, beside the enqueues that made the work it claims.
     public func claimDue(app: String, platform: Platform, limit: Int, now: Date, lease: Duration) async throws -> [ClaimedDelivery] {
-        try await pool.write { db in
-            let ms = now.milliseconds
-            let arguments: StatementArguments = [app, platform.rawValue, ms, limit]
-            // The due ones in one statement, read in (next_attempt_at, id) order straight off the
-            // lane index; lapsed leases (rare) by a second scan. A UNION or an OR of the two would
-            // build a temporary b-tree on every claim.
-            var due = try Row.fetchAll(
-                db.cachedStatement(sql: """
-                    SELECT \(Self.claimColumns)
-                    FROM (SELECT id FROM deliveries
-                          WHERE app_id = ? AND platform = ? AND state = 'pending' AND next_attempt_at <= ?
-                          ORDER BY next_attempt_at, id LIMIT ?) due
-                    JOIN deliveries dl ON dl.id = due.id
-                    JOIN events e ON e.id = dl.event_id
-                    JOIN devices d ON d.id = dl.device_row
-                    """), arguments: arguments)
-            let lapsed = try Int64.fetchAll(
-                db.cachedStatement(sql: """
-                    SELECT id FROM deliveries WHERE app_id = ? AND platform = ? AND state = 'sending' AND lease_until <= ? LIMIT ?
-                    """), arguments: arguments)
-            if !lapsed.isEmpty {
-                let read = try db.cachedStatement(sql: """
-                    SELECT \(Self.claimColumns)
-                    FROM deliveries dl JOIN events e ON e.id = dl.event_id JOIN devices d ON d.id = dl.device_row
-                    WHERE dl.id = ?
-                    """)
-                due += try lapsed.compactMap { try Row.fetchOne(read, arguments: [$0]) }
-            }
-            due.sort { ($0[10] as Int64, $0[0] as Int64) < ($1[10] as Int64, $1[0] as Int64) }
-            let leaseUntil = ms + Int64(lease.seconds * 1000)
-            let claim = try db.cachedStatement(
-                sql: "UPDATE deliveries SET state = 'sending', lease_until = ?, attempts = attempts + 1, updated_at = ? WHERE id = ?")
-            // Those the first scan found were pending; a lapsed lease stays `sending`.
-            let relapsed = Set(lapsed)
-            var counts = DeliveryCounts()
-            counts.move(from: (.pending, nil), to: (.sending, nil), count: due.prefix(limit).count(where: { !relapsed.contains($0[0]) }))
-            try counts.apply(db)
-            return try due.prefix(limit).map { row in
-                let id: Int64 = row[0]
-                try claim.execute(arguments: [leaseUntil, ms, id])
-                let data: Data = row[8]
-                return ClaimedDelivery(
-                    id: id, eventID: row[1], device: Self.deviceRecord(row, from: 12),
-                    push: RenderedPush(
-                        pushType: APNsPushType(rawValue: row[5]) ?? .alert,
-                        priority: APNsPriority(rawValue: row[6]) ?? .immediate,
-                        collapseID: row[7], payload: Array(data), fcmData: RenderedPush.fcmData(json: row[9])),
-                    apnsID: UUID(uuidString: row[2]) ?? UUID(),
-                    attempt: (row[3] as Int) + 1,
-                    expiresAt: Date(milliseconds: row[4]), acceptedAt: Date(milliseconds: row[11]))
-            }
+        guard case .claimed(let claimed) = try await writes.submit(.claim(app: app, platform: platform, limit: limit, now: now, lease: lease))
+        else { preconditionFailure("a claim commits as a claim") }
+        return claimed
+    }
+
+    private static func claim(app: String, platform: Platform, limit: Int, now: Date, lease: Duration, _ db: Database) throws -> [ClaimedDelivery] {
+        let ms = now.milliseconds
+        let arguments: StatementArguments = [app, platform.rawValue, ms, limit]
+        // The due ones in one statement, read in (next_attempt_at, id) order straight off the
+        // lane index; lapsed leases (rare) by a second scan. A UNION or an OR of the two would
+        // build a temporary b-tree on every claim.
+        var due = try Row.fetchAll(
+            db.cachedStatement(sql: """
+                SELECT \(Self.claimColumns)
+                FROM (SELECT id FROM deliveries
+                      WHERE app_id = ? AND platform = ? AND state = 'pending' AND next_attempt_at <= ?
+                      ORDER BY next_attempt_at, id LIMIT ?) due
+                JOIN deliveries dl ON dl.id = due.id
+                JOIN events e ON e.id = dl.event_id
+                JOIN devices d ON d.id = dl.device_row
+                """), arguments: arguments)
+        let lapsed = try Int64.fetchAll(
+            db.cachedStatement(sql: """
+                SELECT id FROM deliveries WHERE app_id = ? AND platform = ? AND state = 'sending' AND lease_until <= ? LIMIT ?
+                """), arguments: arguments)
+        if !lapsed.isEmpty {
+            let read = try db.cachedStatement(sql: """
+                SELECT \(Self.claimColumns)
+                FROM deliveries dl JOIN events e ON e.id = dl.event_id JOIN devices d ON d.id = dl.device_row
+                WHERE dl.id = ?
+                """)
+            due += try lapsed.compactMap { try Row.fetchOne(read, arguments: [$0]) }
+        }
+        due.sort { ($0[10] as Int64, $0[0] as Int64) < ($1[10] as Int64, $1[0] as Int64) }
+        let leaseUntil = ms + Int64(lease.seconds * 1000)
+        let claim = try db.cachedStatement(
+            sql: "UPDATE deliveries SET state = 'sending', lease_until = ?, attempts = attempts + 1, updated_at = ? WHERE id = ?")
+        // Those the first scan found were pending; a lapsed lease stays `sending`.
+        let relapsed = Set(lapsed)
+        var counts = DeliveryCounts()
+        counts.move(from: (.pending, nil), to: (.sending, nil), count: due.prefix(limit).count(where: { !relapsed.contains($0[0]) }))
+        try counts.apply(db)
+        return try due.prefix(limit).map { row in
+            let id: Int64 = row[0]
+            try claim.execute(arguments: [leaseUntil, ms, id])
+            let data: Data = row[8]
+            return ClaimedDelivery(
+                id: id, eventID: row[1], device: Self.deviceRecord(row, from: 12),
+                push: RenderedPush(
+                    pushType: APNsPushType(rawValue: row[5]) ?? .alert,
+                    priority: APNsPriority(rawValue: row[6]) ?? .immediate,
+                    collapseID: row[7], payload: Array(data), fcmData: RenderedPush.fcmData(json: row[9])),
+                apnsID: UUID(uuidString: row[2]) ?? UUID(),
+                attempt: (row[3] as Int) + 1,
+                expiresAt: Date(milliseconds: row[4]), acceptedAt: Date(milliseconds: row[11]))
         }
     }
 
@@ -461,62 +495,66 @@ public final class SQLiteStore: Store {
         e.push_type, e.priority, e.collapse_id, e.payload, e.fcm_data, dl.next_attempt_at, dl.created_at, d.*
         """
 
+    /// Outcomes join the group commit: with publishes arriving, they share their transaction and
+    /// WAL sync instead of taking the writer for one of their own.
     public func complete(_ outcomes: [DeliveryOutcome], now: Date) async throws {
         guard !outcomes.isEmpty else { return }
-        try await pool.write { db in
-            let ms = now.milliseconds
-            var counts = DeliveryCounts()
-            for outcome in outcomes {
-                switch outcome {
-                case .sent(let id):
-                    try Self.setState(db, id, .sent, reason: nil, now: ms, counts: &counts)
-                case .retry(let id, let at, let reason):
-                    try Self.retry(db, id, at: at, reason: reason, now: ms, counts: &counts)
-                case .retryDevice(let id, let deviceRowID, let at, let reason):
-                    try Self.retry(db, id, at: at, reason: reason, now: ms, counts: &counts)
+        _ = try await writes.submit(.complete(outcomes, now: now))
+    }
+
+    private static func record(_ outcomes: [DeliveryOutcome], now: Date, _ db: Database) throws {
+        let ms = now.milliseconds
+        var counts = DeliveryCounts()
+        for outcome in outcomes {
+            switch outcome {
+            case .sent(let id):
+                try Self.setState(db, id, .sent, reason: nil, now: ms, counts: &counts)
+            case .retry(let id, let at, let reason):
+                try Self.retry(db, id, at: at, reason: reason, now: ms, counts: &counts)
+            case .retryDevice(let id, let deviceRowID, let at, let reason):
+                try Self.retry(db, id, at: at, reason: reason, now: ms, counts: &counts)
+                try db.execute(
+                    sql: "UPDATE deliveries SET next_attempt_at = ?, updated_at = ? WHERE device_row = ? AND state = 'pending' AND next_attempt_at < ?",
+                    arguments: [at.milliseconds, ms, deviceRowID, at.milliseconds])
+            case .failed(let id, let reason):
+                try Self.setState(db, id, .failed, reason: reason, now: ms, counts: &counts)
+            case .expired(let id):
+                try Self.setState(db, id, .expired, reason: "expired", now: ms, counts: &counts)
+            case .tokenDead(let id, let deviceRowID, let since, let reason):
+                try Self.setState(db, id, .failed, reason: reason, now: ms, counts: &counts)
+                // Remembered past the device's deletion, for requests that name their device themselves.
+                try db.execute(
+                    sql: """
+                        INSERT INTO dead_tokens (app_id, token, reason, dead_at) SELECT app_id, token, ?, ? FROM devices
+                        WHERE id = ? AND (? OR updated_at <= ?)
+                        ON CONFLICT (app_id, token) DO UPDATE SET reason = excluded.reason, dead_at = excluded.dead_at
+                        """,
+                    arguments: [reason, (since ?? now).milliseconds, deviceRowID, since == nil, (since ?? now).milliseconds])
+                if let since {
+                    // Compare-and-delete: a registration after APNs's timestamp keeps the device.
                     try db.execute(
-                        sql: "UPDATE deliveries SET next_attempt_at = ?, updated_at = ? WHERE device_row = ? AND state = 'pending' AND next_attempt_at < ?",
-                        arguments: [at.milliseconds, ms, deviceRowID, at.milliseconds])
-                case .failed(let id, let reason):
-                    try Self.setState(db, id, .failed, reason: reason, now: ms, counts: &counts)
-                case .expired(let id):
-                    try Self.setState(db, id, .expired, reason: "expired", now: ms, counts: &counts)
-                case .tokenDead(let id, let deviceRowID, let since, let reason):
-                    try Self.setState(db, id, .failed, reason: reason, now: ms, counts: &counts)
-                    // Remembered past the device's deletion, for requests that name their device themselves.
+                        sql: "DELETE FROM devices WHERE id = ? AND updated_at <= ?",
+                        arguments: [deviceRowID, since.milliseconds])
+                } else {
+                    try db.execute(
+                        sql: "UPDATE devices SET disabled_reason = ? WHERE id = ?", arguments: [reason, deviceRowID])
+                    for row in try Row.fetchAll(
+                        db, sql: "SELECT state, COUNT(*) FROM deliveries WHERE device_row = ? AND state IN ('pending', 'sending') AND id <> ? GROUP BY state",
+                        arguments: [deviceRowID, id])
+                    {
+                        guard let state = DeliveryState(rawValue: row[0]) else { continue }
+                        counts.move(from: (state, nil), to: (.dropped, reason), count: row[1])
+                    }
                     try db.execute(
                         sql: """
-                            INSERT INTO dead_tokens (app_id, token, reason, dead_at) SELECT app_id, token, ?, ? FROM devices
-                            WHERE id = ? AND (? OR updated_at <= ?)
-                            ON CONFLICT (app_id, token) DO UPDATE SET reason = excluded.reason, dead_at = excluded.dead_at
+                            UPDATE deliveries SET state = 'dropped', last_reason = ?, lease_until = NULL, updated_at = ?
+                            WHERE device_row = ? AND state IN ('pending', 'sending') AND id <> ?
                             """,
-                        arguments: [reason, (since ?? now).milliseconds, deviceRowID, since == nil, (since ?? now).milliseconds])
-                    if let since {
-                        // Compare-and-delete: a registration after APNs's timestamp keeps the device.
-                        try db.execute(
-                            sql: "DELETE FROM devices WHERE id = ? AND updated_at <= ?",
-                            arguments: [deviceRowID, since.milliseconds])
-                    } else {
-                        try db.execute(
-                            sql: "UPDATE devices SET disabled_reason = ? WHERE id = ?", arguments: [reason, deviceRowID])
-                        for row in try Row.fetchAll(
-                            db, sql: "SELECT state, COUNT(*) FROM deliveries WHERE device_row = ? AND state IN ('pending', 'sending') AND id <> ? GROUP BY state",
-                            arguments: [deviceRowID, id])
-                        {
-                            guard let state = DeliveryState(rawValue: row[0]) else { continue }
-                            counts.move(from: (state, nil), to: (.dropped, reason), count: row[1])
-                        }
-                        try db.execute(
-                            sql: """
-                                UPDATE deliveries SET state = 'dropped', last_reason = ?, lease_until = NULL, updated_at = ?
-                                WHERE device_row = ? AND state IN ('pending', 'sending') AND id <> ?
-                                """,
-                            arguments: [reason, ms, deviceRowID, id])
-                    }
+                        arguments: [reason, ms, deviceRowID, id])
                 }
             }
-            try counts.apply(db)
         }
+        try counts.apply(db)
     }
 
     public func expire(now: Date) async throws -> Int {
