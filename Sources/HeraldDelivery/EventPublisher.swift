@@ -311,10 +311,10 @@ public struct EventPublisher: Sendable {
             devices += draft.tokens.compactMap { known[$0] }
             devices += draft.deviceIDs.flatMap { byDeviceID[draft.app]?[$0] ?? [] }
             let unknownTokens = draft.tokens.filter { known[$0] == nil }
-            let rows = devices.filter { platforms.contains($0.platform) && !($0.deviceID.map(draft.excluded.contains) ?? false) }.map(\.rowID)
+            let routed = devices.filter { platforms.contains($0.platform) && !($0.deviceID.map(draft.excluded.contains) ?? false) }
             let event = NewEvent(
                 id: UUID.random().lowercasedString, app: draft.app, template: draft.template, push: draft.push,
-                expiresAt: draft.expiresAt, deviceRowIDs: Array(Set(rows)).sorted())
+                expiresAt: draft.expiresAt, devices: routed)
             prepared.append(Published(event: event, unknownTokens: unknownTokens))
         }
         return prepared

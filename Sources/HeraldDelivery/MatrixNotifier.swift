@@ -98,7 +98,7 @@ public struct MatrixNotifier: Sendable {
             guard publisher.platforms.contains(record.platform), let push = MatrixPushBuilder.push(n, device: device, app: app) else { continue }
             let event = NewEvent(
                 id: UUID.random().lowercasedString, app: app.app, template: "matrix", push: push,
-                expiresAt: now.addingTimeInterval(EventPublisher.defaultLifetime), deviceRowIDs: [record.rowID],
+                expiresAt: now.addingTimeInterval(EventPublisher.defaultLifetime), devices: [record],
                 dedupeKey: (n.eventID ?? "").isEmpty ? nil : Self.dedupeKey(app: app.app, eventID: n.eventID!, token: record.token))
             perApp[app.pattern, default: (0, 0, [])].events.append(event.id)
             events.append(event)

@@ -323,9 +323,11 @@ public final class SQLiteStore: Store {
             let apnsIDs = APNsIDSequence()
             let expiresAt = event.expiresAt.milliseconds
             let rows = Set(event.deviceRowIDs).sorted()
-            for row in rows {
-                // A device gone since routing has no platform: its insert fails on the foreign key, as it should.
-                let device = try Row.fetchOne(deviceByRow, arguments: [row]).map(Self.deviceRecord)
+            let routed = event.devices.count == rows.count ? event.devices : []
+            for (i, row) in rows.enumerated() {
+                // A device gone since routing: its insert fails on the foreign key, as it should.
+                let device = i < routed.count && routed[i].rowID == row
+                    ? routed[i] : try Row.fetchOne(deviceByRow, arguments: [row]).map(Self.deviceRecord)
                 let lane = device.map { LaneKey(app: event.app, platform: $0.platform) }
                 let apnsID = apnsIDs.uuid(for: row)
                 if let device, let lane, let left = budget[lane], left > 0 {

@@ -122,6 +122,10 @@ public struct NewEvent: Sendable {
     public var deviceRowIDs: [Int64]
     /// The chain source's id for what produced it (a txid): the same one is never accepted twice.
     public var dedupeKey: String?
+    /// The routed devices as the publisher read them, in `deviceRowIDs`' order, so a store need
+    /// not read each again for its lane; empty when only row ids are known. A device deleted
+    /// since still fails the delivery's foreign key.
+    public var devices: [DeviceRecord] = []
 
     public init(id: String, app: String, template: String, push: RenderedPush, expiresAt: Date, deviceRowIDs: [Int64], dedupeKey: String? = nil) {
         self.id = id
@@ -131,6 +135,14 @@ public struct NewEvent: Sendable {
         self.expiresAt = expiresAt
         self.deviceRowIDs = deviceRowIDs
         self.dedupeKey = dedupeKey
+    }
+
+    /// An event for routed devices: one delivery each, in row order, a device named twice once.
+    public init(id: String, app: String, template: String, push: RenderedPush, expiresAt: Date, devices: [DeviceRecord], dedupeKey: String? = nil) {
+        var seen = Set<Int64>()
+        let unique = devices.filter { seen.insert($0.rowID).inserted }.sorted { $0.rowID < $1.rowID }
+        self.init(id: id, app: app, template: template, push: push, expiresAt: expiresAt, deviceRowIDs: unique.map(\.rowID), dedupeKey: dedupeKey)
+        self.devices = unique
     }
 }
 
