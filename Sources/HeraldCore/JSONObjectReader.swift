@@ -63,6 +63,16 @@ public struct JSONObjectReader {
         return i
     }
 
+    /// An integer from 0 to `UInt64.max`.
+    public func unsigned(_ key: String) throws(JSONFieldError) -> UInt64? {
+        switch self[key] {
+        case nil: return nil
+        case .int(let i) where i >= 0: return UInt64(i)
+        case .unsigned(let u): return u
+        default: throw refusal(key, "an integer from 0 to \(UInt64.max)")
+        }
+    }
+
     /// An array of strings; an element of another type is refused at its index.
     public func strings(_ key: String) throws(JSONFieldError) -> [String]? {
         guard let value = self[key] else { return nil }

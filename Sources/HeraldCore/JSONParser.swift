@@ -237,7 +237,9 @@ private struct JSONBytesParser {
             if let u = UInt64(text) { return .unsigned(u) }
         }
         guard let d = Double(text), d.isFinite else { throw JSONParseError(offset: start) }
-        if d.rounded() == d, d >= -9_223_372_036_854_775_808, d < 9_223_372_036_854_775_808 { return .int(Int64(d)) }
+        // Digits past UInt64 stay a double: rounding `-9223372036854775809` to Int64.min would
+        // accept a number the API's range refuses.
+        if !integral, d.rounded() == d, d >= -9_223_372_036_854_775_808, d < 9_223_372_036_854_775_808 { return .int(Int64(d)) }
         return .double(d)
     }
 }

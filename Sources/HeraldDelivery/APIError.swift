@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import HeraldCore
 
 /// A refused request: its status, a stable code, a sentence, and the field at fault. The HTTP
 /// layer writes it as `{"error": {"code": …, "message": …, "field": …}}`.
@@ -38,6 +39,14 @@ public struct APIError: Error, Hashable, Sendable {
 }
 
 extension APIError {
+    /// The refusal for a field `JSONObjectReader` refused: 400 `invalid_field` naming it, or
+    /// `invalid_json` when the body itself is not an object.
+    public init(_ refusal: JSONFieldError) {
+        self = refusal.isBody
+            ? APIError(.badRequest, code: "invalid_json", message: "the body must be a JSON object", field: "body")
+            : .invalid(refusal.field, refusal.message)
+    }
+
     /// The refusal for a body that did not decode, naming the field at its coding path.
     public init(decoding error: DecodingError) {
         self = Self.refusal(error)

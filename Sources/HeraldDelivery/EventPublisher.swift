@@ -79,7 +79,7 @@ public struct EventPublisher: Sendable {
         public var unknownTokens: [String]
     }
 
-    struct KasiaFields: Decodable {
+    struct KasiaFields {
         var tx_id: String?
         var sender: String?
         var recipient: String?
@@ -322,12 +322,14 @@ public struct EventPublisher: Sendable {
 
     private func kasiaEvent(template: String, fields: JSONValue, prefix: String) throws -> KasiaEvent {
         let f: KasiaFields
-        do {
-            f = try JSONDecoder().decode(KasiaFields.self, from: Data(fields.encoded))
-        } catch let error as DecodingError {
-            var apiError = APIError(decoding: error)
-            apiError.field = prefix + "fields." + (apiError.field ?? "")
-            throw apiError
+        do throws(JSONFieldError) {
+            let r = try JSONObjectReader(fields, at: prefix + "fields")
+            f = KasiaFields(
+                tx_id: try r.string("tx_id"), sender: try r.string("sender"), recipient: try r.string("recipient"), alias: try r.string("alias"),
+                payload: try r.string("payload"), timestamp: try r.integer("timestamp"), daa_score: try r.unsigned("daa_score"),
+                amount: try r.unsigned("amount"))
+        } catch {
+            throw APIError(error)
         }
         func isHex(_ s: String) -> Bool { s.utf8.count % 2 == 0 && s.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) } }
         guard let txID = f.tx_id else { throw APIError.missing(prefix + "fields.tx_id") }

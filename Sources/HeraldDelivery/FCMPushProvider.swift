@@ -94,7 +94,7 @@ public final class FCMPushProvider: PushProvider {
     /// Every top-level field of the rendered payload but `aps`, strings as they are and anything
     /// else as compact JSON; the alert's `title`, `subtitle` and `body` as fallback texts.
     static func dataMap(of push: RenderedPush) -> [String: String] {
-        guard let root = try? JSONDecoder().decode(JSONValue.self, from: Data(push.payload)), let fields = root.objectFields else { return [:] }
+        guard let root = try? JSONValue(parsing: push.payload), let fields = root.objectFields else { return [:] }
         var data: [String: String] = [:]
         for field in fields where field.key != "aps" && !FCMMessage.isReservedDataKey(field.key) {
             if case .string(let text) = field.value { data[field.key] = text } else { data[field.key] = String(decoding: field.value.encoded, as: UTF8.self) }

@@ -60,9 +60,7 @@ enum JSONBody {
         do {
             return try reader()
         } catch {
-            throw error.isBody
-                ? APIError(.badRequest, code: "invalid_json", message: "the body must be a JSON object", field: "body")
-                : APIError.invalid(error.field, error.message)
+            throw APIError(error)
         }
     }
 }

@@ -38,6 +38,7 @@ let badPublishRequests: [BadRequest] = [
     BadRequest("kasia tx_id not hex", .post, "/v1/events", kasiaBody(goodKasiaFields.replacingOccurrences(of: txID, with: "xyz")), headers: publisher, field: "fields.tx_id"),
     BadRequest("kasia bad sender checksum", .post, "/v1/events", kasiaBody(goodKasiaFields.replacingOccurrences(of: kaspaA, with: badKaspa)), headers: publisher, field: "fields.sender"),
     BadRequest("kasia timestamp a string", .post, "/v1/events", kasiaBody(goodKasiaFields.replacingOccurrences(of: "1704067200", with: #""soon""#)), headers: publisher, field: "fields.timestamp"),
+    BadRequest("kasia timestamp below Int64", .post, "/v1/events", kasiaBody(goodKasiaFields.replacingOccurrences(of: "1704067200", with: "-9223372036854775809")), headers: publisher, field: "fields.timestamp"),
     BadRequest("kasia payload not hex", .post, "/v1/events", kasiaBody(goodKasiaFields + #","payload":"zz""#), headers: publisher, field: "fields.payload"),
     BadRequest("kasia payment without recipient", .post, "/v1/events", kasiaBody(goodKasiaFields, template: "kasia.payment"), headers: publisher, .unprocessableContent, field: "fields.recipient"),
     BadRequest("batch with one bad event", .post, "/v1/events:batch",
