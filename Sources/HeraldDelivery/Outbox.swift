@@ -134,7 +134,8 @@ public final class OutboxLane: Service, Sendable {
 
     /// Deliveries leased to the lane by a commit, and whether it waits for work.
     private struct Handoffs {
-        var waiting = false
+        /// The lane is open (not paused) and takes deliveries from commits, up to its limit in flight.
+        var accepting = false
         var deliveries: [(delivery: ClaimedDelivery, leaseUntil: Date)] = []
     }
 
@@ -160,17 +161,17 @@ public final class OutboxLane: Service, Sendable {
         wakeup.signal()
     }
 
-    /// How many deliveries the lane takes straight from a commit now: as many as it sends at once
-    /// while it waits for work with nothing handed to it yet, else none (it claims from the store).
+    /// How many deliveries the lane takes straight from a commit now: while it is open, what its
+    /// handed-off queue lacks of its limit in flight, so a busy lane needs no claim transaction
+    /// for them; paused, none (they wait in the store).
     public var directClaimCapacity: Int {
-        handoffs.withLock { $0.waiting && $0.deliveries.isEmpty ? maximumInFlight : 0 }
+        handoffs.withLock { $0.accepting ? max(0, maximumInFlight - $0.deliveries.count) : 0 }
     }
 
     /// Deliveries a commit leased to this lane until `leaseUntil`: sent next, without a claim.
     public func handOff(_ claimed: [ClaimedDelivery], leaseUntil: Date) {
         guard !claimed.isEmpty else { return }
         handoffs.withLock { h in
-            h.waiting = false
             h.deliveries += claimed.map { ($0, leaseUntil) }
         }
         wakeup.signal()
@@ -186,8 +187,8 @@ public final class OutboxLane: Service, Sendable {
         }
     }
 
-    private func setWaiting(_ waiting: Bool) {
-        handoffs.withLock { $0.waiting = waiting }
+    private func setAccepting(_ accepting: Bool) {
+        handoffs.withLock { $0.accepting = accepting }
     }
 
     /// Claims, sends and records until a graceful shutdown or cancellation.
@@ -222,28 +223,32 @@ public final class OutboxLane: Service, Sendable {
                 let open: Bool
                 switch pause.permit(now: clock.now()) {
                 case .wait(let seconds):
+                    setAccepting(false)
                     await wakeup.wait(timeout: outcomes.timeout(.seconds(seconds), now: clock.now()), clock: clock)
                     continue
                 case .probe: open = false
                 case .open: open = true
                 }
+                // Only an open lane takes deliveries straight from commits.
+                setAccepting(open)
                 let limit = open ? maximumInFlight : 1
                 let now = clock.now()
                 var claimed = takeHandoffs(limit: limit, now: now)
                 let idleOver = lastClaim.map { now.timeIntervalSince($0) >= settings.idleInterval.seconds } ?? true
-                if claimed.isEmpty {
-                    let told = storeHasWork.exchange(false, ordering: .relaxed)
-                    if told || claimAgain || idleOver {
-                        claimed = try await queue.claimDue(app: app, platform: platform, limit: limit, now: now, lease: settings.lease)
+                // Handed-off work first; the store is claimed from when told, after a full claim,
+                // and at least every idle interval even while handoffs keep coming (retries come due).
+                if claimed.count < limit {
+                    let told = claimed.isEmpty ? storeHasWork.exchange(false, ordering: .relaxed) : false
+                    if told || (claimed.isEmpty && claimAgain) || idleOver {
+                        let room = limit - claimed.count
+                        let fromStore = try await queue.claimDue(app: app, platform: platform, limit: room, now: now, lease: settings.lease)
+                        claimed += fromStore
                         lastClaim = now
-                        claimAgain = claimed.count == limit
+                        claimAgain = fromStore.count == room
                     }
                 }
                 if claimed.isEmpty {
-                    // Only an open lane takes deliveries straight from commits.
-                    if open { setWaiting(true) }
                     await wakeup.wait(timeout: outcomes.timeout(settings.idleInterval, now: clock.now()), clock: clock)
-                    setWaiting(false)
                     continue
                 }
                 // The batch goes to the provider whole: it sends the deliveries side by side (one
@@ -286,7 +291,7 @@ public final class OutboxLane: Service, Sendable {
     /// At shutdown: deliveries handed off but not sent go back to the store, due now, instead of
     /// waiting out their lease.
     private func releaseHandoffs() async {
-        setWaiting(false)
+        setAccepting(false)
         let left = handoffs.withLock { h in
             defer { h.deliveries = [] }
             return h.deliveries.map(\.delivery)
