@@ -1,4 +1,5 @@
 import Foundation
+import HeraldAPNsCore
 
 /// The time source of everything that schedules: the wall time that is stored and compared
 /// (leases, retries, expirations) and the sleeps between attempts. Tests inject one they move
@@ -92,9 +93,8 @@ final class DeadlineThread: @unchecked Sendable {
     }
 
     func schedule(after duration: Duration, _ action: @escaping @Sendable () -> Void) -> HeraldTimer {
-        // Whole nanoseconds, negative ones as zero, at most about three years.
-        let (seconds, attoseconds) = duration.components
-        let delay = seconds < 0 ? 0 : UInt64(min(Double(seconds) * 1e9 + Double(attoseconds) / 1e9, 1e17))
+        // Negative as zero, at most about three years.
+        let delay = UInt64(min(max(duration.seconds, 0), 1e8) * 1e9)
         let deadline = Self.monotonicNanoseconds() + delay
         pthread_mutex_lock(mutex)
         nextID += 1
@@ -133,12 +133,17 @@ final class DeadlineThread: @unchecked Sendable {
                 pthread_mutex_lock(mutex)
                 continue
             }
-            // With nothing armed it lingers a second: the outbox arms again within milliseconds.
-            let next = entries.values.map(\.deadline).min()
-            if next == nil, let idleSince, now >= idleSince + Self.linger { break }
-            if next == nil, idleSince == nil { idleSince = now }
-            if next != nil { idleSince = nil }
-            let until = next ?? (idleSince! + Self.linger)
+            let until: UInt64
+            if let next = entries.values.map(\.deadline).min() {
+                idleSince = nil
+                until = next
+            } else {
+                // With nothing armed it lingers a second: the outbox arms again within milliseconds.
+                let since = idleSince ?? now
+                guard now < since + Self.linger else { break }
+                idleSince = since
+                until = since + Self.linger
+            }
             sleepingUntil = until
             var wake = timespec(tv_sec: Int(until / 1_000_000_000), tv_nsec: Int(until % 1_000_000_000))
             pthread_cond_timedwait(condition, mutex, &wake)

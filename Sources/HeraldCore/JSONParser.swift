@@ -80,15 +80,7 @@ private struct JSONBytesParser {
             at += 1
             skipSpace()
             fields.append(.init(key, try value(depth: depth)))
-            skipSpace()
-            guard at < bytes.count else { throw fail() }
-            if bytes[at] == UInt8(ascii: ",") {
-                at += 1
-                continue
-            }
-            guard bytes[at] == UInt8(ascii: "}") else { throw fail() }
-            at += 1
-            break
+            guard try more(before: UInt8(ascii: "}")) else { break }
         }
         // As the Decodable conformance: sorted keys, the first of a repeated key.
         if zip(fields, fields.dropFirst()).allSatisfy({ $0.key < $1.key }) { return .object(fields) }
@@ -112,16 +104,16 @@ private struct JSONBytesParser {
         while true {
             skipSpace()
             items.append(try value(depth: depth))
-            skipSpace()
-            guard at < bytes.count else { throw fail() }
-            if bytes[at] == UInt8(ascii: ",") {
-                at += 1
-                continue
-            }
-            guard bytes[at] == UInt8(ascii: "]") else { throw fail() }
-            at += 1
-            return .array(items)
+            guard try more(before: UInt8(ascii: "]")) else { return .array(items) }
         }
+    }
+
+    /// After a container's element: true past a `,` (another follows), false past `closer`.
+    mutating func more(before closer: UInt8) throws(JSONParseError) -> Bool {
+        skipSpace()
+        guard at < bytes.count, bytes[at] == UInt8(ascii: ",") || bytes[at] == closer else { throw fail() }
+        at += 1
+        return bytes[at - 1] == UInt8(ascii: ",")
     }
 
     /// A string from its opening quote; escapes decoded, UTF-8 checked, control characters refused.

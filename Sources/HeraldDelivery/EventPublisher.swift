@@ -436,7 +436,6 @@ extension EventPublisher: KasiaEventSink {
     }
 }
 
-
 extension EventPublisher.Request {
     /// The body from parsed JSON (`JSONValue(parsing:)`, no `JSONDecoder` on the publish path),
     /// its fields named under `path` (`events[3]` in a batch). Null is absent; a field of the

@@ -132,7 +132,7 @@ public final class OutboxLane: Service, Sendable {
     private let storeHasWork = Atomic<Bool>(true)
     private let handoffs = Mutex(Handoffs())
 
-    /// Deliveries leased to the lane by a commit, and whether it waits for work.
+    /// Deliveries leased to the lane by commits, and whether it takes more.
     private struct Handoffs {
         /// The lane is open (not paused) and takes deliveries from commits, up to its limit in flight.
         var accepting = false

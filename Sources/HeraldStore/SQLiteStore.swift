@@ -87,12 +87,14 @@ public final class SQLiteStore: Store {
         }
     }
 
+    /// When a push service called a token dead, if it did.
+    private static let deadAtSQL = "SELECT dead_at FROM dead_tokens WHERE app_id = ? AND token = ?"
+
     public func admit(_ devices: [NamedDevice], now: Date) async throws -> [DeviceRecord?] {
         // Most notifies name a device already current: a read decides them, without a WAL sync.
         let settled = try readHere { db in
             try devices.map { d -> DeviceRecord?? in
-                let deadAt = try Int64.fetchOne(
-                    db.cachedStatement(sql: "SELECT dead_at FROM dead_tokens WHERE app_id = ? AND token = ?"), arguments: [d.app, d.token.value])
+                let deadAt = try Int64.fetchOne(db.cachedStatement(sql: Self.deadAtSQL), arguments: [d.app, d.token.value])
                 return d.admittedWithoutWrite(try Self.device(db, app: d.app, token: d.token.value), deadAt: deadAt, now: now)
             }
         }
@@ -100,7 +102,7 @@ public final class SQLiteStore: Store {
         return try await pool.write { db in
             let ms = now.milliseconds
             let app = try db.cachedStatement(sql: "INSERT INTO apps (id, created_at) VALUES (?, ?) ON CONFLICT (id) DO NOTHING")
-            let dead = try db.cachedStatement(sql: "SELECT dead_at FROM dead_tokens WHERE app_id = ? AND token = ?")
+            let dead = try db.cachedStatement(sql: Self.deadAtSQL)
             let revive = try db.cachedStatement(sql: "DELETE FROM dead_tokens WHERE app_id = ? AND token = ?")
             let upsert = try db.cachedStatement(
                 sql: """
