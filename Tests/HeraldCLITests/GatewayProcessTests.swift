@@ -58,10 +58,9 @@ struct GatewayProcessTests {
 
         let mock = try MockAPNsProcess(directory: directory, topic: "com.example.term")
         defer { mock.process.kill(SIGTERM) }
-        // Every push is answered after 50 ms, but the first device's after 6 s (under the client's
-        // 10 s request timeout): the first claimed batch (the lowest 500 delivery ids, one outbox
-        // batch) is surely in flight when the signal comes.
-        _ = try await http("POST", mock.control + "/faults", #"{"kind":"delay","token":"\#(hexToken(0))","delay_ms":6000}"#)
+        // Every push is answered after 50 ms, but the first device's after 3 s: the first claimed
+        // batch (the lowest 500 delivery ids, one outbox batch) is surely in flight when the signal comes.
+        _ = try await http("POST", mock.control + "/faults", #"{"kind":"delay","token":"\#(hexToken(0))","delay_ms":3000}"#)
         _ = try await http("POST", mock.control + "/faults", #"{"kind":"delay","delay_ms":50}"#)
         var env = mock.serveEnvironment
         env.merge(["HERALD_DATABASE_URL": "sqlite:" + path, "HERALD_HTTP_PORT": "0"]) { _, new in new }
@@ -69,7 +68,7 @@ struct GatewayProcessTests {
         var serve = try HeraldProcess(["serve"], environment: env)
         _ = try serve.ready()
         let batch = 500
-        // Watched and signalled from a thread of its own: the first batch is held for 6 s, and
+        // Watched and signalled from a thread of its own: the first batch is held for 3 s, and
         // the task pool may be busy with other suites for that long.
         let signalled = serve
         let statsURL = URL(string: mock.control + "/stats")!
