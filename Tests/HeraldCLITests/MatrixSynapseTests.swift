@@ -1,4 +1,5 @@
 import Foundation
+import HeraldStore
 import HeraldTestSupport
 import Testing
 
@@ -154,7 +155,19 @@ struct MatrixSynapseTests {
         }
 
         // Herald killed while messages keep coming: Synapse retries, Herald restarts on the same file.
+        // The kill comes once message 4 is pushed and its outcome is on disk. A push APNs took in
+        // the few milliseconds before its outcome is written goes again after its lease if Herald
+        // dies right then: that is at-least-once delivery (none lost), and what this test checks is
+        // that Synapse's retries of notifies add no push, so it does not kill inside that window.
         try await say("message 4")
+        let store = try SQLiteStore(path: directory.appendingPathComponent("herald.sqlite").path)
+        for attempt in 0... {
+            let pushed = (try await arrived(bobHex).count, try await arrived(carolHex).count) == (sent.count, sent.count)
+            let deliveries = try await store.stats().deliveries
+            if pushed && deliveries[.sending] == nil && deliveries[.pending] == nil { break }
+            guard attempt < 600 else { throw CLIError("message 4 not pushed and recorded: \(deliveries)") }
+            try await Task.sleep(for: .milliseconds(100))
+        }
         serve.kill(SIGKILL)
         for i in 5...7 { try await say("message \(i)") }
         try await Task.sleep(for: .milliseconds(500))
