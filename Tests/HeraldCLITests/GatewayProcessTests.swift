@@ -72,19 +72,22 @@ struct GatewayProcessTests {
         // the task pool may be busy with other suites for that long.
         let signalled = serve
         let statsURL = URL(string: mock.control + "/stats")!
-        try await offPool {
+        let signalledAtMs = try await offPool { () -> Int64 in
             for _ in 0..<3_000 {
                 let data = try Data(contentsOf: statsURL)
                 if ((try JSONSerialization.jsonObject(with: data) as? [String: Any])?["accepted"] as? Int ?? 0) >= batch { break }
                 usleep(10_000)
             }
             signalled.kill(SIGTERM)
+            return Int64(Date().timeIntervalSince1970 * 1000)
         }
         #expect(serve.process.terminationStatus == 0)
         // The batch in flight was answered and recorded before the exit, and nothing more was claimed.
         let stats = try await store.stats()
         #expect(stats.deliveries[.sending] == nil, "\(stats.deliveries)")
-        #expect(stats.deliveries[.sent] == batch)
+        let timeline = stats.deliveries[.sent] == batch
+            ? "" : try await arrivalTimeline(mock, signalledAtMs: signalledAtMs) + "\nherald serve's log:\n" + serve.fullLog().suffix(3_000)
+        #expect(stats.deliveries[.sent] == batch, "\(timeline)")
         #expect(stats.deliveries[.pending] == devices - batch)
         #expect(try await mock.accepted() == batch)
 
@@ -92,15 +95,33 @@ struct GatewayProcessTests {
         _ = try serve.ready()
         var tokens = Set<String>()
         var total = 0
+        // Until every delivery is sent, not only until every device has a push: a push retried
+        // after its backoff (a deadline passed) would come after the last first push.
+        var unsent: Int? = nil
         for _ in 0..<600 {
             (tokens, total) = try await mock.delivered()
-            if tokens.count == devices { break }
+            let deliveries = try await store.stats().deliveries
+            unsent = (deliveries[.pending] ?? 0) + (deliveries[.sending] ?? 0)
+            if tokens.count == devices, unsent == 0 { break }
             try await Task.sleep(for: .milliseconds(100))
         }
         #expect(tokens.count == devices, "\(tokens.count) of \(devices) devices got their push")
+        #expect(unsent == 0, "\(unsent ?? 0) deliveries not sent")
         #expect(total == devices, "\(total - tokens.count) duplicates")
         serve.kill(SIGTERM)
         #expect(serve.process.terminationStatus == 0)
+    }
+
+    /// When the simulator recorded the pushes, relative to the first, and when the signal went:
+    /// tells a late signal (a busy machine) from pushes that reached the simulator late.
+    private func arrivalTimeline(_ mock: MockAPNsProcess, signalledAtMs: Int64) async throws -> String {
+        let (_, data) = try await http("GET", mock.control + "/notifications")
+        let list = (try JSONSerialization.jsonObject(with: data) as? [String: Any])?["notifications"] as? [[String: Any]] ?? []
+        let times = list.compactMap { ($0["received_at_ms"] as? NSNumber)?.int64Value }.sorted()
+        guard let first = times.first else { return "nothing recorded" }
+        let marks = [1, 100, 250, 499, 500, 501, 750, 1_000].filter { $0 <= times.count }
+        let at = marks.map { "#\($0) +\(times[$0 - 1] - first) ms" }.joined(separator: ", ")
+        return "recorded \(times.count): \(at); signal +\(signalledAtMs - first) ms"
     }
 
     @Test("crash safety: SIGKILL mid-delivery, restart on the same file, every device (iOS and Android) gets its push")
