@@ -72,21 +72,31 @@ struct GatewayProcessTests {
         // the task pool may be busy with other suites for that long.
         let signalled = serve
         let statsURL = URL(string: mock.control + "/stats")!
-        let signalledAtMs = try await offPool { () -> Int64 in
-            for _ in 0..<3_000 {
+        let (signalledAtMs, samples) = try await offPool { () -> (Int64, [String]) in
+            // Every 500 ms the simulator's streams opened and pushes accepted, for a failure's
+            // message: it tells a client that held its requests from a server that sat on them.
+            var samples: [String] = []
+            let start = Date()
+            for i in 0..<3_000 {
                 let data = try Data(contentsOf: statsURL)
-                if ((try JSONSerialization.jsonObject(with: data) as? [String: Any])?["accepted"] as? Int ?? 0) >= batch { break }
+                let stats = try JSONSerialization.jsonObject(with: data) as? [String: Any]
+                let accepted = stats?["accepted"] as? Int ?? 0
+                if i % 50 == 0 {
+                    samples.append("+\(Int(Date().timeIntervalSince(start) * 1000)) ms: \(stats?["connections_opened"] as? Int ?? 0) connections, \(stats?["streams"] as? Int ?? 0) streams, \(accepted) accepted")
+                }
+                if accepted >= batch { break }
                 usleep(10_000)
             }
             signalled.kill(SIGTERM)
-            return Int64(Date().timeIntervalSince1970 * 1000)
+            return (Int64(Date().timeIntervalSince1970 * 1000), samples)
         }
         #expect(serve.process.terminationStatus == 0)
         // The batch in flight was answered and recorded before the exit, and nothing more was claimed.
         let stats = try await store.stats()
         #expect(stats.deliveries[.sending] == nil, "\(stats.deliveries)")
         let timeline = stats.deliveries[.sent] == batch
-            ? "" : try await arrivalTimeline(mock, signalledAtMs: signalledAtMs) + "\nherald serve's log:\n" + serve.fullLog().suffix(3_000)
+            ? "" : try await arrivalTimeline(mock, signalledAtMs: signalledAtMs) + "\nthe simulator while waiting: " + samples.joined(separator: "; ")
+                + "\nherald serve's log:\n" + serve.fullLog().suffix(3_000)
         #expect(stats.deliveries[.sent] == batch, "\(timeline)")
         #expect(stats.deliveries[.pending] == devices - batch)
         #expect(try await mock.accepted() == batch)
