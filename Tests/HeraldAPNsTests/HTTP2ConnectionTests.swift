@@ -49,6 +49,44 @@ import Testing
         #expect(reset)
     }
 
+    @Test("streams a raised stream limit lets in during a read go out in slices, not all when the read ends")
+    func burstGoesOutInSlices() throws {
+        // The events fire inside the SETTINGS frame's read, as the pool's waiters take the new streams.
+        final class Burst: @unchecked Sendable {
+            var handler: HTTP2ConnectionHandler?
+            var channel: EmbeddedChannel?
+            var flushedInsideRead = 0
+        }
+        let burst = Burst()
+        let streams = 200
+        let handler = HTTP2ConnectionHandler(
+            events: HTTP2ConnectionEvents(
+                maxConcurrentStreamsChanged: { limit in
+                    guard limit == 1_000, let handler = burst.handler, let channel = burst.channel else { return }
+                    for _ in 0..<streams { _ = Self.send(on: channel, handler) }
+                    while let frame = try? channel.readOutbound(as: HTTP2Frame.self) {
+                        if case .headers = frame.payload { burst.flushedInsideRead += 1 }
+                    }
+                }, retired: {}, closed: {}),
+            authority: "push.example", pingInterval: .seconds(60), pingTimeout: .seconds(10))
+        let channel = EmbeddedChannel(handler: handler)
+        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 443)).wait()
+        burst.handler = handler
+        burst.channel = channel
+        let settings = HTTP2Frame(streamID: .rootStream, payload: .settings(.settings([HTTP2Setting(parameter: .maxConcurrentStreams, value: 1_000)])))
+        channel.pipeline.fireChannelRead(NIOAny(settings))
+        // Before the read ends, all but the last slice are on the wire (most of the burst).
+        #expect(burst.flushedInsideRead >= streams - HTTP2ConnectionHandler.streamsPerFlush)
+        #expect(burst.flushedInsideRead >= streams * 2 / 3)
+        #expect(burst.flushedInsideRead < streams)
+        channel.pipeline.fireChannelReadComplete()
+        var rest = 0
+        while let frame = try channel.readOutbound(as: HTTP2Frame.self) {
+            if case .headers = frame.payload { rest += 1 }
+        }
+        #expect(burst.flushedInsideRead + rest == streams)
+    }
+
     @Test("an answer within the limit arrives whole")
     func normalBody() throws {
         let (channel, handler) = try Self.connection()
