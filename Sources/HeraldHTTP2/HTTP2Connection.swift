@@ -193,7 +193,7 @@ package final class HTTP2ConnectionHandler: ChannelDuplexHandler {
         context.eventLoop.execute {
             let (handler, context) = loopBound.value
             handler.flushPending = false
-            context.flush()
+            handler.flushNow(context: context)
         }
     }
 

@@ -73,8 +73,8 @@ struct GatewayProcessTests {
         let signalled = serve
         let statsURL = URL(string: mock.control + "/stats")!
         let (signalledAtMs, samples) = try await offPool { () -> (Int64, [String]) in
-            // Every 500 ms the simulator's streams opened and pushes accepted, for a failure's
-            // message: it tells a client that held its requests from a server that sat on them.
+            // Every 50 polls the simulator's connections, streams opened and pushes accepted, for a
+            // failure's message: it tells a client that held its requests from a server that sat on them.
             var samples: [String] = []
             let start = Date()
             for i in 0..<3_000 {
