@@ -55,7 +55,7 @@ public struct APNsNotification: Sendable, Hashable {
         priority: APNsPriority = .immediate,
         expiration: Int? = nil,
         collapseID: String? = nil,
-        apnsID: UUID = UUID(),
+        apnsID: UUID = .random(),
         payload: [UInt8]
     ) {
         self.deviceToken = deviceToken

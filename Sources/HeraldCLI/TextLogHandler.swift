@@ -5,9 +5,19 @@ import Logging
 /// client's header — cannot start a log line of its own.
 struct TextLogHandler: LogHandler {
     private var stream: StreamLogHandler
+    /// Kept here and handed to the stream only when a line is written: the stream formats its
+    /// metadata into text on every change, and each request sets its `request_id` (a quarter of a
+    /// request's logging cost went to formatting a line that, at `info`, is never written).
+    var metadata: Logger.Metadata = [:]
 
     init(label: String, level: Logger.Level) {
         stream = StreamLogHandler.standardError(label: label)
+        stream.logLevel = level
+    }
+
+    /// Lines to `output` instead of standard error.
+    init(label: String, level: Logger.Level, output: any TextOutputStream & Sendable) {
+        stream = StreamLogHandler(label: label, stream: output, metadataProvider: nil)
         stream.logLevel = level
     }
 
@@ -16,25 +26,21 @@ struct TextLogHandler: LogHandler {
         set { stream.logLevel = newValue }
     }
 
-    var metadata: Logger.Metadata {
-        get { stream.metadata }
-        set { stream.metadata = newValue }
-    }
-
     var metadataProvider: Logger.MetadataProvider? {
         get { stream.metadataProvider }
         set { stream.metadataProvider = newValue }
     }
 
     subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { stream[metadataKey: key] }
-        set { stream[metadataKey: key] = newValue }
+        get { metadata[key] }
+        set { metadata[key] = newValue }
     }
 
     func log(event: LogEvent) {
         var event = event
         event.message = "\(Self.escaped(event.message.description))"
-        event.metadata = event.metadata?.mapValues(Self.escaped)
+        let merged = metadata.merging(event.metadata ?? [:]) { _, explicit in explicit }
+        event.metadata = merged.isEmpty ? nil : merged.mapValues(Self.escaped)
         stream.log(event: event)
     }
 

@@ -103,11 +103,21 @@ public final class HeraldMetrics: Sendable {
         cached(timers, label, dimensions) { CoreMetrics.Timer(label: $0, dimensions: $1, preferredDisplayUnit: .seconds, factory: factory) }
     }
 
+    /// ASCII letters, digits and `_-.:` (byte checks: Foundation's `CharacterSet` cost more than
+    /// the counter's increment, once per push).
+    private static func isReasonByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
+        case UInt8(ascii: "_"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: ":"): true
+        default: false
+        }
+    }
+
     /// A push service's reason as a label value: a short name, and no more than
     /// ``maximumReasons`` distinct ones.
     private func boundedReason(_ reason: String, outcome: String) -> String {
         let allowed = reason.utf8.count <= 48 && !reason.isEmpty
-            && reason.unicodeScalars.allSatisfy { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "_-.:".unicodeScalars.contains($0)) }
+            && reason.utf8.allSatisfy(Self.isReasonByte)
         guard allowed else { return "other" }
         let known = counters.withLock { map in
             map[Key(label: "herald_delivery_attempts_total", dimensions: ["outcome", outcome, "reason", reason])] != nil || map.count < Self.maximumReasons

@@ -1,16 +1,85 @@
+import Dispatch
 import HTTPTypes
 import Hummingbird
+import Metrics
+import Synchronization
 
-/// Hummingbird's request metrics (count, duration histogram, errors, active requests) for the
-/// methods HTTP defines. Its series are made per method on first sight, so a client sending
-/// methods of its own choosing would make new ones without end; those requests (404 or 405
-/// anyway) go uncounted.
+/// The request metrics of Hummingbird's `MetricsMiddleware`, with its labels and dimensions
+/// (`hb.requests`, `hb.request.errors`, `http.server.request.duration`,
+/// `http.server.active_requests`), for the methods HTTP defines. Its series are made per method on
+/// first sight, so a client sending methods of its own choosing would make new ones without end;
+/// those requests (404 or 405 anyway) go uncounted.
+///
+/// Recorded when the answer is ready rather than after its body is written: Hummingbird's wraps
+/// the body in a closure to time the write, which turns every answer's one write of head, body
+/// and end into three, each a hop to the event loop and its own `write` system call. Herald's
+/// answers are whole buffers, so the time to write them is the socket's, not the route's.
 struct HTTPMetricsMiddleware<Context: RequestContext>: RouterMiddleware {
-    private let metrics = MetricsMiddleware<Context>()
+    private let cache = HTTPMetricsCache()
     private static var counted: Set<HTTPRequest.Method> { [.get, .head, .post, .put, .delete, .options, .patch] }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard Self.counted.contains(request.method) else { return try await next(request, context) }
-        return try await metrics.handle(request, context: context, next: next)
+        let start = DispatchTime.now().uptimeNanoseconds
+        let active = cache.active(request.method)
+        active.increment()
+        defer { active.decrement() }
+        do {
+            let response = try await next(request, context)
+            let metrics = cache.endpoint(context.endpointPath ?? "Unknown", request.method, response.status)
+            metrics.requests.increment()
+            metrics.duration.recordNanoseconds(DispatchTime.now().uptimeNanoseconds - start)
+            return response
+        } catch {
+            let status = (error as? any HTTPResponseError)?.status ?? .internalServerError
+            let metrics = cache.endpoint(context.endpointPath ?? "NotFound", request.method, status)
+            metrics.requests.increment()
+            metrics.errors.increment()
+            throw error
+        }
+    }
+}
+
+/// Each label set's handles, made once.
+private final class HTTPMetricsCache: Sendable {
+    struct Endpoint: Sendable {
+        let requests: Counter
+        let duration: Metrics.Timer
+        let errors: Counter
+    }
+
+    private struct EndpointKey: Hashable {
+        let route: String
+        let method: HTTPRequest.Method
+        let status: Int
+    }
+
+    private let endpoints = Mutex<[EndpointKey: Endpoint]>([:])
+    private let methods = Mutex<[HTTPRequest.Method: Meter]>([:])
+
+    func active(_ method: HTTPRequest.Method) -> Meter {
+        methods.withLock { map in
+            if let meter = map[method] { return meter }
+            let meter = Meter(label: "http.server.active_requests", dimensions: [("http.request.method", method.rawValue)])
+            map[method] = meter
+            return meter
+        }
+    }
+
+    func endpoint(_ route: String, _ method: HTTPRequest.Method, _ status: HTTPResponse.Status) -> Endpoint {
+        let key = EndpointKey(route: route, method: method, status: status.code)
+        return endpoints.withLock { map in
+            if let endpoint = map[key] { return endpoint }
+            let dimensions = [("http.route", route), ("http.request.method", method.rawValue)]
+            let code = String(status.code)
+            let endpoint = Endpoint(
+                requests: Counter(label: "hb.requests", dimensions: dimensions + [("http.response.status_code", code)]),
+                duration: Metrics.Timer(
+                    label: "http.server.request.duration", dimensions: dimensions + [("http.response.status_code", code)],
+                    preferredDisplayUnit: .seconds),
+                errors: Counter(label: "hb.request.errors", dimensions: dimensions + [("error.type", code)]))
+            map[key] = endpoint
+            return endpoint
+        }
     }
 }

@@ -8,6 +8,8 @@ import HeraldFCMCore
 /// the PostgreSQL store can share the statements.
 public final class SQLiteStore: Store {
     private let pool: DatabasePool
+    /// The publish and notify paths' reads, outside GRDB's pool.
+    private let readers: SQLiteReaders
     /// Enqueues, the lanes' claims and their outcomes, committed together: one WAL sync for
     /// whatever arrived meanwhile.
     private let writes: GroupCommit<GroupedWrite, GroupedResult>
@@ -19,19 +21,16 @@ public final class SQLiteStore: Store {
         configuration.busyMode = .timeout(10)
         let pool = try DatabasePool(path: path, configuration: configuration)
         self.pool = pool
+        readers = SQLiteReaders(path: path)
         writes = GroupCommit { group in await Self.commit(group, pool: pool) }
         // GRDB sets NORMAL with WAL, which survives a crashed process but may lose the last commits
         // on power loss. An accepted event must be on disk before its 2xx: sync the WAL at each commit.
         try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
     }
 
-    /// A read on the calling thread, outside a transaction. The async `pool.read` hops to a
-    /// reader's queue and back (two thread wake-ups, which cost more than the read when events
-    /// arrive one at a time) and wraps the read in a savepoint whose SQL is compiled each time.
-    /// `DispatchQueue.sync` runs the block on the caller, and a WAL read never waits for the
-    /// writer, so the caller is held for microseconds. Each statement sees a committed state; the
-    /// routing reads of the publish path need no more (a commit between two of them is the same
-    /// as one just after).
+    /// A read on the calling thread, outside a transaction (`DispatchQueue.sync` runs the block
+    /// on the caller, and a WAL read never waits for the writer). Each statement sees a committed
+    /// state. The hot paths' reads go to `readers` instead.
     private func readHere<T>(_ body: (Database) throws -> T) throws -> T { try pool.unsafeRead(body) }
 
     /// The writer's `PRAGMA synchronous` (2 = FULL).
@@ -92,10 +91,11 @@ public final class SQLiteStore: Store {
 
     public func admit(_ devices: [NamedDevice], now: Date) async throws -> [DeviceRecord?] {
         // Most notifies name a device already current: a read decides them, without a WAL sync.
-        let settled = try readHere { db in
+        let settled = try readers.read { db in
             try devices.map { d -> DeviceRecord?? in
-                let deadAt = try Int64.fetchOne(db.cachedStatement(sql: Self.deadAtSQL), arguments: [d.app, d.token.value])
-                return d.admittedWithoutWrite(try Self.device(db, app: d.app, token: d.token.value), deadAt: deadAt, now: now)
+                let deadAt = try db.rows(Self.deadAtSQL, [.text(d.app), .text(d.token.value)]) { $0.integer(0) }.first
+                let device = try db.rows(Self.deviceByTokenSQL, [.text(d.app), .text(d.token.value)], Self.deviceRecord).first
+                return d.admittedWithoutWrite(device, deadAt: deadAt, now: now)
             }
         }
         if settled.allSatisfy({ $0 != nil }) { return settled.map { $0! } }
@@ -169,29 +169,28 @@ public final class SQLiteStore: Store {
     }
 
     public func devices(app: String, watching key: String) async throws -> [DeviceRecord] {
-        try readHere { db in try Self.devices(db, app: app, watching: key) }
+        try readers.read { db in try Self.devices(db, app: app, watching: key) }
     }
 
-    /// Every key in one read transaction: one trip to a reader for a whole batch.
+    /// Every key on one reader: one checkout for a whole batch.
     public func devices(app: String, watchingEach keys: [String]) async throws -> [String: [DeviceRecord]] {
         guard !keys.isEmpty else { return [:] }
-        return try readHere { db in
+        return try readers.read { db in
             var found: [String: [DeviceRecord]] = [:]
             for key in Set(keys) { found[key] = try Self.devices(db, app: app, watching: key) }
             return found
         }
     }
 
-    private static func devices(_ db: Database, app: String, watching key: String) throws -> [DeviceRecord] {
-        try Row.fetchAll(
-            db.cachedStatement(sql: """
-                SELECT d.* FROM devices d WHERE d.app_id = ? AND d.disabled_reason IS NULL AND d.id IN (
-                  SELECT device_row FROM watch_keys WHERE key = ?
-                  UNION SELECT device_row FROM contextual_routes WHERE peer = ?)
-                ORDER BY d.id
-                """),
-            arguments: [app, key, key]
-        ).map(Self.deviceRecord)
+    private static func devices(_ db: SQLiteReadConnection, app: String, watching key: String) throws -> [DeviceRecord] {
+        try db.rows(
+            """
+            SELECT d.* FROM devices d WHERE d.app_id = ? AND d.disabled_reason IS NULL AND d.id IN (
+              SELECT device_row FROM watch_keys WHERE key = ?
+              UNION SELECT device_row FROM contextual_routes WHERE peer = ?)
+            ORDER BY d.id
+            """,
+            [.text(app), .text(key), .text(key)], Self.deviceRecord)
     }
 
     public func watchSets(rowIDs: [Int64]) async throws -> [Int64: WatchSet] {
@@ -203,10 +202,8 @@ public final class SQLiteStore: Store {
     }
 
     public func devices(app: String) async throws -> [DeviceRecord] {
-        try readHere { db in
-            try Row.fetchAll(
-                db, sql: "SELECT * FROM devices WHERE app_id = ? AND disabled_reason IS NULL ORDER BY id", arguments: [app]
-            ).map(Self.deviceRecord)
+        try readers.read { db in
+            try db.rows("SELECT * FROM devices WHERE app_id = ? AND disabled_reason IS NULL ORDER BY id", [.text(app)], Self.deviceRecord)
         }
     }
 
@@ -216,15 +213,22 @@ public final class SQLiteStore: Store {
 
     private func devices(app: String, column: String, in values: [String]) async throws -> [DeviceRecord] {
         guard !values.isEmpty else { return [] }
+        if values.count == 1 {
+            // One token or id, the common publish: an index lookup, without `json_each`'s
+            // temporary table and the sort.
+            return try readers.read { db in
+                try db.rows(
+                    "SELECT * FROM devices WHERE app_id = ? AND disabled_reason IS NULL AND \(column) = ? ORDER BY id", [.text(app), .text(values[0])],
+                    Self.deviceRecord)
+            }
+        }
         // The values as one JSON array, so one cached statement serves any number of them (each
         // is still an index lookup); SQL with a `?` per value was compiled for every request.
         let list = String(decoding: JSONValue.array(values.map(JSONValue.string)).encoded, as: UTF8.self)
-        return try readHere { db in
-            try Row.fetchAll(
-                db.cachedStatement(
-                    sql: "SELECT * FROM devices WHERE app_id = ? AND disabled_reason IS NULL AND \(column) IN (SELECT value FROM json_each(?)) ORDER BY id"),
-                arguments: [app, list]
-            ).map(Self.deviceRecord)
+        return try readers.read { db in
+            try db.rows(
+                "SELECT * FROM devices WHERE app_id = ? AND disabled_reason IS NULL AND \(column) IN (SELECT value FROM json_each(?)) ORDER BY id",
+                [.text(app), .text(list)], Self.deviceRecord)
         }
     }
 
@@ -669,6 +673,7 @@ public final class SQLiteStore: Store {
 
     /// Closes the database: every later call throws (a store gone from under the API).
     public func close() throws {
+        readers.close()
         try pool.close()
     }
 
@@ -692,10 +697,10 @@ public final class SQLiteStore: Store {
 
     // MARK: Rows
 
+    private static let deviceByTokenSQL = "SELECT * FROM devices WHERE app_id = ? AND token = ?"
+
     private static func device(_ db: Database, app: String, token: String) throws -> DeviceRecord? {
-        try Row.fetchOne(
-            db.cachedStatement(sql: "SELECT * FROM devices WHERE app_id = ? AND token = ?"), arguments: [app, token]
-        ).map(deviceRecord)
+        try Row.fetchOne(db.cachedStatement(sql: deviceByTokenSQL), arguments: [app, token]).map(deviceRecord)
     }
 
     /// A device from `SELECT devices.*` columns (table order) starting at `first`: read by position,
@@ -709,6 +714,14 @@ public final class SQLiteStore: Store {
     }
 
     private static func deviceRecord(_ row: Row) -> DeviceRecord { deviceRecord(row, from: 0) }
+
+    /// The same from a reader's row (`SELECT devices.*`).
+    private static func deviceRecord(_ row: SQLiteRow) -> DeviceRecord {
+        StoreRows.device(
+            rowID: row.integer(0), app: row.text(1), platform: row.text(2), token: row.text(3), environment: row.text(4),
+            deviceID: row.optionalText(5), createdAt: row.integer(6), updatedAt: row.integer(7), lastSeen: row.integer(8),
+            disabledReason: row.optionalText(9), tokenKind: row.text(10), webKeys: row.optionalText(11))
+    }
 
     private static func setState(
         _ db: Database, _ id: Int64, _ state: DeliveryState, reason: String?, now: Int64, counts: inout DeliveryCounts

@@ -89,6 +89,10 @@ struct MonitoringTests {
         let open = lines.first { $0.hasPrefix(#"herald_provider_connections_open{provider="ios"} "#) }?.split(separator: " ").last.flatMap { Double($0) }
         #expect((open ?? 0) >= 1)
         #expect(exposition.contains(#"http_requests_total{http_route="/v1/events",http_request_method="POST",http_response_status_code="202"} 1"#))
+        #expect(exposition.contains(
+            #"http_server_request_duration_seconds_count{http_route="/v1/events",http_request_method="POST",http_response_status_code="202"} 1"#))
+        // The scrape in progress is the one active request.
+        #expect(exposition.contains(#"http_server_active_requests{http_request_method="GET"} 1"#))
 
         // Ready: the store and the three built-in simulators.
         let (readyStatus, readyBody) = try await http("GET", serve.api + "/readyz")

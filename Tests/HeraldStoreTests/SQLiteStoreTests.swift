@@ -138,6 +138,17 @@ struct StoreRegistrationTests {
             #expect(sets[found[2].rowID]?.routes[a] == ["x", "y"])
             #expect(try await store.devices(app: "kasia", tokens: [token(5).value, token(4).value, "ff"]).map(\.token) == [token(5).value])
             #expect(try await store.devices(app: "kasia", deviceIDs: ["device-2", "device-4", "nope"]).map(\.token) == [token(2).value])
+            // One value (a lookup of its own), and the other app's device under the same token is not this app's.
+            #expect(try await store.devices(app: "kasia", tokens: [token(5).value]).map(\.token) == [token(5).value])
+            #expect(try await store.devices(app: "kasia", tokens: [token(4).value]).isEmpty)
+            #expect(try await store.devices(app: "kasia", deviceIDs: ["device-3"]).map(\.token) == [token(3).value])
+            // A read after a commit sees it, on connections that read before it.
+            _ = try await store.register(try registration(6, watching: [.kaspaAddress(b)]), now: t0)
+            #expect(try await store.devices(app: "kasia", watching: b.string).map(\.token) == [token(5).value, token(6).value])
+            #expect(try await store.devices(app: "kasia", tokens: [token(6).value]).map(\.deviceID) == ["device-6"])
+            #expect(try await store.unregister(app: "kasia", token: token(5).value))
+            #expect(try await store.devices(app: "kasia", watching: b.string).map(\.token) == [token(6).value])
+            #expect(try await store.devices(app: "kasia", tokens: [token(5).value]).isEmpty)
         }
     }
 }

@@ -1,0 +1,156 @@
+import GRDBSQLite
+import Synchronization
+
+/// Read-only connections to the store's SQLite file for the reads on the publish and notify
+/// paths (routing, admitting a Matrix pushkey), run on the caller's thread with statements
+/// prepared once per connection.
+///
+/// GRDB's pool costs more than these reads: a `DispatchQueue.sync` per read and one per
+/// connection checkout, a key path built per checkout, and a `PRAGMA schema_version` query (a
+/// second read transaction, with its own locks and WAL read) before each one. Each statement
+/// here is its own read transaction, seeing the last commit, as with `unsafeRead`.
+final class SQLiteReaders: Sendable {
+    private let path: String
+    private let idle: Mutex<(connections: [Connection], closed: Bool)>
+    /// Connections kept open between reads; more run at once when callers need them.
+    private let maximumIdle: Int
+
+    init(path: String, maximumIdle: Int = 8) {
+        self.path = path
+        self.maximumIdle = maximumIdle
+        idle = Mutex(([], false))
+    }
+
+    /// Runs `body` on a connection of its own, on the calling thread.
+    func read<T>(_ body: (SQLiteReadConnection) throws -> T) throws -> T {
+        let connection = try idle.withLock { state -> Connection? in
+            if state.closed { throw SQLiteReadError(code: SQLITE_MISUSE, message: "the store is closed") }
+            return state.connections.popLast()
+        } ?? Connection(path: path)
+        defer {
+            let keep = idle.withLock { state in
+                guard !state.closed, state.connections.count < maximumIdle else { return false }
+                state.connections.append(connection)
+                return true
+            }
+            if !keep { connection.close() }
+        }
+        return try body(SQLiteReadConnection(connection: connection))
+    }
+
+    /// Closes the idle connections; one in use closes when its read ends.
+    func close() {
+        let connections = idle.withLock { state in
+            state.closed = true
+            defer { state.connections = [] }
+            return state.connections
+        }
+        for connection in connections { connection.close() }
+    }
+
+    /// One `sqlite3` handle and its prepared statements, used by one thread at a time.
+    final class Connection: @unchecked Sendable {
+        let handle: OpaquePointer
+        var statements: [String: OpaquePointer] = [:]
+
+        init(path: String) throws {
+            var handle: OpaquePointer?
+            let code = sqlite3_open_v2(path, &handle, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nil)
+            guard code == SQLITE_OK, let handle else {
+                let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+                sqlite3_close_v2(handle)
+                throw SQLiteReadError(code: code, message: message)
+            }
+            self.handle = handle
+            // The writer holds the write lock only while it commits; a reader waits on it only
+            // while the WAL is recovered after a crash.
+            sqlite3_busy_timeout(handle, 10_000)
+        }
+
+        func statement(_ sql: String) throws -> OpaquePointer {
+            if let cached = statements[sql] { return cached }
+            var statement: OpaquePointer?
+            let code = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
+            guard code == SQLITE_OK, let statement else { throw SQLiteReadError(code: code, message: String(cString: sqlite3_errmsg(handle))) }
+            statements[sql] = statement
+            return statement
+        }
+
+        func close() {
+            for statement in statements.values { sqlite3_finalize(statement) }
+            statements = [:]
+            sqlite3_close_v2(handle)
+        }
+    }
+}
+
+/// A value bound to a statement's parameter.
+enum SQLiteArgument {
+    case text(String)
+    case integer(Int64)
+}
+
+/// A reader's connection for the length of one `read`.
+struct SQLiteReadConnection {
+    fileprivate let connection: SQLiteReaders.Connection
+
+    /// Every row `sql` gives for `arguments`, each read by `decode`. The statement is reset
+    /// before this returns, so no read transaction outlives it (an open one would hold the WAL
+    /// back from being checkpointed).
+    func rows<T>(_ sql: String, _ arguments: [SQLiteArgument], _ decode: (SQLiteRow) -> T) throws -> [T] {
+        let statement = try connection.statement(sql)
+        defer {
+            sqlite3_reset(statement)
+            sqlite3_clear_bindings(statement)
+        }
+        for (i, argument) in arguments.enumerated() {
+            let index = Int32(i + 1)
+            let code: Int32
+            switch argument {
+            case .text(let text): code = sqlite3_bind_text(statement, index, text, -1, SQLiteReadConnection.transient)
+            case .integer(let value): code = sqlite3_bind_int64(statement, index, value)
+            }
+            guard code == SQLITE_OK else { throw error(code) }
+        }
+        var found: [T] = []
+        while true {
+            let code = sqlite3_step(statement)
+            if code == SQLITE_DONE { return found }
+            guard code == SQLITE_ROW else { throw error(code) }
+            found.append(decode(SQLiteRow(statement: statement)))
+        }
+    }
+
+    private func error(_ code: Int32) -> SQLiteReadError {
+        SQLiteReadError(code: code, message: String(cString: sqlite3_errmsg(connection.handle)))
+    }
+
+    /// SQLite copies the text before `bind` returns (`SQLITE_TRANSIENT`, a macro Swift cannot import).
+    private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+}
+
+/// The current row of a stepping statement, read by column position.
+struct SQLiteRow {
+    fileprivate let statement: OpaquePointer
+
+    func isNull(_ column: Int32) -> Bool { sqlite3_column_type(statement, column) == SQLITE_NULL }
+
+    func integer(_ column: Int32) -> Int64 { sqlite3_column_int64(statement, column) }
+
+    func text(_ column: Int32) -> String {
+        guard let bytes = sqlite3_column_text(statement, column) else { return "" }
+        let count = Int(sqlite3_column_bytes(statement, column))
+        return String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self)
+    }
+
+    func optionalText(_ column: Int32) -> String? { isNull(column) ? nil : text(column) }
+
+    func optionalInteger(_ column: Int32) -> Int64? { isNull(column) ? nil : integer(column) }
+}
+
+/// A failed read, with SQLite's code and message.
+struct SQLiteReadError: Error, CustomStringConvertible {
+    var code: Int32
+    var message: String
+    var description: String { "SQLite error \(code): \(message)" }
+}

@@ -1,0 +1,30 @@
+@testable import HeraldCLI
+import Logging
+import Synchronization
+import Testing
+
+@Suite("Text log lines")
+struct TextLogHandlerTests {
+    /// The lines a handler wrote.
+    final class Lines: TextOutputStream, Sendable {
+        let written = Mutex<[String]>([])
+        func write(_ string: String) { written.withLock { $0.append(string) } }
+    }
+
+    @Test("a logger's metadata (a request's request_id) is on each line it writes, beside the line's own, control characters escaped")
+    func metadataOnEachLine() {
+        let lines = Lines()
+        var logger = Logger(label: "herald") { TextLogHandler(label: $0, level: .info, output: lines) }
+        logger[metadataKey: "request_id"] = "trace-7"
+        logger.info("first", metadata: ["path": "/v1/events"])
+        logger[metadataKey: "peer"] = "bad\nline"
+        logger.warning("second\nforged")
+        logger.debug("below the level")
+        let written = lines.written.withLock { $0 }
+        #expect(written.count == 2)
+        #expect(written.first?.contains("herald: path=/v1/events request_id=trace-7 [HeraldCLITests] first") == true)
+        #expect(written.last?.contains(#"herald: peer=bad\nline request_id=trace-7 [HeraldCLITests] second\nforged"#) == true)
+        #expect(written.allSatisfy { $0.filter { $0 == "\n" }.count == 1 })
+        #expect(logger[metadataKey: "request_id"] == "trace-7")
+    }
+}
