@@ -88,14 +88,20 @@ public final class SQLiteStore: Store {
 
     /// When a push service called a token dead, if it did.
     private static let deadAtSQL = "SELECT dead_at FROM dead_tokens WHERE app_id = ? AND token = ?"
+    /// One row: the device's columns (NULL when there is none), then `dead_at`.
+    private static let admitSQL = """
+        SELECT d.*, (\(deadAtSQL)) FROM (SELECT 1) LEFT JOIN devices d ON d.app_id = ? AND d.token = ?
+        """
 
     public func admit(_ devices: [NamedDevice], now: Date) async throws -> [DeviceRecord?] {
         // Most notifies name a device already current: a read decides them, without a WAL sync.
         let settled = try readers.read { db in
             try devices.map { d -> DeviceRecord?? in
-                let deadAt = try db.rows(Self.deadAtSQL, [.text(d.app), .text(d.token.value)]) { $0.integer(0) }.first
-                let device = try db.rows(Self.deviceByTokenSQL, [.text(d.app), .text(d.token.value)], Self.deviceRecord).first
-                return d.admittedWithoutWrite(device, deadAt: deadAt, now: now)
+                // The device and when its token died, in one statement: one read transaction.
+                let found = try db.rows(Self.admitSQL, [.text(d.app), .text(d.token.value), .text(d.app), .text(d.token.value)]) { row in
+                    (device: row.isNull(0) ? nil : Self.deviceRecord(row), deadAt: row.optionalInteger(12))
+                }.first
+                return d.admittedWithoutWrite(found?.device, deadAt: found?.deadAt, now: now)
             }
         }
         if settled.allSatisfy({ $0 != nil }) { return settled.map { $0! } }
