@@ -84,32 +84,21 @@ final class SQLiteReaders: Sendable {
     }
 }
 
-/// A value bound to a statement's parameter.
-enum SQLiteArgument {
-    case text(String)
-    case integer(Int64)
-}
-
 /// A reader's connection for the length of one `read`.
 struct SQLiteReadConnection {
     fileprivate let connection: SQLiteReaders.Connection
 
-    /// Every row `sql` gives for `arguments`, each read by `decode`. The statement is reset
-    /// before this returns, so no read transaction outlives it (an open one would hold the WAL
-    /// back from being checkpointed).
-    func rows<T>(_ sql: String, _ arguments: [SQLiteArgument], _ decode: (SQLiteRow) -> T) throws -> [T] {
+    /// Every row `sql` gives for `arguments` (all text: the hot reads bind nothing else), each
+    /// read by `decode`. The statement is reset before this returns, so no read transaction
+    /// outlives it (an open one would hold the WAL back from being checkpointed).
+    func rows<T>(_ sql: String, _ arguments: [String], _ decode: (SQLiteRow) -> T) throws -> [T] {
         let statement = try connection.statement(sql)
         defer {
             sqlite3_reset(statement)
             sqlite3_clear_bindings(statement)
         }
         for (i, argument) in arguments.enumerated() {
-            let index = Int32(i + 1)
-            let code: Int32
-            switch argument {
-            case .text(let text): code = sqlite3_bind_text(statement, index, text, -1, SQLiteReadConnection.transient)
-            case .integer(let value): code = sqlite3_bind_int64(statement, index, value)
-            }
+            let code = sqlite3_bind_text(statement, Int32(i + 1), argument, -1, SQLiteReadConnection.transient)
             guard code == SQLITE_OK else { throw error(code) }
         }
         var found: [T] = []

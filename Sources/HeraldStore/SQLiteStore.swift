@@ -98,7 +98,7 @@ public final class SQLiteStore: Store {
         let settled = try readers.read { db in
             try devices.map { d -> DeviceRecord?? in
                 // The device and when its token died, in one statement: one read transaction.
-                let found = try db.rows(Self.admitSQL, [.text(d.app), .text(d.token.value), .text(d.app), .text(d.token.value)]) { row in
+                let found = try db.rows(Self.admitSQL, [d.app, d.token.value, d.app, d.token.value]) { row in
                     (device: row.isNull(0) ? nil : Self.deviceRecord(row), deadAt: row.optionalInteger(12))
                 }.first
                 return d.admittedWithoutWrite(found?.device, deadAt: found?.deadAt, now: now)
@@ -196,7 +196,7 @@ public final class SQLiteStore: Store {
               UNION SELECT device_row FROM contextual_routes WHERE peer = ?)
             ORDER BY d.id
             """,
-            [.text(app), .text(key), .text(key)], Self.deviceRecord)
+            [app, key, key], Self.deviceRecord)
     }
 
     public func watchSets(rowIDs: [Int64]) async throws -> [Int64: WatchSet] {
@@ -209,7 +209,7 @@ public final class SQLiteStore: Store {
 
     public func devices(app: String) async throws -> [DeviceRecord] {
         try readers.read { db in
-            try db.rows("SELECT * FROM devices WHERE app_id = ? AND disabled_reason IS NULL ORDER BY id", [.text(app)], Self.deviceRecord)
+            try db.rows("SELECT * FROM devices WHERE app_id = ? AND disabled_reason IS NULL ORDER BY id", [app], Self.deviceRecord)
         }
     }
 
@@ -224,7 +224,7 @@ public final class SQLiteStore: Store {
             // temporary table and the sort.
             return try readers.read { db in
                 try db.rows(
-                    "SELECT * FROM devices WHERE app_id = ? AND disabled_reason IS NULL AND \(column) = ? ORDER BY id", [.text(app), .text(values[0])],
+                    "SELECT * FROM devices WHERE app_id = ? AND disabled_reason IS NULL AND \(column) = ? ORDER BY id", [app, values[0]],
                     Self.deviceRecord)
             }
         }
@@ -234,7 +234,7 @@ public final class SQLiteStore: Store {
         return try readers.read { db in
             try db.rows(
                 "SELECT * FROM devices WHERE app_id = ? AND disabled_reason IS NULL AND \(column) IN (SELECT value FROM json_each(?)) ORDER BY id",
-                [.text(app), .text(list)], Self.deviceRecord)
+                [app, list], Self.deviceRecord)
         }
     }
 
@@ -717,10 +717,10 @@ public final class SQLiteStore: Store {
 
     // MARK: Rows
 
-    private static let deviceByTokenSQL = "SELECT * FROM devices WHERE app_id = ? AND token = ?"
-
     private static func device(_ db: Database, app: String, token: String) throws -> DeviceRecord? {
-        try Row.fetchOne(db.cachedStatement(sql: deviceByTokenSQL), arguments: [app, token]).map(deviceRecord)
+        try Row.fetchOne(
+            db.cachedStatement(sql: "SELECT * FROM devices WHERE app_id = ? AND token = ?"), arguments: [app, token]
+        ).map(deviceRecord)
     }
 
     /// A device from `SELECT devices.*` columns (table order) starting at `first`: read by position,
