@@ -6,6 +6,7 @@ import HeraldFCM
 import HeraldFCMSimulator
 import HeraldKit
 import HeraldStore
+import HeraldTestSupport
 import NIOPosix
 import Testing
 
@@ -170,23 +171,18 @@ import FoundationNetworking
         defer { Task { await rig.stop() } }
         try await rig.fault(#"{"kind":"unregistered","token":"dead-token"}"#)
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/firebase_admin_client.py")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [
-            "python3", script.path, rig.directory.appendingPathComponent("service-account.json").path, rig.simulator.url.absoluteString,
-            "live-token", "dead-token",
-        ]
         var environment = ProcessInfo.processInfo.environment
         environment["REQUESTS_CA_BUNDLE"] = rig.directory.appendingPathComponent("ca.pem").path
-        process.environment = environment
-        let out = Pipe()
-        let errors = Pipe()
-        process.standardOutput = out
-        process.standardError = errors
-        try process.run()
-        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        // Off the task pool: the client talks to the simulator, whose handlers run on that pool.
+        let output = try await runProcessOffPool(
+            URL(fileURLWithPath: "/usr/bin/env"),
+            [
+                "python3", script.path, rig.directory.appendingPathComponent("service-account.json").path, rig.simulator.url.absoluteString,
+                "live-token", "dead-token",
+            ],
+            environment: environment)
+        let text = String(decoding: output.stdout, as: UTF8.self)
+        let stderr = String(decoding: output.stderr, as: UTF8.self)
         let line = try #require(text.split(separator: "\n").last, "pip install firebase-admin: \(stderr)")
         let result = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
         #expect((result["live"] as? String)?.hasPrefix("projects/herald-simulator/messages/") == true)

@@ -25,11 +25,13 @@ import Testing
         try process.run()
         defer { if process.isRunning { process.terminate() } }
 
+        // The pipes are read off the task pool: the SDK talks to the simulator, which needs it.
+        let (output, errorOutput) = (out.fileHandleForReading, errors.fileHandleForReading)
         var text = ""
         while !text.contains("subscribed\n") {
-            let chunk = out.fileHandleForReading.availableData
+            let chunk = try await offPool { output.availableData }
             if chunk.isEmpty {
-                let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                let stderr = String(decoding: try await offPool { errorOutput.readDataToEndOfFile() }, as: UTF8.self)
                 Issue.record("the SDK client exited before subscribing (pip install kaspa): \(stderr)")
                 return
             }
@@ -40,7 +42,7 @@ import Testing
             try await Task.sleep(for: .milliseconds(50))
         }
         let block = await node.produce([message], senders: [txid: fixtures.alice])
-        text += String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        text += String(decoding: try await offPool { output.readDataToEndOfFile() }, as: UTF8.self)
         process.waitUntilExit()
         #expect(process.terminationStatus == 0)
         let line = try #require(text.split(separator: "\n").last)
