@@ -14,10 +14,14 @@ public protocol HeraldClock: Sendable {
 }
 
 extension HeraldClock {
-    /// A task that sleeps on this clock, then acts.
+    /// A task that sleeps on this clock, then acts. The deadline is fixed when the timer is
+    /// armed: the task may start after the clock has moved.
     public func timer(after duration: Duration, _ action: @escaping @Sendable () -> Void) -> HeraldTimer {
+        let deadline = now().addingTimeInterval(duration.seconds)
         let task = Task {
-            guard (try? await sleep(for: duration)) != nil else { return }
+            let left = deadline.timeIntervalSince(now())
+            if left > 0 { guard (try? await sleep(for: .seconds(left))) != nil else { return } }
+            guard !Task.isCancelled else { return }
             action()
         }
         return HeraldTimer { task.cancel() }
