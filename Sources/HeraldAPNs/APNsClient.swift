@@ -10,6 +10,8 @@ public struct APNsClientConfiguration: Sendable {
     public var url: URL
     /// Extra PEM trust roots for that host, e.g. a simulator's CA.
     public var trustRootsPEMFile: String?
+    /// Extra trust roots as PEM text, e.g. an in-process simulator's CA.
+    public var trustRootsPEM: [String] = []
     /// HTTP/2 connections per host (default 2).
     public var connections: Int = 2
     /// Each request's deadline, from `send` to the answer, queueing included (default 10 s).
@@ -57,7 +59,7 @@ public final class APNsClient: Sendable {
         self.tokens = tokens
         self.logger = logger
         let factory = try HTTP2ConnectionFactory(
-            url: configuration.url, trustRootsPEMFile: configuration.trustRootsPEMFile,
+            url: configuration.url, trustRootsPEMFile: configuration.trustRootsPEMFile, trustRootsPEM: configuration.trustRootsPEM,
             offersALPN: configuration.offersALPN,
             connectTimeout: configuration.connectTimeout, pingInterval: configuration.pingInterval,
             pingTimeout: configuration.pingTimeout, lastUsableStreamID: configuration.lastUsableStreamID)

@@ -42,6 +42,7 @@ struct ServeCommand: AsyncParsableCommand {
         let simulated = settings.apps.filter { $0.apns == nil }
         var simulator: APNsSimulator?
         var simulatorKeys: [String: APNsSigningKey] = [:]
+        // The simulators' CAs stay in memory: nothing is left in the temporary directory.
         var simulatorCA: String?
         if !simulated.isEmpty {
             for (i, app) in simulated.enumerated() {
@@ -53,7 +54,7 @@ struct ServeCommand: AsyncParsableCommand {
             configuration.controlPort = settings.simulatorControlPort
             configuration.keys = simulatorKeys.values.map { SimulatorKey(keyID: $0.keyID, teamID: $0.teamID, publicKey: $0.publicKey) }
             let sim = try await APNsSimulator.start(configuration: configuration, eventLoopGroup: group)
-            simulatorCA = try sim.writeCA(to: FileManager.default.temporaryDirectory.appendingPathComponent("herald-\(getpid())").path)
+            simulatorCA = sim.tls.caPEM
             simulator = sim
             // First in the group, so it stops last: pushes in flight at shutdown still reach it.
             services.append(StopAtShutdown { await sim.shutdown() })
@@ -73,7 +74,7 @@ struct ServeCommand: AsyncParsableCommand {
             var configuration = FCMSimulator.Configuration()
             configuration.controlPort = settings.fcmSimulatorControlPort
             let sim = try await FCMSimulator.start(configuration: configuration)
-            fcmSimulatorCA = try sim.tls.writeCA(to: FileManager.default.temporaryDirectory.appendingPathComponent("herald-fcm-\(getpid())").path)
+            fcmSimulatorCA = sim.tls.caPEM
             fcmSimulator = sim
             services.append(StopAtShutdown { await sim.shutdown() })
             logger.warning(
@@ -87,14 +88,14 @@ struct ServeCommand: AsyncParsableCommand {
         // Apps without a VAPID key sign with an ephemeral one and get a built-in Web Push simulator;
         // its own address is the one inside address Herald sends to without being told.
         var webPushSimulator: WebPushSimulator?
-        var webPushTrustRoots = settings.webPush.caFile.map { [$0] } ?? []
+        var webPushSimulatorCA: String?
         var webPushAllowHosts = settings.webPush.allowHosts
         let unsigned = settings.apps.filter { $0.vapid == nil }
         if !unsigned.isEmpty {
             var configuration = WebPushSimulator.Configuration()
             configuration.controlPort = settings.webPush.simulatorControlPort
             let sim = try await WebPushSimulator.start(configuration: configuration)
-            webPushTrustRoots.append(try sim.tls.writeCA(to: FileManager.default.temporaryDirectory.appendingPathComponent("herald-webpush-\(getpid())").path))
+            webPushSimulatorCA = sim.tls.caPEM
             webPushAllowHosts.insert("\(configuration.host):\(sim.port)")
             webPushSimulator = sim
             services.append(StopAtShutdown { await sim.shutdown() })
@@ -107,7 +108,8 @@ struct ServeCommand: AsyncParsableCommand {
         }
         let webPushGuard = WebPushEndpointGuard(policy: WebPushAddressPolicy(allowedHosts: webPushAllowHosts))
         var webPushConfiguration = WebPushClientConfiguration(endpointGuard: webPushGuard)
-        webPushConfiguration.trustRootsPEMFiles = webPushTrustRoots
+        webPushConfiguration.trustRootsPEMFiles = settings.webPush.caFile.map { [$0] } ?? []
+        webPushConfiguration.trustRootsPEM = webPushSimulatorCA.map { [$0] } ?? []
         let webPushClient = try WebPushClient(configuration: webPushConfiguration, eventLoopGroup: group, logger: Logger(label: "herald.webpush"))
         var vapidPublicKeys: [String: String] = [:]
 
@@ -130,8 +132,10 @@ struct ServeCommand: AsyncParsableCommand {
             } else {
                 let url = simulator!.url
                 let tokens = APNsProviderTokenSource(key: simulatorKeys[app.settings.id]!)
+                var configuration = APNsClientConfiguration(environment: .sandbox, url: url)
+                configuration.trustRootsPEM = simulatorCA.map { [$0] } ?? []
                 let client = try APNsClient(
-                    configuration: APNsClientConfiguration(environment: .sandbox, url: url, trustRootsPEMFile: simulatorCA),
+                    configuration: configuration,
                     tokens: tokens, eventLoopGroup: group, logger: Logger(label: "herald.apns"))
                 provider = APNsPushProvider(client: client, topic: app.simulatorTopic)
             }
@@ -143,8 +147,10 @@ struct ServeCommand: AsyncParsableCommand {
                     ledger: store, logger: Logger(label: "herald.fcm"))
             } else {
                 let sim = fcmSimulator!
+                var configuration = FCMClientConfiguration(url: sim.url)
+                configuration.trustRootsPEM = fcmSimulatorCA.map { [$0] } ?? []
                 fcmClient = try FCMClient(
-                    configuration: FCMClientConfiguration(url: sim.url, trustRootsPEMFile: fcmSimulatorCA),
+                    configuration: configuration,
                     account: try FCMServiceAccount(json: sim.serviceAccountJSON), eventLoopGroup: group, logger: Logger(label: "herald.fcm"))
             }
             let vapid = try app.vapid ?? VAPIDSettings(key: VAPIDKey(privateKey: .init()), subject: VAPIDSubject(VAPIDSettings.developmentSubject))

@@ -14,6 +14,8 @@ public struct FCMClientConfiguration: Sendable {
     public var tokenURL: URL?
     /// Extra PEM trust roots for both hosts, e.g. a simulator's CA.
     public var trustRootsPEMFile: String?
+    /// Extra trust roots as PEM text, e.g. an in-process simulator's CA.
+    public var trustRootsPEM: [String] = []
     /// HTTP/2 connections to the send host (default 2).
     public var connections: Int = 2
     /// Each request's deadline, queueing included (default 15 s, as Google recommends: a shorter
@@ -57,7 +59,8 @@ public final class FCMClient: Sendable {
         self.sendPath = "/v1/projects/\(self.projectID)/messages:send"
         func pool(_ url: URL, size: Int) throws -> HTTP2ConnectionPool {
             let factory = try HTTP2ConnectionFactory(
-                url: url, trustRootsPEMFile: configuration.trustRootsPEMFile, connectTimeout: configuration.connectTimeout,
+                url: url, trustRootsPEMFile: configuration.trustRootsPEMFile, trustRootsPEM: configuration.trustRootsPEM,
+                connectTimeout: configuration.connectTimeout,
                 pingInterval: configuration.pingInterval, pingTimeout: configuration.pingTimeout)
             return HTTP2ConnectionPool(factory: factory, group: eventLoopGroup, size: size, logger: logger)
         }

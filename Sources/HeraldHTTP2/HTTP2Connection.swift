@@ -461,7 +461,7 @@ package struct HTTP2ConnectionFactory: Sendable {
     }
 
     package init(
-        url: URL, trustRootsPEMFile: String?, offersALPN: Bool = true, connectTimeout: Duration,
+        url: URL, trustRootsPEMFile: String?, trustRootsPEM: [String] = [], offersALPN: Bool = true, connectTimeout: Duration,
         pingInterval: Duration, pingTimeout: Duration, lastUsableStreamID: Int32 = HTTP2ConnectionHandler.lastUsableStreamID
     ) throws {
         self.lastUsableStreamID = lastUsableStreamID
@@ -476,13 +476,17 @@ package struct HTTP2ConnectionFactory: Sendable {
         tls.applicationProtocols = offersALPN ? ["h2"] : []
         // A dead peer never answers close_notify; do not hold a closing connection for long.
         tls.shutdownTimeout = .seconds(1)
-        if let trustRootsPEMFile {
-            tls.additionalTrustRoots = [.file(trustRootsPEMFile)]
-        }
+        tls.additionalTrustRoots = try Self.trustRoots(files: trustRootsPEMFile.map { [$0] } ?? [], pem: trustRootsPEM)
         self.sslContext = try NIOSSLContext(configuration: tls)
         self.connectTimeout = TimeAmount(connectTimeout)
         self.pingInterval = TimeAmount(pingInterval)
         self.pingTimeout = TimeAmount(pingTimeout)
+    }
+
+    /// Trust roots beside the system's: PEM files an operator names, and PEM text held in memory
+    /// (a built-in simulator's CA, so nothing is written to disk for it).
+    package static func trustRoots(files: [String], pem: [String]) throws -> [NIOSSLAdditionalTrustRoots] {
+        try files.map { .file($0) } + pem.map { .certificates(try NIOSSLCertificate.fromPEMBytes(Array($0.utf8))) }
     }
 
     /// A host that is an IP literal gets no SNI; NIOSSL then matches the certificate's IP SAN.

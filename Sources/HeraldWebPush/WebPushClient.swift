@@ -16,6 +16,8 @@ public struct WebPushClientConfiguration: Sendable {
     public var endpointGuard: WebPushEndpointGuard
     /// Extra trust roots (`HERALD_WEBPUSH_CA_FILE`, a simulator's CA) beside the system's.
     public var trustRootsPEMFiles: [String]
+    /// Extra trust roots as PEM text, e.g. an in-process simulator's CA.
+    public var trustRootsPEM: [String] = []
     public var connectTimeout: Duration = .seconds(10)
     /// From the request's first byte to the answer's last.
     public var requestTimeout: Duration = .seconds(15)
@@ -101,7 +103,7 @@ public final class WebPushClient: Sendable {
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.applicationProtocols = ["h2", "http/1.1"]
         tls.shutdownTimeout = .seconds(1)
-        tls.additionalTrustRoots = configuration.trustRootsPEMFiles.map { .file($0) }
+        tls.additionalTrustRoots = try HTTP2ConnectionFactory.trustRoots(files: configuration.trustRootsPEMFiles, pem: configuration.trustRootsPEM)
         self.sslContext = try NIOSSLContext(configuration: tls)
         tls.applicationProtocols = ["h2"]
         self.http2Context = try NIOSSLContext(configuration: tls)

@@ -15,10 +15,12 @@ struct ServeProcessTests {
         #"{"template":"kasia.contextual_message","fields":{"tx_id":"\#(txID)","sender":"\#(sender)","alias":"a1","payload":"\#(payload)","timestamp":1704067200,"daa_score":12345678}}"#
     }
 
-    @Test("register, publish, and the exact pushes arrive at the built-in simulator; no full token in the log; SIGTERM exits 0")
+    @Test("register, publish, and the exact pushes arrive at the built-in simulator; no full token in the log; SIGTERM exits 0; nothing left in the temporary directory")
     func endToEnd() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-serve-\(UUID())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        // Herald's own temporary directory: the built-in simulators' CAs stay in memory.
+        let temporary = directory.appendingPathComponent("tmp")
+        try FileManager.default.createDirectory(at: temporary, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
 
         let publisherKey = "publisher-key-0123456789abcdef"
@@ -26,7 +28,7 @@ struct ServeProcessTests {
             "HERALD_DATABASE_URL": "sqlite:" + directory.appendingPathComponent("herald.sqlite").path,
             "HERALD_HTTP_PORT": "0", "HERALD_PUBLISH_KEYS": publisherKey,
             // Everything Herald and its libraries log, so the check below sees every line.
-            "HERALD_LOG_LEVEL": "trace",
+            "HERALD_LOG_LEVEL": "trace", "TMPDIR": temporary.path,
         ])
         defer { if serve.process.isRunning { serve.kill(SIGKILL) } }
         // The readiness line says where the API and the simulator's control port are.
@@ -110,6 +112,7 @@ struct ServeProcessTests {
         let metrics = String(decoding: try await http("GET", api + "/metrics").1, as: UTF8.self)
         #expect(metrics.contains(#"herald_delivery_attempts_total{outcome="sent",reason="accepted"} 6"#), "\(metrics)")
 
+        #expect(try FileManager.default.contentsOfDirectory(atPath: temporary.path) == [], "herald serve wrote to its temporary directory")
         serve.kill(SIGTERM)
         #expect(serve.process.terminationStatus == 0)
         // Tokens appear in the log only as their first 8 characters and "…"; the publisher key never.

@@ -26,14 +26,10 @@ import Testing
     static func client(
         for simulators: [WebPushSimulator], resolver: (any WebPushHostResolver)? = nil, idleTimeout: Duration = .seconds(300)
     ) throws -> WebPushClient {
-        var trust: [String] = []
-        for sim in simulators {
-            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-webpush-ca-\(UUID())").path
-            trust.append(try sim.tls.writeCA(to: directory))
-        }
         let policy = WebPushAddressPolicy(allowedHosts: Set(simulators.map { "127.0.0.1:\($0.port)" }))
         let guardian = resolver.map { WebPushEndpointGuard(policy: policy, resolver: $0) } ?? WebPushEndpointGuard(policy: policy)
-        var configuration = WebPushClientConfiguration(endpointGuard: guardian, trustRootsPEMFiles: trust)
+        var configuration = WebPushClientConfiguration(endpointGuard: guardian)
+        configuration.trustRootsPEM = simulators.map(\.tls.caPEM)
         configuration.idleTimeout = idleTimeout
         return try WebPushClient(configuration: configuration, eventLoopGroup: MultiThreadedEventLoopGroup.singleton)
     }
