@@ -281,6 +281,7 @@ public struct EventPublisher: Sendable {
         var byToken: [String: [String: DeviceRecord]] = [:]
         var byDeviceID: [String: [String: [DeviceRecord]]] = [:]
         var byKey: [String: [String: [DeviceRecord]]] = [:]
+        let now = clock.now()
         for app in Set(drafts.map(\.app)) {
             let inApp = drafts.filter { $0.app == app }
             byKey[app] = try await store.devices(app: app, watchingEach: inApp.flatMap { $0.keys.map(\.description) })
@@ -313,7 +314,7 @@ public struct EventPublisher: Sendable {
             let unknownTokens = draft.tokens.filter { known[$0] == nil }
             let routed = devices.filter { platforms.contains($0.platform) && !($0.deviceID.map(draft.excluded.contains) ?? false) }
             let event = NewEvent(
-                id: UUID.random().lowercasedString, app: draft.app, template: draft.template, push: draft.push,
+                id: UUID.timeOrdered(at: now).lowercasedString, app: draft.app, template: draft.template, push: draft.push,
                 expiresAt: draft.expiresAt, devices: routed)
             prepared.append(Published(event: event, unknownTokens: unknownTokens))
         }

@@ -97,7 +97,7 @@ public struct MatrixNotifier: Sendable {
             perApp[app.pattern, default: (0, 0, [])].devices += 1
             guard publisher.platforms.contains(record.platform), let push = MatrixPushBuilder.push(n, device: device, app: app) else { continue }
             let event = NewEvent(
-                id: UUID.random().lowercasedString, app: app.app, template: "matrix", push: push,
+                id: UUID.timeOrdered(at: now).lowercasedString, app: app.app, template: "matrix", push: push,
                 expiresAt: now.addingTimeInterval(EventPublisher.defaultLifetime), devices: [record],
                 dedupeKey: (n.eventID ?? "").isEmpty ? nil : Self.dedupeKey(app: app.app, eventID: n.eventID!, token: record.token))
             perApp[app.pattern, default: (0, 0, [])].events.append(event.id)

@@ -145,7 +145,7 @@ enum Schema {
     static let countersVersion = "v8"
 
     /// Versions after the counters, the same SQL on both stores, applied in order after them.
-    static let laterVersions: [(String, String)] = [("v9", v9)]
+    static let laterVersions: [(String, String)] = [("v9", v9), ("v10", v10)]
 
     /// Tokens a push service called dead (APNs's 410 and BadDeviceToken, FCM's UNREGISTERED, a
     /// Web Push 404 or 410), kept after their device is deleted: a request that names its device
@@ -161,6 +161,16 @@ enum Schema {
           PRIMARY KEY (app_id, token)
         );
         CREATE INDEX dead_tokens_dead_at ON dead_tokens (dead_at);
+        """
+
+    /// A delivery's device is found by the row id alone. With the state in the index, every
+    /// outcome (a state change) moved the delivery's entry in it: one more page at a random place
+    /// per push in each commit, since devices are many. Only the device-wide changes read it (a
+    /// token's Retry-After, a disabled token's drops, a device's cascade), and they check the
+    /// state on the device's rows.
+    static let v10 = """
+        DROP INDEX deliveries_device;
+        CREATE INDEX deliveries_device_row ON deliveries (device_row);
         """
 
     /// The counter key of a delivery row `row` (`NEW` or `OLD`): its reason only where it ended in one.

@@ -19,6 +19,29 @@ struct UUIDTests {
         #expect(seen.count == 1_000)
     }
 
+    @Test("UUID.timeOrdered(at:) is version 7: the milliseconds first, so later ids sort after earlier ones; distinct within one millisecond")
+    func timeOrderedVersion7() {
+        let start = Date(timeIntervalSince1970: 1_800_000_000.123)
+        var previous = ""
+        var seen = Set<String>()
+        for step in 0..<1_000 {
+            // Two ids per millisecond: the same millisecond, then the next.
+            let id = UUID.timeOrdered(at: start.addingTimeInterval(Double(step / 2) / 1000)).lowercasedString
+            let digits = Array(id)
+            #expect(digits[14] == "7", "version 7: \(id)")
+            #expect("89ab".contains(digits[19]), "RFC 9562 variant: \(id)")
+            let milliseconds = UInt64(String(digits[0..<8] + digits[9..<13]), radix: 16)
+            #expect(milliseconds == 1_800_000_000_123 + UInt64(step / 2), "\(id)")
+            if step % 2 == 0 { #expect(id > previous, "\(id) sorts after \(previous)") }
+            previous = id
+            seen.insert(id)
+        }
+        #expect(seen.count == 1_000)
+        // Out-of-range dates are pinned, not trapped on.
+        #expect(UUID.timeOrdered(at: Date(timeIntervalSince1970: -5)).lowercasedString.hasPrefix("00000000-0000-7"))
+        #expect(UUID.timeOrdered(at: Date(timeIntervalSince1970: 1e15)).lowercasedString.hasPrefix("ffffffff-ffff-7"))
+    }
+
     @Test("lowercasedString of fixed bytes")
     func fixedBytes() {
         let id = UUID(bytes: Array(0..<16))
