@@ -103,3 +103,16 @@ extension JSONValue: Decodable {
         return nil
     }
 }
+
+extension JSONValue {
+    /// An object whose keys are sorted (byte order), so the same fields always render the same bytes.
+    public static func sortedObject(_ fields: [String: JSONValue]) -> JSONValue {
+        .object(fields.sorted { $0.key < $1.key }.map { Field($0.key, $0.value) })
+    }
+}
+
+extension JSONValue: ExpressibleByBooleanLiteral, ExpressibleByStringLiteral, ExpressibleByArrayLiteral {
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+    public init(stringLiteral value: String) { self = .string(value) }
+    public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+}

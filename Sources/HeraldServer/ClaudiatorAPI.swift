@@ -48,6 +48,6 @@ public struct ClaudiatorAPI: Sendable {
         _ = try await store.register(
             Registration(app: app.id, token: token, environment: app.production ? .production : .sandbox, watchSet: .empty),
             now: clock.now())
-        return try RegistrationAPI.json(["registered": true])
+        return RegistrationAPI.json(["registered": true])
     }
 }

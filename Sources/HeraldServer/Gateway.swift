@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 import HeraldDelivery
 import HeraldKaspa
 import HeraldMatrix
@@ -43,7 +44,7 @@ public enum Gateway {
             headers[.contentType] = "text/plain; version=0.0.4"
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
         }
-        router.get("/healthz") { _, _ in try RegistrationAPI.json(["status": "ok"]) }
+        router.get("/healthz") { _, _ in RegistrationAPI.json(["status": "ok"]) }
         let document = ByteBuffer(string: OpenAPIDocument.served(
             apps: configuration.apps.apps.map(\.id), maximumWatchKeys: configuration.maximumWatchKeys, maximumAliases: configuration.maximumAliases,
             matrix: !(matrix?.isEmpty ?? true)))
@@ -60,29 +61,35 @@ public enum Gateway {
             guard failing.isEmpty else {
                 throw APIError(.serviceUnavailable, code: "not_ready", message: "not ready: " + failing.joined(separator: "; "))
             }
-            return try RegistrationAPI.json(["ready": true, "checked": ["store"] + readiness.map(\.name), "apps": sending])
+            return RegistrationAPI.json([
+                "ready": true, "checked": .array((["store"] + readiness.map(\.name)).map(JSONValue.string)),
+                "apps": .sortedObject(sending.mapValues { .sortedObject($0.mapValues(JSONValue.string)) }),
+            ])
         }
         router.get("/v1/stats") { _, _ in
             let stats = try await store.stats()
             let queued = (stats.deliveries[.pending] ?? 0) + (stats.deliveries[.sending] ?? 0)
-            var body: [String: Any] = [
-                "registrations": stats.devices,
-                "deliveries": Dictionary(uniqueKeysWithValues: stats.deliveries.map { ($0.key.rawValue, $0.value) }),
-                "failure_reasons": stats.failureReasons,
-                "queue_depth": queued,
-                "oldest_pending_age_seconds": stats.oldestPending.map { max(0, Int(Date().timeIntervalSince($0))) } as Any? ?? NSNull(),
+            func counts(_ counts: [String: Int]) -> JSONValue { .sortedObject(counts.mapValues { .int(Int64($0)) }) }
+            var body: [String: JSONValue] = [
+                "registrations": .sortedObject(stats.devices.mapValues(counts)),
+                "deliveries": counts(Dictionary(uniqueKeysWithValues: stats.deliveries.map { ($0.key.rawValue, $0.value) })),
+                "failure_reasons": counts(stats.failureReasons),
+                "queue_depth": .int(Int64(queued)),
+                "oldest_pending_age_seconds": stats.oldestPending.map { .int(Int64(max(0, Int(Date().timeIntervalSince($0))))) } ?? .null,
             ]
             if let source = chainSource?.stats {
-                body["kaspa"] = [
-                    "connected": source.connected, "last_block": source.lastBlockHash as Any? ?? NSNull(),
-                    "last_daa_score": source.lastDaaScore.map { NSNumber(value: $0) } as Any? ?? NSNull(),
-                    "lag_seconds": source.lagSeconds as Any? ?? NSNull(), "transactions_seen": source.transactionsSeen,
-                    "transactions_classified": source.transactionsClassified, "events_committed": source.eventsCommitted,
-                    "unattributed_messages": source.unattributedMessages, "gaps": source.gaps,
-                    "reconnects": source.reconnects, "leader": source.leader,
-                ] as [String: Any]
+                body["kaspa"] = .sortedObject([
+                    "connected": .bool(source.connected), "last_block": source.lastBlockHash.map(JSONValue.string) ?? .null,
+                    "last_daa_score": source.lastDaaScore.map(JSONValue.unsigned) ?? .null,
+                    "lag_seconds": source.lagSeconds.map(JSONValue.double) ?? .null,
+                    "transactions_seen": .int(Int64(source.transactionsSeen)),
+                    "transactions_classified": .int(Int64(source.transactionsClassified)),
+                    "events_committed": .int(Int64(source.eventsCommitted)),
+                    "unattributed_messages": .int(Int64(source.unattributedMessages)), "gaps": .int(Int64(source.gaps)),
+                    "reconnects": .int(Int64(source.reconnects)), "leader": .bool(source.leader),
+                ])
             }
-            return try RegistrationAPI.json(body)
+            return RegistrationAPI.json(body)
         }
         served.fill(router.routes.map { ($0.method.rawValue, "\($0.path)") })
         return router

@@ -54,7 +54,7 @@ public struct GhostTalkAPI: Sendable {
             Registration(app: app.id, token: token, environment: app.production ? .production : .sandbox,
                          watchSet: try WatchSet(watched: [session])),
             now: clock.now())
-        return try RegistrationAPI.json(["success": true, "message": "Device registered successfully"])
+        return RegistrationAPI.json(["success": true, "message": "Device registered successfully"])
     }
 
     /// Removes the devices registered for the session.
@@ -66,13 +66,13 @@ public struct GhostTalkAPI: Sendable {
         for device in try await store.devices(app: app.id, watching: session.description) {
             _ = try await store.unregister(app: app.id, token: device.token)
         }
-        return try RegistrationAPI.json(["success": true, "message": "Device unregistered successfully"])
+        return RegistrationAPI.json(["success": true, "message": "Device unregistered successfully"])
     }
 
     func stats(_ request: Request, app prefix: String?) async throws -> Response {
         let (app, _) = try configuration.apps.registeringApp(request, prefix: prefix, now: clock.now())
         let registrations = try await store.stats().devices[app.id]?.values.reduce(0, +) ?? 0
-        return try RegistrationAPI.json(["total_registrations": registrations, "production_mode": app.production, "topic": app.topic])
+        return RegistrationAPI.json(["total_registrations": .int(Int64(registrations)), "production_mode": .bool(app.production), "topic": .string(app.topic)])
     }
 
     /// Testing only: 404 unless the app enables it, and always behind one of its publisher keys.
@@ -91,7 +91,7 @@ public struct GhostTalkAPI: Sendable {
         fields.append(.init("session_id", .string(body.session_id!)))
         let event = EventPublisher.Request(app: app.id, template: "session.message", fields: .object(fields))
         let prepared = try await publisher.publish([event], publisherKey: key)[0]
-        return try RegistrationAPI.json(["success": true, "message": "Notification sent", "deliveries": prepared.event.deviceRowIDs.count])
+        return RegistrationAPI.json(["success": true, "message": "Notification sent", "deliveries": .int(Int64(prepared.event.deviceRowIDs.count))])
     }
 
     static func sessionKey(_ id: String?) throws -> WatchKey {

@@ -7,13 +7,11 @@ import Hummingbird
 /// Refusals go out as `{"error": {"code": …, "message": …, "field": …}}` with their status.
 extension APIError: HTTPResponseError {
     public func response(from request: Request, context: some RequestContext) throws -> Response {
-        var error: [String: Any] = ["code": code, "message": message]
-        if let field { error["field"] = field }
-        let data = try JSONSerialization.data(withJSONObject: ["error": error], options: [.sortedKeys])
-        var headers = HTTPFields()
-        headers[.contentType] = "application/json"
-        if let retryAfter { headers[.retryAfter] = String(retryAfter) }
-        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+        var error: [String: JSONValue] = ["code": .string(code), "message": .string(message)]
+        if let field { error["field"] = .string(field) }
+        var response = RegistrationAPI.json(["error": .sortedObject(error)], status: status)
+        if let retryAfter { response.headers[.retryAfter] = String(retryAfter) }
+        return response
     }
 }
 

@@ -49,7 +49,7 @@ public struct SafeWhisperAPI: Sendable {
             Registration(app: app.id, token: token, environment: app.production ? .production : .sandbox, deviceID: deviceID, watchSet: .empty,
                          replacesDeviceTokens: true),
             now: clock.now())
-        return try RegistrationAPI.json(["id": Self.recordID(app: device.app, token: device.token)], status: .created)
+        return RegistrationAPI.json(["id": .string(Self.recordID(app: device.app, token: device.token))], status: .created)
     }
 
     /// 200: every token of the device is gone.
@@ -58,7 +58,7 @@ public struct SafeWhisperAPI: Sendable {
         let deviceID = try Self.deviceID(request)
         try AppDirectory.require(grant, covers: deviceID, field: "X-Device-ID")
         let removed = try await store.unregister(app: app.id, deviceID: deviceID)
-        return try RegistrationAPI.json(["removed": removed])
+        return RegistrationAPI.json(["removed": .int(Int64(removed))])
     }
 
     static func deviceID(_ request: Request) throws -> String {
