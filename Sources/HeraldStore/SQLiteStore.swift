@@ -330,22 +330,22 @@ public final class SQLiteStore: Store {
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """)
         let deviceByRow = try db.cachedStatement(sql: "SELECT * FROM devices WHERE id = ?")
+        // Each app once per transaction, not once per event.
+        let addApp = try db.cachedStatement(sql: "INSERT INTO apps (id, created_at) VALUES (?, ?) ON CONFLICT (id) DO NOTHING")
+        for app in Set(events.map(\.app)) { try addApp.execute(arguments: [app, ms]) }
+        // A repeated dedupe key inserts nothing, and its event is skipped: one index lookup, not a
+        // read and then an insert.
+        let insertEvent = try db.cachedStatement(
+            sql: """
+                INSERT INTO events (id, app_id, template, push_type, priority, collapse_id, payload, created_at, expires_at, dedupe_key, fcm_data)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (dedupe_key) DO NOTHING
+                """)
         for event in events {
-            if let key = event.dedupeKey,
-                try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM events WHERE dedupe_key = ?"), arguments: [key]) == true
-            {
-                continue
-            }
-            try db.cachedStatement(sql: "INSERT INTO apps (id, created_at) VALUES (?, ?) ON CONFLICT (id) DO NOTHING").execute(arguments: [event.app, ms])
-            try db.cachedStatement(
-                sql: """
-                    INSERT INTO events (id, app_id, template, push_type, priority, collapse_id, payload, created_at, expires_at, dedupe_key, fcm_data)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """
-            ).execute(arguments: [
+            try insertEvent.execute(arguments: [
                 event.id, event.app, event.template, event.push.pushType.rawValue, event.push.priority.rawValue,
                 event.push.collapseID, Data(event.push.payload), ms, event.expiresAt.milliseconds, event.dedupeKey, event.push.fcmDataJSON,
             ])
+            guard db.changesCount == 1 else { continue }
             let apnsIDs = APNsIDSequence()
             let expiresAt = event.expiresAt.milliseconds
             let rows = Set(event.deviceRowIDs).sorted()
