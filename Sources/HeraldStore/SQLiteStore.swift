@@ -44,7 +44,7 @@ public final class SQLiteStore: Store {
             migrator.registerMigration(version) { db in try db.execute(sql: sql) }
         }
         migrator.registerMigration(Schema.countersVersion) { db in try db.execute(sql: Schema.sqliteCounters) }
-        for (version, sql) in Schema.laterVersions {
+        for (version, sql) in Schema.laterVersions + Schema.sqliteLaterVersions {
             migrator.registerMigration(version) { db in try db.execute(sql: sql) }
         }
         try migrator.migrate(pool)
@@ -585,10 +585,18 @@ public final class SQLiteStore: Store {
         try counts.apply(db)
     }
 
+    /// Every lane's prefix of `deliveries_lane_due` (app, platform), so a query by state alone
+    /// seeks each lane's deliveries in that state instead of scanning the table: SQLite has no
+    /// index by state alone (schema v11 dropped it).
+    static let everyLane = "app_id IN (SELECT id FROM apps) AND platform IN (\(Platform.allCases.map { "'\($0.rawValue)'" }.joined(separator: ", ")))"
+
     public func expire(now: Date) async throws -> Int {
         try await pool.write { db in
             try db.execute(
-                sql: "UPDATE deliveries SET state = 'expired', last_reason = 'expired', lease_until = NULL, updated_at = ? WHERE state = 'pending' AND expires_at <= ?",
+                sql: """
+                    UPDATE deliveries SET state = 'expired', last_reason = 'expired', lease_until = NULL, updated_at = ?
+                    WHERE \(Self.everyLane) AND state = 'pending' AND expires_at <= ?
+                    """,
                 arguments: [now.milliseconds, now.milliseconds])
             let expired = db.changesCount
             var counts = DeliveryCounts()
@@ -706,7 +714,8 @@ public final class SQLiteStore: Store {
             var queues: [String: AppQueue] = [:]
             for row in try Row.fetchAll(
                 db.cachedStatement(sql: """
-                    SELECT app_id, COUNT(*), MIN(created_at) FROM deliveries WHERE state IN ('pending', 'sending') GROUP BY app_id
+                    SELECT app_id, COUNT(*), MIN(created_at) FROM deliveries WHERE \(Self.everyLane) AND state IN ('pending', 'sending')
+                    GROUP BY app_id
                     """))
             {
                 queues[row[0]] = AppQueue(depth: row[1], oldest: (row[2] as Int64?).map(Date.init(milliseconds:)))

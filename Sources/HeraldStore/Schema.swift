@@ -173,6 +173,18 @@ enum Schema {
         CREATE INDEX deliveries_device_row ON deliveries (device_row);
         """
 
+    /// Versions only SQLite applies, after `laterVersions`.
+    static let sqliteLaterVersions: [(String, String)] = [("v11-sqlite", sqliteV11)]
+
+    /// One index less to rewrite per delivery: `deliveries_due (state, next_attempt_at)` took a
+    /// delivery's entry on insert and moved it on every state change (two pages per outcome), for
+    /// the expiry sweep and the queue gauges alone, which now seek each lane's state through
+    /// `deliveries_lane_due`. PostgreSQL keeps it: without skip scans (before version 18) it would
+    /// read the table for them.
+    static let sqliteV11 = """
+        DROP INDEX deliveries_due;
+        """
+
     /// The counter key of a delivery row `row` (`NEW` or `OLD`): its reason only where it ended in one.
     static func reasonKey(_ row: String) -> String {
         "CASE WHEN \(row).state IN ('failed', 'dropped') THEN COALESCE(\(row).last_reason, 'unknown') ELSE '' END"
