@@ -587,7 +587,7 @@ public final class SQLiteStore: Store {
 
     /// Every lane's prefix of `deliveries_lane_due` (app, platform), so a query by state alone
     /// seeks each lane's deliveries in that state instead of scanning the table: SQLite has no
-    /// index by state alone (schema v11 dropped it).
+    /// index by state alone (`v11-sqlite` dropped it).
     static let everyLane = "app_id IN (SELECT id FROM apps) AND platform IN (\(Platform.allCases.map { "'\($0.rawValue)'" }.joined(separator: ", ")))"
 
     public func expire(now: Date) async throws -> Int {
