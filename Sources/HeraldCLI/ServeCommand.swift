@@ -42,8 +42,6 @@ struct ServeCommand: AsyncParsableCommand {
         let simulated = settings.apps.filter { $0.apns == nil }
         var simulator: APNsSimulator?
         var simulatorKeys: [String: APNsSigningKey] = [:]
-        // The simulators' CAs stay in memory: nothing is left in the temporary directory.
-        var simulatorCA: String?
         if !simulated.isEmpty {
             for (i, app) in simulated.enumerated() {
                 simulatorKeys[app.settings.id] = APNsSigningKey(
@@ -54,7 +52,6 @@ struct ServeCommand: AsyncParsableCommand {
             configuration.controlPort = settings.simulatorControlPort
             configuration.keys = simulatorKeys.values.map { SimulatorKey(keyID: $0.keyID, teamID: $0.teamID, publicKey: $0.publicKey) }
             let sim = try await APNsSimulator.start(configuration: configuration, eventLoopGroup: group)
-            simulatorCA = sim.tls.caPEM
             simulator = sim
             // First in the group, so it stops last: pushes in flight at shutdown still reach it.
             services.append(StopAtShutdown { await sim.shutdown() })
@@ -68,13 +65,11 @@ struct ServeCommand: AsyncParsableCommand {
 
         // Apps without FCM credentials share one in-process FCM simulator and its service account.
         var fcmSimulator: FCMSimulator?
-        var fcmSimulatorCA: String?
         let fcmSimulated = settings.apps.filter { $0.fcm == nil }
         if !fcmSimulated.isEmpty {
             var configuration = FCMSimulator.Configuration()
             configuration.controlPort = settings.fcmSimulatorControlPort
             let sim = try await FCMSimulator.start(configuration: configuration)
-            fcmSimulatorCA = sim.tls.caPEM
             fcmSimulator = sim
             services.append(StopAtShutdown { await sim.shutdown() })
             logger.warning(
@@ -88,14 +83,12 @@ struct ServeCommand: AsyncParsableCommand {
         // Apps without a VAPID key sign with an ephemeral one and get a built-in Web Push simulator;
         // its own address is the one inside address Herald sends to without being told.
         var webPushSimulator: WebPushSimulator?
-        var webPushSimulatorCA: String?
         var webPushAllowHosts = settings.webPush.allowHosts
         let unsigned = settings.apps.filter { $0.vapid == nil }
         if !unsigned.isEmpty {
             var configuration = WebPushSimulator.Configuration()
             configuration.controlPort = settings.webPush.simulatorControlPort
             let sim = try await WebPushSimulator.start(configuration: configuration)
-            webPushSimulatorCA = sim.tls.caPEM
             webPushAllowHosts.insert("\(configuration.host):\(sim.port)")
             webPushSimulator = sim
             services.append(StopAtShutdown { await sim.shutdown() })
@@ -109,7 +102,8 @@ struct ServeCommand: AsyncParsableCommand {
         let webPushGuard = WebPushEndpointGuard(policy: WebPushAddressPolicy(allowedHosts: webPushAllowHosts))
         var webPushConfiguration = WebPushClientConfiguration(endpointGuard: webPushGuard)
         webPushConfiguration.trustRootsPEMFiles = settings.webPush.caFile.map { [$0] } ?? []
-        webPushConfiguration.trustRootsPEM = webPushSimulatorCA.map { [$0] } ?? []
+        // The built-in simulators' CAs are trusted from memory: nothing is written to the temporary directory.
+        webPushConfiguration.trustRootsPEM = webPushSimulator.map { [$0.tls.caPEM] } ?? []
         let webPushClient = try WebPushClient(configuration: webPushConfiguration, eventLoopGroup: group, logger: Logger(label: "herald.webpush"))
         var vapidPublicKeys: [String: String] = [:]
 
@@ -130,10 +124,10 @@ struct ServeCommand: AsyncParsableCommand {
                         logger: apnsLogger)
                 }
             } else {
-                let url = simulator!.url
+                let sim = simulator!
                 let tokens = APNsProviderTokenSource(key: simulatorKeys[app.settings.id]!)
-                var configuration = APNsClientConfiguration(environment: .sandbox, url: url)
-                configuration.trustRootsPEM = simulatorCA.map { [$0] } ?? []
+                var configuration = APNsClientConfiguration(environment: .sandbox, url: sim.url)
+                configuration.trustRootsPEM = [sim.tls.caPEM]
                 let client = try APNsClient(
                     configuration: configuration,
                     tokens: tokens, eventLoopGroup: group, logger: Logger(label: "herald.apns"))
@@ -148,7 +142,7 @@ struct ServeCommand: AsyncParsableCommand {
             } else {
                 let sim = fcmSimulator!
                 var configuration = FCMClientConfiguration(url: sim.url)
-                configuration.trustRootsPEM = fcmSimulatorCA.map { [$0] } ?? []
+                configuration.trustRootsPEM = [sim.tls.caPEM]
                 fcmClient = try FCMClient(
                     configuration: configuration,
                     account: try FCMServiceAccount(json: sim.serviceAccountJSON), eventLoopGroup: group, logger: Logger(label: "herald.fcm"))
