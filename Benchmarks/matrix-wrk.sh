@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Matrix notifies with a load generator that costs little: wrk (C, LuaJIT) posts Synapse-shaped
+# notifies to a release `herald serve` (SQLite, synchronous=FULL) whose APNs is `herald mock-apns`
+# in its own process, so the CPU read from /proc is Herald's alone. Every notify has a new
+# event_id; 1,000 pushkeys.
+#
+#   Benchmarks/matrix-wrk.sh                  # 32 connections, 10 s (the README table)
+#   SECONDS_=5 CONNECTIONS=8 Benchmarks/matrix-wrk.sh
+#
+# Needs a release build (`swift build -c release --product herald`) and wrk (`apt-get install wrk`).
+# Everything runs on 127.0.0.1; each run is bounded by its duration.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DURATION=${SECONDS_:-10}
+CONNECTIONS=${CONNECTIONS:-32}
+PORT=${PORT:-18092}
+HERALD=${HERALD:-$(swift build -c release --product herald --show-bin-path ${SCRATCH:+--scratch-path "$SCRATCH"})/herald}
+[ -x "$HERALD" ] || { echo "build first: swift build -c release --product herald" >&2; exit 2; }
+command -v wrk >/dev/null || { echo "install wrk: apt-get install wrk" >&2; exit 2; }
+
+work=$(mktemp -d)
+serve=""
+trap 'kill $serve "$mock" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
+"$HERALD" mock-apns --port 0 --control-port 0 --topic com.example.bench --cert-out "$work" >"$work/ready.json" 2>"$work/mock.log" &
+mock=$!
+for _ in $(seq 1 100); do [ -s "$work/ready.json" ] && break; sleep 0.1; done
+read -r port key_id team_id key_path < <(python3 -c '
+import json,sys; d=json.load(open(sys.argv[1])); print(d["port"], d["key_id"], d["team_id"], d["key_path"])' "$work/ready.json")
+
+# The notify script: 1,000 pushkeys (base64 of 32 bytes), an event id per request and thread.
+python3 - "$work/notify.lua" <<'PY'
+import base64, hashlib, sys
+keys = ",".join('"%s"' % base64.b64encode(hashlib.sha256(b"dev%d" % i).digest()).decode() for i in range(1000))
+open(sys.argv[1], "w").write('''
+local keys = {%s}
+local counter = 0
+local threads = {}
+function setup(thread) thread:set("tid", #threads); table.insert(threads, thread) end
+function init(args) tid = tonumber(tid) or 0; run = os.time() %% 100000 end
+request = function()
+  counter = counter + 1
+  local n = tid * 100000000 + counter
+  local body = '{"notification":{"event_id":"$wrk' .. run .. '_' .. n .. '","room_id":"!room' .. (n %% 97) .. ':bench.example",' ..
+    '"type":"m.room.message","sender":"@alice:bench.example","sender_display_name":"Alice","room_name":"Bench room","prio":"high",' ..
+    '"content":{"msgtype":"m.text","body":"message ' .. n .. '"},"counts":{"unread":1},' ..
+    '"devices":[{"app_id":"im.bench.ios","pushkey":"' .. keys[(n %% 1000) + 1] .. '","pushkey_ts":1700000000,"data":{}}]}}'
+  return wrk.format("POST", "/_matrix/push/v1/notify", {["Content-Type"] = "application/json"}, body)
+end
+''' % keys)
+PY
+
+HERALD_APNS_URL="https://127.0.0.1:$port" HERALD_APNS_CA_FILE="$work/ca.pem" HERALD_APNS_KEY_PATH="$key_path" \
+  HERALD_APNS_KEY_ID="$key_id" HERALD_APNS_TEAM_ID="$team_id" HERALD_APNS_TOPIC=com.example.bench HERALD_LOG_LEVEL=warning \
+  HERALD_PUBLISH_KEYS=bench-publisher-key-0001 HERALD_HTTP_PORT="$PORT" HERALD_MATRIX_APPS=im.bench.ios=apns \
+  HERALD_DATABASE_URL="sqlite:$work/herald.sqlite" "$HERALD" serve >"$work/serve.out" 2>"$work/serve.log" &
+serve=$!
+for _ in $(seq 1 100); do grep -q '"ready":true' "$work/serve.out" 2>/dev/null && break; sleep 0.1; done
+
+cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# Warm-up: connections, the first JWT, every pushkey admitted once.
+wrk -t1 -c8 -d2s -s "$work/notify.lua" "http://127.0.0.1:$PORT" >/dev/null
+sleep 1
+h0=$(cpu $serve); m0=$(cpu $mock)
+wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$work/notify.lua" "http://127.0.0.1:$PORT" >"$work/wrk.out"
+sleep 2  # the last pushes reach the simulator
+h1=$(cpu $serve); m1=$(cpu $mock)
+python3 - "$work/wrk.out" "$DURATION" "$CONNECTIONS" "$h0" "$h1" "$m0" "$m1" <<'PY'
+import json, re, sys
+out = open(sys.argv[1]).read()
+n = int(re.search(r"(\d+) requests in", out).group(1))
+seconds, connections = float(sys.argv[2]), int(sys.argv[3])
+h0, h1, m0, m1 = map(float, sys.argv[4:8])
+ticks = 100.0  # /proc/<pid>/stat counts CPU in clock ticks (USER_HZ)
+p = lambda q: (re.search(r"\s%s%%\s+(\S+)" % q, out) or [None, None])[1]
+print(json.dumps({
+    "benchmark": "matrix-wrk", "notifies": n, "connections": connections, "notifies_per_second": round(n / seconds),
+    "herald_cpu_ms_per_notify": round((h1 - h0) / ticks * 1000 / n, 3),
+    "mock_apns_cpu_ms_per_notify": round((m1 - m0) / ticks * 1000 / n, 3),
+    "non_2xx": "Non-2xx" in out, "answer_p50": p("50"), "answer_p99": p("99"),
+}))
+PY
