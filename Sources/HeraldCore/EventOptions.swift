@@ -66,8 +66,8 @@ extension RenderedPush {
     ///   `isTooLarge` tells a payload over the size limit apart.
     public func validated() throws(TemplateError) -> RenderedPush {
         let probe = APNsNotification(
-            deviceToken: String(repeating: "0", count: APNsDeviceToken.minimumLength),
-            topic: pushType.stubTopic, pushType: pushType, priority: priority, collapseID: collapseID, payload: payload)
+            deviceToken: Self.standInToken, topic: pushType.stubTopic, pushType: pushType, priority: priority,
+            collapseID: collapseID, apnsID: Self.standInID, payload: payload)
         do {
             try probe.validate()
         } catch {
@@ -81,6 +81,13 @@ extension RenderedPush {
         }
         return self
     }
+}
+
+extension RenderedPush {
+    /// The stand-in device of `validated()`, made once: building it and drawing a random apns-id
+    /// per event were a twentieth of a batched event's CPU.
+    private static let standInToken = String(repeating: "0", count: APNsDeviceToken.minimumLength)
+    private static let standInID = UUID(uuid: (0, 0, 0, 0, 0, 0, 0x40, 0, 0x80, 0, 0, 0, 0, 0, 0, 0))
 }
 
 extension APNsPushType {

@@ -97,10 +97,8 @@ struct SQLiteReadConnection {
             sqlite3_reset(statement)
             sqlite3_clear_bindings(statement)
         }
-        for (i, argument) in arguments.enumerated() {
-            let code = sqlite3_bind_text(statement, Int32(i + 1), argument, -1, SQLiteReadConnection.transient)
-            guard code == SQLITE_OK else { throw error(code) }
-        }
+        let parameters = SQLiteParameters(statement)
+        for (i, argument) in arguments.enumerated() { parameters.text(Int32(i + 1), argument) }
         var found: [T] = []
         while true {
             let code = sqlite3_step(statement)
@@ -113,9 +111,6 @@ struct SQLiteReadConnection {
     private func error(_ code: Int32) -> SQLiteReadError {
         SQLiteReadError(code: code, message: String(cString: sqlite3_errmsg(connection.handle)))
     }
-
-    /// SQLite copies the text before `bind` returns (`SQLITE_TRANSIENT`, a macro Swift cannot import).
-    private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 }
 
 /// The current row of a stepping statement, read by column position.

@@ -340,11 +340,45 @@ public final class SQLiteStore: Store {
                 INSERT INTO events (id, app_id, template, push_type, priority, collapse_id, payload, created_at, expires_at, dedupe_key, fcm_data)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (dedupe_key) DO NOTHING
                 """)
+        // The two inserts run once per event and per delivery: their values are bound directly.
+        // An empty argument list tells GRDB the parameters are bound, and it executes as usual.
+        insertEvent.setUncheckedArguments([])
+        insertDelivery.setUncheckedArguments([])
+        let eventValues = SQLiteParameters(insertEvent.sqliteStatement)
+        let deliveryValues = SQLiteParameters(insertDelivery.sqliteStatement)
+        func addDelivery(
+            _ event: NewEvent, row: Int64, state: DeliveryState, attempts: Int64, leaseUntil: Int64?, apnsID: String,
+            expiresAt: Int64, platform: String?
+        ) throws {
+            deliveryValues.reset()
+            deliveryValues.text(1, event.id)
+            deliveryValues.integer(2, row)
+            deliveryValues.text(3, event.app)
+            deliveryValues.text(4, state.rawValue)
+            deliveryValues.integer(5, attempts)
+            deliveryValues.integer(6, ms)
+            deliveryValues.integer(7, leaseUntil)
+            deliveryValues.text(8, apnsID)
+            deliveryValues.integer(9, expiresAt)
+            deliveryValues.integer(10, ms)
+            deliveryValues.integer(11, ms)
+            deliveryValues.text(12, platform)
+            try insertDelivery.execute()
+        }
         for event in events {
-            try insertEvent.execute(arguments: [
-                event.id, event.app, event.template, event.push.pushType.rawValue, event.push.priority.rawValue,
-                event.push.collapseID, Data(event.push.payload), ms, event.expiresAt.milliseconds, event.dedupeKey, event.push.fcmDataJSON,
-            ])
+            eventValues.reset()
+            eventValues.text(1, event.id)
+            eventValues.text(2, event.app)
+            eventValues.text(3, event.template)
+            eventValues.text(4, event.push.pushType.rawValue)
+            eventValues.integer(5, Int64(event.push.priority.rawValue))
+            eventValues.text(6, event.push.collapseID)
+            eventValues.blob(7, event.push.payload)
+            eventValues.integer(8, ms)
+            eventValues.integer(9, event.expiresAt.milliseconds)
+            eventValues.text(10, event.dedupeKey)
+            eventValues.text(11, event.push.fcmDataJSON)
+            try insertEvent.execute()
             guard db.changesCount == 1 else { continue }
             let apnsIDs = APNsIDSequence()
             let expiresAt = event.expiresAt.milliseconds
@@ -358,18 +392,16 @@ public final class SQLiteStore: Store {
                 let apnsID = apnsIDs.uuid(for: row)
                 if let device, let lane, let left = budget[lane], left > 0 {
                     budget[lane] = left - 1
-                    try insertDelivery.execute(arguments: [
-                        event.id, row, event.app, DeliveryState.sending.rawValue, 1, ms, leaseUntil, apnsID.lowercased, expiresAt, ms, ms,
-                        lane.platform.rawValue,
-                    ])
+                    try addDelivery(
+                        event, row: row, state: .sending, attempts: 1, leaseUntil: leaseUntil, apnsID: apnsID.lowercased,
+                        expiresAt: expiresAt, platform: lane.platform.rawValue)
                     claimed.append(ClaimedDelivery(
                         id: db.lastInsertedRowID, eventID: event.id, device: device, push: event.push, apnsID: apnsID.uuid, attempt: 1,
                         expiresAt: Date(milliseconds: expiresAt), acceptedAt: Date(milliseconds: ms)))
                 } else {
-                    try insertDelivery.execute(arguments: [
-                        event.id, row, event.app, DeliveryState.pending.rawValue, 0, ms, nil, apnsID.lowercased, expiresAt, ms, ms,
-                        lane?.platform.rawValue,
-                    ])
+                    try addDelivery(
+                        event, row: row, state: .pending, attempts: 0, leaseUntil: nil, apnsID: apnsID.lowercased,
+                        expiresAt: expiresAt, platform: lane?.platform.rawValue)
                     if let lane { pending.insert(lane) }
                 }
             }

@@ -176,6 +176,32 @@ struct StoreOutboxTests {
         }
     }
 
+    @Test("every field of an event comes back in its deliveries' claims, each event's own when one enqueue writes several")
+    func enqueueKeepsEveryField() async throws {
+        try await withEachStore { store, _ in
+            let d1 = try await store.register(try registration(1, watching: []), now: t0)
+            let d2 = try await store.register(try registration(2, watching: []), now: t0)
+            let silent = RenderedPush(
+                pushType: .background, priority: .considerate, collapseID: nil,
+                payload: Array(#"{"aps":{"content-available":1},"k":"ü"}"#.utf8), fcmData: ["kind": "sync", "n": "2"])
+            let expires = t0.addingTimeInterval(3_600)
+            let created = try await store.enqueue(
+                [event("loud", rows: [d1.rowID, d2.rowID]),
+                 NewEvent(id: "silent", app: "kasia", template: "custom", push: silent, expiresAt: expires, deviceRowIDs: [d2.rowID], dedupeKey: "k1")],
+                checkpoint: nil, now: t0)
+            #expect(created == ["loud": 2, "silent": 1])
+            let claimed = try await store.claimDue(app: "kasia", platform: .ios, limit: 10, now: t0, lease: .seconds(30))
+            #expect(claimed.count == 3)
+            for delivery in claimed {
+                let (expected, expiry) = delivery.eventID == "silent" ? (silent, expires) : (push, t0.addingTimeInterval(86_400))
+                #expect(delivery.push == expected)
+                #expect(delivery.expiresAt == expiry && delivery.acceptedAt == t0 && delivery.attempt == 1)
+            }
+            #expect(Set(claimed.map { "\($0.eventID) \($0.device.rowID)" }) == ["loud \(d1.rowID)", "loud \(d2.rowID)", "silent \(d2.rowID)"])
+            #expect(Set(claimed.map(\.apnsID)).count == 3)
+        }
+    }
+
     @Test("SQLite: an enqueue leases deliveries to the waiting lanes it names, up to their count; the rest stay pending for their lanes; a lapsed lease is claimed again with the same apns-id")
     func directClaim() async throws {
         try await withStore { store, _ in
