@@ -16,7 +16,6 @@
 // Benchmarks/floor.sh builds it, makes the database with Herald's migrations and runs both.
 #define _GNU_SOURCE
 #include <arpa/inet.h>
-#include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>

@@ -81,9 +81,7 @@ extension RenderedPush {
         }
         return self
     }
-}
 
-extension RenderedPush {
     /// The stand-in device of `validated()`, made once: building it and drawing a random apns-id
     /// per event were a twentieth of a batched event's CPU.
     private static let standInToken = String(repeating: "0", count: APNsDeviceToken.minimumLength)

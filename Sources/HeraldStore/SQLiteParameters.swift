@@ -5,8 +5,8 @@ import GRDBSQLite
 /// converts it to a `DatabaseValue` and checks the count on every execution: about a tenth of a
 /// batched event's CPU in its two inserts.
 ///
-/// `sqlite3_bind_*` fails only for a parameter index out of range or a statement in use, both
-/// programming errors here, so a failure stops the process as GRDB's own binding does.
+/// A bind that fails (an index out of range, a statement not reset, a value over SQLite's length
+/// limit, no memory) throws, so the read or the transaction it is part of fails and nothing else.
 struct SQLiteParameters {
     let statement: OpaquePointer
 
@@ -18,27 +18,30 @@ struct SQLiteParameters {
     /// Makes a statement that ran ready for new values: SQLite refuses a bind until it is reset.
     func reset() { sqlite3_reset(statement) }
 
-    func text(_ index: Int32, _ value: String?) {
-        guard let value else { return null(index) }
-        check(sqlite3_bind_text(statement, index, value, -1, Self.transient), index)
+    func text(_ index: Int32, _ value: String?) throws(SQLiteCallError) {
+        guard let value else { return try null(index) }
+        try check(sqlite3_bind_text(statement, index, value, -1, Self.transient), index)
     }
 
-    func integer(_ index: Int32, _ value: Int64?) {
-        guard let value else { return null(index) }
-        check(sqlite3_bind_int64(statement, index, value), index)
+    func integer(_ index: Int32, _ value: Int64?) throws(SQLiteCallError) {
+        guard let value else { return try null(index) }
+        try check(sqlite3_bind_int64(statement, index, value), index)
     }
 
-    func blob(_ index: Int32, _ value: [UInt8]) {
+    func blob(_ index: Int32, _ value: [UInt8]) throws(SQLiteCallError) {
+        guard let count = Int32(exactly: value.count) else { return try check(SQLITE_TOOBIG, index) }
         // An empty array's buffer may have no address, which SQLite would store as NULL.
         let code = value.withUnsafeBytes { bytes in
-            sqlite3_bind_blob(statement, index, bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(bytes.count), Self.transient)
+            sqlite3_bind_blob(statement, index, bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1), count, Self.transient)
         }
-        check(code, index)
+        try check(code, index)
     }
 
-    func null(_ index: Int32) { check(sqlite3_bind_null(statement, index), index) }
+    func null(_ index: Int32) throws(SQLiteCallError) { try check(sqlite3_bind_null(statement, index), index) }
 
-    private func check(_ code: Int32, _ index: Int32) {
-        precondition(code == SQLITE_OK, "SQLite refused parameter \(index): \(String(cString: sqlite3_errstr(code)))")
+    private func check(_ code: Int32, _ index: Int32) throws(SQLiteCallError) {
+        guard code == SQLITE_OK else {
+            throw SQLiteCallError(code: code, message: "parameter \(index): " + String(cString: sqlite3_errstr(code)))
+        }
     }
 }

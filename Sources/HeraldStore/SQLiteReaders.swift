@@ -24,7 +24,7 @@ final class SQLiteReaders: Sendable {
     /// Runs `body` on a connection of its own, on the calling thread.
     func read<T>(_ body: (SQLiteReadConnection) throws -> T) throws -> T {
         let connection = try idle.withLock { state -> Connection? in
-            if state.closed { throw SQLiteReadError(code: SQLITE_MISUSE, message: "the store is closed") }
+            if state.closed { throw SQLiteCallError(code: SQLITE_MISUSE, message: "the store is closed") }
             return state.connections.popLast()
         } ?? Connection(path: path)
         defer {
@@ -59,7 +59,7 @@ final class SQLiteReaders: Sendable {
             guard code == SQLITE_OK, let handle else {
                 let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
                 sqlite3_close_v2(handle)
-                throw SQLiteReadError(code: code, message: message)
+                throw SQLiteCallError(code: code, message: message)
             }
             self.handle = handle
             // The writer holds the write lock only while it commits; a reader waits on it only
@@ -71,7 +71,7 @@ final class SQLiteReaders: Sendable {
             if let cached = statements[sql] { return cached }
             var statement: OpaquePointer?
             let code = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
-            guard code == SQLITE_OK, let statement else { throw SQLiteReadError(code: code, message: String(cString: sqlite3_errmsg(handle))) }
+            guard code == SQLITE_OK, let statement else { throw SQLiteCallError(code: code, message: String(cString: sqlite3_errmsg(handle))) }
             statements[sql] = statement
             return statement
         }
@@ -98,7 +98,7 @@ struct SQLiteReadConnection {
             sqlite3_clear_bindings(statement)
         }
         let parameters = SQLiteParameters(statement)
-        for (i, argument) in arguments.enumerated() { parameters.text(Int32(i + 1), argument) }
+        for (i, argument) in arguments.enumerated() { try parameters.text(Int32(i + 1), argument) }
         var found: [T] = []
         while true {
             let code = sqlite3_step(statement)
@@ -108,8 +108,8 @@ struct SQLiteReadConnection {
         }
     }
 
-    private func error(_ code: Int32) -> SQLiteReadError {
-        SQLiteReadError(code: code, message: String(cString: sqlite3_errmsg(connection.handle)))
+    private func error(_ code: Int32) -> SQLiteCallError {
+        SQLiteCallError(code: code, message: String(cString: sqlite3_errmsg(connection.handle)))
     }
 }
 
@@ -132,8 +132,8 @@ struct SQLiteRow {
     func optionalInteger(_ column: Int32) -> Int64? { isNull(column) ? nil : integer(column) }
 }
 
-/// A failed read, with SQLite's code and message.
-struct SQLiteReadError: Error, CustomStringConvertible {
+/// A failed call into SQLite made outside GRDB (a read, a bind), with SQLite's code and message.
+struct SQLiteCallError: Error, CustomStringConvertible {
     var code: Int32
     var message: String
     var description: String { "SQLite error \(code): \(message)" }
