@@ -29,6 +29,8 @@ struct ServeCommand: AsyncParsableCommand {
     func run() async throws {
         CLILogging.bootstrap()
         let logger = Logger(label: "herald")
+        // Descriptors are what slow clients and many push-service origins exhaust first.
+        OpenFileLimit.raiseToHardLimit()
         let settings = try ServeSettings.load()
 
         try await settings.withStore { store in try await serve(store: store, settings: settings, logger: logger) }
@@ -232,10 +234,16 @@ struct ServeCommand: AsyncParsableCommand {
         let controlPort = simulator?.controlPort
         let fcmControlPort = fcmSimulator?.controlPort
         let webPushControlPort = webPushSimulator?.controlPort
+        // Every client connection is counted and held to its deadlines; past the cap, the longest
+        // waiting one without a request in hand makes room (ConnectionTable).
+        let connections = ConnectionTable(limits: ConnectionLimits(
+            maximumConnections: settings.maximumConnections, requestTimeout: .seconds(Int64(settings.httpRequestTimeoutSeconds)),
+            idleTimeout: .seconds(Int64(settings.httpIdleTimeoutSeconds))))
         let app = Application(
             router: router,
             // A connection that sends nothing for this long is closed: idle clients cannot hold the server's connections.
-            server: .http1(configuration: .init(idleTimeout: .seconds(Int64(settings.httpIdleTimeoutSeconds)))),
+            server: .http1(configuration: .init(
+                additionalChannelHandlers: [connections.handler()], idleTimeout: .seconds(Int64(settings.httpIdleTimeoutSeconds)))),
             configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "Herald"),
             onServerRunning: { channel in
                 // One line on standard output once the API listens, for scripts and tests.
@@ -253,6 +261,7 @@ struct ServeCommand: AsyncParsableCommand {
         }
         logger.info("herald serve", metadata: [
             "http": "\(settings.host):\(settings.port)", "database": "\(settings.databaseDescription)",
+            "open_file_limit": "\(settings.openFileLimit)", "max_connections": "\(settings.maximumConnections)",
             "apps": "\(settings.apps.map(\.settings.id).joined(separator: ","))",
         ])
 
@@ -354,6 +363,14 @@ struct ServeSettings {
     var kaspaMaximumAge: Duration = .seconds(24 * 3600)
     /// `HERALD_HTTP_IDLE_TIMEOUT_SECONDS`: a connection that sends nothing for this long is closed (default 30).
     var httpIdleTimeoutSeconds = 30
+    /// `HERALD_HTTP_REQUEST_TIMEOUT_SECONDS`: a request's head and body must arrive whole within
+    /// this (default 15), however the client spaces its bytes.
+    var httpRequestTimeoutSeconds = 15
+    /// The open-file limit `herald serve` runs with: the soft limit, raised to the hard one at start.
+    var openFileLimit = OpenFileLimit.current()
+    /// `HERALD_MAX_CONNECTIONS`: client connections open at once (default: the open-file limit
+    /// less a reserve for the store and the push services).
+    var maximumConnections = 0
     /// `HERALD_MAX_DELIVERIES_PER_REQUEST`: the most deliveries one publish request may create.
     var maximumDeliveriesPerRequest = EventPublisher.defaultMaximumDeliveriesPerRequest
     /// `limits:` of `HERALD_CONFIG`, else `HERALD_MAX_WATCH_KEYS`, `HERALD_MAX_ALIASES`,
@@ -446,6 +463,18 @@ struct ServeSettings {
         }
         webPush = try WebPushSettings(environment: env)
         if let value = try Self.integer(env, "HERALD_HTTP_IDLE_TIMEOUT_SECONDS", in: 1...3_600, "is a whole number of seconds from 1 to 3600") { httpIdleTimeoutSeconds = value }
+        if let value = try Self.integer(env, "HERALD_HTTP_REQUEST_TIMEOUT_SECONDS", in: 1...600, "is a whole number of seconds from 1 to 600") {
+            httpRequestTimeoutSeconds = value
+        }
+        // Client connections never take the descriptors the store and the push services need.
+        let connectionCeiling = ConnectionLimits.ceiling(openFileLimit: openFileLimit)
+        maximumConnections = ConnectionLimits.defaultMaximum(openFileLimit: openFileLimit)
+        if let value = try Self.integer(
+            env, "HERALD_MAX_CONNECTIONS", in: 1...connectionCeiling,
+            "is a whole number from 1 to \(connectionCeiling) (the open-file limit \(openFileLimit) less \(openFileLimit - connectionCeiling) kept for the store and the push services)")
+        {
+            maximumConnections = value
+        }
         if let value = try Self.integer(env, "HERALD_MAX_DELIVERIES_PER_REQUEST", in: 1...10_000_000, "is a whole number from 1 to 10000000") { maximumDeliveriesPerRequest = value }
         typealias L = ConfigFile.Limits
         func limit(_ name: String, _ range: ClosedRange<Int>) throws -> Int? {

@@ -19,14 +19,27 @@ public enum RegistrationPolicy: Sendable, Hashable {
 public enum RegistrationGrant: Sendable, Hashable {
     /// The app's policy asks for nothing more (open) or for a shared key only (bearer).
     case anyIdentity
-    /// A signed token granted this identity only.
-    case identity(String)
+    /// A signed token granted this identity only, and these watch keys besides its own
+    /// (`session:<id>`, `user:<id>`); a key ending in `*` grants every key it begins.
+    case identity(String, keys: [String] = [])
 
     /// Whether the request may act for `identity` (an `X-Device-ID`, a `session_id`, a `device_id`).
     public func permits(_ identity: String?) -> Bool {
         switch self {
         case .anyIdentity: true
-        case .identity(let granted): identity.map { SecretComparison.equals($0, granted) } ?? false
+        case .identity(let granted, _): identity.map { SecretComparison.equals($0, granted) } ?? false
+        }
+    }
+
+    /// Whether a device registered under this grant may watch `key` (its text form).
+    public func permitsWatching(_ key: String) -> Bool {
+        switch self {
+        case .anyIdentity: return true
+        case .identity(let granted, let keys):
+            if key == "session:" + granted || key == "user:" + granted { return true }
+            return keys.contains { pattern in
+                pattern.hasSuffix("*") ? key.hasPrefix(pattern.dropLast()) : pattern == key
+            }
         }
     }
 }

@@ -299,7 +299,9 @@ public struct EventPublisher: Sendable {
             if let kasia = draft.kasia, let key = KasiaRouting.lookupKey(for: kasia) {
                 let candidates = try await store.devices(app: draft.app, watching: key)
                 let sets = try await store.watchSets(rowIDs: candidates.map(\.rowID))
-                devices = candidates.filter { KasiaRouting.accepts(kasia, watchSet: sets[$0.rowID] ?? .empty) }
+                // Under the wallet policy only what a device proved (its own addresses) and its routes count.
+                let proven: Bool = if case .wallet = apps[draft.app]?.registration { true } else { false }
+                devices = candidates.filter { KasiaRouting.accepts(kasia, watchSet: sets[$0.rowID] ?? .empty, proven: proven) }
             }
             if draft.allDevices {
                 if allDevices[draft.app] == nil { allDevices[draft.app] = try await store.devices(app: draft.app) }

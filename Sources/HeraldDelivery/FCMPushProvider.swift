@@ -10,9 +10,10 @@ public final class FCMPushProvider: PushProvider {
     public var platform: Platform { .android }
     private let client: FCMClient
     private let now: @Sendable () -> Date
-    /// Whether the latest answer was a delivery: tells a token's SENDER_ID_MISMATCH (others go
-    /// through) from the app's (nothing goes through), so a misconfigured app loses no tokens.
-    private let lastWasDelivered = Mutex(false)
+    /// Tokens delivered to in this process: tells a token's SENDER_ID_MISMATCH (a token of
+    /// another Firebase project, which anyone may register) from the app's (its known good tokens
+    /// fail too), so neither a foreign token pauses the app nor a misconfigured app loses its tokens.
+    private let knownGood = Mutex(KnownGoodTokens())
 
     public init(client: FCMClient, now: @escaping @Sendable () -> Date = { Date() }) {
         self.client = client
@@ -37,25 +38,30 @@ public final class FCMPushProvider: PushProvider {
         } catch {
             return .failed(reason: error.description)
         }
-        let outcome = outcome(of: result)
-        lastWasDelivered.withLock { $0 = outcome == .delivered }
-        return outcome
+        return outcome(of: result, token: delivery.device.token)
     }
 
     /// FCM's answer in the outbox's terms: the one place FCM is mapped.
-    func outcome(of result: FCMResult) -> PushOutcome {
+    func outcome(of result: FCMResult, token: String) -> PushOutcome {
         let reason: String = switch result {
         case .accepted: "accepted"
         case .rejected(let answer): answer.reason
         case .transportFailure(let text): text
         }
         switch result.action {
-        case .done: return .delivered
+        case .done:
+            knownGood.withLock { $0.delivered(token) }
+            return .delivered
         // FCM gives no timestamp: the answer's own moment stands in, so the device is deleted
         // unless it registered again after it (compare-and-delete, as for APNs's 410).
         case .tokenDead: return .tokenDead(since: now(), reason: reason)
         case .senderMismatch:
-            return lastWasDelivered.withLock { $0 } ? .tokenDead(since: now(), reason: reason) : .refreshCredentials(reason: reason)
+            switch knownGood.withLock({ $0.mismatch(token) }) {
+            case .token: return .tokenDead(since: now(), reason: reason)
+            case .app: return .refreshCredentials(reason: reason)
+            // Nothing delivered yet to tell: the token waits with back-off, and is neither dropped nor blamed on the app.
+            case .unknown: return .retry(after: nil, scope: .token, reason: reason)
+            }
         case .refreshAccessToken, .credentialsRefused: return .refreshCredentials(reason: reason)
         case .retry(let after, let scope):
             let neutral: PushOutcome.RetryScope = switch scope {
@@ -108,5 +114,26 @@ public final class FCMPushProvider: PushProvider {
         default: break
         }
         return data
+    }
+}
+
+/// The tokens an app's FCM sends reached, to tell whose a SENDER_ID_MISMATCH is.
+struct KnownGoodTokens {
+    private var tokens: Set<String> = []
+    static let capacity = 1_000
+
+    enum Blame { case token, app, unknown }
+
+    mutating func delivered(_ token: String) {
+        guard !tokens.contains(token) else { return }
+        if tokens.count >= Self.capacity { tokens.removeFirst() }
+        tokens.insert(token)
+    }
+
+    /// A known good token refused: the app's project is at fault. Another token refused while
+    /// others went through: that token is another project's. Nothing delivered yet: unknown.
+    mutating func mismatch(_ token: String) -> Blame {
+        if tokens.contains(token) { return .app }
+        return tokens.isEmpty ? .unknown : .token
     }
 }

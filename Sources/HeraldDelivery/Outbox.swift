@@ -111,7 +111,7 @@ public struct Outbox: Sendable {
 
 /// One app's share of the outbox for one push service, so one app's outage or slow push service
 /// (or its refused FCM credentials) cannot hold back another app's pushes, nor the same app's
-/// pushes through another service: its own claims, its own limit in flight (one claimed batch),
+/// pushes through another service: its own claims, its own limit in flight (its batches out at once),
 /// its own pause. A service: on graceful shutdown it stops claiming, lets the batch in flight
 /// finish and records its outcomes before it returns.
 public final class OutboxLane: Service, Sendable {
@@ -131,6 +131,8 @@ public final class OutboxLane: Service, Sendable {
     /// Set by `notify`: the store has deliveries for this lane.
     private let storeHasWork = Atomic<Bool>(true)
     private let handoffs = Mutex(Handoffs())
+    /// Attempts of flights that have come back, for the lane's loop to settle and record.
+    private let landed = Mutex<[[Attempt]]>([])
 
     /// Deliveries leased to the lane by commits, and whether it takes more.
     private struct Handoffs {
@@ -217,55 +219,88 @@ public final class OutboxLane: Service, Sendable {
         var lastClaim: Date?
         var claimAgain = true
         var outcomes = UnrecordedOutcomes()
-        while !isStopping {
-            do {
-                if let due = outcomes.due, due <= clock.now() { try await record(&outcomes) }
-                let open: Bool
-                switch pause.permit(now: clock.now()) {
-                case .wait(let seconds):
-                    setAccepting(false)
-                    await wakeup.wait(timeout: outcomes.timeout(.seconds(seconds), now: clock.now()), clock: clock)
-                    continue
-                case .probe: open = false
-                case .open: open = true
-                }
-                // Only an open lane takes deliveries straight from commits.
-                setAccepting(open)
-                let limit = open ? maximumInFlight : 1
-                let now = clock.now()
-                var claimed = takeHandoffs(limit: limit, now: now)
-                let idleOver = lastClaim.map { now.timeIntervalSince($0) >= settings.idleInterval.seconds } ?? true
-                // Handed-off work first; the store is claimed from when told, after a full claim,
-                // and at least every idle interval even while handoffs keep coming (retries come due).
-                if claimed.count < limit {
-                    let told = claimed.isEmpty ? storeHasWork.exchange(false, ordering: .relaxed) : false
-                    if told || (claimed.isEmpty && claimAgain) || idleOver {
-                        let room = limit - claimed.count
-                        let fromStore = try await queue.claimDue(app: app, platform: platform, limit: room, now: now, lease: settings.lease)
-                        claimed += fromStore
-                        lastClaim = now
-                        claimAgain = fromStore.count == room
-                    }
-                }
-                if claimed.isEmpty {
-                    await wakeup.wait(timeout: outcomes.timeout(settings.idleInterval, now: clock.now()), clock: clock)
-                    continue
-                }
-                // The batch goes to the provider whole: it sends the deliveries side by side (one
-                // delivery, a single event at a low rate, from the lane's own task).
-                let attempts = await attempts(claimed)
+        // Deliveries sent and not yet back. Each claimed batch is a flight of its own, so one slow
+        // destination (a Web Push origin that never answers) holds only its own flight: the lane
+        // goes on claiming and sending up to its limit in flight.
+        var inFlight = 0
+        /// Flights that came back: their effect on the lane, then their outcomes; true when they
+        /// must be recorded before the next claim.
+        func land() -> Bool {
+            var recordNow = false
+            for attempts in landed.withLock({ l in defer { l = [] }; return l }) {
+                inFlight -= attempts.count
                 let settled = settle(attempts, pause: &pause)
                 outcomes.add(settled, now: clock.now(), delay: settings.outcomeDelay)
-                // Only deliveries that went out wait: a retry or a dead token changes what the next
-                // claim may take (the device's other pushes, the device itself).
+                // Only deliveries that went out wait: a retry or a dead token changes what the
+                // next claim may take (the device's other pushes, the device itself).
                 let onlySent = settled.allSatisfy { if case .sent = $0 { true } else { false } }
-                if !onlySent || outcomes.count >= settings.outcomeBatch || settings.outcomeDelay <= .zero { try await record(&outcomes) }
-            } catch {
-                if isStopping { break }
-                logger.error("outbox store error", metadata: ["app": "\(app)", "error": "\(error)"])
-                try? await clock.sleep(for: settings.idleInterval)
+                if !onlySent || outcomes.count >= settings.outcomeBatch || settings.outcomeDelay <= .zero { recordNow = true }
+            }
+            return recordNow
+        }
+        /// Waits for a signal (new work, a flight back) or `timeout`. While flights are out and no
+        /// outcome waits to be recorded, only a signal: a flight always comes back, within its
+        /// send's deadline, and wakes the lane (retries that come due meanwhile wait for it).
+        func idle(_ timeout: Duration) async {
+            await wakeup.wait(timeout: inFlight > 0 && outcomes.isEmpty ? nil : outcomes.timeout(timeout, now: clock.now()), clock: clock)
+        }
+        // Stopping ends the loop; the group then waits for the flights out, which are recorded below.
+        await withDiscardingTaskGroup { flights in
+            while !isStopping {
+                do {
+                    if land() { try await record(&outcomes) }
+                    if let due = outcomes.due, due <= clock.now() { try await record(&outcomes) }
+                    let open: Bool
+                    switch pause.permit(now: clock.now()) {
+                    case .wait(let seconds):
+                        setAccepting(false)
+                        await wakeup.wait(timeout: outcomes.timeout(.seconds(seconds), now: clock.now()), clock: clock)
+                        continue
+                    case .probe: open = false
+                    case .open: open = true
+                    }
+                    // Only an open lane takes deliveries straight from commits; a probe goes alone.
+                    setAccepting(open)
+                    let limit = open ? maximumInFlight - inFlight : (inFlight == 0 ? 1 : 0)
+                    if limit <= 0 {
+                        await idle(settings.idleInterval)
+                        continue
+                    }
+                    let now = clock.now()
+                    var claimed = takeHandoffs(limit: limit, now: now)
+                    let idleOver = lastClaim.map { now.timeIntervalSince($0) >= settings.idleInterval.seconds } ?? true
+                    // Handed-off work first; the store is claimed from when told, after a full claim,
+                    // and at least every idle interval even while handoffs keep coming (retries come due).
+                    if claimed.count < limit {
+                        let told = claimed.isEmpty ? storeHasWork.exchange(false, ordering: .relaxed) : false
+                        if told || (claimed.isEmpty && claimAgain) || idleOver {
+                            let room = limit - claimed.count
+                            let fromStore = try await queue.claimDue(app: app, platform: platform, limit: room, now: now, lease: settings.lease)
+                            claimed += fromStore
+                            lastClaim = now
+                            claimAgain = fromStore.count == room
+                        }
+                    }
+                    if claimed.isEmpty {
+                        await idle(settings.idleInterval)
+                        continue
+                    }
+                    // The batch goes to the provider whole, in a flight of its own: the provider
+                    // sends its deliveries side by side.
+                    inFlight += claimed.count
+                    flights.addTask {
+                        let attempts = await self.attempts(claimed)
+                        self.landed.withLock { $0.append(attempts) }
+                        self.wakeup.signal()
+                    }
+                } catch {
+                    if isStopping { break }
+                    logger.error("outbox store error", metadata: ["app": "\(app)", "error": "\(error)"])
+                    try? await clock.sleep(for: settings.idleInterval)
+                }
             }
         }
+        _ = land()
         if !outcomes.isEmpty {
             do { try await record(&outcomes) } catch {
                 logger.error("outbox store error: outcomes not recorded, those pushes go again after their lease", metadata: [
@@ -557,21 +592,22 @@ final class Wakeup: Sendable {
         waiter?.resume()
     }
 
-    /// Returns on a signal, after `timeout` on `clock` (waking nobody else), or when the task is cancelled.
-    func wait(timeout: Duration, clock: any HeraldClock) async {
+    /// Returns on a signal, after `timeout` on `clock` (waking nobody else; nil: no timeout), or
+    /// when the task is cancelled.
+    func wait(timeout: Duration?, clock: any HeraldClock) async {
         let id = state.withLock { s -> Int in
             s.nextID += 1
             s.active.insert(s.nextID)
             return s.nextID
         }
         // A timer rather than a sleeping child task: no task group and no tasks to start per wait.
-        let timer = clock.timer(after: timeout) { self.stopWaiting(id: id) }
+        let timer = timeout.map { clock.timer(after: $0) { self.stopWaiting(id: id) } }
         await withTaskCancellationHandler {
             await wait(id: id)
         } onCancel: {
             self.stopWaiting(id: id)
         }
-        timer.cancel()
+        timer?.cancel()
         state.withLock { s in
             s.expired.remove(id)
             s.active.remove(id)

@@ -32,12 +32,28 @@ public struct RegistrationSigningKeys: Sendable, Hashable {
         public var description: String
     }
 
-    /// Checks a compact JWT for `app` at `now` and returns the identity it grants (`sub`).
+    /// What a verified token grants.
+    public struct Claims: Sendable, Hashable {
+        /// The identity (`sub`).
+        public var subject: String
+        /// The `keys` claim: watch keys the device may watch besides its own identity's, each
+        /// exact or a prefix ending in `*` (`conv:*`).
+        public var keys: [String]
+    }
+
+    /// The most entries of a `keys` claim, and the longest.
+    public static let maximumGrantedKeys = 1_000
+    static let maximumGrantedKeyLength = 300
+    /// Clocks differ: `nbf` and `iat` may be this far ahead of Herald's.
+    static let leeway: TimeInterval = 60
+
+    /// Checks a compact JWT for `app` at `now` and returns what it grants.
     ///
     /// Refused: anything but three base64url parts; an `alg` without a configured key (`none`
     /// among them); a bad signature; `aud` not naming the app; no `exp`, one in the past, or one
-    /// more than an hour ahead; no `sub`. Every number is range-checked before use.
-    public func verify(_ token: String, app: String, now: Date) throws(Refusal) -> String {
+    /// more than an hour ahead; `nbf` or `iat` ahead of now (past a minute's leeway); no `sub`;
+    /// a `keys` claim that is not a list of watch keys. Every number is range-checked before use.
+    public func verify(_ token: String, app: String, now: Date) throws(Refusal) -> Claims {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let headerBytes = Base64URL.decode(parts[0]), let claimBytes = Base64URL.decode(parts[1]),
             let signature = Base64URL.decode(parts[2])
@@ -69,9 +85,23 @@ public struct RegistrationSigningKeys: Sendable, Hashable {
         let seconds = now.timeIntervalSince1970
         guard exp > seconds else { throw Refusal(description: "the token has expired") }
         guard exp <= seconds + Self.maximumLifetime + 60 else { throw Refusal(description: "a token lives an hour at most") }
+        for name in ["nbf", "iat"] {
+            guard let value = claims[name] else { continue }
+            guard let number = (value as? NSNumber)?.doubleValue, number.isFinite else { throw Refusal(description: "\(name) is a number of seconds") }
+            guard number <= seconds + Self.leeway else {
+                throw Refusal(description: name == "nbf" ? "the token is not valid yet (nbf)" : "the token was issued in the future (iat)")
+            }
+        }
         guard let sub = claims["sub"] as? String, !sub.isEmpty, sub.utf8.count <= 256 else {
             throw Refusal(description: "sub (the identity granted) is required")
         }
-        return sub
+        var keys: [String] = []
+        if let granted = claims["keys"] {
+            guard let list = granted as? [String], list.count <= Self.maximumGrantedKeys,
+                list.allSatisfy({ !$0.isEmpty && $0.utf8.count <= Self.maximumGrantedKeyLength })
+            else { throw Refusal(description: "keys is a list of at most \(Self.maximumGrantedKeys) watch keys (or prefixes ending in *)") }
+            keys = list
+        }
+        return Claims(subject: sub, keys: keys)
     }
 }

@@ -18,6 +18,8 @@ public final class WebPushProvider: PushProvider {
     private let now: @Sendable () -> Date
     /// Origin → not before, from a 429 (or 406, or 5xx) with Retry-After.
     private let backOff = Mutex<[String: Date]>([:])
+    /// Blame for 401/403: which origins accepted the app's VAPID key, and which of those refused it since.
+    private let keyEvidence = Mutex(KeyEvidence())
     /// Endpoints parsed before: a URL parse per message cost as much as the HTTP/2 send.
     private let endpoints = Mutex<[String: WebPushEndpoint]>([:])
 
@@ -130,11 +132,18 @@ public final class WebPushProvider: PushProvider {
     func outcome(of answer: WebPushAnswer, origin: String) -> PushOutcome {
         let reason = answer.reason
         switch answer {
-        case .delivered: return .delivered
+        case .delivered:
+            keyEvidence.withLock { $0.accepted(by: origin) }
+            return .delivered
         // No timestamp from the service: the answer's moment stands in (a later registration keeps the device).
         case .subscriptionGone: return .tokenDead(since: now(), reason: reason)
         case .tooLarge: return .shrinkPayload(reason: reason)
-        case .vapidRefused: return .refreshCredentials(reason: reason)
+        case .vapidRefused:
+            // Anyone may run a push service that answers 403: the refusal is charged to the
+            // subscription (its pushes back off), and pauses the app only when origins that took
+            // the app's key before refuse it now.
+            let keyRefused = keyEvidence.withLock { $0.refused(by: origin, now: now()) }
+            return keyRefused ? .refreshCredentials(reason: reason) : .retry(after: nil, scope: .token, reason: reason)
         case .backOff(_, let after), .serviceError(_, let after):
             if let after {
                 let now = self.now()
@@ -168,5 +177,34 @@ public final class WebPushProvider: PushProvider {
         return WebPushMessage(
             endpoint: endpoint, body: body, ttlSeconds: ttl, urgency: urgency, topic: WebPushMessage.topic(forCollapseID: push.collapseID),
             authorization: authorization)
+    }
+}
+
+/// What the push services' answers say of the app's VAPID key: a 401/403 from one origin may be
+/// that origin's (or that subscription's) doing; the same from origins that accepted the key
+/// before is the key's.
+struct KeyEvidence {
+    /// Origins that accepted the key in this process (at most `maximumOrigins`).
+    private var acceptedBy: Set<String> = []
+    /// Of those, the ones that refused it since, and when.
+    private var refusedBy: [String: Date] = [:]
+    /// Known origins refusing within `window` that make the refusal the key's.
+    static let refusingOrigins = 2
+    static let window: TimeInterval = 600
+    static let maximumOrigins = 1_000
+
+    mutating func accepted(by origin: String) {
+        refusedBy[origin] = nil
+        guard !acceptedBy.contains(origin) else { return }
+        if acceptedBy.count >= Self.maximumOrigins { acceptedBy.removeFirst() }
+        acceptedBy.insert(origin)
+    }
+
+    /// Records a refusal; true when it is the key's.
+    mutating func refused(by origin: String, now: Date) -> Bool {
+        guard acceptedBy.contains(origin) else { return false }
+        refusedBy[origin] = now
+        refusedBy = refusedBy.filter { now.timeIntervalSince($0.value) < Self.window }
+        return refusedBy.count >= Self.refusingOrigins
     }
 }

@@ -83,7 +83,8 @@ extension AppDirectory {
                 throw APIError(.unauthorized, code: "unauthorized", message: "a registration token of app \(app.id) is required as a bearer token")
             }
             do {
-                return .identity(try keys.verify(token, app: app.id, now: now))
+                let claims = try keys.verify(token, app: app.id, now: now)
+                return .identity(claims.subject, keys: claims.keys)
             } catch {
                 throw APIError(.unauthorized, code: "unauthorized", message: "the registration token is refused: \(error)")
             }

@@ -162,7 +162,10 @@ public struct RegistrationAPI: Sendable {
             throw APIError.invalid("device_id", "device_id is 1 to 256 characters")
         }
         let watchSet = try self.watchSet(watched: body.watched_addresses, own: body.addresses, routes: body.contextual_routes)
+        try Self.requireGranted(body.watched_addresses, by: grant)
         try proveOwnership(body.addresses, app: app, token: token.value)
+        // A token registered under one identity moves to another only with that identity's token.
+        try await requireOwned(token.value, app: app, grant: grant)
         let registration = Registration(
             app: app, token: token, environment: environment, deviceID: body.device_id, watchSet: watchSet, webKeys: webKeys)
         if let settings = configuration.apps[app] { try await Self.admitDevice(token, app: settings, store: store, field: "device_token") }
@@ -177,6 +180,7 @@ public struct RegistrationAPI: Sendable {
         guard let token = body.device_token ?? body.subscription?.endpoint else { throw APIError.missing("device_token") }
         try await requireOwned(token, app: app, grant: grant)
         let watchSet = try self.watchSet(watched: body.watched_addresses, own: body.addresses, routes: body.contextual_routes)
+        try Self.requireGranted(body.watched_addresses, by: grant)
         try proveOwnership(body.addresses, app: app, token: DeviceToken.lookupForm(token))
         guard try await store.updateWatchSet(app: app, token: DeviceToken.lookupForm(token), watchSet: watchSet, now: clock.now()) else {
             throw APIError(.notFound, code: "not_registered", message: "no device with this token", field: "device_token")
@@ -235,6 +239,16 @@ public struct RegistrationAPI: Sendable {
     private func authorized(_ request: Request, app requested: String?) throws -> (String, RegistrationGrant) {
         let app = try configuration.apps.resolve(requested)
         return (app.id, try configuration.apps.authorizeRegistration(request, for: app, now: clock.now()))
+    }
+
+    /// Under a signed policy, a device watches only what its token grants: its own identity's keys
+    /// and the `keys` claim's (403 naming the first other one).
+    static func requireGranted(_ watched: [String]?, by grant: RegistrationGrant) throws {
+        guard grant != .anyIdentity else { return }
+        for (i, key) in (watched ?? []).enumerated() where !grant.permitsWatching(key) {
+            throw APIError(
+                .forbidden, code: "forbidden", message: "the registration token does not grant watching \(key)", field: "watched_addresses[\(i)]")
+        }
     }
 
     /// Under a signed policy, a request may touch a registered token only if the device it

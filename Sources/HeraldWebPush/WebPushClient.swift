@@ -409,6 +409,13 @@ struct Connection: Sendable {
                 }
             }
             .connect(to: address).get()
+        // The handshake has the connect's deadline too: a peer that accepts TCP and never
+        // finishes TLS is given up on, not waited for.
+        let handshake = channel.eventLoop.scheduleTask(in: connectTimeout) {
+            negotiated.fail(WebPushTransportError.connect("no TLS handshake within the connect timeout"))
+            channel.close(promise: nil)
+        }
+        defer { handshake.cancel() }
         let chosen = try await negotiated.futureResult.get()
         // An HTTP/2 origin's probe is closed at once: its pushes go on the HTTP/2 pool.
         guard chosen != "h2" else {
@@ -509,6 +516,13 @@ final class ResponseHandler: ChannelInboundHandler {
         case .body(var buffer):
             let room = max(0, limit - response.body.count)
             if room > 0, let bytes = buffer.readBytes(length: min(room, buffer.readableBytes)) { response.body += bytes }
+            // Past the cap the answer is taken as it is and the connection closed: the rest of
+            // an endless body is never read.
+            if buffer.readableBytes > 0, response.status != 0 {
+                promise?.succeed((response, false))
+                promise = nil
+                context.close(promise: nil)
+            }
         case .end:
             guard response.status != 0 else { return }
             promise?.succeed((response, keepAlive))

@@ -6,6 +6,7 @@ import Darwin
 import HeraldWebPushCore
 import NIOCore
 import NIOPosix
+import Synchronization
 
 /// Looks up the addresses of a push service's host.
 public protocol WebPushHostResolver: Sendable {
@@ -55,19 +56,44 @@ public struct SystemHostResolver: WebPushHostResolver {
 public struct WebPushEndpointGuard: Sendable {
     public let policy: WebPushAddressPolicy
     let resolver: any WebPushHostResolver
+    /// A lookup not answered within this counts as unresolved: a host's DNS server is anyone's to
+    /// run, and a silent one must not hold a send (the lookup itself finishes on its own thread).
+    public var resolveTimeout: Duration = .seconds(5)
 
     public init(policy: WebPushAddressPolicy = .init(), resolver: any WebPushHostResolver = SystemHostResolver()) {
         self.policy = policy
         self.resolver = resolver
     }
 
+    /// The resolver's answer, or nothing once `resolveTimeout` has passed.
+    private func resolve(_ host: String) async -> [[UInt8]] {
+        let resolver = self.resolver
+        let timeout = resolveTimeout
+        return await withCheckedContinuation { continuation in
+            let answer = FirstAnswer(continuation)
+            Task { answer.resume((try? await resolver.addresses(of: host)) ?? []) }
+            Task {
+                try? await Task.sleep(for: timeout)
+                answer.resume([])
+            }
+        }
+    }
+
     /// The socket addresses to connect to for `endpoint`.
     /// - Throws: `WebPushEndpointError.internalAddress` when any address is inside (or none resolves).
     public func addresses(for endpoint: WebPushEndpoint) async throws(WebPushEndpointError) -> [SocketAddress] {
-        let resolved: [[UInt8]]
-        do { resolved = try await resolver.addresses(of: endpoint.host) } catch { resolved = [] }
+        let resolved = await resolve(endpoint.host)
         guard !resolved.isEmpty else { throw .unresolved(endpoint.host) }
         try policy.check(endpoint, resolvedTo: resolved)
         return resolved.compactMap { try? SocketAddress(ipAddress: WebPushAddressPolicy.format($0), port: endpoint.port) }
     }
+}
+
+/// Resumes a continuation with the first of several answers.
+private final class FirstAnswer<T: Sendable>: Sendable {
+    private let continuation: Mutex<CheckedContinuation<T, Never>?>
+
+    init(_ continuation: CheckedContinuation<T, Never>) { self.continuation = Mutex(continuation) }
+
+    func resume(_ value: T) { continuation.withLock { $0.take() }?.resume(returning: value) }
 }

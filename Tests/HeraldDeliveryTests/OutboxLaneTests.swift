@@ -230,6 +230,33 @@ struct OutboxLaneTests {
         #expect(provider.sends(of: throttled.token) == 3)
     }
 
+    @Test("a delivery that never comes back holds only its own flight: the lane goes on sending the app's other pushes")
+    func slowDeliveryHoldsOnlyItself() async throws {
+        let clock = ManualClock()
+        let queue = InMemoryDeliveryQueue()
+        let provider = ScriptedProvider(platform: .web)
+        let devices = queue.addDevices(app: "default", count: 6, now: clock.now(), platform: .web)
+        let lane = OutboxLane(app: "default", queue: queue, provider: provider, settings: Self.recordingAtOnce, clock: clock)
+        try await Self.running([lane]) {
+            // The first push goes to an endpoint that never answers.
+            provider.hold()
+            try await Self.enqueue(queue, app: "default", devices: [devices[0]], clock: clock)
+            lane.notify()
+            #expect(await eventually { provider.inFlight == 1 })
+            // The others, published while it hangs, are delivered.
+            provider.stopHolding()
+            for device in devices.dropFirst() {
+                try await Self.enqueue(queue, app: "default", devices: [device], clock: clock)
+                lane.notify()
+            }
+            #expect(await eventually { queue.count(.sent) == 5 })
+            #expect(provider.inFlight == 1)
+            // The hanging one's answer is recorded when it comes.
+            provider.release()
+            #expect(await eventually { queue.count(.sent) == 6 })
+        }
+    }
+
     @Test("graceful shutdown: the lane stops claiming, finishes the batch in flight and records it")
     func gracefulShutdown() async throws {
         let clock = ManualClock()
@@ -330,7 +357,8 @@ struct OutboxLaneTests {
         provider.hold()
         let devices = queue.addDevices(app: "default", count: 4, now: clock.now())
         try await Self.enqueue(queue, app: "default", devices: [devices[0]], clock: clock)
-        let lane = OutboxLane(app: "default", queue: queue, provider: provider, clock: clock)
+        // Busy: its one delivery in flight is its limit.
+        let lane = OutboxLane(app: "default", queue: queue, provider: provider, maximumInFlight: 1, clock: clock)
         let group = ServiceGroup(services: [lane], logger: .init(label: "test"))
         let running = Task { try await group.run() }
         #expect(await eventually { provider.inFlight == 1 })

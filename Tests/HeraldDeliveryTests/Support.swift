@@ -186,6 +186,9 @@ final class ScriptedProvider: PushProvider {
     /// From now on, sends wait until `release()`.
     func hold() { state.withLock { $0.held = true } }
 
+    /// Sends from now on go through; those already held stay held until `release()`.
+    func stopHolding() { state.withLock { $0.held = false } }
+
     func release() {
         let waiting = state.withLock { s -> [CheckedContinuation<Void, Never>] in
             s.held = false

@@ -135,6 +135,28 @@ import FoundationNetworking
         #expect(name == expected)
     }
 
+    @Test("SENDER_ID_MISMATCH: a foreign token waits while nothing is known, is dead once others go through, and pauses the app only when a known good token fails")
+    func senderMismatchBlame() async throws {
+        let rig = try await Rig.start()
+        defer { Task { await rig.stop() } }
+        let provider = FCMPushProvider(client: rig.client)
+        func delivery(_ token: String) -> ClaimedDelivery {
+            var d = FCMMessageMappingTests.delivery(#"{"aps":{"alert":"x"}}"#, expiresIn: 1e9)
+            d.device.token = token
+            return d
+        }
+        // Another Firebase project's token, before anything was delivered: neither dead nor the app's fault.
+        try await rig.fault(#"{"kind":"sender_id_mismatch","token":"foreign-token-1"}"#)
+        #expect(await provider.send(delivery("foreign-token-1")) == .retry(after: nil, scope: .token, reason: "SENDER_ID_MISMATCH"))
+        // Once the app's own tokens go through, a mismatching one is another project's: dead, and the app goes on.
+        #expect(await provider.send(delivery("good-token-1")) == .delivered)
+        guard case .tokenDead = await provider.send(delivery("foreign-token-1")) else { Issue.record("foreign token not dead"); return }
+        #expect(await provider.send(delivery("good-token-2")) == .delivered)
+        // The app's known good token refused too: the app's credentials are wrong.
+        try await rig.fault(#"{"kind":"sender_id_mismatch","token":"good-token-1"}"#)
+        #expect(await provider.send(delivery("good-token-1")) == .refreshCredentials(reason: "SENDER_ID_MISMATCH"))
+    }
+
     @Test("a token with characters FCM never issues is dead (400 naming message.token)")
     func malformedToken() async throws {
         let rig = try await Rig.start()

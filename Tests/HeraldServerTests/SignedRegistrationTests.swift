@@ -16,11 +16,15 @@ struct SignedRegistrationTests {
     static let backendKey = P256.Signing.PrivateKey()
     static let keys = RegistrationSigningKeys(hs256Secret: secret, es256PublicKey: backendKey.publicKey)
 
+    /// A token as the app's backend issues it; by default it grants watching `session:s`.
     static func jwt(alg: String = "HS256", sub: String? = "d1", aud: Any = "default", exp: Double? = Date().timeIntervalSince1970 + 600,
+                    keys: Any? = ["session:s"], extra: [String: Any] = [:],
                     secret: [UInt8] = SignedRegistrationTests.secret, key: P256.Signing.PrivateKey = backendKey) -> String {
         var claims: [String: Any] = ["aud": aud]
         if let sub { claims["sub"] = sub }
         if let exp { claims["exp"] = Int64(exp) }
+        if let keys { claims["keys"] = keys }
+        claims.merge(extra) { _, new in new }
         let header = Base64URL.encode(Array(try! JSONSerialization.data(withJSONObject: ["alg": alg, "typ": "JWT"])))
         let payload = Base64URL.encode(Array(try! JSONSerialization.data(withJSONObject: claims)))
         let input = Array("\(header).\(payload)".utf8)
@@ -61,6 +65,10 @@ struct SignedRegistrationTests {
         ("exp 1e300", jwt(exp: 1e18)),
         ("another app", jwt(aud: "other")),
         ("no sub", jwt(sub: nil)),
+        ("not valid for a minute yet (nbf)", jwt(extra: ["nbf": Int64(Date().timeIntervalSince1970 + 300)])),
+        ("issued in the future (iat)", jwt(extra: ["iat": Int64(Date().timeIntervalSince1970 + 300)])),
+        ("nbf not a number", jwt(extra: ["nbf": "soon"])),
+        ("keys not a list of strings", jwt(keys: [1, 2])),
     ])
     func refused(name: String, token: String?) async throws {
         try await Self.signed { client in
@@ -104,5 +112,55 @@ struct SignedRegistrationTests {
             #expect(r.status == .forbidden)
             #expect((try json(r)["error"] as? [String: Any])?["field"] as? String == "session_id")
         }
+    }
+
+    @Test("a device watches only what its token grants: its own identity's keys and the keys claim (exact or prefix*); anything else is 403 naming the key")
+    func watchKeysGranted() async throws {
+        try await Self.signed { client in
+            let token = String(repeating: "ab", count: 32)
+            func register(_ watched: String, _ jwt: String) async throws -> (HTTPResponse.Status, String?) {
+                let body = #"{"device_token":"\#(token)","platform":"ios","device_id":"alice","watched_addresses":[\#(watched)]}"#
+                let r = try await send(client, .post, "/v1/push/register", body, headers: Self.headers(jwt))
+                return (r.status, (try? json(r))?["error"].flatMap { ($0 as? [String: Any])?["field"] as? String })
+            }
+            let alice = Self.jwt(sub: "alice", keys: ["conv:ab12", "session:team-*"])
+            // The victim's session, user or conversation: refused, naming the key.
+            for victim in [#""session:bob""#, #""user:bob""#, #""conv:ffff""#] {
+                let (status, field) = try await register(#""session:alice",\#(victim)"#, alice)
+                #expect(status == .forbidden, "\(victim)")
+                #expect(field == "watched_addresses[1]", "\(victim)")
+            }
+            #expect(try await Self.status(client, token, alice) == false)
+            // Its own identity's keys, an exact grant and a granted prefix.
+            #expect(try await register(#""session:alice","user:alice","conv:ab12","session:team-7""#, alice).0 == .ok)
+            // Without a keys claim, only the identity's own keys.
+            let bare = Self.jwt(sub: "alice", keys: nil)
+            #expect(try await register(#""session:alice""#, bare).0 == .ok)
+            #expect(try await register(#""conv:ab12""#, bare).0 == .forbidden)
+            // The same rule on update.
+            let r = try await send(client, .put, "/v1/push/update", #"{"device_token":"\#(token)","watched_addresses":["session:bob"]}"#, headers: Self.headers(alice))
+            #expect(r.status == .forbidden)
+        }
+    }
+
+    @Test("a token registered under one identity is not taken over by another's JWT; its owner keeps it")
+    func noTakeover() async throws {
+        try await Self.signed { client in
+            let bobs = String(repeating: "cd", count: 32)
+            let bob = Self.jwt(sub: "bob", keys: ["session:s"]), mallory = Self.jwt(sub: "mallory", keys: ["session:s"])
+            #expect(try await send(client, .post, "/v1/push/register", Self.register(bobs, deviceID: "bob"), headers: Self.headers(bob)).status == .ok)
+            let r = try await send(client, .post, "/v1/push/register", Self.register(bobs, deviceID: "mallory"), headers: Self.headers(mallory))
+            #expect(r.status == .forbidden)
+            #expect((try json(r)["error"] as? [String: Any])?["field"] as? String == "device_token")
+            // Bob still owns it: his status and his update work.
+            #expect(try await Self.status(client, bobs, bob) == true)
+            #expect(try await send(client, .post, "/v1/push/register", Self.register(bobs, deviceID: "bob"), headers: Self.headers(bob)).status == .ok)
+        }
+    }
+
+    /// Whether `token` is registered, read with `jwt`'s identity.
+    static func status(_ client: any TestClientProtocol, _ token: String, _ jwt: String) async throws -> Bool? {
+        let r = try await send(client, .get, "/v1/push/status", headers: [HTTPField.Name("X-Device-Token")!: token, .authorization: "Bearer \(jwt)"])
+        return try json(r)["registered"] as? Bool
     }
 }

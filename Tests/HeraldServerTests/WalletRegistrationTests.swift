@@ -68,6 +68,15 @@ struct WalletRegistrationTests {
             let watched = try await send(client, .post, "/v1/push/register",
                 #"{"device_token":"\#(otherToken)","platform":"ios","watched_addresses":["\#(mallory.address)"]}"#)
             #expect(watched.status == .ok)
+            // ...but watching brings none of that address's payments: they reach only the device
+            // that proved it holds the key.
+            func pay(_ recipient: String) async throws -> Int? {
+                let body = #"{"template":"kasia.payment","fields":{"tx_id":"\#(String(repeating: "0f", count: 32))","sender":"\#(alice.address)","recipient":"\#(recipient)","timestamp":1700000000,"daa_score":1,"amount":150000000}}"#
+                let r = try await send(client, .post, "/v1/events", body, headers: [.contentType: "application/json", .authorization: "Bearer publisher-key-00001"])
+                return try json(r)["deliveries"] as? Int
+            }
+            #expect(try await pay(mallory.address) == 0)
+            #expect(try await pay(alice.address) == 1)
         }
     }
 }

@@ -100,9 +100,16 @@ public final class HeraldProcess: @unchecked Sendable {
 
     private let output: Pipe
 
-    public init(_ arguments: [String], environment: [String: String], stdout: Pipe? = nil) throws {
-        process.executableURL = try heraldExecutable()
-        process.arguments = arguments
+    /// - Parameter openFileLimit: runs the process under this open-file limit (soft and hard), as
+    ///   a small machine's default would.
+    public init(_ arguments: [String], environment: [String: String], stdout: Pipe? = nil, openFileLimit: Int? = nil) throws {
+        if let openFileLimit {
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            process.arguments = ["-c", #"ulimit -n \#(openFileLimit) && exec "$0" "$@""#, try heraldExecutable().path] + arguments
+        } else {
+            process.executableURL = try heraldExecutable()
+            process.arguments = arguments
+        }
         var env = ProcessInfo.processInfo.environment
         for key in env.keys where key.hasPrefix("HERALD_") { env[key] = nil }
         env.merge(environment) { _, new in new }
@@ -171,8 +178,8 @@ public struct ServeProcess: Sendable {
     public let webPushControl: String?
 
     /// Starts `herald serve` with `environment` (give it `HERALD_HTTP_PORT=0` and a database).
-    public init(environment: [String: String]) throws {
-        process = try HeraldProcess(["serve"], environment: environment)
+    public init(environment: [String: String], openFileLimit: Int? = nil) throws {
+        process = try HeraldProcess(["serve"], environment: environment, openFileLimit: openFileLimit)
         let ready = try process.ready()
         api = ready.api
         guard let control = ready.simulatorControl else { throw CLIError("herald serve started no simulator") }

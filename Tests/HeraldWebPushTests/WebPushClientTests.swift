@@ -167,6 +167,53 @@ import Testing
         await client.shutdown()
     }
 
+    @Test("an endpoint that accepts TCP and never speaks TLS costs one connect timeout per send, never a hang")
+    func silentTLSPeer() async throws {
+        // A listener that accepts connections and never says anything.
+        let listener = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .childChannelInitializer { $0.eventLoop.makeSucceededVoidFuture() }
+            .bind(host: "127.0.0.1", port: 0).get()
+        defer { listener.close(promise: nil) }
+        let port = try #require(listener.localAddress?.port)
+        let sim = try await WebPushSimulator.start()
+        defer { Task { await sim.shutdown() } }
+        var configuration = WebPushClientConfiguration(endpointGuard: WebPushEndpointGuard(policy: WebPushAddressPolicy(allowedHosts: ["127.0.0.1:\(port)"])))
+        configuration.connectTimeout = .seconds(1)
+        let client = try WebPushClient(configuration: configuration, eventLoopGroup: MultiThreadedEventLoopGroup.singleton)
+        let provider = WebPushProvider(client: client, signer: Self.signer)
+        var silent = sim.subscribe()
+        silent.endpoint = "https://127.0.0.1:\(port)/push/silent"
+        for _ in 0..<2 {
+            let outcome = await provider.send(try Self.delivery(to: silent, payload: "{}"))
+            guard case .retry(_, .destination, let reason) = outcome else { Issue.record("\(outcome)"); return }
+            #expect(reason.contains("no TLS handshake"), "\(reason)")
+        }
+        await client.shutdown()
+    }
+
+    @Test("a 403 is charged to the subscription; the app's key counts as refused only when two origins that took it refuse it")
+    func refusalBlame() async throws {
+        let a = try await WebPushSimulator.start(), b = try await WebPushSimulator.start(), stranger = try await WebPushSimulator.start()
+        defer { Task { await a.shutdown(); await b.shutdown(); await stranger.shutdown() } }
+        let client = try Self.client(for: [a, b, stranger])
+        let provider = WebPushProvider(client: client, signer: Self.signer)
+        let otherKey = VAPIDKey(privateKey: .init()).applicationServerKey
+        // An origin nobody delivered to refuses, again and again: only its subscription backs off.
+        for _ in 0..<3 {
+            let outcome = await provider.send(try Self.delivery(to: stranger.subscribe(applicationServerKey: otherKey), payload: "{}"))
+            #expect(outcome == .retry(after: nil, scope: .token, reason: "HTTP 403 VAPID refused"))
+        }
+        // Two origins take the app's key...
+        #expect(await provider.send(try Self.delivery(to: a.subscribe(), payload: "{}")) == .delivered)
+        #expect(await provider.send(try Self.delivery(to: b.subscribe(), payload: "{}")) == .delivered)
+        // ...one of them refusing is still the subscription's doing; both refusing is the key's.
+        #expect(await provider.send(try Self.delivery(to: a.subscribe(applicationServerKey: otherKey), payload: "{}"))
+            == .retry(after: nil, scope: .token, reason: "HTTP 403 VAPID refused"))
+        #expect(await provider.send(try Self.delivery(to: b.subscribe(applicationServerKey: otherKey), payload: "{}"))
+            == .refreshCredentials(reason: "HTTP 403 VAPID refused"))
+        await client.shutdown()
+    }
+
     @Test("what a push service refuses: another key than the subscription's (403), a bad token (401), an unknown subscription (404), an ended one (410)")
     func refusals() async throws {
         let sim = try await WebPushSimulator.start()
@@ -175,7 +222,8 @@ import Testing
         let provider = WebPushProvider(client: client, signer: Self.signer)
         let otherKey = VAPIDKey(privateKey: .init()).applicationServerKey
         let boundElsewhere = sim.subscribe(applicationServerKey: otherKey)
-        #expect(await provider.send(try Self.delivery(to: boundElsewhere, payload: "{}")) == .refreshCredentials(reason: "HTTP 403 VAPID refused"))
+        // One subscription refused (another key than the app's): charged to it, not to the app.
+        #expect(await provider.send(try Self.delivery(to: boundElsewhere, payload: "{}")) == .retry(after: nil, scope: .token, reason: "HTTP 403 VAPID refused"))
 
         let subscription = sim.subscribe()
         let delivery = try Self.delivery(to: subscription, payload: "{}")

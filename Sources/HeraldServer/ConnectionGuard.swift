@@ -1,0 +1,207 @@
+import HTTPTypes
+import Logging
+import NIOCore
+import NIOHTTPTypes
+import Synchronization
+
+/// Bounds on the HTTP API's client connections: how many may be open, and how long a request may
+/// take to arrive.
+public struct ConnectionLimits: Sendable {
+    /// Client connections open at once (`HERALD_MAX_CONNECTIONS`).
+    public var maximumConnections: Int
+    /// From a request's start to its last body byte (`HERALD_HTTP_REQUEST_TIMEOUT_SECONDS`): not
+    /// reset by each byte, so a client that trickles a body cannot hold a connection for ever.
+    public var requestTimeout: TimeAmount
+    /// How long a keep-alive connection may wait between requests (`HERALD_HTTP_IDLE_TIMEOUT_SECONDS`);
+    /// the next request then has `requestTimeout` on top.
+    public var idleTimeout: TimeAmount
+    /// From a request's last byte to its answer handed to the connection.
+    public var answerTimeout: TimeAmount = .seconds(60)
+
+    public init(maximumConnections: Int, requestTimeout: TimeAmount = .seconds(15), idleTimeout: TimeAmount = .seconds(30)) {
+        self.maximumConnections = max(1, maximumConnections)
+        self.requestTimeout = requestTimeout
+        self.idleTimeout = idleTimeout
+    }
+
+    /// Descriptors kept back from client connections for the store, the push services' connections,
+    /// the chain source and the process itself.
+    public static func reserve(openFileLimit: Int) -> Int { max(128, openFileLimit / 4) }
+
+    /// The most connections an open-file limit allows: what is left after the reserve.
+    public static func ceiling(openFileLimit: Int) -> Int { max(1, openFileLimit - reserve(openFileLimit: openFileLimit)) }
+
+    /// The default cap for an open-file limit: its ceiling, at most 100,000.
+    public static func defaultMaximum(openFileLimit: Int) -> Int { min(100_000, ceiling(openFileLimit: openFileLimit)) }
+}
+
+/// Every open client connection and what it is doing, shared by all of them. Past the cap a new
+/// connection takes the place of the one that has waited longest without a request in hand — idle,
+/// or still sending its request — so a crowd of slow or silent clients cannot keep a fresh one out;
+/// when every connection is busy answering, the new one gets a 503.
+public final class ConnectionTable: Sendable {
+    /// What a connection is doing.
+    enum Phase: Sendable { case reading, answering, idle }
+
+    private struct Entry {
+        let channel: any Channel
+        var phase: Phase
+        /// When the phase began.
+        var since: NIODeadline
+    }
+
+    private struct State {
+        var nextID = 0
+        var entries: [Int: Entry] = [:]
+        var evicted = 0
+        var refused = 0
+    }
+
+    public let limits: ConnectionLimits
+    private let state = Mutex(State())
+
+    public init(limits: ConnectionLimits) { self.limits = limits }
+
+    /// Client connections open now.
+    public var open: Int { state.withLock { $0.entries.count } }
+    /// Connections closed to make room for a new one, since start.
+    public var evicted: Int { state.withLock { $0.evicted } }
+    /// Connections answered 503 because every other one was busy, since start.
+    public var refused: Int { state.withLock { $0.refused } }
+
+    /// What a new connection may do.
+    enum Admission { case admitted(id: Int, evict: (any Channel)?), refused }
+
+    func admit(_ channel: any Channel) -> Admission {
+        state.withLock { state in
+            var evict: (any Channel)?
+            if state.entries.count >= limits.maximumConnections {
+                // The connection that has waited longest without a request being answered.
+                let victim = state.entries.lazy.filter { $0.value.phase != .answering }.min { $0.value.since < $1.value.since }
+                guard let victim else {
+                    state.refused += 1
+                    return .refused
+                }
+                state.entries[victim.key] = nil
+                state.evicted += 1
+                evict = victim.value.channel
+            }
+            state.nextID += 1
+            state.entries[state.nextID] = Entry(channel: channel, phase: .reading, since: .now())
+            return .admitted(id: state.nextID, evict: evict)
+        }
+    }
+
+    func set(_ id: Int, _ phase: Phase) {
+        state.withLock { state in
+            guard state.entries[id] != nil else { return }
+            state.entries[id]!.phase = phase
+            state.entries[id]!.since = .now()
+        }
+    }
+
+    func close(_ id: Int) {
+        _ = state.withLock { $0.entries.removeValue(forKey: id) }
+    }
+
+    /// A fresh handler for one connection, placed after HTTP decoding.
+    public func handler() -> ConnectionGuardHandler { ConnectionGuardHandler(table: self) }
+}
+
+/// Holds one client connection to its deadlines and its place in the `ConnectionTable`: a request
+/// must arrive whole within `requestTimeout` of its start (the connection's opening, or the end of
+/// the previous answer plus the idle time), and its answer must be handed over within
+/// `answerTimeout`; past either, the connection closes.
+public final class ConnectionGuardHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    public typealias InboundIn = HTTPRequestPart
+    public typealias InboundOut = HTTPRequestPart
+    public typealias OutboundIn = HTTPResponsePart
+    public typealias OutboundOut = HTTPResponsePart
+
+    private let table: ConnectionTable
+    private var id: Int?
+    private var deadline: Scheduled<Void>?
+    /// Requests read whose answers are not yet written (HTTP/1.1 may pipeline).
+    private var unanswered = 0
+
+    init(table: ConnectionTable) { self.table = table }
+
+    /// Whether the connection was counted (or refused) yet: at activation, or when the handler
+    /// joins an active channel.
+    private var admitted = false
+
+    public func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive { admit(context: context) }
+    }
+
+    public func channelActive(context: ChannelHandlerContext) {
+        admit(context: context)
+        context.fireChannelActive()
+    }
+
+    private func admit(context: ChannelHandlerContext) {
+        guard !admitted else { return }
+        admitted = true
+        switch table.admit(context.channel) {
+        case .admitted(let id, let evict):
+            self.id = id
+            evict?.close(promise: nil)
+            arm(context: context, in: table.limits.requestTimeout)
+        case .refused:
+            Self.refuse(context: context)
+        }
+    }
+
+    public func handlerRemoved(context: ChannelHandlerContext) {
+        deadline?.cancel()
+        if let id { table.close(id) }
+        id = nil
+    }
+
+    public func channelInactive(context: ChannelHandlerContext) {
+        deadline?.cancel()
+        if let id { table.close(id) }
+        id = nil
+        context.fireChannelInactive()
+    }
+
+    public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if case .end = unwrapInboundIn(data), let id {
+            unanswered += 1
+            table.set(id, .answering)
+            arm(context: context, in: table.limits.answerTimeout)
+        }
+        context.fireChannelRead(data)
+    }
+
+    public func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if case .end = unwrapOutboundIn(data), let id {
+            unanswered = max(0, unanswered - 1)
+            if unanswered == 0 {
+                table.set(id, .idle)
+                arm(context: context, in: table.limits.idleTimeout + table.limits.requestTimeout)
+            }
+        }
+        context.write(data, promise: promise)
+    }
+
+    private func arm(context: ChannelHandlerContext, in amount: TimeAmount) {
+        deadline?.cancel()
+        let channel = context.channel
+        deadline = context.eventLoop.scheduleTask(in: amount) { channel.close(promise: nil) }
+    }
+
+    /// Every connection is busy answering: this one gets a 503 and is closed.
+    private static func refuse(context: ChannelHandlerContext) {
+        let body = ByteBuffer(string: #"{"error":{"code":"overloaded","message":"too many connections; try again shortly"}}"#)
+        var fields = HTTPFields()
+        fields[.contentType] = "application/json"
+        fields[.contentLength] = String(body.readableBytes)
+        fields[.connection] = "close"
+        fields[.retryAfter] = "1"
+        context.write(NIOAny(HTTPResponsePart.head(HTTPResponse(status: .serviceUnavailable, headerFields: fields))), promise: nil)
+        context.write(NIOAny(HTTPResponsePart.body(body)), promise: nil)
+        let channel = context.channel
+        context.writeAndFlush(NIOAny(HTTPResponsePart.end(nil))).whenComplete { _ in channel.close(promise: nil) }
+    }
+}
