@@ -101,8 +101,7 @@ enum GeneratedKey {
         let teamID = randomID()
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let path = (directory as NSString).appendingPathComponent("AuthKey_\(keyID).p8")
-        guard FileManager.default.createFile(
-            atPath: path, contents: Data(privateKey.pemRepresentation.utf8), attributes: [.posixPermissions: 0o600])
+        guard PrivateFile.create(path, contents: Data(privateKey.pemRepresentation.utf8))
         else { throw InvalidInput(field: "--cert-out", message: "cannot write \(path)") }
         return (SimulatorKey(keyID: keyID, teamID: teamID, publicKey: privateKey.publicKey), path)
     }

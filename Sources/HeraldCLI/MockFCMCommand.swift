@@ -44,7 +44,10 @@ struct MockFCMCommand: AsyncParsableCommand {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let credentials = directory.appendingPathComponent("service-account.json")
         // The account's private key: readable by its owner only.
-        FileManager.default.createFile(atPath: credentials.path, contents: simulator.serviceAccountJSON, attributes: [.posixPermissions: 0o600])
+        try? FileManager.default.removeItem(at: credentials)
+        guard PrivateFile.create(credentials.path, contents: simulator.serviceAccountJSON) else {
+            throw InvalidInput(field: "--credentials-out", message: "cannot write \(credentials.path)")
+        }
         let ca = try simulator.tls.writeCA(to: directory.path)
         let env = """
             HERALD_FCM_CREDENTIALS_FILE=\(credentials.path)

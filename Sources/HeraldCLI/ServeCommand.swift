@@ -512,15 +512,27 @@ struct ServeSettings {
         rateLimits.publishing = .init(
             rate: try number("HERALD_PUBLISH_RATE", rateLimits.publishing.rate),
             burst: max(1, try number("HERALD_PUBLISH_BURST", rateLimits.publishing.burst)))
-        if let text = env["HERALD_TRUSTED_PROXIES"], !text.isEmpty {
-            rateLimits.trustedProxies = try text.split(separator: ",").map { entry in
+        func networks(_ name: String) throws -> [IPNetwork] {
+            guard let text = env[name], !text.isEmpty else { return [] }
+            return try text.split(separator: ",").map { entry in
                 let cidr = entry.trimmingCharacters(in: .whitespaces)
                 guard let network = IPNetwork(cidr) else {
-                    throw InvalidInput(field: "HERALD_TRUSTED_PROXIES", message: "is a comma-separated list of CIDRs (10.0.0.0/8, ::1/128), not \(cidr)")
+                    throw InvalidInput(field: name, message: "is a comma-separated list of CIDRs (10.0.0.0/8, ::1/128), not \(cidr)")
                 }
                 return network
             }
         }
+        rateLimits.trustedProxies = try networks("HERALD_TRUSTED_PROXIES")
+        rateLimits.matrixClients = try networks("HERALD_MATRIX_ALLOWED_CLIENTS")
+        if let text = env["HERALD_TRUSTED_PROXY_HEADER"], !text.isEmpty {
+            guard let header = ProxyHeader(rawValue: text.lowercased()) else {
+                throw InvalidInput(field: "HERALD_TRUSTED_PROXY_HEADER", message: "is x-forwarded-for or forwarded (the header your proxy writes), not \(text)")
+            }
+            rateLimits.proxyHeader = header
+        }
+        rateLimits.matrix = .init(
+            rate: try number("HERALD_MATRIX_RATE", rateLimits.matrix.rate),
+            burst: max(1, try number("HERALD_MATRIX_BURST", rateLimits.matrix.burst)))
         if let file {
             apps = file.apps
             matrix = file.matrix

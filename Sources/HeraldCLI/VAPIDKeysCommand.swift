@@ -25,7 +25,7 @@ struct VAPIDKeysCommand: ParsableCommand {
             throw CLIOutput.invalid(field: "out", message: "cannot create \(out): \(error)")
         }
         let key = VAPIDKey(privateKey: P256.Signing.PrivateKey())
-        guard FileManager.default.createFile(atPath: path, contents: Data(key.pem.utf8), attributes: [.posixPermissions: 0o600]) else {
+        guard PrivateFile.create(path, contents: Data(key.pem.utf8)) else {
             throw CLIOutput.invalid(field: "out", message: "cannot write \(path)")
         }
         CLIOutput.printJSON(["private_key_path": path, "application_server_key": key.applicationServerKey])

@@ -98,19 +98,7 @@ public struct EventPublisher: Sendable {
     ) async throws -> [Published] {
         let started = ContinuousClock.now
         let drafts = try bodies.enumerated().map { i, body in try validate(body, field: fieldPrefix(i), publisherKey: publisherKey) }
-        let prepared = try await route(drafts)
-        // One request may not become more deliveries than the cap: a publisher cannot fill the
-        // machine with one batch of untargeted events.
-        var total = 0
-        for (draft, published) in zip(drafts, prepared) {
-            total += published.event.deviceRowIDs.count
-            guard total <= maximumDeliveriesPerRequest else {
-                let field = draft.prefix.isEmpty ? "targets" : String(draft.prefix.dropLast())
-                throw APIError(
-                    .contentTooLarge, code: "too_many_deliveries",
-                    message: "this request would make more than \(maximumDeliveriesPerRequest) deliveries", field: field)
-            }
-        }
+        let prepared = try await route(drafts, limit: maximumDeliveriesPerRequest)
         _ = try await commit(prepared.map(\.event), checkpoint: nil)
         if let metrics {
             for p in prepared { metrics.eventsAccepted(template: p.event.template, deliveries: p.event.deviceRowIDs.count) }
@@ -277,7 +265,10 @@ public struct EventPublisher: Sendable {
 
     /// Routes validated events to their devices. Watch keys, tokens and device ids are looked up
     /// once per app for the whole batch, not once per event.
-    func route(_ drafts: [Draft]) async throws -> [Published] {
+    /// - Parameter limit: the most deliveries the events may make together, checked as each is
+    ///   routed: a publisher cannot fill the machine with one batch of untargeted events, and the
+    ///   memory a request takes is bounded by the cap, not by devices × events.
+    func route(_ drafts: [Draft], limit: Int? = nil) async throws -> [Published] {
         var byToken: [String: [String: DeviceRecord]] = [:]
         var byDeviceID: [String: [String: [DeviceRecord]]] = [:]
         var byKey: [String: [String: [DeviceRecord]]] = [:]
@@ -294,6 +285,7 @@ public struct EventPublisher: Sendable {
         var allDevices: [String: [DeviceRecord]] = [:]
         var prepared: [Published] = []
         prepared.reserveCapacity(drafts.count)
+        var total = 0
         for draft in drafts {
             var devices: [DeviceRecord] = []
             if let kasia = draft.kasia, let key = KasiaRouting.lookupKey(for: kasia) {
@@ -315,6 +307,12 @@ public struct EventPublisher: Sendable {
             devices += draft.deviceIDs.flatMap { byDeviceID[draft.app]?[$0] ?? [] }
             let unknownTokens = draft.tokens.filter { known[$0] == nil }
             let routed = devices.filter { platforms.contains($0.platform) && !($0.deviceID.map(draft.excluded.contains) ?? false) }
+            total += routed.count
+            if let limit, total > limit {
+                let field = draft.prefix.isEmpty ? "targets" : String(draft.prefix.dropLast())
+                throw APIError(
+                    .contentTooLarge, code: "too_many_deliveries", message: "this request would make more than \(limit) deliveries", field: field)
+            }
             let event = NewEvent(
                 id: UUID.timeOrdered(at: now).lowercasedString, app: draft.app, template: draft.template, push: draft.push,
                 expiresAt: draft.expiresAt, devices: routed)

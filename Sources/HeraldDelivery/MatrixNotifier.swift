@@ -22,6 +22,8 @@ public struct MatrixNotifier: Sendable {
     public static let maximumDevices = 100
     /// The latest `pushkey_ts` accepted: the end of year 9999, in seconds.
     public static let maximumPushkeyTS: Int64 = 253_402_300_799
+    /// How far ahead of Herald's clock a `pushkey_ts` may be.
+    static let pushkeyTSLeeway: Int64 = 300
 
     public init(publisher: EventPublisher, apps: MatrixApps) {
         self.publisher = publisher
@@ -54,6 +56,10 @@ public struct MatrixNotifier: Sendable {
             throw APIError.invalid("notification.content", "content is a JSON object")
         }
         // Each device checked before anything is written.
+        let now = publisher.clock.now()
+        // A pusher is set when it is set, not later: a `pushkey_ts` ahead of now (past a few
+        // minutes of clock skew) would make the device outlive its token's death.
+        let latestPushkeyTS = min(Self.maximumPushkeyTS, Int64(now.timeIntervalSince1970) + Self.pushkeyTSLeeway)
         var named: [(index: Int, app: MatrixApp, device: NamedDevice)] = []
         var rejected: [String] = []
         for (i, device) in devices.enumerated() {
@@ -64,8 +70,8 @@ public struct MatrixNotifier: Sendable {
                 if let value, value != .null, value.objectFields == nil { throw APIError.invalid(field + "." + key, "\(key) is a JSON object") }
             }
             let ts = device.pushkeyTS ?? 0
-            guard (0...Self.maximumPushkeyTS).contains(ts) else {
-                throw APIError.invalid(field + ".pushkey_ts", "is unix seconds from 0 to \(Self.maximumPushkeyTS)")
+            guard (0...latestPushkeyTS).contains(ts) else {
+                throw APIError.invalid(field + ".pushkey_ts", "is unix seconds from 0 to now (\(latestPushkeyTS))")
             }
             guard let app = apps.app(for: appID), let settings = publisher.apps[app.app] else {
                 rejected.append(pushkey)
@@ -83,7 +89,7 @@ public struct MatrixNotifier: Sendable {
                 app: app.app, token: token, environment: settings.production ? .production : .sandbox, webKeys: keys,
                 registeredAt: Date(timeIntervalSince1970: TimeInterval(ts)))))
         }
-        let now = publisher.clock.now()
+        try await admitWithinLimits(named.map { ($0.device, "notification.devices[\($0.index)].pushkey") })
         let admitted = named.isEmpty ? [] : try await publisher.store.admit(named.map(\.device), now: now)
         var events: [NewEvent] = []
         var perApp: [String: (devices: Int, rejected: Int, events: [String])] = [:]
@@ -114,6 +120,21 @@ public struct MatrixNotifier: Sendable {
         return Outcome(
             rejected: rejected.filter { seen.insert($0).inserted }, deliveries: created.values.reduce(0, +),
             deduplicated: events.count - created.count)
+    }
+
+    /// Refuses (403 `device_limit`, nothing written) a notify whose new pushkeys would take an app
+    /// past its `max_devices`, as registration does: a notify needs no credentials, so the limit
+    /// is what bounds the devices anyone can create through it.
+    private func admitWithinLimits(_ devices: [(device: NamedDevice, field: String)]) async throws {
+        for (app, entries) in Dictionary(grouping: devices, by: \.device.app) {
+            guard let maximum = publisher.apps[app]?.maximumDevices else { continue }
+            let known = Set(try await publisher.store.devices(app: app, tokens: entries.map(\.device.token.value)).map(\.token))
+            let new = entries.filter { !known.contains($0.device.token.value) }
+            guard let first = new.first else { continue }
+            guard try await publisher.store.deviceCount(app: app) + Set(new.map(\.device.token.value)).count <= maximum else {
+                throw APIError(.forbidden, code: "device_limit", message: "app \(app) has its maximum of \(maximum) devices", field: first.field)
+            }
+        }
     }
 
     /// The event's dedupe key for one device: a hash, so the store holds no pushkey beside the token.

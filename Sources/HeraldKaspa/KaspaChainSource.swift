@@ -304,17 +304,29 @@ final class ChainMemory: Sendable {
         var kasia: [String: RpcTransaction] = [:]
         var kasiaByBlock: [String: [String]] = [:]
         var outpoints: [RpcOutpoint: String] = [:]
+        var costs: [String: Int] = [:]
+        var bytes = 0
     }
     private let state = Mutex(State())
     let capacity: Int
+    /// What the remembered blocks and transactions may take, roughly: whatever the node sends,
+    /// memory stays under it.
+    let maximumBytes: Int
 
-    init(capacity: Int) {
+    init(capacity: Int, maximumBytes: Int = 128 << 20) {
         self.capacity = capacity
+        self.maximumBytes = maximumBytes
     }
 
+    /// Blocks remembered, and their rough cost in bytes (for tests and stats).
+    var footprint: (blocks: Int, bytes: Int) { state.withLock { ($0.order.count, $0.bytes) } }
+
     func remember(_ block: RpcBlock) {
+        // Only what processing reads is kept: the header and the merge set, not the block's
+        // transaction ids (a node may send any number).
         var slim = block
         slim.transactions = []
+        slim.verboseData?.transactionIds = nil
         var kasiaIDs: [String] = []
         var kasiaTransactions: [(String, RpcTransaction)] = []
         for transaction in block.transactions where transaction.isKasia {
@@ -322,10 +334,13 @@ final class ChainMemory: Sendable {
             kasiaIDs.append(id)
             kasiaTransactions.append((id, transaction))
         }
+        let cost = Self.cost(of: slim) + kasiaTransactions.reduce(0) { $0 + Self.cost(of: $1.1) }
         state.withLock { s in
             guard s.blocks[block.header.hash] == nil else { return }
             s.blocks[block.header.hash] = slim
             s.order.append(block.header.hash)
+            s.costs[block.header.hash] = cost
+            s.bytes += cost
             s.kasiaByBlock[block.header.hash] = kasiaIDs
             for (id, transaction) in kasiaTransactions {
                 s.kasia[id] = transaction
@@ -334,19 +349,31 @@ final class ChainMemory: Sendable {
                     if let address = output.address { s.outpoints[RpcOutpoint(transactionId: id, index: UInt32(index))] = address }
                 }
             }
-            if s.order.count > capacity {
-                let evicted = s.order.prefix(s.order.count - capacity)
-                for hash in evicted {
-                    s.blocks[hash] = nil
-                    for id in s.kasiaByBlock.removeValue(forKey: hash) ?? [] {
-                        if let transaction = s.kasia.removeValue(forKey: id) {
-                            for index in transaction.outputs.indices { s.outpoints[RpcOutpoint(transactionId: id, index: UInt32(index))] = nil }
-                        }
+            // The oldest blocks go first, past the block count or the byte budget (the newest stays).
+            var evicted = 0
+            while s.order.count - evicted > 1, s.order.count - evicted > capacity || s.bytes > maximumBytes {
+                let hash = s.order[evicted]
+                evicted += 1
+                s.blocks[hash] = nil
+                s.bytes -= s.costs.removeValue(forKey: hash) ?? 0
+                for id in s.kasiaByBlock.removeValue(forKey: hash) ?? [] {
+                    if let transaction = s.kasia.removeValue(forKey: id) {
+                        for index in transaction.outputs.indices { s.outpoints[RpcOutpoint(transactionId: id, index: UInt32(index))] = nil }
                     }
                 }
-                s.order.removeFirst(evicted.count)
             }
+            s.order.removeFirst(evicted)
         }
+    }
+
+    /// Roughly what a block kept in memory costs, in bytes: its hashes.
+    static func cost(of block: RpcBlock) -> Int {
+        256 + 72 * ((block.verboseData?.mergeSetBluesHashes?.count ?? 0) + (block.verboseData?.mergeSetRedsHashes?.count ?? 0))
+    }
+
+    /// Roughly what a Kasia transaction kept in memory costs: its payload, inputs and outputs.
+    static func cost(of transaction: RpcTransaction) -> Int {
+        256 + transaction.payload.utf8.count + 160 * (transaction.inputs.count + transaction.outputs.count)
     }
 
     func block(_ hash: String) -> RpcBlock? { state.withLock { $0.blocks[hash] } }

@@ -98,18 +98,32 @@ public final class KaspaRPCSession: Sendable {
         var nextID: UInt64 = UInt64.random(in: 1..<(1 << 62))
         var pending: [UInt64: CheckedContinuation<Data, any Error>] = [:]
         var closed = false
+        /// Frame bytes of the notifications received and not yet taken.
+        var bufferedBytes = 0
     }
     private let state = Mutex(State())
-    /// BlockAdded and VirtualChainChanged, in the order the node sent them.
-    public let notifications: AsyncStream<KaspaNotification>
-    private let notify: AsyncStream<KaspaNotification>.Continuation
+    private let buffered: AsyncStream<(KaspaNotification, bytes: Int)>
+    private let notify: AsyncStream<(KaspaNotification, bytes: Int)>.Continuation
+
+    /// BlockAdded and VirtualChainChanged, in the order the node sent them. They wait here while
+    /// the source is busy (a gap-fill), up to `maximumBufferedNotifications` and
+    /// `maximumBufferedBytes`; past either, the session ends (a node that floods is a node that
+    /// fails), and the source reconnects and fills the gap from its checkpoint.
+    public var notifications: AsyncMapSequence<AsyncStream<(KaspaNotification, bytes: Int)>, KaspaNotification> {
+        buffered.map { [self] notification, bytes in
+            state.withLock { $0.bufferedBytes -= bytes }
+            return notification
+        }
+    }
+    public static let maximumBufferedNotifications = 1_024
+    public static let maximumBufferedBytes = 64 << 20
 
     private let callTimeout: Duration
 
     init(outbound: WebSocketOutboundWriter, callTimeout: Duration) {
         self.outbound = outbound
         self.callTimeout = callTimeout
-        (notifications, notify) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
+        (buffered, notify) = AsyncStream.makeStream(bufferingPolicy: .bufferingOldest(Self.maximumBufferedNotifications))
     }
 
     /// What a call sends: `{"id", "method", "params"}`, written by an encoder (no value is ever
@@ -259,7 +273,15 @@ public final class KaspaRPCSession: Sendable {
                 continuation.resume(returning: data)
             }
         case .notification(let notification)?:
-            notify.yield(notification)
+            let full = state.withLock { s -> Bool in
+                guard s.bufferedBytes + data.count <= Self.maximumBufferedBytes else { return true }
+                s.bufferedBytes += data.count
+                return false
+            }
+            guard !full, case .enqueued = notify.yield((notification, data.count)) else {
+                close()
+                return
+            }
         case nil:
             break
         }

@@ -52,21 +52,56 @@ public struct IPNetwork: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
+/// The header a trusted reverse proxy writes the client's address into
+/// (`HERALD_TRUSTED_PROXY_HEADER`). Only that one is read: a proxy passes the other on as the
+/// client sent it, so reading both would let a client choose its own address.
+public enum ProxyHeader: String, Sendable {
+    case xForwardedFor = "x-forwarded-for"
+    case forwarded
+}
+
 /// Which client a request comes from, for per-client limits. A proxy's word about the client
 /// (`Forwarded`, `X-Forwarded-For`) counts only when the peer is a proxy the operator trusts;
 /// otherwise anyone could pick their own bucket by sending the header.
 enum ClientAddress {
     /// The client: the peer itself, or — when the peer is trusted — the nearest address in the
-    /// forwarding chain that is not a trusted proxy.
-    static func of(peer: String?, forwarded: String?, forwardedFor: String?, trusted: [IPNetwork]) -> String {
+    /// forwarding chain that is not a trusted proxy. An entry no proxy could have meant as an
+    /// address (`unknown`, an obfuscated name) ends the walk: the hop that wrote it answers for it.
+    static func of(peer: String?, forwarded: String?, forwardedFor: String?, trusted: [IPNetwork], header: ProxyHeader = .xForwardedFor) -> String {
         guard let peer else { return "unknown" }
         guard !trusted.isEmpty, trusted.contains(where: { $0.contains(peer) }) else { return peer }
-        let chain = forwarded.map(forwardedFors) ?? forwardedFor.map { $0.split(separator: ",").map { trim(String($0)) } } ?? []
-        // Right to left: the addresses each trusted hop saw; the first untrusted one is the client.
-        for address in chain.reversed() where IPNetwork.bytes(of: address) != nil {
-            if !trusted.contains(where: { $0.contains(address) }) { return address }
+        let chain: [String] = switch header {
+        case .forwarded: forwarded.map(forwardedFors) ?? []
+        case .xForwardedFor: forwardedFor.map { $0.split(separator: ",").map { bare(trim(String($0))) } } ?? []
         }
-        return chain.first(where: { IPNetwork.bytes(of: $0) != nil }) ?? peer
+        // Right to left: the addresses each trusted hop saw; the first untrusted one is the client.
+        var nearest = peer
+        for entry in chain.reversed() {
+            guard IPNetwork.bytes(of: entry) != nil else { break }
+            if !trusted.contains(where: { $0.contains(entry) }) { return entry }
+            nearest = entry
+        }
+        return nearest
+    }
+
+    /// The rate-limit key of an address: IPv4 as it is, IPv6 by its /64 — which one subscriber
+    /// holds whole, so a client cannot take a fresh bucket per address — and an IPv4-mapped one as IPv4.
+    static func bucket(_ address: String) -> String {
+        guard let bytes = IPNetwork.bytes(of: address), bytes.count == 16 else { return address }
+        if bytes[0..<10].allSatisfy({ $0 == 0 }), bytes[10] == 0xFF, bytes[11] == 0xFF {
+            return bytes[12...].map(String.init).joined(separator: ".")
+        }
+        let groups = stride(from: 0, to: 8, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }
+        return groups.joined(separator: ":") + "::/64"
+    }
+
+    /// An address without the brackets and port a proxy may write around it (`[2001:db8::1]:443`, `192.0.2.1:80`).
+    static func bare(_ value: String) -> String {
+        if value.hasPrefix("["), let close = value.firstIndex(of: "]") {
+            return String(value[value.index(after: value.startIndex)..<close])
+        }
+        if value.filter({ $0 == ":" }).count == 1, let colon = value.firstIndex(of: ":") { return String(value[..<colon]) }
+        return value
     }
 
     /// The `for=` addresses of an RFC 7239 `Forwarded` header, in order, without quotes, brackets or ports.
@@ -77,11 +112,7 @@ enum ClientAddress {
                 guard parts.count == 2, trim(String(parts[0])).lowercased() == "for" else { continue }
                 var value = trim(String(parts[1]))
                 if value.hasPrefix("\""), value.hasSuffix("\""), value.count >= 2 { value = String(value.dropFirst().dropLast()) }
-                if value.hasPrefix("["), let close = value.firstIndex(of: "]") {
-                    return String(value[value.index(after: value.startIndex)..<close])
-                }
-                if value.filter({ $0 == ":" }).count == 1, let colon = value.firstIndex(of: ":") { return String(value[..<colon]) }
-                return value
+                return bare(value)
             }
             return nil
         }

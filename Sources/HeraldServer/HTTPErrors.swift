@@ -27,7 +27,9 @@ enum JSONBody {
         }
     }
 
-    /// A JSON body of at most `limit` bytes (413 over it, 415 when it says it is not JSON).
+    /// A JSON body of at most `limit` bytes (413 over it, 415 when it does not say it is JSON:
+    /// a form a page on another site posts carries no `application/json`, so a browser cannot
+    /// send one without asking first).
     static func collect(_ request: Request, limit: Int) async throws -> ByteBuffer {
         let buffer: ByteBuffer
         do {
@@ -35,8 +37,8 @@ enum JSONBody {
         } catch {
             throw APIError(.contentTooLarge, code: "body_too_large", message: "the body is limited to \(limit) bytes")
         }
-        if let type = request.headers[.contentType], !type.lowercased().hasPrefix("application/json") {
-            throw APIError(.unsupportedMediaType, code: "unsupported_media_type", message: "send application/json")
+        guard let type = request.headers[.contentType], type.lowercased().hasPrefix("application/json") else {
+            throw APIError(.unsupportedMediaType, code: "unsupported_media_type", message: "send application/json (Content-Type)")
         }
         return buffer
     }

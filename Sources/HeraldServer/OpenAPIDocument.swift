@@ -97,7 +97,7 @@ public enum OpenAPIDocument {
        "type": "object", "required": ["app_id", "pushkey"],
        "properties": {
         "app_id": {"type": "string"}, "pushkey": {"type": "string"},
-        "pushkey_ts": {"type": ["integer", "null"], "minimum": 0, "maximum": 253402300799},
+        "pushkey_ts": {"type": ["integer", "null"], "minimum": 0, "maximum": 253402300799, "description": "Unix seconds when the pusher was set: at most 5 minutes ahead of the gateway's clock (400 otherwise)."},
         "data": {"type": ["object", "null"]}, "tweaks": {"type": ["object", "null"]}
        }
       }

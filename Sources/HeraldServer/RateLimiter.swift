@@ -90,6 +90,13 @@ public struct RateLimits: Sendable {
     /// Reverse proxies whose `Forwarded` / `X-Forwarded-For` name the client (none by default:
     /// the peer is the client).
     public var trustedProxies: [IPNetwork] = []
+    /// The header those proxies write the client into (`HERALD_TRUSTED_PROXY_HEADER`).
+    public var proxyHeader = ProxyHeader.xForwardedFor
+    /// The Matrix notify route, by client address (a homeserver): `HERALD_MATRIX_RATE`/`_BURST`.
+    public var matrix = RateLimiter.Limit(rate: 200, burst: 1_000)
+    /// The homeservers that may call the Matrix notify route (`HERALD_MATRIX_ALLOWED_CLIENTS`;
+    /// empty: any, as Sygnal).
+    public var matrixClients: [IPNetwork] = []
 
     public init() {}
 
@@ -99,20 +106,34 @@ public struct RateLimits: Sendable {
         "/api/devices/logout", "/apns/register", "/apns/unregister", "/api/v1/push/register",
     ]
     static let publishingPaths: [String] = ["/v1/events", "/v1/events:batch", "/apns/send"]
+    static let matrixPath = "/_matrix/push/v1/notify"
 }
 
 /// Applies `RateLimits` before a request reaches its route.
 struct RateLimitMiddleware<Context: RemoteAddressRequestContext>: RouterMiddleware {
     let registration: RateLimiter
     let publishing: RateLimiter
+    let matrix: RateLimiter
     let apps: AppDirectory
     let trustedProxies: [IPNetwork]
+    let proxyHeader: ProxyHeader
+    let matrixClients: [IPNetwork]
 
     init(_ limits: RateLimits, apps: AppDirectory) {
         registration = RateLimiter(limits.registration)
         publishing = RateLimiter(limits.publishing)
+        matrix = RateLimiter(limits.matrix)
         self.apps = apps
         trustedProxies = limits.trustedProxies
+        proxyHeader = limits.proxyHeader
+        matrixClients = limits.matrixClients
+    }
+
+    /// The client of a request, as `ClientAddress` finds it behind the trusted proxies.
+    func client(_ request: Request, context: Context) -> String {
+        ClientAddress.of(
+            peer: context.remoteAddress?.ipAddress, forwarded: request.headers[.forwarded],
+            forwardedFor: request.headers[.xForwardedFor], trusted: trustedProxies, header: proxyHeader)
     }
 
     /// The path as the router matches it: empty segments (`//`, a trailing `/`) do not count and
@@ -143,11 +164,16 @@ struct RateLimitMiddleware<Context: RemoteAddressRequestContext>: RouterMiddlewa
         if RateLimits.publishingPaths.contains(where: { path.hasSuffix($0) }) {
             try limitPublishing(bearer: AppDirectory.bearer(request))
         } else if RateLimits.registrationPaths.contains(where: { path.hasSuffix($0) }) {
-            let client = ClientAddress.of(
-                peer: context.remoteAddress?.ipAddress, forwarded: request.headers[.forwarded],
-                forwardedFor: request.headers[.xForwardedFor], trusted: trustedProxies)
-            if let wait = registration.take(client) {
+            if let wait = registration.take(ClientAddress.bucket(client(request, context: context))) {
                 throw APIError(.tooManyRequests, code: "rate_limited", message: "too many registrations from this address", retryAfter: wait)
+            }
+        } else if path == RateLimits.matrixPath, request.method == .post {
+            let client = client(request, context: context)
+            if !matrixClients.isEmpty, !matrixClients.contains(where: { $0.contains(client) }) {
+                throw APIError(.forbidden, code: "forbidden", message: "this address may not send Matrix notifications (HERALD_MATRIX_ALLOWED_CLIENTS)")
+            }
+            if let wait = matrix.take(ClientAddress.bucket(client)) {
+                throw APIError(.tooManyRequests, code: "rate_limited", message: "too many notifications from this address", retryAfter: wait)
             }
         }
         return try await next(request, context)

@@ -158,8 +158,10 @@ public struct RegistrationAPI: Sendable {
             }
             environment = parsed
         }
-        if let id = body.device_id, id.isEmpty || id.unicodeScalars.count > 256 {
-            throw APIError.invalid("device_id", "device_id is 1 to 256 characters")
+        // No control characters: a NUL would end the stored text early, and the device would
+        // answer to another id than the one registered.
+        if let id = body.device_id, id.isEmpty || id.unicodeScalars.count > 256 || id.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+            throw APIError.invalid("device_id", "device_id is 1 to 256 characters, none of them a control character")
         }
         let watchSet = try self.watchSet(watched: body.watched_addresses, own: body.addresses, routes: body.contextual_routes)
         try Self.requireGranted(body.watched_addresses, by: grant)

@@ -1,5 +1,8 @@
 import Foundation
 import GRDB
+#if canImport(Glibc)
+import Glibc
+#endif
 import HeraldAPNsCore
 import HeraldCore
 import HeraldFCMCore
@@ -16,6 +19,12 @@ public final class SQLiteStore: Store {
 
     /// Opens (creating if needed) the database at `path`. Call `migrate()` before use.
     public init(path: String) throws {
+        // The database holds every device token: readable by its owner only. SQLite gives its WAL
+        // and shared-memory files the database file's mode, so creating it 0600 covers all three.
+        if !path.isEmpty, path != ":memory:", !path.hasPrefix("file:") {
+            let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+            if fd >= 0 { Glibc.close(fd) }
+        }
         var configuration = Configuration()
         configuration.foreignKeysEnabled = true
         configuration.busyMode = .timeout(10)

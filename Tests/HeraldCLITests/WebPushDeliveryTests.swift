@@ -2,6 +2,10 @@ import Foundation
 import HeraldTestSupport
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -128,5 +132,67 @@ import FoundationNetworking
         #expect(bodies.count == 2)
         #expect(bodies.contains { $0.contains("m1") } && bodies.contains { $0.contains("m2") }, "\(bodies)")
         #expect(try await Self.received(builtIn, dead).isEmpty)
+    }
+
+    @Test("a hanging push service and one answering 403 are planted: the app's other browsers, iPhones and Android devices get every push, and SIGTERM exits 0")
+    func hostileOrigins() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-hostile-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        // A push service that accepts TCP and never says a word (the kernel completes the
+        // handshake for a listener that never accepts).
+        let silent = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(silent) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        try #require(withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(silent, $0, length) } } == 0)
+        try #require(listen(silent, 64) == 0)
+        try #require(withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(silent, $0, &length) } } == 0)
+        let silentPort = Int(UInt16(bigEndian: address.sin_port))
+        // A push service that refuses the app's key for the subscriptions bound to another one (403).
+        let refusing = try MockWebPushProcess(directory: directory)
+        defer { refusing.process.kill(SIGTERM) }
+        let otherKey = try #require(
+            try runProcess(heraldExecutable(), ["vapid-keys", "--out", directory.appendingPathComponent("other").path]).lastJSONLine["application_server_key"] as? String)
+        var environment = [
+            "HERALD_DATABASE_URL": "sqlite:" + directory.appendingPathComponent("herald.sqlite").path, "HERALD_HTTP_PORT": "0",
+            "HERALD_PUBLISH_KEYS": Android.publisher, "HERALD_REGISTRATION_RATE": "0",
+        ]
+        environment.merge(refusing.serveEnvironment) { $1 }
+        environment["HERALD_WEBPUSH_ALLOW_HOSTS"]! += ",127.0.0.1:\(silentPort)"
+        let serve = try ServeProcess(environment: environment)
+        defer { if serve.process.process.isRunning { serve.process.kill(SIGKILL) } }
+        let builtIn = try #require(serve.webPushControl)
+
+        let ios = String(repeating: "c4", count: 32)
+        let android = "fcm-hostile_1:" + String(repeating: "H", count: 140)
+        try await Android.register(serve, ios, platform: "ios", key: "session:hostile")
+        try await Android.register(serve, android, platform: "android", key: "session:hostile")
+        let calm = try await Self.subscribe(serve, at: builtIn)
+        var hanging = try await Self.subscribe(serve, at: builtIn)
+        hanging["endpoint"] = "https://127.0.0.1:\(silentPort)/push/hanging"
+        let (status, body) = try await http("POST", refusing.control + "/subscribe", #"{"application_server_key":"\#(otherKey)"}"#)
+        #expect(status == 201)
+        let refused = try #require(try JSONSerialization.jsonObject(with: body) as? [String: Any])
+        for subscription in [hanging, refused, calm] { try await Self.register(serve, subscription, key: "session:hostile") }
+
+        for text in ["m1", "m2", "m3"] { try await Android.publish(serve, key: "session:hostile", text: text) }
+        try await Android.eventually {
+            let counts = [
+                try await Android.apnsPushes(serve, token: ios).count, try await Android.fcmPushes(serve, token: android).count,
+                try await Self.received(builtIn, calm).count,
+            ]
+            return counts.allSatisfy { $0 >= 3 }
+        }
+        #expect(try await Self.received(refusing.control, refused).isEmpty)
+        // The 403 was charged to its subscription: the app's Web Push is not paused.
+        let (_, ready) = try await http("GET", serve.api + "/readyz")
+        #expect(!String(decoding: ready, as: UTF8.self).contains("paused"))
+        // SIGTERM while the hanging origin still holds its pushes: a clean exit.
+        serve.process.kill(SIGTERM)
+        #expect(serve.process.process.terminationReason == .exit)
+        #expect(serve.process.process.terminationStatus == 0, "\(serve.process.fullLog().suffix(3_000))")
     }
 }

@@ -1,5 +1,5 @@
 import Foundation
-import HeraldKaspa
+@testable import HeraldKaspa
 import KaspaNodeSimulator
 import Synchronization
 import Testing
@@ -59,6 +59,50 @@ struct NodeAsPeerTests {
         }
         #expect(ended == true)
         await node.shutdown()
+    }
+
+    @Test("a node whose notifications are not taken as fast as it sends them: past the buffer's bound the session ends (the source then reconnects and fills the gap)")
+    func floodedNotifications() async throws {
+        let node = try await KaspaNodeSimulator.start()
+        let client = KaspaRPCClient(url: node.url)
+        let taken: Int? = try await Self.bounded(.seconds(120)) {
+            (try? await client.withSession { session in
+                try await session.subscribeChain()
+                // Two notifications a block; nothing takes them meanwhile.
+                for _ in 0..<(KaspaRPCSession.maximumBufferedNotifications / 2 + 50) { _ = await node.produce([]) }
+                // The session ends once the buffer overflows: calls then fail.
+                while (try? await session.getServerInfo()) != nil { try await Task.sleep(for: .milliseconds(50)) }
+                var taken = 0
+                for await _ in session.notifications { taken += 1 }
+                return taken
+            }) ?? -1
+        }
+        let count = try #require(taken)
+        #expect(count >= 0 && count <= KaspaRPCSession.maximumBufferedNotifications, "\(count)")
+        await node.shutdown()
+    }
+
+    @Test("what the chain source remembers stays under its byte budget, whatever the node's blocks carry")
+    func boundedChainMemory() {
+        let memory = ChainMemory(capacity: 10_000, maximumBytes: 8 << 20)
+        let payload = RpcTransaction.kasiaPrefixHex + String(repeating: "ab", count: 50_000)
+        for i in 0..<2_000 {
+            let transaction = RpcTransaction(
+                inputs: [], outputs: [], payload: payload,
+                verboseData: RpcTransactionVerboseData(transactionId: String(format: "%064x", i), blockHash: nil, blockTime: nil))
+            let hashes = (0..<2_000).map { String(format: "%064x", i * 10_000 + $0) }
+            memory.remember(RpcBlock(
+                header: RpcBlockHeader(hash: String(format: "b%063x", i), timestamp: 0, daaScore: UInt64(i), blueScore: nil, nonce: nil),
+                transactions: [transaction],
+                verboseData: RpcBlockVerboseData(hash: nil, selectedParentHash: nil, transactionIds: hashes, mergeSetBluesHashes: nil, mergeSetRedsHashes: nil, isChainBlock: true)))
+            #expect(memory.footprint.bytes <= 8 << 20)
+        }
+        // The newest blocks are still there; the oldest made room.
+        #expect(memory.block(String(format: "b%063x", 1_999)) != nil)
+        #expect(memory.block(String(format: "b%063x", 0)) == nil)
+        #expect(memory.footprint.blocks < 2_000)
+        // A block keeps its header and merge set, not the transaction ids a node may send by the million.
+        #expect(memory.block(String(format: "b%063x", 1_999))?.verboseData?.transactionIds == nil)
     }
 
     @Test("values go into requests through an encoder: a hash with quotes is asked for, not spliced into the JSON")

@@ -29,9 +29,34 @@ struct ClientAddressTests {
         ("127.0.0.1", nil, "not-an-address", "127.0.0.1"),
     ] as [(String, String?, String?, String)])
     func client(peer: String, forwarded: String?, forwardedFor: String?, expected: String) {
-        #expect(ClientAddress.of(peer: peer, forwarded: forwarded, forwardedFor: forwardedFor, trusted: Self.proxies) == expected)
+        let header: ProxyHeader = forwarded == nil ? .xForwardedFor : .forwarded
+        #expect(ClientAddress.of(peer: peer, forwarded: forwarded, forwardedFor: forwardedFor, trusted: Self.proxies, header: header) == expected)
         // Trusting nobody, the peer is the client whatever it says.
         #expect(ClientAddress.of(peer: peer, forwarded: forwarded, forwardedFor: forwardedFor, trusted: []) == peer)
+    }
+
+    @Test("only the header the proxy writes counts; ports and brackets are read; an unknown hop is answered for by the proxy that wrote it", arguments: [
+        // The client's own Forwarded header beside the proxy's X-Forwarded-For: ignored.
+        (#"for=198.51.100.77"#, "203.0.113.5", ProxyHeader.xForwardedFor, "203.0.113.5"),
+        (#"for=198.51.100.77"#, "203.0.113.5", ProxyHeader.forwarded, "198.51.100.77"),
+        // A port or brackets on the nearest hop do not let the walk skip to a forged entry.
+        (nil, "198.51.100.77, 203.0.113.5:4711", ProxyHeader.xForwardedFor, "203.0.113.5"),
+        (nil, "198.51.100.77, [2001:db8::9]:443", ProxyHeader.xForwardedFor, "2001:db8::9"),
+        // `unknown` ends the walk: the hop that wrote it is the client's bucket.
+        (nil, "198.51.100.77, unknown, 10.0.0.2", ProxyHeader.xForwardedFor, "10.0.0.2"),
+        (nil, "198.51.100.77, unknown", ProxyHeader.xForwardedFor, "127.0.0.1"),
+    ] as [(String?, String?, ProxyHeader, String)])
+    func spoofing(forwarded: String?, forwardedFor: String?, header: ProxyHeader, expected: String) {
+        #expect(ClientAddress.of(peer: "127.0.0.1", forwarded: forwarded, forwardedFor: forwardedFor, trusted: Self.proxies, header: header) == expected)
+    }
+
+    @Test("buckets: IPv4 as it is, IPv6 by its /64, IPv4-mapped IPv6 as IPv4")
+    func bucketKeys() {
+        #expect(ClientAddress.bucket("203.0.113.5") == "203.0.113.5")
+        #expect(ClientAddress.bucket("2001:db8:1:2:aaaa::1") == ClientAddress.bucket("2001:db8:1:2:ffff:1:2:3"))
+        #expect(ClientAddress.bucket("2001:db8:1:2::1") == "2001:db8:1:2::/64")
+        #expect(ClientAddress.bucket("2001:db8:1:3::1") != ClientAddress.bucket("2001:db8:1:2::1"))
+        #expect(ClientAddress.bucket("::ffff:203.0.113.5") == "203.0.113.5")
     }
 
     static func register(_ i: Int) -> String {

@@ -37,6 +37,8 @@ private let badNotifies: [BadRequest] = [
     BadRequest("device without app_id", .post, notifyPath, notify(devices: #"[{"pushkey":"x"}]"#), field: "notification.devices[0].app_id"),
     BadRequest("pushkey_ts negative", .post, notifyPath, notify(devices: "[\(device(ts: -1))]"), field: "notification.devices[0].pushkey_ts"),
     BadRequest("pushkey_ts past year 9999", .post, notifyPath, notify(devices: "[\(device(ts: 253_402_300_800))]"), field: "notification.devices[0].pushkey_ts"),
+    // A pusher set in the future would outlive its token's death (compare-and-delete by time).
+    BadRequest("pushkey_ts an hour ahead", .post, notifyPath, notify(devices: "[\(device(ts: Int(Date().timeIntervalSince1970) + 3_600))]"), field: "notification.devices[0].pushkey_ts"),
     BadRequest("unread negative", .post, notifyPath, notify(devices: "[\(device())]", counts: #"{"unread":-1}"#), field: "notification.counts.unread"),
     BadRequest("unread not a number", .post, notifyPath, notify(devices: "[\(device())]", counts: #"{"unread":"2"}"#), field: "notification.counts.unread"),
     BadRequest("tweaks not an object", .post, notifyPath, notify(devices: #"[{"app_id":"im.example.ios","pushkey":"k","tweaks":[null]}]"#), field: "notification.devices[0].tweaks"),
@@ -114,6 +116,48 @@ struct MatrixNotifyTests {
             r = try await send(client, .post, notifyPath, notify(eventID: "$event3", devices: "[\(device(ts: later))]"))
             #expect(try json(r)["rejected"] as? [String] == [])
             #expect(try await store.stats().deliveries == [.failed: 1, .pending: 1])
+        }
+    }
+
+    @Test("a notify cannot take an app past max_devices: the new pushkey is refused (403) and nothing is written; known ones go on")
+    func deviceLimit() async throws {
+        try await withRegistrationServer(configure: {
+            var app = AppSettings(id: "default", publishKeys: ["pk"])
+            app.maximumDevices = 2
+            $0.apps = .single(app)
+        }, matrix: matrixApps) { client, store in
+            let keys = (1...3).map { i in Data((0..<32).map { UInt8($0 + i * 40) }).base64EncodedString() }
+            for key in keys.prefix(2) {
+                #expect(try await send(client, .post, notifyPath, notify(devices: "[\(device("im.example.ios", key))]")).status == .ok)
+            }
+            let r = try await send(client, .post, notifyPath, notify(eventID: "$third", devices: "[\(device("im.example.ios", keys[2]))]"))
+            #expect(r.status == .forbidden)
+            #expect((try json(r)["error"] as? [String: Any])?["field"] as? String == "notification.devices[0].pushkey")
+            #expect(try await store.deviceCount(app: "default") == 2)
+            #expect(try await store.stats().deliveries == [.pending: 2])
+            // A device already known still gets its pushes.
+            #expect(try await send(client, .post, notifyPath, notify(eventID: "$again", devices: "[\(device("im.example.ios", keys[0]))]")).status == .ok)
+            #expect(try await store.stats().deliveries == [.pending: 3])
+        }
+    }
+
+    @Test("per homeserver address: a rate (429 past it) and an optional allow-list of CIDRs (403 outside it)")
+    func clientLimits() async throws {
+        try await withRegistrationServer(configure: { $0.rateLimits.matrix = .init(rate: 0.001, burst: 3) }, matrix: matrixApps) { client, _ in
+            var statuses: [HTTPResponse.Status] = []
+            for i in 0..<4 { statuses.append(try await send(client, .post, notifyPath, notify(eventID: "$e\(i)", devices: "[\(device())]")).status) }
+            #expect(statuses == [.ok, .ok, .ok, .tooManyRequests])
+        }
+        try await withRegistrationServer(configure: { $0.rateLimits.matrixClients = [IPNetwork("10.0.0.0/8")!] }, matrix: matrixApps) { client, store in
+            let r = try await send(client, .post, notifyPath, notify(devices: "[\(device())]"))
+            #expect(r.status == .forbidden)
+            #expect(try await store.stats().devices.isEmpty)
+            // Discovery stays open.
+            #expect(try await send(client, .get, notifyPath).status == .ok)
+        }
+        try await withRegistrationServer(configure: { $0.rateLimits.matrixClients = [IPNetwork("127.0.0.0/8")!] }, matrix: matrixApps) { client, _ in
+            let r = try await send(client, .post, notifyPath, notify(devices: "[\(device())]"))
+            #expect(r.status == .ok)
         }
     }
 

@@ -397,6 +397,21 @@ struct SQLiteDurabilityTests {
             #expect(mode == 2)
         }
     }
+
+    @Test("the database, its WAL and its shared memory are readable by their owner only (mode 0600): they hold every token")
+    func ownerOnly() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-mode-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("herald.sqlite").path
+        let store = try SQLiteStore(path: path)
+        try await store.migrate()
+        _ = try await store.register(try registration(1, watching: []), now: t0)
+        for file in [path, path + "-wal", path + "-shm"] {
+            let mode = try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? Int
+            #expect(mode == 0o600, "\(file): \(String(mode ?? 0, radix: 8))")
+        }
+    }
 }
 
 /// Instances on one database send one JWT per key (SPEC §2: never `TooManyProviderTokenUpdates`).
