@@ -22,7 +22,7 @@ public struct MatrixNotifier: Sendable {
     public static let maximumDevices = 100
     /// The latest `pushkey_ts` accepted: the end of year 9999, in seconds.
     public static let maximumPushkeyTS: Int64 = 253_402_300_799
-    /// How far ahead of Herald's clock a `pushkey_ts` may be.
+    /// How far ahead of Herald's clock a `pushkey_ts` may be and still count (clock skew).
     static let pushkeyTSLeeway: Int64 = 300
 
     public init(publisher: EventPublisher, apps: MatrixApps) {
@@ -57,9 +57,6 @@ public struct MatrixNotifier: Sendable {
         }
         // Each device checked before anything is written.
         let now = publisher.clock.now()
-        // A pusher is set when it is set, not later: a `pushkey_ts` ahead of now (past a few
-        // minutes of clock skew) would make the device outlive its token's death.
-        let latestPushkeyTS = min(Self.maximumPushkeyTS, Int64(now.timeIntervalSince1970) + Self.pushkeyTSLeeway)
         var named: [(index: Int, app: MatrixApp, device: NamedDevice)] = []
         var rejected: [String] = []
         for (i, device) in devices.enumerated() {
@@ -69,10 +66,14 @@ public struct MatrixNotifier: Sendable {
             for (key, value) in [("data", device.data), ("tweaks", device.tweaks)] {
                 if let value, value != .null, value.objectFields == nil { throw APIError.invalid(field + "." + key, "\(key) is a JSON object") }
             }
-            let ts = device.pushkeyTS ?? 0
-            guard (0...latestPushkeyTS).contains(ts) else {
-                throw APIError.invalid(field + ".pushkey_ts", "is unix seconds from 0 to now (\(latestPushkeyTS))")
+            guard (0...Self.maximumPushkeyTS).contains(device.pushkeyTS ?? 0) else {
+                throw APIError.invalid(field + ".pushkey_ts", "is unix seconds from 0 to \(Self.maximumPushkeyTS)")
             }
+            // A pusher is set when it is set, not later: a `pushkey_ts` more than a few minutes
+            // ahead of now says nothing and counts as 0, so no notify can make a device outlive its
+            // token's death (compare-and-delete by time) or bring a dead token back.
+            let seconds = Int64(now.timeIntervalSince1970)
+            let ts = (device.pushkeyTS ?? 0) > seconds + Self.pushkeyTSLeeway ? 0 : device.pushkeyTS ?? 0
             guard let app = apps.app(for: appID), let settings = publisher.apps[app.app] else {
                 rejected.append(pushkey)
                 continue

@@ -442,9 +442,12 @@ package struct HTTP2ConnectionFactory: Sendable {
     /// Where to connect, when the caller resolves and checks the host itself (Web Push's SSRF
     /// guard); nil connects by host name.
     let addresses: (@Sendable () async throws -> [SocketAddress])?
+    /// The peer is anyone's (a Web Push service a registration named): NIO's flood guard and
+    /// header validation stay on. APNs and FCM, authenticated by TLS, get them relaxed.
+    let peerIsUntrusted: Bool
 
     /// A factory for a host whose addresses `addresses` gives, with a TLS context the caller made
-    /// (it must offer ALPN `h2`).
+    /// (it must offer ALPN `h2`): a host the caller does not trust, as Web Push's are.
     package init(
         host: String, port: Int, authority: String, sslContext: NIOSSLContext, connectTimeout: Duration, pingInterval: Duration,
         pingTimeout: Duration, addresses: @escaping @Sendable () async throws -> [SocketAddress]
@@ -458,6 +461,7 @@ package struct HTTP2ConnectionFactory: Sendable {
         self.pingTimeout = TimeAmount(pingTimeout)
         self.lastUsableStreamID = HTTP2ConnectionHandler.lastUsableStreamID
         self.addresses = addresses
+        self.peerIsUntrusted = true
     }
 
     package init(
@@ -466,6 +470,7 @@ package struct HTTP2ConnectionFactory: Sendable {
     ) throws {
         self.lastUsableStreamID = lastUsableStreamID
         self.addresses = nil
+        self.peerIsUntrusted = false
         guard let host = url.host, !host.isEmpty else {
             throw HTTP2ConfigurationError(field: "url", message: "no host in \(url)")
         }
@@ -509,6 +514,7 @@ package struct HTTP2ConnectionFactory: Sendable {
         let authority = self.authority
         let lastUsableStreamID = self.lastUsableStreamID
         let connectTimeout = self.connectTimeout
+        let untrusted = peerIsUntrusted
         @Sendable func bootstrap() -> ClientBootstrap {
             ClientBootstrap(group: eventLoop)
                 .connectTimeout(connectTimeout)
@@ -518,11 +524,13 @@ package struct HTTP2ConnectionFactory: Sendable {
                         let sync = channel.pipeline.syncOperations
                         try sync.addHandler(NIOSSLClientHandler(context: sslContext, serverHostname: sni))
                         var configuration = NIOHTTP2Handler.ConnectionConfiguration()
-                        // APNs changes SETTINGS after every rejection; NIO's default flood guard would
-                        // take that for an attack and close the connection.
-                        configuration.controlFrameRateLimit.maximumCount = Int.max / 2
-                        // Herald builds its own headers and talks only to a TLS-authenticated push service.
-                        configuration.headerBlockValidation = .disabled
+                        if !untrusted {
+                            // APNs changes SETTINGS after every rejection; NIO's default flood guard would
+                            // take that for an attack and close the connection.
+                            configuration.controlFrameRateLimit.maximumCount = Int.max / 2
+                            // Herald builds its own headers and talks only to a TLS-authenticated push service.
+                            configuration.headerBlockValidation = .disabled
+                        }
                         configuration.initialSettings = [
                             HTTP2Setting(parameter: .maxConcurrentStreams, value: 100),
                             HTTP2Setting(parameter: .initialWindowSize, value: 1 << 20),

@@ -1894,7 +1894,8 @@ public enum OpenAPIDocument {
            "null"
           ],
           "minLength": 1,
-          "maxLength": 256
+          "maxLength": 256,
+          "pattern": "^[^\\u0000-\\u001F\\u007F]+$"
          }
         },
         "required": [

@@ -52,6 +52,8 @@ public enum WebPushEndpointError: Error, Sendable, Hashable, CustomStringConvert
     case internalAddress(String)
     /// Its host resolves to no address.
     case unresolved(String)
+    /// Its port is not one push services use (443, or one the operator allows).
+    case port(Int)
 
     public var description: String {
         switch self {
@@ -60,6 +62,7 @@ public enum WebPushEndpointError: Error, Sendable, Hashable, CustomStringConvert
         case .scheme: "endpoint is an https URL"
         case .internalAddress(let address): "endpoint reaches \(address), an address Herald does not send to"
         case .unresolved(let host): "endpoint's host \(host) resolves to no address"
+        case .port(let port): "endpoint's port \(port) is not one Herald sends to (443, or a host:port the operator allows)"
         }
     }
 }
@@ -82,6 +85,9 @@ public struct WebPushAddressPolicy: Sendable {
         if allows(endpoint) { return }
         guard !addresses.isEmpty else { throw .internalAddress("no address") }
         for address in addresses where !Self.isPublic(address) { throw .internalAddress(Self.format(address)) }
+        // Push services answer on 443: any other port on a public host is a way to reach
+        // something that is not one (a mail server, a database).
+        guard endpoint.port == 443 else { throw .port(endpoint.port) }
     }
 
     /// Whether the operator allowed the endpoint's host (or host and port) outright.
@@ -103,10 +109,16 @@ public struct WebPushAddressPolicy: Sendable {
     public static func isPublic(_ a: [UInt8]) -> Bool {
         if a.count == 4 { return isPublicV4(a) }
         guard a.count == 16 else { return false }
-        // IPv4-mapped (::ffff:0:0/96) and NAT64 (64:ff9b::/96) carry an IPv4 address.
+        // IPv4-mapped (::ffff:0:0/96), NAT64 (64:ff9b::/96) and 6to4 (2002::/16) carry an IPv4 address.
         if a[0..<10].allSatisfy({ $0 == 0 }) && a[10] == 0xff && a[11] == 0xff { return isPublicV4(Array(a[12...])) }
         if a[0..<12] == [0x00, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0] { return isPublicV4(Array(a[12...])) }
-        if a[0..<15].allSatisfy({ $0 == 0 }) { return false }  // :: and ::1
+        if a[0] == 0x20 && a[1] == 0x02 { return isPublicV4(Array(a[2..<6])) }
+        // ::/96 (IPv4-compatible, `::a.b.c.d`, with :: and ::1), ::ffff:0:0:0/96 (IPv4-translated),
+        // 64:ff9b:1::/48 (local-use NAT64) and Teredo (2001::/32, its IPv4 hidden): none is a push service.
+        if a[0..<12].allSatisfy({ $0 == 0 }) { return false }
+        if a[0..<8].allSatisfy({ $0 == 0 }) && a[8] == 0xff && a[9] == 0xff && a[10] == 0 && a[11] == 0 { return false }
+        if a[0..<6] == [0x00, 0x64, 0xff, 0x9b, 0x00, 0x01] { return false }
+        if a[0..<4] == [0x20, 0x01, 0x00, 0x00] { return false }
         if a[0] & 0xfe == 0xfc { return false }  // fc00::/7 unique local
         if a[0] == 0xfe && a[1] & 0xc0 == 0x80 { return false }  // fe80::/10 link-local
         if a[0] == 0xfe && a[1] & 0xc0 == 0xc0 { return false }  // fec0::/10 site-local (deprecated)

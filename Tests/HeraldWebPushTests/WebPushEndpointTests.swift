@@ -30,6 +30,10 @@ struct WebPushEndpointTests {
         ("169.254.169.254", false), ("100.64.0.1", false), ("0.0.0.0", false), ("224.0.0.1", false), ("255.255.255.255", false),
         ("198.18.0.1", false), ("::1", false), ("::", false), ("fe80::1", false), ("fd00::1", false), ("ff02::1", false),
         ("::ffff:127.0.0.1", false), ("::ffff:8.8.8.8", true), ("64:ff9b::a9fe:a9fe", false), ("2001:db8::1", false),
+        // Other ways to write an inside IPv4 address in IPv6.
+        ("::127.0.0.1", false), ("::8.8.8.8", false), ("::ffff:0:127.0.0.1", false), ("::ffff:0:8.8.8.8", false),
+        ("64:ff9b:1::a9fe:a9fe", false), ("2002:a9fe:a9fe::1", false), ("2002:7f00:1::1", false), ("2002:808:808::1", true),
+        ("2001:0:4136:e378:8000:63bf:3fff:fdd2", false),
     ])
     func classification(address: String, isPublic: Bool) throws {
         let bytes = try #require(WebPushAddressPolicy.literal(address))
@@ -48,5 +52,9 @@ struct WebPushEndpointTests {
         try WebPushAddressPolicy().check(endpoint, resolvedTo: [outside])
         try WebPushAddressPolicy(allowedHosts: ["PUSH.example.net"]).check(endpoint, resolvedTo: [inside])
         #expect(WebPushAddressPolicy.literal("push.example.net") == nil)
+        // Push services answer on 443: another port on a public host is refused, unless allowed as host:port.
+        let smtp = try WebPushEndpoint("https://push.example.net:25/x")
+        #expect(throws: WebPushEndpointError.port(25)) { try WebPushAddressPolicy().check(smtp, resolvedTo: [outside]) }
+        try WebPushAddressPolicy(allowedHosts: ["push.example.net:25"]).check(smtp, resolvedTo: [outside])
     }
 }
