@@ -17,7 +17,7 @@ command -v h2load >/dev/null || { echo "install h2load: apt-get install nghttp2-
 
 work=$(mktemp -d)
 trap 'kill "$mock" 2>/dev/null || true; wait "$mock" 2>/dev/null || true; rm -rf "$work"' EXIT
-"$HERALD" mock-apns --port 0 --control-port 0 --topic com.example.bench --cert-out "$work" >"$work/ready.json" 2>"$work/mock.log" &
+"$HERALD" mock-apns --port 0 --sandbox-port 0 --control-port 0 --topic com.example.bench --cert-out "$work" >"$work/ready.json" 2>"$work/mock.log" &
 mock=$!
 for _ in $(seq 1 100); do [ -s "$work/ready.json" ] && break; sleep 0.1; done
 read -r port control key_id team_id key_path < <(python3 -c '

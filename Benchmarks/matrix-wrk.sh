@@ -21,7 +21,7 @@ command -v wrk >/dev/null || { echo "install wrk: apt-get install wrk" >&2; exit
 work=$(mktemp -d)
 serve=""
 trap 'kill $serve "$mock" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
-"$HERALD" mock-apns --port 0 --control-port 0 --topic com.example.bench --cert-out "$work" >"$work/ready.json" 2>"$work/mock.log" &
+"$HERALD" mock-apns --port 0 --sandbox-port 0 --control-port 0 --topic com.example.bench --cert-out "$work" >"$work/ready.json" 2>"$work/mock.log" &
 mock=$!
 for _ in $(seq 1 100); do [ -s "$work/ready.json" ] && break; sleep 0.1; done
 read -r port key_id team_id key_path < <(python3 -c '

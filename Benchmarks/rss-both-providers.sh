@@ -14,7 +14,7 @@ pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"' EXIT
 wait_line() { for _ in $(seq 1 200); do [ -s "$1" ] && return; sleep 0.1; done; echo "no ready line in $1" >&2; exit 1; }
 
-"$HERALD" mock-apns --port 0 --control-port 0 --topic com.example.rss --cert-out "$work/apns" >"$work/apns.json" 2>/dev/null & pids+=($!)
+"$HERALD" mock-apns --port 0 --sandbox-port 0 --control-port 0 --topic com.example.rss --cert-out "$work/apns" >"$work/apns.json" 2>/dev/null & pids+=($!)
 "$HERALD" mock-fcm --port 0 --control-port 0 --credentials-out "$work/fcm" >"$work/fcm.json" 2>/dev/null & pids+=($!)
 wait_line "$work/apns.json"; wait_line "$work/fcm.json"
 eval "$(python3 -c '

@@ -15,30 +15,39 @@ public final class APNsSimulator: Sendable {
     let state: SimulatorState
     private let group: EventLoopGroup
     private let server: Channel
+    private let sandboxServer: Channel
     private let control: Channel
     private let logger: Logger
 
-    /// The bound HTTP/2 port.
+    /// The bound HTTP/2 port of the production host (`api.push.apple.com`).
     public var port: Int { server.localAddress?.port ?? 0 }
+    /// The bound HTTP/2 port of the sandbox host (`api.sandbox.push.apple.com`).
+    public var sandboxPort: Int { sandboxServer.localAddress?.port ?? 0 }
     /// The bound control port.
     public var controlPort: Int { control.localAddress?.port ?? 0 }
-    /// `https://host:port`: where clients send.
-    public var url: URL { URL(string: "https://\(configuration.host):\(port)")! }
+    /// `https://host:port`: where clients send production pushes.
+    public var url: URL { url(for: .production) }
+
+    /// Where clients send the pushes of `environment`: each environment has its host, as Apple's do.
+    public func url(for environment: APNsEnvironment) -> URL {
+        URL(string: "https://\(configuration.host):\(environment == .production ? port : sandboxPort)")!
+    }
 
     private init(
         configuration: APNsSimulatorConfiguration, tls: SimulatorTLSIdentity, state: SimulatorState,
-        group: EventLoopGroup, server: Channel, control: Channel, logger: Logger
+        group: EventLoopGroup, server: Channel, sandboxServer: Channel, control: Channel, logger: Logger
     ) {
         self.configuration = configuration
         self.tls = tls
         self.state = state
         self.group = group
         self.server = server
+        self.sandboxServer = sandboxServer
         self.control = control
         self.logger = logger
     }
 
-    /// Starts listening on both ports.
+    /// Starts listening on the production, sandbox and control ports.
     public static func start(
         configuration: APNsSimulatorConfiguration,
         eventLoopGroup: EventLoopGroup,
@@ -47,14 +56,43 @@ public final class APNsSimulator: Sendable {
         let tls = try SimulatorTLSIdentity.generate()
         let sslContext = try tls.makeServerContext()
         let state = SimulatorState(configuration: configuration)
+        let server = try await listen(
+            .production, port: configuration.port, configuration: configuration, state: state, sslContext: sslContext, group: eventLoopGroup)
+        let sandboxServer: Channel
+        let control: Channel
+        do {
+            sandboxServer = try await listen(
+                .sandbox, port: configuration.sandboxPort, configuration: configuration, state: state, sslContext: sslContext,
+                group: eventLoopGroup)
+        } catch {
+            try? await server.close()
+            throw error
+        }
+        do {
+            control = try await SimulatorControlServer.bind(
+                host: configuration.host, port: configuration.controlPort, state: state, group: eventLoopGroup)
+        } catch {
+            try? await server.close()
+            try? await sandboxServer.close()
+            throw error
+        }
+        return APNsSimulator(
+            configuration: configuration, tls: tls, state: state, group: eventLoopGroup, server: server,
+            sandboxServer: sandboxServer, control: control, logger: logger)
+    }
 
-        let server = try await ServerBootstrap(group: eventLoopGroup)
+    /// One environment's HTTP/2 listener.
+    private static func listen(
+        _ environment: APNsEnvironment, port: Int, configuration: APNsSimulatorConfiguration, state: SimulatorState,
+        sslContext: NIOSSLContext, group eventLoopGroup: EventLoopGroup
+    ) async throws -> Channel {
+        try await ServerBootstrap(group: eventLoopGroup)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    let connection = SimulatorConnection(state: state, channel: channel)
+                    let connection = SimulatorConnection(state: state, channel: channel, environment: environment)
                     let sync = channel.pipeline.syncOperations
                     try sync.addHandler(SimulatorSocketHandler(connection: connection))
                     try sync.addHandler(NIOSSLServerHandler(context: sslContext))
@@ -82,19 +120,7 @@ public final class APNsSimulator: Sendable {
                     }
                 }
             }
-            .bind(host: configuration.host, port: configuration.port).get()
-
-        let control: Channel
-        do {
-            control = try await SimulatorControlServer.bind(
-                host: configuration.host, port: configuration.controlPort, state: state, group: eventLoopGroup)
-        } catch {
-            try? await server.close()
-            throw error
-        }
-        return APNsSimulator(
-            configuration: configuration, tls: tls, state: state, group: eventLoopGroup, server: server,
-            control: control, logger: logger)
+            .bind(host: configuration.host, port: port).get()
     }
 
     /// Writes `ca.pem` into `directory` and returns its path.
@@ -119,12 +145,20 @@ public final class APNsSimulator: Sendable {
     /// Forgets notifications, faults and counters.
     public func reset() { state.reset() }
 
+    /// A new device token of `environment`, as Apple issues one to an app built for it: pushed
+    /// on the other environment's host, it is refused with BadDeviceToken.
+    public func issueToken(environment: APNsEnvironment) -> String { state.issueToken(environment: environment) }
+
+    /// Says which environment `token` belongs to (a token never named here is taken on either host).
+    public func assign(token: String, to environment: APNsEnvironment) { state.assign(token: token, to: environment) }
+
     /// Whether it still listens (its service and control ports).
-    public var isListening: Bool { server.isActive && control.isActive }
+    public var isListening: Bool { server.isActive && sandboxServer.isActive && control.isActive }
 
     /// Stops listening; open connections close.
     public func shutdown() async {
         try? await server.close()
+        try? await sandboxServer.close()
         try? await control.close()
     }
 }

@@ -36,8 +36,10 @@ public struct SimulatorKey: Sendable {
 public struct APNsSimulatorConfiguration: Sendable {
     /// Where both ports listen (default loopback).
     public var host = "127.0.0.1"
-    /// The HTTP/2 port; 0 picks a free one.
+    /// The production host's HTTP/2 port; 0 picks a free one.
     public var port = 2197
+    /// The sandbox host's HTTP/2 port; 0 (the default) picks a free one.
+    public var sandboxPort = 0
     /// The plain-HTTP control port; 0 picks a free one.
     public var controlPort = 2198
     public var keys: [SimulatorKey] = []

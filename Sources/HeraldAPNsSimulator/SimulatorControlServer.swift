@@ -1,4 +1,5 @@
 import Foundation
+import HeraldAPNs
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -71,6 +72,21 @@ private final class ControlHandler: ChannelInboundHandler {
             } catch {
                 return (.badRequest, Self.error("not a fault: \(error)"))
             }
+        case (.POST, "/tokens"):
+            // `{"environment": "production" | "sandbox", "token": optional hex}`: a device token of
+            // that environment (the one given, or a new one), as Apple issues one to a build.
+            guard let request = try? JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any],
+                let environment = (request["environment"] as? String).flatMap(APNsEnvironment.init(rawValue:))
+            else { return (.badRequest, Self.error("environment is production or sandbox")) }
+            let token: String
+            if let given = request["token"] as? String {
+                guard APNsDeviceToken.isAppleLength(Substring(given)) else { return (.badRequest, Self.error("token is 64 hex characters")) }
+                token = given.lowercased()
+                state.assign(token: token, to: environment)
+            } else {
+                token = state.issueToken(environment: environment)
+            }
+            return (.created, #"{"environment":"\#(environment.rawValue)","token":"\#(token)"}"#)
         case (.POST, "/reset"):
             state.reset()
             return (.ok, #"{"reset":true}"#)

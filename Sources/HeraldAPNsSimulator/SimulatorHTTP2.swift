@@ -22,9 +22,13 @@ final class SimulatorConnection {
     /// The handler at the socket end of the pipeline: closing there skips TLS's orderly close.
     var rawContext: ChannelHandlerContext?
 
-    init(state: SimulatorState, channel: Channel) {
+    /// The host this connection reached: Apple's production or sandbox one.
+    let environment: APNsEnvironment
+
+    init(state: SimulatorState, channel: Channel, environment: APNsEnvironment) {
         self.state = state
         self.channel = channel
+        self.environment = environment
         self.context = .init(tokenUpdateInterval: Int64(state.configuration.tokenUpdateInterval.seconds))
     }
 
@@ -177,8 +181,12 @@ final class SimulatorStreamHandler: ChannelInboundHandler {
         answered = true
         let state = connection.state
         let request = SimulatorRequest(headers: headers, body: body ?? ByteBuffer())
-        let outcome = SimulatorRequestCheck.check(
+        var outcome = SimulatorRequestCheck.check(
             request, topics: state.configuration.topics, connection: connection.context, verify: state.verify)
+        // A token belongs to one environment: on the other's host Apple answers BadDeviceToken.
+        if case .accepted(let accepted) = outcome, let environment = state.environment(of: accepted.token), environment != connection.environment {
+            outcome = .rejected(.badDeviceToken)
+        }
         var status = 200
         var reason: String?
         var timestampMs: Int64?

@@ -77,12 +77,32 @@ final class SimulatorState: Sendable {
         var nextFaultID = 1
         var verifiedTokens: [String: TokenVerdict] = [:]
         var tokensByKey: [String: Set<String>] = [:]
+        /// Device tokens whose environment is known (issued or assigned through the control port).
+        var environments: [String: APNsEnvironment] = [:]
     }
     private let data = Mutex(Data())
 
     init(configuration: APNsSimulatorConfiguration) {
         self.configuration = configuration
         self.keysByID = Dictionary(configuration.keys.map { ($0.keyID, $0) }, uniquingKeysWith: { a, _ in a })
+    }
+
+    // MARK: Device tokens
+
+    /// A fresh 32-byte token (64 lowercase hex) of `environment`.
+    func issueToken(environment: APNsEnvironment) -> String {
+        let token = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+        assign(token: token, to: environment)
+        return token
+    }
+
+    func assign(token: String, to environment: APNsEnvironment) {
+        data.withLock { $0.environments[token.lowercased()] = environment }
+    }
+
+    /// The environment `token` belongs to, when the simulator was told.
+    func environment(of token: String) -> APNsEnvironment? {
+        data.withLock { $0.environments[token] }
     }
 
     // MARK: Provider tokens
@@ -231,9 +251,10 @@ final class SimulatorState: Sendable {
     /// Forgets notifications, faults and counters (connections stay open).
     func reset() {
         data.withLock { d in
-            let open = d.stats.connectionsOpen
+            let (open, environments) = (d.stats.connectionsOpen, d.environments)
             d = Data()
-            d.stats.connectionsOpen = open
+            // Devices keep their tokens across a reset, as they do across an outage.
+            (d.stats.connectionsOpen, d.environments) = (open, environments)
         }
     }
 }

@@ -10,6 +10,9 @@ struct APNsSettings: Sendable {
     var environment: APNsEnvironment
     /// `HERALD_APNS_URL`: another host (a simulator); nil means Apple's.
     var url: URL?
+    /// `HERALD_APNS_SANDBOX_URL`: another host for sandbox pushes (a simulator's sandbox port);
+    /// nil means `url` serves both, or Apple's sandbox host.
+    var sandboxURL: URL?
     /// `HERALD_APNS_CA_FILE`: extra trust roots for that host.
     var caFile: String?
 
@@ -22,27 +25,33 @@ struct APNsSettings: Sendable {
         for (name, value) in zip(names, values) where value == nil {
             throw APNsConfigurationError(field: name, message: "is required with the other HERALD_APNS_* credentials")
         }
-        var environment = APNsEnvironment.sandbox
-        if let raw = env["HERALD_APNS_ENVIRONMENT"], !raw.isEmpty {
-            guard let parsed = APNsEnvironment(rawValue: raw) else {
-                throw APNsConfigurationError(field: "HERALD_APNS_ENVIRONMENT", message: "is production or sandbox, not \(raw)")
-            }
-            environment = parsed
-        }
-        var url: URL?
-        if let raw = env["HERALD_APNS_URL"], !raw.isEmpty {
+        let environment = try Self.environment(env)
+        func parseURL(_ name: String) throws -> URL? {
+            guard let raw = env[name], !raw.isEmpty else { return nil }
             guard let parsed = URL(string: raw), parsed.scheme == "https", parsed.host != nil else {
-                throw APNsConfigurationError(field: "HERALD_APNS_URL", message: "is an https:// URL, not \(raw)")
+                throw APNsConfigurationError(field: name, message: "is an https:// URL, not \(raw)")
             }
-            url = parsed
+            return parsed
         }
+        let url = try parseURL("HERALD_APNS_URL")
+        let sandboxURL = try parseURL("HERALD_APNS_SANDBOX_URL")
         let caFile = env["HERALD_APNS_CA_FILE"].flatMap { $0.isEmpty ? nil : $0 }
         if let caFile, !FileManager.default.isReadableFile(atPath: caFile) {
             throw APNsConfigurationError(field: "HERALD_APNS_CA_FILE", message: "\(caFile) is not readable")
         }
         return APNsSettings(
             keyPath: values[0]!, keyID: values[1]!, teamID: values[2]!, topic: values[3]!,
-            environment: environment, url: url, caFile: caFile)
+            environment: environment, url: url, sandboxURL: sandboxURL, caFile: caFile)
+    }
+
+    /// `HERALD_APNS_ENVIRONMENT`: the environment the app's builds use (default sandbox), for
+    /// an app with credentials and one on the built-in simulator alike.
+    static func environment(_ env: [String: String]) throws -> APNsEnvironment {
+        guard let raw = env["HERALD_APNS_ENVIRONMENT"], !raw.isEmpty else { return .sandbox }
+        guard let parsed = APNsEnvironment(rawValue: raw) else {
+            throw APNsConfigurationError(field: "HERALD_APNS_ENVIRONMENT", message: "is production or sandbox, not \(raw)")
+        }
+        return parsed
     }
 
     /// Loads the `.p8` key.
@@ -56,6 +65,7 @@ struct APNsSettings: Sendable {
 
     /// The client configuration for these settings (in `environment`, unless overridden).
     func clientConfiguration(environment override: APNsEnvironment? = nil) -> APNsClientConfiguration {
-        APNsClientConfiguration(environment: override ?? environment, url: url, trustRootsPEMFile: caFile)
+        let environment = override ?? environment
+        return APNsClientConfiguration(environment: environment, url: environment == .sandbox ? sandboxURL ?? url : url, trustRootsPEMFile: caFile)
     }
 }

@@ -79,13 +79,13 @@ struct ConfigFile {
     static let appKeys: Set<String> = ["id", "apns", "fcm", "vapid", "publish_keys", "registration", "agent_event", "ghosttalk", "max_devices", "privacy"]
     static let agentEventKeys: Set<String> = ["stop", "permission_prompt", "idle_prompt", "other", "other_without_message"]
     static let textKeys: Set<String> = ["title", "body"]
-    static let apnsKeys: Set<String> = ["key_path", "key_id", "team_id", "topic", "environment", "url", "ca_file"]
+    static let apnsKeys: Set<String> = ["key_path", "key_id", "team_id", "topic", "environment", "url", "sandbox_url", "ca_file"]
     static let registrationKeys: Set<String> = ["policy", "keys", "hs256_secret", "es256_public_key_path"]
     /// The `HERALD_APNS_*` variable each `apns` key stands for (their checks are shared).
     static let apnsVariables = [
         "key_path": "HERALD_APNS_KEY_PATH", "key_id": "HERALD_APNS_KEY_ID", "team_id": "HERALD_APNS_TEAM_ID",
         "topic": "HERALD_APNS_TOPIC", "environment": "HERALD_APNS_ENVIRONMENT", "url": "HERALD_APNS_URL",
-        "ca_file": "HERALD_APNS_CA_FILE",
+        "sandbox_url": "HERALD_APNS_SANDBOX_URL", "ca_file": "HERALD_APNS_CA_FILE",
     ]
 
     /// Reads and checks the file at `path`.

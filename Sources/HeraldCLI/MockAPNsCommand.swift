@@ -13,8 +13,11 @@ struct MockAPNsCommand: AsyncParsableCommand {
         commandName: "mock-apns",
         abstract: "Run the APNs simulator: HTTP/2 over TLS that checks what Apple checks, with fault injection.")
 
-    @Option(help: "The HTTP/2 port (0 picks a free one).")
+    @Option(help: "The production host's HTTP/2 port (0 picks a free one).")
     var port = 2197
+
+    @Option(name: .customLong("sandbox-port"), help: "The sandbox host's HTTP/2 port (0 picks a free one).")
+    var sandboxPort = 2196
 
     @Option(name: .customLong("control-port"), help: "The plain-HTTP control port (0 picks a free one).")
     var controlPort = 2198
@@ -37,6 +40,7 @@ struct MockAPNsCommand: AsyncParsableCommand {
         var configuration = APNsSimulatorConfiguration()
         configuration.host = host
         configuration.port = port
+        configuration.sandboxPort = sandboxPort
         configuration.controlPort = controlPort
         configuration.topics = Set(topics)
         let directory = URL(fileURLWithPath: certOut ?? FileManager.default.temporaryDirectory
@@ -60,11 +64,14 @@ struct MockAPNsCommand: AsyncParsableCommand {
         let caPath = try simulator.writeCA(to: directory)
         output["ready"] = true
         output["port"] = simulator.port
+        output["sandbox_port"] = simulator.sandboxPort
         output["control_port"] = simulator.controlPort
         output["ca"] = caPath
-        try writeEnvironment(to: directory, port: simulator.port, caPath: caPath, output: output)
+        try writeEnvironment(to: directory, port: simulator.port, sandboxPort: simulator.sandboxPort, caPath: caPath, output: output)
         CLIOutput.printJSON(output)
-        logger.info("mock-apns listening", metadata: ["port": "\(simulator.port)", "control_port": "\(simulator.controlPort)"])
+        logger.info("mock-apns listening", metadata: [
+            "port": "\(simulator.port)", "sandbox_port": "\(simulator.sandboxPort)", "control_port": "\(simulator.controlPort)",
+        ])
 
         _ = await SignalWaiter.waitForTermination()
         await simulator.shutdown()
@@ -74,9 +81,10 @@ struct MockAPNsCommand: AsyncParsableCommand {
 
 extension MockAPNsCommand {
     /// Writes `herald.env`: `source` it and `herald send` talks to this simulator.
-    func writeEnvironment(to directory: String, port: Int, caPath: String, output: [String: Any]) throws {
+    func writeEnvironment(to directory: String, port: Int, sandboxPort: Int, caPath: String, output: [String: Any]) throws {
         var lines = [
             "export HERALD_APNS_URL=https://\(host):\(port)",
+            "export HERALD_APNS_SANDBOX_URL=https://\(host):\(sandboxPort)",
             "export HERALD_APNS_CA_FILE=\(caPath)",
             "export HERALD_APNS_TOPIC=\(topics.first ?? "com.example.app")",
         ]

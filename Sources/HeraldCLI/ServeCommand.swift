@@ -126,14 +126,14 @@ struct ServeCommand: AsyncParsableCommand {
                         logger: apnsLogger)
                 }
             } else {
+                // The simulator's two hosts, as Apple's: a client per environment, opened on first use.
                 let sim = simulator!
                 let tokens = APNsProviderTokenSource(key: simulatorKeys[app.settings.id]!)
-                var configuration = APNsClientConfiguration(environment: .sandbox, url: sim.url)
-                configuration.trustRootsPEM = [sim.tls.caPEM]
-                let client = try APNsClient(
-                    configuration: configuration,
-                    tokens: tokens, eventLoopGroup: group, logger: Logger(label: "herald.apns"))
-                provider = APNsPushProvider(client: client, topic: app.simulatorTopic)
+                provider = APNsPushProvider(topic: app.simulatorTopic) { environment in
+                    var configuration = APNsClientConfiguration(environment: environment, url: sim.url(for: environment))
+                    configuration.trustRootsPEM = [sim.tls.caPEM]
+                    return try APNsClient(configuration: configuration, tokens: tokens, eventLoopGroup: group, logger: Logger(label: "herald.apns"))
+                }
             }
             let fcmClient: FCMClient
             if let fcm = app.fcm {
@@ -572,6 +572,9 @@ struct ServeSettings {
             // GhostTalk's testing-only /apns/send.
             settings.ghostTalkSendEnabled = ["1", "true", "yes"].contains(env["HERALD_GHOSTTALK_SEND_ENABLED"]?.lowercased() ?? "")
             var app = ConfigFile.App(settings: settings, apns: try APNsSettings.fromEnvironment(env))
+            // On the built-in simulator too, the app's builds are of one environment: its
+            // registrations default to it, and its pushes go to that environment's host.
+            if app.apns == nil { app.settings.production = try APNsSettings.environment(env) == .production }
             app.fcm = try FCMSettings.fromEnvironment(env)
             app.vapid = try VAPIDSettings.fromEnvironment(env)
             app.simulatorTopic = env["HERALD_APNS_TOPIC"].flatMap { $0.isEmpty ? nil : $0 } ?? "com.example.herald"

@@ -151,7 +151,8 @@ public struct RegistrationAPI: Sendable {
             guard body.subscription == nil else { throw APIError.unprocessable("subscription", "subscription is for platform web") }
             token = try Self.deviceToken(body.device_token, platform: platform, kind: kind)
         }
-        var environment = APNsEnvironment.sandbox
+        // Without one named, the app's own: its builds are production or sandbox as it is configured.
+        var environment: APNsEnvironment = configuration.apps[app]?.production == true ? .production : .sandbox
         if let text = body.environment {
             guard let parsed = APNsEnvironment(rawValue: text) else {
                 throw APIError.invalid("environment", "environment is production or sandbox")

@@ -152,4 +152,24 @@ struct SimulatorRejectionTests {
             await client.shutdown()
         }
     }
+
+    @Test("Apple's two hosts: a token of one environment pushed on the other's host is 400 BadDeviceToken; a token never named goes on either")
+    func environments() async throws {
+        try await SimulatorFixture.with { f in
+            let production = f.simulator.issueToken(environment: .production)
+            let sandbox = f.simulator.issueToken(environment: .sandbox)
+            let onProduction = try f.makeClient(connections: 1, environment: .production)
+            let onSandbox = try f.makeClient(connections: 1, environment: .sandbox)
+            let badToken = APNsResult.rejected(status: 400, reason: .badDeviceToken, timestamp: nil, retryAfter: nil)
+            #expect(try await onSandbox.send(alert(production)) == badToken)
+            #expect(try await onProduction.send(alert(sandbox)) == badToken)
+            #expect(try await onProduction.send(alert(production)).action == .done)
+            #expect(try await onSandbox.send(alert(sandbox)).action == .done)
+            #expect(try await onProduction.send(alert(validToken)).action == .done)
+            #expect(try await onSandbox.send(alert(validToken)).action == .done)
+            #expect(f.simulator.notifications().map(\.token).sorted() == [production, sandbox, validToken, validToken].sorted())
+            await onProduction.shutdown()
+            await onSandbox.shutdown()
+        }
+    }
 }

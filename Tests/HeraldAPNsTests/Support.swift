@@ -55,9 +55,9 @@ struct SimulatorFixture {
     }
 
     func makeClient(
-        connections: Int = 2, timeout: Duration = .seconds(10), tokens: APNsProviderTokenSource? = nil
+        connections: Int = 2, timeout: Duration = .seconds(10), tokens: APNsProviderTokenSource? = nil, environment: APNsEnvironment = .production
     ) throws -> APNsClient {
-        var configuration = APNsClientConfiguration(environment: .sandbox, url: simulator.url, trustRootsPEMFile: caPath)
+        var configuration = APNsClientConfiguration(environment: environment, url: simulator.url(for: environment), trustRootsPEMFile: caPath)
         configuration.connections = connections
         configuration.requestTimeout = timeout
         return try APNsClient(

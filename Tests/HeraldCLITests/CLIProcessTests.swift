@@ -20,7 +20,7 @@ struct CLIProcessTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let mock = Process()
         mock.executableURL = try heraldExecutable()
-        mock.arguments = ["mock-apns", "--port", "0", "--control-port", "0", "--cert-out", directory, "--topic", "com.example.cli"]
+        mock.arguments = ["mock-apns", "--port", "0", "--sandbox-port", "0", "--control-port", "0", "--cert-out", directory, "--topic", "com.example.cli"]
         let out = Pipe()
         mock.standardOutput = out
         mock.standardError = FileHandle.nullDevice

@@ -40,7 +40,7 @@ struct LogFormatTests {
     func unknownFormat() throws {
         var environment = ProcessInfo.processInfo.environment
         environment["HERALD_LOG_FORMAT"] = "xml"
-        let output = try runProcess(try heraldExecutable(), ["mock-apns", "--port", "0", "--control-port", "0"], environment: environment)
+        let output = try runProcess(try heraldExecutable(), ["mock-apns", "--port", "0", "--sandbox-port", "0", "--control-port", "0"], environment: environment)
         #expect(output.status == 2)
         #expect(output.lastJSONLine["field"] as? String == "HERALD_LOG_FORMAT")
     }

@@ -89,6 +89,72 @@ import FoundationNetworking
     }
 
     /// What the gateway renders for a Kasia payment, HeraldKit decodes and opens.
+    /// A device token of `environment` from the simulator, as Apple issues one to a build.
+    static func issueToken(_ served: Served, environment: String) async throws -> String {
+        var request = URLRequest(url: URL(string: served.control + "/tokens")!)
+        request.httpMethod = "POST"
+        request.httpBody = Data(#"{"environment":"\#(environment)"}"#.utf8)
+        let (data, _) = try await URLSession.shared.data(for: request)
+        return try #require((try JSONSerialization.jsonObject(with: data) as? [String: Any])?["token"] as? String)
+    }
+
+    static func publish(_ served: Served, key: String) async throws {
+        var request = URLRequest(url: served.api.appendingPathComponent("v1/events"))
+        request.httpMethod = "POST"
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.setValue("Bearer publisher-key-00001", forHTTPHeaderField: "Authorization")
+        request.httpBody = Data(#"{"template":"custom","targets":{"keys":["\#(key)"]},"fields":{"aps":{"alert":"hello"}}}"#.utf8)
+        let (_, response) = try await URLSession.shared.data(for: request)
+        #expect((response as? HTTPURLResponse)?.statusCode == 202)
+    }
+
+    static func pushes(_ served: Served, token: String) async throws -> Int {
+        let (data, _) = try await URLSession.shared.data(from: URL(string: served.control + "/notifications?token=" + token)!)
+        return ((try JSONSerialization.jsonObject(with: data) as? [String: Any])?["notifications"] as? [Any])?.count ?? 0
+    }
+
+    @Test("HeraldKit's default registration reaches the device on an app configured for production, and on one for the sandbox; a token of the other environment is refused as Apple refuses it", arguments: ["production", "sandbox"])
+    func environments(_ environment: String) async throws {
+        let served = try Served.start(["HERALD_APNS_ENVIRONMENT": environment])
+        defer { served.stop() }
+        let client = HeraldClient(configuration: .init(baseURL: served.api))
+        var builder = WatchSetBuilder()
+        builder.addKey("session:env")
+        // The build's token, registered as an app does: no environment named.
+        let token = try await Self.issueToken(served, environment: environment)
+        try await client.register(deviceToken: token, watchSet: try builder.build())
+        // A token of the other environment (a build of the other kind), registered the same way.
+        let other = try await Self.issueToken(served, environment: environment == "production" ? "sandbox" : "production")
+        try await client.register(deviceToken: other, watchSet: try builder.build())
+        try await Self.publish(served, key: "session:env")
+        var delivered = 0
+        var refused = 0
+        for _ in 0..<200 where delivered == 0 || refused == 0 {
+            delivered = try await Self.pushes(served, token: token)
+            let (stats, _) = try await URLSession.shared.data(from: served.api.appendingPathComponent("v1/stats"))
+            let reasons = (try JSONSerialization.jsonObject(with: stats) as? [String: Any])?["failure_reasons"] as? [String: Int]
+            refused = reasons?["BadDeviceToken"] ?? 0
+            if delivered == 0 || refused == 0 { try await Task.sleep(nanoseconds: 100_000_000) }
+        }
+        #expect(delivered == 1)
+        #expect(try await Self.pushes(served, token: other) == 0)
+        #expect(refused == 1, "the other environment's token is refused with BadDeviceToken, as Apple refuses it, and dropped")
+    }
+
+    @Test("the build's environment from its provisioning profile: development is the sandbox")
+    func buildEnvironment() {
+        func profile(_ value: String, key: String = "aps-environment") -> Data {
+            Data("0\u{82}binary<?xml version=\"1.0\"?><plist><dict><key>Entitlements</key><dict><key>\(key)</key>\n\t<string>\(value)</string></dict></dict></plist>tail".utf8)
+        }
+        #expect(APNsBuildEnvironment.environment(fromProfile: profile("development")) == "sandbox")
+        #expect(APNsBuildEnvironment.environment(fromProfile: profile("production")) == "production")
+        #expect(APNsBuildEnvironment.environment(fromProfile: profile("production", key: "com.apple.developer.aps-environment")) == "production")
+        #expect(APNsBuildEnvironment.environment(fromProfile: profile("other")) == nil)
+        #expect(APNsBuildEnvironment.environment(fromProfile: Data("no entitlement".utf8)) == nil)
+        // Where no app bundle says (here, Linux), Herald decides from the app's configuration.
+        #expect(APNsBuildEnvironment.current == nil)
+    }
+
     @Test func aPushFromTheGatewayOpensInTheExtensionLogic() async throws {
         let served = try Served.start()
         defer { served.stop() }

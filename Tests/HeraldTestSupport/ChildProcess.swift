@@ -213,12 +213,13 @@ public struct MockAPNsProcess: Sendable {
     public init(directory: URL, topic: String) throws {
         let readyPipe = Pipe()
         process = try HeraldProcess(
-            ["mock-apns", "--port", "0", "--control-port", "0", "--cert-out", directory.path, "--topic", topic],
+            ["mock-apns", "--port", "0", "--sandbox-port", "0", "--control-port", "0", "--cert-out", directory.path, "--topic", topic],
             environment: [:], stdout: readyPipe)
         let (ready, port, controlPort) = try readyLine(readyPipe, of: "herald mock-apns")
         control = "http://127.0.0.1:\(controlPort)"
         serveEnvironment = [
-            "HERALD_APNS_URL": "https://127.0.0.1:\(port)", "HERALD_APNS_CA_FILE": ready["ca"] as? String ?? "",
+            "HERALD_APNS_URL": "https://127.0.0.1:\(port)", "HERALD_APNS_SANDBOX_URL": "https://127.0.0.1:\(ready["sandbox_port"] as? Int ?? 0)",
+            "HERALD_APNS_CA_FILE": ready["ca"] as? String ?? "",
             "HERALD_APNS_KEY_PATH": ready["key_path"] as? String ?? "", "HERALD_APNS_KEY_ID": ready["key_id"] as? String ?? "",
             "HERALD_APNS_TEAM_ID": ready["team_id"] as? String ?? "", "HERALD_APNS_TOPIC": topic,
         ]

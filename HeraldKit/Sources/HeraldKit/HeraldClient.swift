@@ -71,9 +71,12 @@ public struct HeraldClient: Sendable {
 
     /// Registers (or re-registers) a device; returns how many keys Herald watches for it.
     /// `ownership` signs the own `addresses` when the app's registration policy is `wallet`.
+    /// `environment` is the APNs environment of the token, by default this build's
+    /// (`APNsBuildEnvironment.current`); nil leaves it to the app's configuration in Herald.
     @discardableResult
     public func register(
-        deviceToken: String, watchSet: WatchSet, platform: String = "ios", environment: String? = nil, deviceID: String? = nil,
+        deviceToken: String, watchSet: WatchSet, platform: String = "ios", environment: String? = APNsBuildEnvironment.current,
+        deviceID: String? = nil,
         ownership: AddressOwnership? = nil
     ) async throws(HeraldClientError) -> Int {
         var body = try await watchSetBody(watchSet, deviceToken: deviceToken, ownership: ownership)
