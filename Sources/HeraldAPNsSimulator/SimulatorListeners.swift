@@ -5,13 +5,16 @@ import HummingbirdHTTP2
 import Logging
 import NIOCore
 import NIOSSL
+import ServiceLifecycle
 
 /// The two listeners of an HTTP push-service simulator (FCM, Web Push): the service over TLS
 /// (HTTP/2 or HTTP/1.1, as ALPN settles) and a plain-HTTP control port.
 package struct SimulatorListeners: Sendable {
     package let port: Int
     package let controlPort: Int
-    private let tasks: [Task<Void, any Error>]
+    /// Both servers, shut down gracefully together.
+    private let group: ServiceGroup
+    private let task: Task<Void, any Error>
     /// The two listening sockets.
     private let channels: [any Channel]
 
@@ -41,23 +44,39 @@ package struct SimulatorListeners: Sendable {
                 controlBound.continuation.finish()
             },
             logger: logger)
-        let apiTask = Task { try await apiApp.run() }
-        let controlTask = Task { try await controlApp.run() }
+        let group = ServiceGroup(configuration: .init(services: [apiApp, controlApp], logger: logger))
+        let task = Task {
+            do {
+                try await group.run()
+            } catch {
+                // A port that cannot be bound: whoever waits for it learns now, not never.
+                apiBound.continuation.finish()
+                controlBound.continuation.finish()
+                throw error
+            }
+        }
         var apiPorts = apiBound.stream.makeAsyncIterator()
         var controlPorts = controlBound.stream.makeAsyncIterator()
         guard let apiChannel = await apiPorts.next(), let controlChannel = await controlPorts.next() else {
-            apiTask.cancel()
-            controlTask.cancel()
+            task.cancel()
+            try await task.value
             throw CancellationError()
         }
         return SimulatorListeners(
-            port: apiChannel.localAddress?.port ?? 0, controlPort: controlChannel.localAddress?.port ?? 0, tasks: [apiTask, controlTask],
+            port: apiChannel.localAddress?.port ?? 0, controlPort: controlChannel.localAddress?.port ?? 0, group: group, task: task,
             channels: [apiChannel, controlChannel])
     }
 
+    /// Stops both servers gracefully (no error lines for a clean stop); a connection still open
+    /// after two seconds is cut.
     package func shutdown() async {
-        for task in tasks { task.cancel() }
-        for task in tasks { _ = try? await task.value }
+        await group.triggerGracefulShutdown()
+        let deadline = Task { [task] in
+            try await Task.sleep(for: .seconds(2))
+            task.cancel()
+        }
+        _ = try? await task.value
+        deadline.cancel()
     }
 
     /// A JSON answer.

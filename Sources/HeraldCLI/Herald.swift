@@ -48,7 +48,14 @@ struct VersionCommand: ParsableCommand {
 enum CLILogging {
     static func bootstrap() {
         let environment = ProcessInfo.processInfo.environment
-        let level = environment["HERALD_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
+        var level = Logger.Level.info
+        if let text = environment["HERALD_LOG_LEVEL"], !text.isEmpty {
+            guard let parsed = Logger.Level(rawValue: text.lowercased()) else {
+                Foundation.exit(CLIOutput.invalid(
+                    field: "HERALD_LOG_LEVEL", message: "is trace, debug, info, notice, warning, error or critical, not \(text)").rawValue)
+            }
+            level = parsed
+        }
         switch environment["HERALD_LOG_FORMAT"] ?? "text" {
         case "text":
             LoggingSystem.bootstrap { label in TextLogHandler(label: label, level: level) }

@@ -49,10 +49,11 @@ struct MockFCMCommand: AsyncParsableCommand {
             throw InvalidInput(field: "--credentials-out", message: "cannot write \(credentials.path)")
         }
         let ca = try simulator.tls.writeCA(to: directory.path)
+        // `source herald.env` exports them, as `herald mock-apns`'s does.
         let env = """
-            HERALD_FCM_CREDENTIALS_FILE=\(credentials.path)
-            HERALD_FCM_URL=\(simulator.url.absoluteString)
-            HERALD_FCM_CA_FILE=\(ca)
+            export HERALD_FCM_CREDENTIALS_FILE=\(credentials.path)
+            export HERALD_FCM_URL=\(simulator.url.absoluteString)
+            export HERALD_FCM_CA_FILE=\(ca)
 
             """
         try Data(env.utf8).write(to: directory.appendingPathComponent("herald.env"))

@@ -53,7 +53,9 @@ struct ServeCommand: AsyncParsableCommand {
             configuration.port = 0
             configuration.controlPort = settings.simulatorControlPort
             configuration.keys = simulatorKeys.values.map { SimulatorKey(keyID: $0.keyID, teamID: $0.teamID, publicKey: $0.publicKey) }
-            let sim = try await APNsSimulator.start(configuration: configuration, eventLoopGroup: group)
+            let sim = try await PortInUse.naming("HERALD_SIMULATOR_CONTROL_PORT", port: configuration.controlPort) {
+                try await APNsSimulator.start(configuration: configuration, eventLoopGroup: group)
+            }
             simulator = sim
             // First in the group, so it stops last: pushes in flight at shutdown still reach it.
             services.append(StopAtShutdown { await sim.shutdown() })
@@ -71,7 +73,9 @@ struct ServeCommand: AsyncParsableCommand {
         if !fcmSimulated.isEmpty {
             var configuration = FCMSimulator.Configuration()
             configuration.controlPort = settings.fcmSimulatorControlPort
-            let sim = try await FCMSimulator.start(configuration: configuration)
+            let sim = try await PortInUse.naming("HERALD_FCM_SIMULATOR_CONTROL_PORT", port: configuration.controlPort) {
+                try await FCMSimulator.start(configuration: configuration)
+            }
             fcmSimulator = sim
             services.append(StopAtShutdown { await sim.shutdown() })
             logger.warning(
@@ -90,7 +94,9 @@ struct ServeCommand: AsyncParsableCommand {
         if !unsigned.isEmpty {
             var configuration = WebPushSimulator.Configuration()
             configuration.controlPort = settings.webPush.simulatorControlPort
-            let sim = try await WebPushSimulator.start(configuration: configuration)
+            let sim = try await PortInUse.naming("HERALD_WEBPUSH_SIMULATOR_CONTROL_PORT", port: configuration.controlPort) {
+                try await WebPushSimulator.start(configuration: configuration)
+            }
             webPushAllowHosts.insert("\(configuration.host):\(sim.port)")
             webPushSimulator = sim
             services.append(StopAtShutdown { await sim.shutdown() })
@@ -254,6 +260,12 @@ struct ServeCommand: AsyncParsableCommand {
             eventLoopGroupProvider: .shared(group), logger: logger)
         // Last in the group, so it stops first: no new requests while the rest winds down.
         services.append(app)
+        // A misspelled variable or a config file without keys must not pass for a working setup.
+        for app in settings.apps where app.settings.publishKeys.isEmpty {
+            logger.warning(
+                "publishing is off for this app: it has no publisher key (HERALD_PUBLISH_KEYS, or publish_keys in HERALD_CONFIG); POST /v1/events answers 401",
+                metadata: ["app": "\(app.settings.id)"])
+        }
         for app in settings.apps where app.settings.registration == .open {
             logger.warning(
                 "registration is open: anyone who reaches Herald can register any device token for this app, watching any key and any Kaspa address, and unregister tokens they know; put a registration key or a trusted network in front",
@@ -283,7 +295,7 @@ struct ServeCommand: AsyncParsableCommand {
             for provider in entry.providers { await provider.shutdown() }
         }
         try await group.shutdownGracefully()
-        if let failure { throw failure }
+        if let failure { throw PortInUse.named(failure, "HERALD_HTTP_PORT", port: settings.port) }
     }
 }
 
@@ -321,6 +333,9 @@ struct ServeSettings {
     /// Opens the configured store, runs `body` with it (the PostgreSQL pool running alongside), and closes it.
     func withStore<T: Sendable>(_ body: (any Store) async throws -> T) async throws -> T {
         guard let postgresURL else {
+            // One server per SQLite file: a second would share the outbox with no lease between them.
+            let lock = try DatabaseLock(path: databasePath)
+            defer { lock.release() }
             let store = try SQLiteStore(path: databasePath)
             try await store.migrate()
             return try await body(store)
@@ -615,5 +630,19 @@ struct ServeSettings {
 
     static func list(_ value: String?) -> Set<String> {
         Set((value ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
+    }
+}
+
+/// A port another process holds, reported as the variable that chose it (exit 2), not as a
+/// socket call's error.
+enum PortInUse {
+    static func named(_ error: any Error, _ field: String, port: Int) -> any Error {
+        // NIO's bind error, possibly inside the server's own error.
+        guard (error as? IOError)?.errnoCode == EADDRINUSE || "\(error)".contains("Address already in use") else { return error }
+        return CLIOutput.invalid(field: field, message: "port \(port) is in use by another process")
+    }
+
+    static func naming<T>(_ field: String, port: Int, _ body: () async throws -> T) async throws -> T {
+        do { return try await body() } catch { throw named(error, field, port: port) }
     }
 }

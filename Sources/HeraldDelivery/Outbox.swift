@@ -344,11 +344,15 @@ public final class OutboxLane: Service, Sendable {
     /// pause reopens it; a throttled key holds it) and returns what the store records.
     private func settle(_ attempts: [Attempt], pause: inout LanePause) -> [DeliveryOutcome] {
         let now = clock.now()
-        if attempts.contains(where: \.credentialsRefused) {
+        if let refused = attempts.first(where: \.credentialsRefused) {
             let until = now.addingTimeInterval(pause.refused(within: settings.credentialsPause, now: now).seconds)
+            let reason: String = if case .retry(_, _, let reason) = refused.outcome { reason } else { "refused" }
             logger.critical(
                 "the push service refused freshly refreshed credentials: pausing this app's sends to it",
-                metadata: ["app": "\(app)", "platform": "\(platform.rawValue)", "seconds": "\(Int(until.timeIntervalSince(now).rounded()))"])
+                metadata: [
+                    "app": "\(app)", "platform": "\(platform.rawValue)", "seconds": "\(Int(until.timeIntervalSince(now).rounded()))",
+                    "reason": "\(reason)",
+                ])
             metrics?.sendsPaused(app: app, platform: platform, true)
             // Every refused delivery waits out the pause instead of its own back-off.
             return attempts.map { a in

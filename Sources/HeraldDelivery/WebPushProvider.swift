@@ -121,6 +121,9 @@ public final class WebPushProvider: PushProvider {
         switch result {
         case .success(let response):
             return outcome(of: WebPushAnswer(status: response.status, retryAfterHeader: response.retryAfter), origin: origin)
+        case .failure(.endpoint(.unavailable(let host))):
+            // DNS failed for now: the push waits, as for any other passing failure of its origin.
+            return .retry(after: nil, scope: .destination, reason: "DNS lookup of \(host) failed for now")
         case .failure(.endpoint(let refusal)):
             return .failed(reason: refusal.description)
         case .failure(let error):

@@ -88,11 +88,15 @@ public final class FCMClient: Sendable {
             let token: FCMAccessToken
             do {
                 token = try await tokens.currentToken()
+            } catch let error as FCMTokenEndpointUnavailable {
+                return .transportFailure(error.description)
             } catch {
                 return .rejected(FCMErrorAnswer(httpStatus: 401, status: "UNAUTHENTICATED", message: "no access token: \(error)"))
             }
             let result = await sendOnce(message, authorization: "Bearer " + token.value)
-            if case .refreshAccessToken = result.action, !refreshed {
+            // A refused access token (401, or a 403 without an FCM code) gets one fresh token
+            // before the refusal counts against the app's credentials.
+            if result.refusesAccessToken, !refreshed {
                 refreshed = true
                 tokens.invalidate(token)
                 continue
@@ -207,6 +211,8 @@ public final class FCMAccessTokenSource: Sendable {
                 ) { try await self.exchangeOwnGrant(at: now) }.token
             } catch let error as FCMConfigurationError {
                 throw error
+            } catch let error as FCMTokenEndpointUnavailable {
+                throw error
             } catch {
                 logger.warning("the access-token ledger failed: exchanging a grant alone", metadata: ["error": "\(error)"])
                 token = try await exchangeOwnGrant(at: now)
@@ -219,7 +225,17 @@ public final class FCMAccessTokenSource: Sendable {
     }
 
     private func exchangeOwnGrant(at now: Date) async throws -> FCMAccessToken {
-        let (status, body) = try await exchange(account.tokenRequestBody(issuedAt: now))
+        let status: Int
+        let body: [UInt8]
+        do {
+            (status, body) = try await exchange(account.tokenRequestBody(issuedAt: now))
+        } catch {
+            throw FCMTokenEndpointUnavailable(detail: "\(error)")
+        }
+        // Google's outage (5xx, 429) is not a refusal of the account: its sends retry, nothing pauses.
+        if status == 429 || (500...599).contains(status) {
+            throw FCMTokenEndpointUnavailable(detail: "HTTP \(status)")
+        }
         struct Answer: Decodable {
             var access_token: String
             var expires_in: Double?
@@ -235,4 +251,11 @@ public final class FCMAccessTokenSource: Sendable {
     }
 
     func shutdown() async { await close() }
+}
+
+/// Google's token endpoint did not answer, or answered 5xx or 429: an outage, not a refusal of
+/// the account, so the sends waiting on it retry with back-off and the app's lane never pauses.
+public struct FCMTokenEndpointUnavailable: Error, Sendable, CustomStringConvertible {
+    public var detail: String
+    public var description: String { "the OAuth token endpoint is unavailable: \(detail)" }
 }

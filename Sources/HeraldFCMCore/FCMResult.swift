@@ -97,6 +97,12 @@ extension FCMResult {
     public static let minimumQuotaBackoff: Duration = .seconds(60)
 
     /// Classifies on the FCM code first, then on the HTTP status.
+    /// FCM refused the access token itself (401, or 403 without an FCM code): worth one fresh token.
+    public var refusesAccessToken: Bool {
+        guard case .rejected(let answer) = self, answer.errorCode == nil else { return false }
+        return answer.httpStatus == 401 || answer.httpStatus == 403
+    }
+
     public var action: FCMAction {
         switch self {
         case .accepted: return .done

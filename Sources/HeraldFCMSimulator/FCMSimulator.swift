@@ -73,6 +73,7 @@ public final class FCMSimulator: Sendable {
         api.post("/token") { request, _ -> Response in
             let body = try await request.body.collect(upTo: 65_536)
             guard let (publicKey, tokenURL) = holder.withLock({ $0 }) else { return Self.json(.serviceUnavailable, #"{"error":"starting"}"#) }
+            if state.tokenEndpointDown() { return Self.json(.serviceUnavailable, #"{"error":"temporarily_unavailable"}"#) }
             switch Self.checkGrant(body: String(buffer: body), publicKey: publicKey, audience: tokenURL, clientEmail: configuration.clientEmail, now: Date()) {
             case .success(let account):
                 let token = state.issue(account: account, lifetime: configuration.accessTokenLifetime, now: Date())
@@ -99,7 +100,7 @@ public final class FCMSimulator: Sendable {
         control.post("/faults") { request, _ -> Response in
             let body = try await request.body.collect(upTo: 65_536)
             guard let fault = try? JSONDecoder().decode(FCMSimulatorFault.self, from: Data(buffer: body)) else {
-                return Self.json(.badRequest, #"{"error":"a fault is {\"kind\": unregistered|sender_id_mismatch|quota_exceeded|unavailable|internal|unauthenticated|permission_denied, \"token\", \"count\", \"retry_after\", \"device\", \"every\"}"}"#)
+                return Self.json(.badRequest, #"{"error":"a fault is {\"kind\": unregistered|sender_id_mismatch|quota_exceeded|unavailable|internal|unauthenticated|permission_denied|token_endpoint_unavailable, \"token\", \"count\", \"retry_after\", \"device\", \"every\"}"}"#)
             }
             return Self.json(.created, #"{"id":\#(state.addFault(fault))}"#)
         }
@@ -266,6 +267,7 @@ public final class FCMSimulator: Sendable {
             case .internal: return refuse(.internalServerError, "INTERNAL", "Internal error encountered.", code: "INTERNAL", retryAfter: fault.retryAfter)
             case .unauthenticated: return refuse(.unauthorized, "UNAUTHENTICATED", "Request had invalid authentication credentials.")
             case .permissionDenied: return refuse(.forbidden, "PERMISSION_DENIED", "Firebase Cloud Messaging API has not been used in project \(project) before or it is disabled.")
+            case .tokenEndpointUnavailable: break  // the token endpoint's, never a send's (`fault(for:)` skips it)
             }
         }
         if root["validate_only"] as? Bool == true {

@@ -20,6 +20,8 @@ public struct FCMSimulatorFault: Codable, Sendable, Hashable {
         case unauthenticated
         /// 403 PERMISSION_DENIED without an FCM code: the project's credentials are refused.
         case permissionDenied = "permission_denied"
+        /// 503 from the OAuth token endpoint (Google's outage) for the next `count` grants.
+        case tokenEndpointUnavailable = "token_endpoint_unavailable"
     }
     public var kind: Kind
     /// Only this token; nil for every send.
@@ -105,7 +107,9 @@ final class FCMSimulatorState: Sendable {
     /// The fault that answers a send to `token`, consuming one of its uses.
     func fault(for token: String) -> FCMSimulatorFault? {
         state.withLock { s in
-            let candidates = s.faults.sorted(by: { $0.key < $1.key }).filter { $0.value.token == nil || $0.value.token == token }
+            let candidates = s.faults.sorted(by: { $0.key < $1.key }).filter {
+                $0.value.kind != .tokenEndpointUnavailable && ($0.value.token == nil || $0.value.token == token)
+            }
             var chosen: (Int, FCMSimulatorFault)?
             for (id, fault) in candidates {
                 if let every = fault.every, every > 1 {
@@ -120,6 +124,19 @@ final class FCMSimulatorState: Sendable {
                 if count <= 1 { s.faults[id] = nil } else { s.faults[id]?.count = count - 1 }
             }
             return fault
+        }
+    }
+
+    /// Whether the token endpoint is down for this grant (a `token_endpoint_unavailable` fault, counted down).
+    func tokenEndpointDown() -> Bool {
+        state.withLock { s in
+            guard let (id, fault) = s.faults.sorted(by: { $0.key < $1.key }).first(where: { $0.value.kind == .tokenEndpointUnavailable }) else {
+                return false
+            }
+            if let count = fault.count {
+                if count <= 1 { s.faults[id] = nil } else { s.faults[id]?.count = count - 1 }
+            }
+            return true
         }
     }
 

@@ -102,8 +102,14 @@ extension AppDirectory {
 
     /// The request's publisher key. - Throws: 401 when it carries none of any app's.
     public func publisherKey(_ request: Request) throws -> String {
-        guard let key = Self.bearer(request), apps.contains(where: { $0.isPublisherKey(key) }) else {
+        guard let key = Self.bearer(request) else {
             throw APIError(.unauthorized, code: "unauthorized", message: "a publisher key is required as a bearer token")
+        }
+        guard apps.contains(where: { $0.isPublisherKey(key) }) else {
+            let configured = apps.contains { !$0.publishKeys.isEmpty }
+            throw APIError(
+                .unauthorized, code: "unauthorized",
+                message: configured ? "this bearer token is not a publisher key of any app" : "publishing is off: no app has a publisher key (HERALD_PUBLISH_KEYS)")
         }
         return key
     }

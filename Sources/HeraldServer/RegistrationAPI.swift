@@ -285,6 +285,11 @@ public struct RegistrationAPI: Sendable {
         }
         do {
             _ = try await guardian.addresses(for: WebPushEndpoint(token.value))
+        } catch .unavailable(let host) {
+            // DNS failed for now: the client tries again, as it would after any outage.
+            throw APIError(
+                .serviceUnavailable, code: "dns_unavailable", message: "the endpoint's host \(host) could not be looked up now",
+                field: "subscription.endpoint", retryAfter: 30)
         } catch {
             throw APIError.unprocessable("subscription.endpoint", error.description)
         }

@@ -10,8 +10,16 @@ import Synchronization
 
 /// Looks up the addresses of a push service's host.
 public protocol WebPushHostResolver: Sendable {
-    /// Every address `host` resolves to (4 or 16 bytes each), in the resolver's order.
+    /// Every address `host` resolves to (4 or 16 bytes each), in the resolver's order; none when
+    /// the name does not exist.
+    /// - Throws: `WebPushLookupFailure` when the lookup failed for now (the DNS server erred or
+    ///   did not answer).
     func addresses(of host: String) async throws -> [[UInt8]]
+}
+
+/// A lookup that failed for now, not a name that does not exist.
+public struct WebPushLookupFailure: Error, Sendable {
+    public init() {}
 }
 
 /// The system's resolver (`getaddrinfo`), run on NIO's blocking-I/O thread pool so a slow DNS
@@ -25,7 +33,10 @@ public struct SystemHostResolver: WebPushHostResolver {
             var hints = addrinfo()
             hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
             var list: UnsafeMutablePointer<addrinfo>?
-            guard getaddrinfo(host, nil, &hints, &list) == 0, let first = list else { return [] }
+            let status = getaddrinfo(host, nil, &hints, &list)
+            // EAI_AGAIN: the name server failed for now (EAI_NONAME and the rest: no such name).
+            if status == EAI_AGAIN { throw WebPushLookupFailure() }
+            guard status == 0, let first = list else { return [] }
             defer { freeaddrinfo(first) }
             var out: [[UInt8]] = []
             var next: UnsafeMutablePointer<addrinfo>? = first
@@ -65,16 +76,18 @@ public struct WebPushEndpointGuard: Sendable {
         self.resolver = resolver
     }
 
-    /// The resolver's answer, or nothing once `resolveTimeout` has passed.
-    private func resolve(_ host: String) async -> [[UInt8]] {
+    /// The resolver's answer; nil when the lookup failed for now or `resolveTimeout` passed.
+    private func resolve(_ host: String) async -> [[UInt8]]? {
         let resolver = self.resolver
         let timeout = resolveTimeout
         return await withCheckedContinuation { continuation in
-            let answer = FirstAnswer(continuation)
-            Task { answer.resume((try? await resolver.addresses(of: host)) ?? []) }
+            let answer = FirstAnswer<[[UInt8]]?>(continuation)
+            Task {
+                do { answer.resume(try await resolver.addresses(of: host)) } catch { answer.resume(nil) }
+            }
             Task {
                 try? await Task.sleep(for: timeout)
-                answer.resume([])
+                answer.resume(nil)
             }
         }
     }
@@ -82,7 +95,7 @@ public struct WebPushEndpointGuard: Sendable {
     /// The socket addresses to connect to for `endpoint`.
     /// - Throws: `WebPushEndpointError.internalAddress` when any address is inside (or none resolves).
     public func addresses(for endpoint: WebPushEndpoint) async throws(WebPushEndpointError) -> [SocketAddress] {
-        let resolved = await resolve(endpoint.host)
+        guard let resolved = await resolve(endpoint.host) else { throw .unavailable(endpoint.host) }
         guard !resolved.isEmpty else { throw .unresolved(endpoint.host) }
         try policy.check(endpoint, resolvedTo: resolved)
         return resolved.compactMap { try? SocketAddress(ipAddress: WebPushAddressPolicy.format($0), port: endpoint.port) }

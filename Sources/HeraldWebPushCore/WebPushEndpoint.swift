@@ -54,6 +54,9 @@ public enum WebPushEndpointError: Error, Sendable, Hashable, CustomStringConvert
     case unresolved(String)
     /// Its port is not one push services use (443, or one the operator allows).
     case port(Int)
+    /// Its host could not be looked up now (the DNS server failed or did not answer in time):
+    /// a passing failure, tried again later.
+    case unavailable(String)
 
     public var description: String {
         switch self {
@@ -63,6 +66,7 @@ public enum WebPushEndpointError: Error, Sendable, Hashable, CustomStringConvert
         case .internalAddress(let address): "endpoint reaches \(address), an address Herald does not send to"
         case .unresolved(let host): "endpoint's host \(host) resolves to no address"
         case .port(let port): "endpoint's port \(port) is not one Herald sends to (443, or a host:port the operator allows)"
+        case .unavailable(let host): "endpoint's host \(host) could not be looked up now (DNS did not answer); try again later"
         }
     }
 }

@@ -106,6 +106,73 @@ struct ConfigFileTests {
         #expect(json["field"] as? String == variable, "\(json)")
     }
 
+    @Test("every variable's value is checked at start: a wrong one exits 2 naming it", arguments: [
+        (["HERALD_LOG_LEVEL": "loud"], "HERALD_LOG_LEVEL"),
+        (["HERALD_APNS_ENVIRONMENT": "prod"], "HERALD_APNS_ENVIRONMENT"),
+        (["HERALD_TRUSTED_PROXY_HEADER": "via"], "HERALD_TRUSTED_PROXY_HEADER"),
+        (["HERALD_MATRIX_ALLOWED_CLIENTS": "homeserver.example"], "HERALD_MATRIX_ALLOWED_CLIENTS"),
+        (["HERALD_MAX_CONNECTIONS": "0"], "HERALD_MAX_CONNECTIONS"),
+        (["HERALD_MAX_CONNECTIONS": "99999999"], "HERALD_MAX_CONNECTIONS"),
+        (["HERALD_HTTP_REQUEST_TIMEOUT_SECONDS": "0"], "HERALD_HTTP_REQUEST_TIMEOUT_SECONDS"),
+        (["HERALD_APNS_SANDBOX_URL": "http://127.0.0.1:1", "HERALD_APNS_KEY_PATH": "/k.p8", "HERALD_APNS_KEY_ID": "K", "HERALD_APNS_TEAM_ID": "T", "HERALD_APNS_TOPIC": "t"], "HERALD_APNS_SANDBOX_URL"),
+    ])
+    func badValues(environment: [String: String], variable: String) throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-config-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (code, json) = try runHerald(["serve"], environment: environment.merging([
+            "HERALD_HTTP_PORT": "0", "HERALD_DATABASE_URL": "sqlite:" + directory.appendingPathComponent("herald.sqlite").path,
+        ]) { _, new in new })
+        #expect(code == 2)
+        #expect(json["status"] as? String == "invalid")
+        #expect(json["field"] as? String == variable, "\(json)")
+    }
+
+    @Test("a port another process holds, and a SQLite file another herald serve holds: exit 2 naming the variable")
+    func taken() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-config-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let database = "sqlite:" + directory.appendingPathComponent("herald.sqlite").path
+        let first = try ServeProcess(environment: ["HERALD_DATABASE_URL": database, "HERALD_HTTP_PORT": "0"])
+        defer { first.process.kill(SIGTERM) }
+        let port = try #require(first.api.split(separator: ":").last.map(String.init))
+        // Another file, the same port.
+        var (code, json) = try runHerald(["serve"], environment: [
+            "HERALD_DATABASE_URL": "sqlite:" + directory.appendingPathComponent("other.sqlite").path, "HERALD_HTTP_PORT": port,
+        ])
+        #expect(code == 2)
+        #expect(json["field"] as? String == "HERALD_HTTP_PORT", "\(json)")
+        #expect((json["error"] as? String)?.contains(port) == true, "\(json)")
+        // The same file, another port.
+        (code, json) = try runHerald(["serve"], environment: ["HERALD_DATABASE_URL": database, "HERALD_HTTP_PORT": "0"])
+        #expect(code == 2)
+        #expect(json["field"] as? String == "HERALD_DATABASE_URL", "\(json)")
+        // The first is unharmed.
+        let (status, _) = try await http("GET", first.api + "/healthz")
+        #expect(status == 200)
+    }
+
+    @Test("publishing off is said at start, and the 401 tells no key from an unknown one")
+    func publishingOff() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-config-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        // A misspelled variable: no publisher key at all.
+        let serve = try ServeProcess(environment: [
+            "HERALD_DATABASE_URL": "sqlite:" + directory.appendingPathComponent("herald.sqlite").path, "HERALD_HTTP_PORT": "0",
+            "HERALD_PUBLISH_KEY": "publisher-key-0123456789",
+        ])
+        let body = #"{"template":"custom","targets":{"keys":["session:s"]},"fields":{"aps":{"alert":"x"}}}"#
+        let (status, answer) = try await http("POST", serve.api + "/v1/events", body, bearer: "publisher-key-0123456789")
+        #expect(status == 401)
+        #expect(String(decoding: answer, as: UTF8.self).contains("publishing is off"))
+        let (bare, _) = try await http("POST", serve.api + "/v1/events", body)
+        #expect(bare == 401)
+        serve.process.kill(SIGTERM)
+        #expect(serve.process.fullLog().contains("publishing is off for this app"))
+    }
+
     @Test("two apps from the file, each with its own publisher key, registration policy and topic")
     func twoAppsFromFile() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-config-\(UUID())")

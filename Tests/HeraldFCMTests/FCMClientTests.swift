@@ -135,6 +135,35 @@ import FoundationNetworking
         #expect(name == expected)
     }
 
+    @Test("a 403 without an FCM code: one fresh access token first, and the send goes through")
+    func forbiddenRefreshesOnce() async throws {
+        let rig = try await Rig.start()
+        defer { Task { await rig.stop() } }
+        _ = try await rig.client.send(Self.message("warm-up"))
+        try await rig.fault(#"{"kind":"permission_denied","count":1}"#)
+        guard case .accepted = try await rig.client.send(Self.message("token-2")) else {
+            Issue.record("not accepted after a fresh access token")
+            return
+        }
+        #expect(rig.client.tokens.exchangeCount == 2)
+    }
+
+    @Test("an outage of Google's token endpoint is a retry with back-off, never a pause of the app's Android sends")
+    func tokenEndpointOutage() async throws {
+        let rig = try await Rig.start()
+        defer { Task { await rig.stop() } }
+        let provider = FCMPushProvider(client: rig.client)
+        try await rig.fault(#"{"kind":"token_endpoint_unavailable","count":2}"#)
+        let delivery = FCMMessageMappingTests.delivery(#"{"aps":{"alert":"x"}}"#, expiresIn: 1e9)
+        for _ in 0..<2 {
+            let outcome = await provider.send(delivery)
+            guard case .retry(nil, .service, let reason) = outcome else { Issue.record("\(outcome)"); return }
+            #expect(reason.contains("token endpoint is unavailable"), "\(reason)")
+        }
+        // Google is back: the same push goes through.
+        #expect(await provider.send(delivery) == .delivered)
+    }
+
     @Test("SENDER_ID_MISMATCH: a foreign token waits while nothing is known, is dead once others go through, and pauses the app only when a known good token fails")
     func senderMismatchBlame() async throws {
         let rig = try await Rig.start()

@@ -17,6 +17,7 @@ struct WebRegistrationTests {
             switch host {
             case "push.example.com": [[93, 184, 216, 34]]
             case "inside.example.com": [[192, 168, 1, 10]]
+            case "flaky-dns.example.com": throw WebPushLookupFailure()
             default: WebPushAddressPolicy.literal(host).map { [$0] } ?? []
             }
         }
@@ -73,6 +74,8 @@ struct WebRegistrationTests {
         Refusal(body: body(endpoint: "https://127.0.0.1:8443/x"), field: "subscription.endpoint"),
         Refusal(body: body(endpoint: "https://[::ffff:10.0.0.1]/x"), field: "subscription.endpoint"),
         Refusal(body: body(endpoint: "https://nowhere.example.com/x"), field: "subscription.endpoint"),
+        // DNS that fails for now is not a refusal of the endpoint: 503, try again.
+        Refusal(body: body(endpoint: "https://flaky-dns.example.com/x"), field: "subscription.endpoint", status: .serviceUnavailable),
         Refusal(body: body(p256dh: String(p256dh.dropLast(2))), field: "subscription.keys.p256dh"),
         Refusal(body: body(auth: auth + "=="), field: "subscription.keys.auth"),
         Refusal(body: body(extra: #","device_token":"https://push.example.com/other""#), field: "device_token"),
