@@ -302,7 +302,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldKaspaTests",
-            dependencies: ["HeraldKaspa", "HeraldCore", .product(name: "HeraldKit", package: "HeraldKit"), "KaspaNodeSimulator", "HeraldTestSupport"],
+            dependencies: ["HeraldKaspa", "HeraldCore", "HeraldStore", "HeraldDelivery", .product(name: "HeraldKit", package: "HeraldKit"), "KaspaNodeSimulator", "HeraldTestSupport"],
             exclude: ["Fixtures"]
         ),
         .testTarget(

@@ -236,7 +236,7 @@ struct ServeCommand: AsyncParsableCommand {
         }
         let router = Gateway.router(
             store: store, configuration: api, publisher: publisher, metrics: metrics, chainSource: chainSource, readiness: readiness,
-            sending: sending, matrix: MatrixApps(settings.matrix))
+            sending: sending, matrix: MatrixApps(settings.matrix), lanes: outbox.lanes)
         let controlPort = simulator?.controlPort
         let fcmControlPort = fcmSimulator?.controlPort
         let webPushControlPort = webPushSimulator?.controlPort

@@ -133,6 +133,16 @@ public final class OutboxLane: Service, Sendable {
     private let handoffs = Mutex(Handoffs())
     /// Attempts of flights that have come back, for the lane's loop to settle and record.
     private let landed = Mutex<[[Attempt]]>([])
+    private let paused = Atomic<Bool>(false)
+
+    /// The push service refused the app's credentials: the lane sends nothing but a probe now
+    /// and then until it takes them again (`/readyz` and `herald_app_sends_paused` show it).
+    public var isPaused: Bool { paused.load(ordering: .relaxed) }
+
+    private func setPaused(_ value: Bool) {
+        paused.store(value, ordering: .relaxed)
+        metrics?.sendsPaused(app: app, platform: platform, value)
+    }
 
     /// Deliveries leased to the lane by commits, and whether it takes more.
     private struct Handoffs {
@@ -212,7 +222,7 @@ public final class OutboxLane: Service, Sendable {
 
     private func loop() async {
         // The gauge exists from the start, at 0, so an alert on it has a series to watch.
-        metrics?.sendsPaused(app: app, platform: platform, false)
+        setPaused(false)
         var pause = LanePause()
         // When the lane last claimed from the store: it claims again when told the store has
         // work, when its last claim was full, and at least every idle interval (retries come due).
@@ -353,7 +363,7 @@ public final class OutboxLane: Service, Sendable {
                     "app": "\(app)", "platform": "\(platform.rawValue)", "seconds": "\(Int(until.timeIntervalSince(now).rounded()))",
                     "reason": "\(reason)",
                 ])
-            metrics?.sendsPaused(app: app, platform: platform, true)
+            setPaused(true)
             // Every refused delivery waits out the pause instead of its own back-off.
             return attempts.map { a in
                 guard a.credentialsRefused, case .retry(let id, _, let reason) = a.outcome else { return a.outcome }
@@ -364,7 +374,7 @@ public final class OutboxLane: Service, Sendable {
             pause = LanePause()
             logger.notice(
                 "the push service accepted the app's credentials again: sends resumed", metadata: ["app": "\(app)", "platform": "\(platform.rawValue)"])
-            metrics?.sendsPaused(app: app, platform: platform, false)
+            setPaused(false)
         }
         if let hold = attempts.compactMap(\.holdLaneUntil).max() { pause.hold(until: hold) }
         return attempts.map(\.outcome)
@@ -443,9 +453,16 @@ public final class OutboxLane: Service, Sendable {
     private func attempt(for delivery: ClaimedDelivery, outcome: PushOutcome, now: Date) -> Attempt {
         switch outcome {
         case .delivered:
+            logger.debug("delivered", metadata: [
+                "app": "\(app)", "platform": "\(platform.rawValue)", "event": "\(delivery.eventID)", "attempt": "\(delivery.attempt)",
+            ])
             return Attempt(outcome: .sent(id: delivery.id))
         case .retry(let after, let scope, let reason):
             let at = now.addingTimeInterval(settings.retryPolicy.delay(afterAttempt: delivery.attempt, retryAfter: after).seconds)
+            logger.debug("delivery retried", metadata: [
+                "app": "\(app)", "platform": "\(platform.rawValue)", "event": "\(delivery.eventID)", "attempt": "\(delivery.attempt)",
+                "reason": "\(reason)", "seconds": "\(Int(at.timeIntervalSince(now).rounded()))",
+            ])
             switch scope {
             case .token:
                 return Attempt(outcome: .retryDevice(id: delivery.id, deviceRowID: delivery.device.rowID, at: at, reason: reason))
@@ -459,7 +476,9 @@ public final class OutboxLane: Service, Sendable {
                 return Attempt(outcome: .retry(id: delivery.id, at: at, reason: reason), holdLaneUntil: hold)
             }
         case .tokenDead(let since, let reason):
-            logger.info("token dead", metadata: ["app": "\(app)", "token": "\(DeviceToken.redacted(delivery.device.token))", "reason": "\(reason)"])
+            logger.info("token dead", metadata: [
+                "app": "\(app)", "token": "\(DeviceToken.redacted(delivery.device.token))", "reason": "\(reason)", "event": "\(delivery.eventID)",
+            ])
             return Attempt(outcome: .tokenDead(id: delivery.id, deviceRowID: delivery.device.rowID, since: since, reason: reason))
         case .refreshCredentials(let reason):
             // The provider already refreshed its credentials (where its floor allowed) and retried once.

@@ -13,8 +13,11 @@ public struct KaspaSourceStats: Sendable, Hashable {
     public var connected = false
     public var lastBlockHash: String?
     public var lastDaaScore: UInt64?
-    /// Seconds between the last accepted block's time and when it was processed.
+    /// How far behind the chain the source is: now less the time of the last block it processed.
+    /// It keeps growing while the node is away, so an alert on it fires. Nil before the first block.
     public var lagSeconds: Double?
+    /// The time of the last block processed (Unix seconds).
+    var lastBlockTime: Double?
     public var transactionsSeen = 0
     public var transactionsClassified = 0
     public var eventsCommitted = 0
@@ -72,7 +75,11 @@ public final class KaspaChainSource: Service, Sendable {
         self.now = now
     }
 
-    public var stats: KaspaSourceStats { state.withLock { $0 } }
+    public var stats: KaspaSourceStats {
+        var stats = state.withLock { $0 }
+        stats.lagSeconds = stats.lastBlockTime.map { max(0, now().timeIntervalSince1970 - $0) }
+        return stats
+    }
 
     /// A service: follows the chain until a graceful shutdown or cancellation.
     public func run() async throws {
@@ -223,7 +230,6 @@ public final class KaspaChainSource: Service, Sendable {
         var events: [KasiaEvent] = []
         var classified = 0
         var unattributed = 0
-        var lag: Double?
         for acceptance in change.acceptedTransactionIds {
             let accepting = try await block(acceptance.acceptingBlockHash, session: session, memory: memory)
             // Every block the chain block merged must be known to tell Kasia from the rest.
@@ -250,7 +256,6 @@ public final class KaspaChainSource: Service, Sendable {
                     classified += 1
                 }
             }
-            lag = now().timeIntervalSince1970 - Double(accepting.header.timestamp) / 1000
         }
         let lastBlock = try await block(last, session: session, memory: memory)
         let checkpoint = ChainCheckpoint(source: configuration.checkpointName, blockHash: last, daaScore: lastBlock.header.daaScore)
@@ -258,7 +263,7 @@ public final class KaspaChainSource: Service, Sendable {
         state.withLock {
             $0.lastBlockHash = last
             $0.lastDaaScore = lastBlock.header.daaScore
-            $0.lagSeconds = lag ?? $0.lagSeconds
+            $0.lastBlockTime = Double(lastBlock.header.timestamp) / 1000
             $0.transactionsClassified += classified
             $0.unattributedMessages += unattributed
             $0.eventsCommitted += events.count

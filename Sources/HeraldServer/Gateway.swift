@@ -16,11 +16,12 @@ public enum Gateway {
     ///   - readiness: what `/readyz` checks besides the store (the built-in simulators listening).
     ///   - sending: what each app sends with, by platform (`credentials`, `simulator`), shown by `/readyz`.
     ///   - matrix: the Matrix apps `/_matrix/push/v1/notify` serves (none: no Matrix route).
+    ///   - lanes: each app's lanes, shown by `/readyz` as sending or paused.
     public static func router(
         store: any DeviceRegistry & StoreStatistics, configuration: APIConfiguration, publisher: EventPublisher,
         metrics: (HeraldMetrics, PrometheusCollectorRegistry) = HeraldMetrics.prometheus(),
         chainSource: KaspaChainSource? = nil, readiness: [ReadinessCheck] = [], sending: [String: [String: String]] = [:],
-        matrix: MatrixApps? = nil
+        matrix: MatrixApps? = nil, lanes: [OutboxLane] = []
     ) -> Router<HeraldRequestContext> {
         let router = Router(context: HeraldRequestContext.self)
         let served = ServedRoutes()
@@ -31,7 +32,7 @@ public enum Gateway {
         RegistrationAPI(store: store, configuration: configuration).addRoutes(to: router)
         SafeWhisperAPI(store: store, configuration: configuration).addRoutes(to: router)
         ClaudiatorAPI(store: store, configuration: configuration).addRoutes(to: router)
-        PublishAPI(publisher: publisher, configuration: configuration).addRoutes(to: router)
+        PublishAPI(publisher: publisher, configuration: configuration, events: store).addRoutes(to: router)
         GhostTalkAPI(store: store, configuration: configuration, publisher: publisher).addRoutes(to: router)
         if let matrix, !matrix.isEmpty {
             MatrixPushAPI(notifier: MatrixNotifier(publisher: publisher, apps: matrix), configuration: configuration).addRoutes(to: router)
@@ -54,6 +55,9 @@ public enum Gateway {
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: document))
         }
         // Ready: the store answers a cheap query and every check holds; else 503 naming each failure.
+        // Either way the answer says what each dependency is doing: a lane paused for refused
+        // credentials, or a chain source away from its node, is reported (it is not fixed by
+        // sending traffic elsewhere, so it does not make the instance unready).
         router.get("/readyz") { _, _ in
             var failing: [String] = []
             do { try await store.ping() } catch { failing.append("store not reachable") }
@@ -61,10 +65,22 @@ public enum Gateway {
             guard failing.isEmpty else {
                 throw APIError(.serviceUnavailable, code: "not_ready", message: "not ready: " + failing.joined(separator: "; "))
             }
-            return RegistrationAPI.json([
+            var body: [String: JSONValue] = [
                 "ready": true, "checked": .array((["store"] + readiness.map(\.name)).map(JSONValue.string)),
                 "apps": .sortedObject(sending.mapValues { .sortedObject($0.mapValues(JSONValue.string)) }),
-            ])
+            ]
+            if !lanes.isEmpty {
+                body["lanes"] = .sortedObject(Dictionary(grouping: lanes, by: \.app).mapValues { appLanes in
+                    .sortedObject(Dictionary(appLanes.map { ($0.platform.rawValue, JSONValue.string($0.isPaused ? "paused" : "sending")) }) { a, _ in a })
+                })
+            }
+            if let source = chainSource?.stats {
+                body["kaspa"] = .sortedObject([
+                    "connected": .bool(source.connected), "leader": .bool(source.leader),
+                    "lag_seconds": source.lagSeconds.map(JSONValue.double) ?? .null,
+                ])
+            }
+            return RegistrationAPI.json(body)
         }
         router.get("/v1/stats") { _, _ in
             let stats = try await store.stats()

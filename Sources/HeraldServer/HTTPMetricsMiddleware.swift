@@ -1,6 +1,7 @@
 import Dispatch
 import HTTPTypes
 import Hummingbird
+import Logging
 import Metrics
 import Synchronization
 
@@ -14,6 +15,9 @@ import Synchronization
 /// the body in a closure to time the write, which turns every answer's one write of head, body
 /// and end into three, each a hop to the event loop and its own `write` system call. Herald's
 /// answers are whole buffers, so the time to write them is the socket's, not the route's.
+///
+/// At `debug` each request also gets one log line — method, route template, status, duration —
+/// through the request's logger, so it carries the request id that the answer echoes.
 struct HTTPMetricsMiddleware<Context: RequestContext>: RouterMiddleware {
     private let cache = HTTPMetricsCache()
     private static var counted: Set<HTTPRequest.Method> { [.get, .head, .post, .put, .delete, .options, .patch] }
@@ -26,17 +30,30 @@ struct HTTPMetricsMiddleware<Context: RequestContext>: RouterMiddleware {
         defer { active.decrement() }
         do {
             let response = try await next(request, context)
-            let metrics = cache.endpoint(context.endpointPath ?? "Unknown", request.method, response.status)
+            let route = context.endpointPath ?? "Unknown"
+            let metrics = cache.endpoint(route, request.method, response.status)
             metrics.requests.increment()
-            metrics.duration.recordNanoseconds(DispatchTime.now().uptimeNanoseconds - start)
+            let elapsed = DispatchTime.now().uptimeNanoseconds - start
+            metrics.duration.recordNanoseconds(elapsed)
+            Self.log(request, route: route, status: response.status, nanoseconds: elapsed, logger: context.logger)
             return response
         } catch {
             let status = (error as? any HTTPResponseError)?.status ?? .internalServerError
-            let metrics = cache.endpoint(context.endpointPath ?? "NotFound", request.method, status)
+            let route = context.endpointPath ?? "NotFound"
+            let metrics = cache.endpoint(route, request.method, status)
             metrics.requests.increment()
             metrics.errors.increment()
+            Self.log(request, route: route, status: status, nanoseconds: DispatchTime.now().uptimeNanoseconds - start, logger: context.logger)
             throw error
         }
+    }
+
+    /// One line per request at `debug`: the route as a template (never its tokens or ids).
+    private static func log(_ request: Request, route: String, status: HTTPResponse.Status, nanoseconds: UInt64, logger: Logger) {
+        logger.debug("request", metadata: [
+            "method": "\(request.method.rawValue)", "route": "\(route)", "status": "\(status.code)",
+            "duration_ms": "\(Double(nanoseconds / 1_000) / 1_000)",
+        ])
     }
 }
 

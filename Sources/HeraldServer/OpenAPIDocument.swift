@@ -1007,6 +1007,66 @@ public enum OpenAPIDocument {
         }
        }
       },
+      "/v1/events/{id}": {
+       "get": {
+        "summary": "What became of an event: its deliveries by state and the push services' reasons (never a token)",
+        "security": [
+         {
+          "publisherKey": []
+         }
+        ],
+        "parameters": [
+         {
+          "name": "id",
+          "in": "path",
+          "required": true,
+          "schema": {
+           "type": "string"
+          }
+         }
+        ],
+        "responses": {
+         "200": {
+          "description": "The event",
+          "content": {
+           "application/json": {
+            "schema": {
+             "type": "object",
+             "properties": {
+              "event_id": {"type": "string"},
+              "app": {"type": "string"},
+              "template": {"type": "string"},
+              "created_at": {"type": "integer"},
+              "expires_at": {"type": "integer"},
+              "deliveries": {
+               "type": "object",
+               "properties": {
+                "queued": {"type": "integer"}, "sent": {"type": "integer"}, "failed": {"type": "integer"}, "expired": {"type": "integer"}
+               },
+               "required": ["queued", "sent", "failed", "expired"]
+              },
+              "reasons": {
+               "type": "object",
+               "additionalProperties": {"type": "object", "additionalProperties": {"type": "integer"}}
+              }
+             },
+             "required": ["event_id", "app", "template", "created_at", "expires_at", "deliveries", "reasons"]
+            }
+           }
+          }
+         },
+         "401": {
+          "$ref": "#/components/responses/Error"
+         },
+         "404": {
+          "$ref": "#/components/responses/Error"
+         },
+         "429": {
+          "$ref": "#/components/responses/Error"
+         }
+        }
+       }
+      },
       "/v1/events": {
        "post": {
         "summary": "Publish an event (answers once it is durable; never waits on APNs)",

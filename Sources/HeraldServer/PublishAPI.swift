@@ -1,25 +1,31 @@
 import Foundation
 import HeraldCore
 import HeraldDelivery
+import HeraldStore
 import Hummingbird
+import Logging
 
 /// `POST /v1/events` and `POST /v1/events:batch`, behind a publisher key. Answers only once the
 /// events and their deliveries are committed; never waits on a push service.
 public struct PublishAPI: Sendable {
     public let publisher: EventPublisher
     public let configuration: APIConfiguration
+    /// Where `GET /v1/events/{id}` reads an event's deliveries.
+    public let events: any StoreStatistics
 
-    public init(publisher: EventPublisher, configuration: APIConfiguration) {
+    public init(publisher: EventPublisher, configuration: APIConfiguration, events: any StoreStatistics) {
         self.publisher = publisher
         self.configuration = configuration
+        self.events = events
     }
 
     public func addRoutes<Context: RequestContext>(to router: Router<Context>) {
-        router.post("/v1/events") { request, _ in
+        router.post("/v1/events") { request, context in
             let key = try configuration.apps.publisherKey(request)
             let json = try await JSONBody.parse(request, limit: configuration.maximumBodySize)
             let body = try JSONBody.read { () throws(JSONFieldError) in try EventPublisher.Request(json: json) }
             let published = try await publisher.publish([body], publisherKey: key)[0]
+            Self.log([published], logger: context.logger)
             return RegistrationAPI.json(
                 .object([
                     .init("deliveries", .int(Int64(published.event.deviceRowIDs.count))), .init("event_id", .string(published.event.id)),
@@ -27,7 +33,20 @@ public struct PublishAPI: Sendable {
                 ]),
                 status: .accepted)
         }
-        router.post("/v1/events:batch") { request, _ in
+        // What became of an event: its deliveries by state, with the push services' reasons —
+        // never a token. Only a publisher key of the event's app sees it (any other gets the 404
+        // an unknown id gets).
+        router.get("/v1/events/:id") { request, context in
+            let key = try configuration.apps.publisherKey(request)
+            let id = context.parameters.get("id") ?? ""
+            guard let status = try await events.event(id: id), configuration.apps[status.app]?.isPublisherKey(key) == true else {
+                throw APIError(
+                    .notFound, code: "not_found", message: "no event \(id) of this publisher key's apps (events are kept for the retention, HERALD_RETENTION_HOURS)",
+                    field: "id")
+            }
+            return RegistrationAPI.json(Self.json(status))
+        }
+        router.post("/v1/events:batch") { request, context in
             let key = try configuration.apps.publisherKey(request)
             let json = try await JSONBody.parse(request, limit: configuration.maximumBatchBodySize)
             let events = try JSONBody.read { () throws(JSONFieldError) -> [EventPublisher.Request]? in
@@ -40,6 +59,7 @@ public struct PublishAPI: Sendable {
                 throw APIError.invalid("events", "a batch has 1 to \(EventPublisher.maximumBatch) events")
             }
             let published = try await publisher.publish(events, publisherKey: key, fieldPrefix: { "events[\($0)]." })
+            Self.log(published, logger: context.logger)
             return RegistrationAPI.json(
                 .object([
                     .init("events", .array(published.map {
@@ -47,6 +67,43 @@ public struct PublishAPI: Sendable {
                     }))
                 ]),
                 status: .accepted)
+        }
+    }
+
+    /// The states a publisher sees: queued (pending or being sent), sent, failed (a push service
+    /// refused it, or its device was dropped), expired.
+    static func json(_ status: EventStatus) -> [String: JSONValue] {
+        func state(_ s: DeliveryState) -> String {
+            switch s {
+            case .pending, .sending: "queued"
+            case .sent: "sent"
+            case .failed, .dropped: "failed"
+            case .expired: "expired"
+            }
+        }
+        var counts: [String: Int64] = ["queued": 0, "sent": 0, "failed": 0, "expired": 0]
+        var reasons: [String: [String: Int64]] = [:]
+        for (s, n) in status.deliveries { counts[state(s), default: 0] += Int64(n) }
+        for (s, byReason) in status.reasons {
+            for (reason, n) in byReason { reasons[state(s), default: [:]][reason, default: 0] += Int64(n) }
+        }
+        return [
+            "event_id": .string(status.id), "app": .string(status.app), "template": .string(status.template),
+            "created_at": .int(Int64(status.createdAt.timeIntervalSince1970)), "expires_at": .int(Int64(status.expiresAt.timeIntervalSince1970)),
+            "deliveries": .sortedObject(counts.mapValues(JSONValue.int)),
+            "reasons": .sortedObject(reasons.mapValues { .sortedObject($0.mapValues(JSONValue.int)) }),
+        ]
+    }
+
+    /// One `debug` line per accepted event, through the request's logger: the event id beside the
+    /// request id (its metadata), so one push can be followed from the request that made it to
+    /// the outbox's lines about its deliveries (which name the event id).
+    static func log(_ published: [EventPublisher.Published], logger: Logger) {
+        for p in published {
+            logger.debug("event accepted", metadata: [
+                "event": "\(p.event.id)", "app": "\(p.event.app)", "template": "\(p.event.template)",
+                "deliveries": "\(p.event.deviceRowIDs.count)", "unknown_tokens": "\(p.unknownTokens.count)",
+            ])
         }
     }
 }

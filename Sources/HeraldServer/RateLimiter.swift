@@ -107,6 +107,8 @@ public struct RateLimits: Sendable {
     ]
     static let publishingPaths: [String] = ["/v1/events", "/v1/events:batch", "/apns/send"]
     static let matrixPath = "/_matrix/push/v1/notify"
+    /// `GET /v1/events/{id}`: counted in its publisher key's bucket.
+    static let eventStatusPrefix = "/v1/events/"
 }
 
 /// Applies `RateLimits` before a request reaches its route.
@@ -161,7 +163,7 @@ struct RateLimitMiddleware<Context: RemoteAddressRequestContext>: RouterMiddlewa
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let path = Self.routePath(request.uri.path)
-        if RateLimits.publishingPaths.contains(where: { path.hasSuffix($0) }) {
+        if RateLimits.publishingPaths.contains(where: { path.hasSuffix($0) }) || path.hasPrefix(RateLimits.eventStatusPrefix) {
             try limitPublishing(bearer: AppDirectory.bearer(request))
         } else if RateLimits.registrationPaths.contains(where: { path.hasSuffix($0) }) {
             if let wait = registration.take(ClientAddress.bucket(client(request, context: context))) {

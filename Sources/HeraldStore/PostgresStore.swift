@@ -628,6 +628,22 @@ public final class PostgresStore: Store {
         }
     }
 
+    public func event(id: String) async throws -> EventStatus? {
+        var status: EventStatus?
+        for try await (app, template, created, expires) in try await client.query(
+            "SELECT app_id, template, created_at, expires_at FROM events WHERE id = \(id)", logger: logger
+        ).decode((String, String, Int64, Int64).self) {
+            status = EventStatus(id: id, app: app, template: template, createdAt: Date(milliseconds: created), expiresAt: Date(milliseconds: expires))
+        }
+        guard var status else { return nil }
+        for try await (state, reason, n) in try await client.query(
+            "SELECT state, last_reason, COUNT(*)::BIGINT FROM deliveries WHERE event_id = \(id) GROUP BY state, last_reason", logger: logger
+        ).decode((String, String?, Int64).self) {
+            status.add(state: state, reason: reason, count: Int(n))
+        }
+        return status
+    }
+
     public func ping() async throws {
         for try await _ in try await client.query("SELECT 1", logger: logger).decode(Int32.self) {}
     }

@@ -676,6 +676,20 @@ public final class SQLiteStore: Store {
         return StoreStats(counts, queues: try await queues())
     }
 
+    public func event(id: String) async throws -> EventStatus? {
+        try await pool.read { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT app_id, template, created_at, expires_at FROM events WHERE id = ?", arguments: [id]) else {
+                return nil
+            }
+            var status = EventStatus(
+                id: id, app: row[0], template: row[1], createdAt: Date(milliseconds: row[2]), expiresAt: Date(milliseconds: row[3]))
+            for row in try Row.fetchAll(db, sql: "SELECT state, last_reason, COUNT(*) FROM deliveries WHERE event_id = ? GROUP BY state, last_reason", arguments: [id]) {
+                status.add(state: row[0], reason: row[1], count: row[2])
+            }
+            return status
+        }
+    }
+
     /// Nothing to fold (the totals are written in place); drops counters at zero, since failure
     /// reasons are a push service's words and a Web Push service is anyone's.
     public func compactCounters() async throws {

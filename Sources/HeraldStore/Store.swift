@@ -377,6 +377,36 @@ public protocol StoreStatistics: Sendable {
     /// Each app's deliveries pending or being sent, and the creation of the oldest: read off the
     /// lane index, for `/metrics` on every scrape.
     func queues() async throws -> [String: AppQueue]
+    /// One event and what became of its deliveries; nil when there is no such event (never
+    /// accepted, or pruned after the retention).
+    func event(id: String) async throws -> EventStatus?
+}
+
+/// What became of one event's deliveries, for `GET /v1/events/{id}` (never a token).
+public struct EventStatus: Hashable, Sendable {
+    public var id: String
+    public var app: String
+    public var template: String
+    public var createdAt: Date
+    public var expiresAt: Date
+    /// Deliveries by state, and by state and last reason (a retry's, a failure's).
+    public var deliveries: [DeliveryState: Int] = [:]
+    public var reasons: [DeliveryState: [String: Int]] = [:]
+
+    public init(id: String, app: String, template: String, createdAt: Date, expiresAt: Date) {
+        self.id = id
+        self.app = app
+        self.template = template
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
+    }
+
+    /// Adds a `state, last_reason, count` row of the deliveries' grouping.
+    mutating func add(state: String, reason: String?, count: Int) {
+        guard let state = DeliveryState(rawValue: state) else { return }
+        deliveries[state, default: 0] += count
+        if let reason, !reason.isEmpty { reasons[state, default: [:]][reason, default: 0] += count }
+    }
 }
 
 /// An app's outbox queue.

@@ -259,6 +259,12 @@ import FoundationNetworking
             #expect(try await Self.apnsPushes(serve, token: alphaIOS).count == 1)
             #expect(try await Self.fcmPushes(serve, token: betaAndroid).count == 1)
             #expect(try await Self.fcmPushes(serve, token: alphaAndroid).isEmpty)
+            // /readyz tells which lane is paused, and which are sending.
+            let (ready, readyBody) = try await http("GET", serve.api + "/readyz")
+            #expect(ready == 200)
+            let lanes = (try JSONSerialization.jsonObject(with: readyBody) as? [String: Any])?["lanes"] as? [String: [String: String]]
+            #expect(lanes?["alpha"]?["android"] == "paused", "\(String(decoding: readyBody, as: UTF8.self))")
+            #expect(lanes?["alpha"]?["ios"] == "sending" && lanes?["beta"]?["android"] == "sending")
             // The token is kept: refused credentials are the app's fault, not the device's.
             let (_, body) = try await http("GET", serve.api + "/v1/push/status?app=alpha&device_token=" + alphaAndroid)
             #expect((try JSONSerialization.jsonObject(with: body) as? [String: Any])?["registered"] as? Bool == true)

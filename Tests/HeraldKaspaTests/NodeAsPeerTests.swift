@@ -1,4 +1,7 @@
 import Foundation
+import HeraldCore
+import HeraldDelivery
+import HeraldStore
 @testable import HeraldKaspa
 import KaspaNodeSimulator
 import Synchronization
@@ -103,6 +106,45 @@ struct NodeAsPeerTests {
         #expect(memory.footprint.blocks < 2_000)
         // A block keeps its header and merge set, not the transaction ids a node may send by the million.
         #expect(memory.block(String(format: "b%063x", 1_999))?.verboseData?.transactionIds == nil)
+    }
+
+    /// Records what the chain source commits.
+    struct NullSink: KasiaEventSink {
+        func commit(_ events: [KasiaEvent], checkpoint: ChainCheckpoint) async throws -> Int { 0 }
+    }
+
+    @Test("with the node gone, the lag keeps growing by the source's clock (so the lag alert fires), and connected says so")
+    func lagGrowsWhileNodeAway() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-lag-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let store = try SQLiteStore(path: directory.appendingPathComponent("herald.sqlite").path)
+        try await store.migrate()
+        let node = try await KaspaNodeSimulator.start()
+        let offset = Mutex<TimeInterval>(0)
+        let source = KaspaChainSource(
+            configuration: .init(url: node.url), store: store, sink: NullSink(), now: { Date().addingTimeInterval(offset.withLock { $0 }) })
+        let running = Task { try await source.run() }
+        defer { running.cancel() }
+        let followed: Bool? = try await Self.bounded(.seconds(60)) {
+            while !source.stats.connected { try await Task.sleep(for: .milliseconds(20)) }
+            while source.stats.lastDaaScore == nil {
+                _ = await node.produce([])
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            return true
+        }
+        #expect(followed == true)
+        let before = try #require(source.stats.lagSeconds)
+        await node.shutdown()
+        let away: Bool? = try await Self.bounded(.seconds(60)) {
+            while source.stats.connected { try await Task.sleep(for: .milliseconds(20)) }
+            return true
+        }
+        #expect(away == true)
+        offset.withLock { $0 = 600 }
+        let after = try #require(source.stats.lagSeconds)
+        #expect(after >= before + 599, "\(before) → \(after)")
     }
 
     @Test("values go into requests through an encoder: a hash with quotes is asked for, not spliced into the JSON")

@@ -182,3 +182,42 @@ struct DeliveryCapTests {
         }
     }
 }
+
+@Suite("GET /v1/events/{id}: what became of an event", .serialized)
+struct EventStatusTests {
+    @Test("after a sent push and a dead token: deliveries by state with the push service's reason, never a token; another app's key or an unknown id is 404")
+    func eventStatus() async throws {
+        try await withRegistrationServer(configure: {
+            $0.apps = AppDirectory([AppSettings(id: "default", publishKeys: ["pk"]), AppSettings(id: "other", publishKeys: ["other-pk"])])
+        }) { client, store in
+            let alive = String(repeating: "a1", count: 32), dead = String(repeating: "d1", count: 32)
+            for token in [alive, dead] {
+                let r = try await send(client, .post, "/v1/push/register", #"{"app":"default","device_token":"\#(token)","platform":"ios","watched_addresses":["session:st"]}"#)
+                #expect(r.status == .ok)
+            }
+            var r = try await send(client, .post, "/v1/events", #"{"template":"custom","targets":{"keys":["session:st"]},"fields":{"aps":{"alert":"x"}}}"#, headers: publisher)
+            let id = try #require(try json(r)["event_id"] as? String)
+            // Both still queued.
+            r = try await send(client, .get, "/v1/events/\(id)", headers: [.authorization: "Bearer pk"])
+            #expect(r.status == .ok)
+            #expect((try json(r)["deliveries"] as? [String: Int]) == ["queued": 2, "sent": 0, "failed": 0, "expired": 0])
+            // One sent, one refused as APNs refuses a dead token.
+            let claimed = try await store.claimDue(app: "default", platform: .ios, limit: 10, now: Date(), lease: .seconds(30))
+            try await store.complete(claimed.map { delivery in
+                delivery.device.token == alive
+                    ? .sent(id: delivery.id)
+                    : .tokenDead(id: delivery.id, deviceRowID: delivery.device.rowID, since: nil, reason: "BadDeviceToken")
+            }, now: Date())
+            r = try await send(client, .get, "/v1/events/\(id)", headers: [.authorization: "Bearer pk"])
+            let body = try json(r)
+            #expect(body["event_id"] as? String == id && body["app"] as? String == "default" && body["template"] as? String == "custom")
+            #expect((body["deliveries"] as? [String: Int]) == ["queued": 0, "sent": 1, "failed": 1, "expired": 0])
+            #expect((body["reasons"] as? [String: [String: Int]]) == ["failed": ["BadDeviceToken": 1]])
+            #expect(!String(buffer: r.body).contains(alive.prefix(16)) && !String(buffer: r.body).contains(dead.prefix(16)))
+            // Not the other app's, not an unknown id, not without a key.
+            #expect(try await send(client, .get, "/v1/events/\(id)", headers: [.authorization: "Bearer other-pk"]).status == .notFound)
+            #expect(try await send(client, .get, "/v1/events/no-such-event", headers: [.authorization: "Bearer pk"]).status == .notFound)
+            #expect(try await send(client, .get, "/v1/events/\(id)", headers: [:]).status == .unauthorized)
+        }
+    }
+}
