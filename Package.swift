@@ -178,6 +178,7 @@ let package = Package(
                 "HeraldCore", "HeraldAPNsCore", "HeraldFCMCore", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
         // The delivery core: the publish use case (`EventPublisher`), the outbox lanes, the
@@ -315,7 +316,10 @@ let package = Package(
         // Test helpers shared by test targets: fresh PostgreSQL databases.
         .target(
             name: "HeraldTestSupport",
-            dependencies: ["HeraldCore", .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "HeraldCore", .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
             path: "Tests/HeraldTestSupport"
         ),
         // The delivery core on an in-memory queue, a scripted provider and a manual clock.

@@ -344,9 +344,33 @@ struct ServeSettings {
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await store.run() }
             defer { group.cancelAll() }
-            try await store.migrate()
+            // A database that does not answer stops the start within the connect deadline,
+            // naming where it is and why, instead of waiting on the pool's retries.
+            do {
+                try await Self.withDeadline(.seconds(10)) { try await store.migrate() }
+            } catch {
+                throw CLIOutput.invalid(field: "HERALD_DATABASE_URL", message: "PostgreSQL at \(store.address) is not usable: \(String(reflecting: error))")
+            }
             return try await body(store)
         }
+    }
+
+    /// `body`, or a `DeadlineExceeded` once `deadline` has passed (the body is cancelled).
+    static func withDeadline(_ deadline: Duration, _ body: @escaping @Sendable () async throws -> Void) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await body() }
+            group.addTask {
+                try await Task.sleep(for: deadline)
+                throw DeadlineExceeded(deadline: deadline)
+            }
+            defer { group.cancelAll() }
+            try await group.next()
+        }
+    }
+
+    struct DeadlineExceeded: Error, CustomStringConvertible {
+        let deadline: Duration
+        var description: String { "no answer within \(deadline.components.seconds) s" }
     }
 
     /// Where the data is, for logs and output: the SQLite path or the PostgreSQL host, never a password.
@@ -430,8 +454,10 @@ struct ServeSettings {
                 databasePath = String(url.dropFirst("sqlite:".count))
                 guard !databasePath.isEmpty else { throw InvalidInput(field: "HERALD_DATABASE_URL", message: "sqlite: needs a path") }
             } else if url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") {
-                guard (try? PostgresStore(url: url)) != nil else {
-                    throw InvalidInput(field: "HERALD_DATABASE_URL", message: "is postgres://user:password@host:port/database")
+                do {
+                    _ = try PostgresStore(url: url)
+                } catch {
+                    throw InvalidInput(field: "HERALD_DATABASE_URL", message: "\(error) (postgres://user:password@host:port/database?sslmode=…)")
                 }
                 postgresURL = url
             } else {

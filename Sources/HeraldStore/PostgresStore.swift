@@ -4,6 +4,7 @@ import HeraldCore
 import HeraldFCMCore
 import Logging
 import NIOCore
+import NIOSSL
 import PostgresNIO
 
 /// The `Store` on PostgreSQL (a `postgres://` URL), through postgres-nio's
@@ -15,7 +16,11 @@ public final class PostgresStore: Store {
     private let client: PostgresClient
     private let logger: Logger
 
-    /// - Parameter url: `postgres://user:password@host:port/database` (no TLS: a local or private server).
+    /// Where the server is, for messages (never the password).
+    public let address: String
+
+    /// - Parameter url: `postgres://user:password@host:port/database[?sslmode=…&sslrootcert=…]`,
+    ///   TLS as libpq reads it (`PostgresTLSMode`; default `prefer`).
     public init(url: String, logger: Logger = Logger(label: "herald.postgres")) throws {
         guard let components = URLComponents(string: url), ["postgres", "postgresql"].contains(components.scheme ?? ""),
             let host = components.host, !host.isEmpty, let user = components.user
@@ -23,11 +28,14 @@ public final class PostgresStore: Store {
             throw PostgresStoreError("\(url.prefix(11))… is not postgres://user:password@host:port/database")
         }
         let database = String(components.path.drop(while: { $0 == "/" }))
-        let configuration = PostgresClient.Configuration(
-            host: host, port: components.port ?? 5432, username: user, password: components.password,
-            database: database.isEmpty ? nil : database, tls: .disable)
+        let port = components.port ?? 5432
+        var configuration = PostgresClient.Configuration(
+            host: host, port: port, username: user, password: components.password,
+            database: database.isEmpty ? nil : database, tls: try PostgresTLSMode(query: components.queryItems ?? []).tls)
+        configuration.options.connectTimeout = .seconds(10)
         client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.logger = logger
+        address = "\(host):\(port)"
     }
 
     /// Drives the connection pool until the task is cancelled.

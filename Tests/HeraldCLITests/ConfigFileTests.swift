@@ -153,6 +153,19 @@ struct ConfigFileTests {
         #expect(status == 200)
     }
 
+    @Test("a PostgreSQL that does not answer stops the start (exit 2), naming its host, port and cause")
+    func unreachableDatabase() throws {
+        // Nothing listens on port 1.
+        let (code, json) = try runHerald(["serve"], environment: [
+            "HERALD_DATABASE_URL": "postgres://herald:secret-password@127.0.0.1:1/herald?sslmode=disable", "HERALD_HTTP_PORT": "0",
+        ])
+        #expect(code == 2)
+        #expect(json["field"] as? String == "HERALD_DATABASE_URL", "\(json)")
+        let message = json["error"] as? String ?? ""
+        #expect(message.contains("127.0.0.1:1"), "\(message)")
+        #expect(!message.contains("secret-password"))
+    }
+
     @Test("publishing off is said at start, and the 401 tells no key from an unknown one")
     func publishingOff() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-config-\(UUID())")

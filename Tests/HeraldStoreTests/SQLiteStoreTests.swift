@@ -731,3 +731,62 @@ struct NamedDeviceTests {
         }
     }
 }
+
+/// TLS to PostgreSQL as libpq reads `sslmode` and `sslrootcert`.
+@Suite("PostgreSQL over TLS")
+struct PostgresTLSTests {
+    @Test("sslmode and sslrootcert as libpq reads them; anything else in the URL is refused")
+    func parsing() throws {
+        func mode(_ query: String) throws -> PostgresTLSMode {
+            try PostgresTLSMode(query: URLComponents(string: "postgres://u@h/d" + query)?.queryItems ?? [])
+        }
+        #expect(try mode("").mode == .prefer)
+        #expect(try mode("?sslmode=disable").mode == .disable)
+        #expect(try mode("?sslmode=require").mode == .require)
+        #expect(try mode("?sslmode=verify-full").mode == .verifyFull)
+        // libpq: require with a root certificate checks it, as verify-ca does.
+        let ca = FileManager.default.temporaryDirectory.appendingPathComponent("herald-ca-\(UUID()).pem")
+        try Data("not read here".utf8).write(to: ca)
+        defer { try? FileManager.default.removeItem(at: ca) }
+        #expect(try mode("?sslmode=require&sslrootcert=\(ca.path)").mode == .verifyCA)
+        #expect(throws: PostgresStoreError.self) { try mode("?sslmode=verify_full") }
+        #expect(throws: PostgresStoreError.self) { try mode("?sslmode=require&sslrootcert=/nonexistent/ca.pem") }
+        #expect(throws: PostgresStoreError.self) { try mode("?ssl=true") }
+    }
+
+    /// Whether a store on `url` migrates within 20 s (a refused or untrusted server never does).
+    static func usable(_ url: String) async -> Bool {
+        guard let store = try? PostgresStore(url: url) else { return false }
+        let running = Task { await store.run() }
+        defer { running.cancel() }
+        return await withTaskGroup(of: Bool.self) { group in
+            group.addTask { (try? await store.migrate()) != nil }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(20))
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+    }
+
+    @Test("the test server (CI's, with a certificate made at its start) takes verify-full with its CA, require without one; refuses plain and an untrusted certificate",
+          .enabled(if: TestPostgres.serverURL?.contains("sslmode=verify-full") == true))
+    func modesAgainstServer() async throws {
+        let url = try #require(TestPostgres.serverURL)
+        var components = try #require(URLComponents(string: url))
+        func with(_ items: [URLQueryItem]) -> String {
+            components.queryItems = items
+            return components.string!
+        }
+        let rootcert = components.queryItems?.first { $0.name == "sslrootcert" }
+        #expect(await Self.usable(url))
+        #expect(await Self.usable(with([URLQueryItem(name: "sslmode", value: "require")])))
+        // The server takes TCP connections over TLS only.
+        #expect(await !Self.usable(with([URLQueryItem(name: "sslmode", value: "disable")])))
+        // The system's roots do not vouch for the test CA.
+        #expect(await !Self.usable(with([URLQueryItem(name: "sslmode", value: "verify-full")])))
+        #expect(rootcert != nil)
+    }
+}

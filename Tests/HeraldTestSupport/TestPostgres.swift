@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOSSL
 import PostgresNIO
 
 /// Fresh databases on a test PostgreSQL server (`HERALD_TEST_POSTGRES_URL`).
@@ -14,9 +15,13 @@ public enum TestPostgres {
         guard var components = URLComponents(string: serverURL), let host = components.host, let user = components.user else {
             throw PostgresError("HERALD_TEST_POSTGRES_URL is postgres://user:password@host:port/database")
         }
+        // The test server takes TCP connections over TLS only; the admin connection does not check its certificate.
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.certificateVerification = .none
+        let plain = components.queryItems?.contains { $0.name == "sslmode" && $0.value == "disable" } ?? true
         let admin = PostgresClient(
             configuration: .init(host: host, port: components.port ?? 5432, username: user, password: components.password,
-                                 database: "postgres", tls: .disable),
+                                 database: "postgres", tls: plain ? .disable : .require(tls)),
             backgroundLogger: Logger(label: "herald.test.postgres"))
         let running = Task { await admin.run() }
         defer { running.cancel() }
