@@ -53,8 +53,38 @@ public final class ConnectionTable: Sendable {
     private struct State {
         var nextID = 0
         var entries: [Int: Entry] = [:]
+        /// Connections as they became evictable (reading or idle), oldest first; an element whose
+        /// connection has moved on since is stale and skipped. Eviction takes from the front, so
+        /// it costs no walk over every connection, whatever the cap.
+        var candidates: [(id: Int, since: NIODeadline)] = []
+        var head = 0
         var evicted = 0
         var refused = 0
+
+        mutating func enqueue(_ id: Int, since: NIODeadline) {
+            candidates.append((id, since))
+            // Stale elements pile up when nothing is evicted: rebuild from the live ones now and then.
+            if candidates.count - head > 2 * entries.count + 1_024 {
+                candidates = entries.filter { $0.value.phase != .answering }.map { ($0.key, $0.value.since) }.sorted { $0.since < $1.since }
+                head = 0
+            }
+        }
+
+        /// The connection that has waited longest without a request in hand, taken out.
+        mutating func takeOldestWaiting() -> Entry? {
+            while head < candidates.count {
+                let candidate = candidates[head]
+                head += 1
+                if head > 1_024, head * 2 > candidates.count {
+                    candidates.removeFirst(head)
+                    head = 0
+                }
+                guard let entry = entries[candidate.id], entry.phase != .answering, entry.since == candidate.since else { continue }
+                entries[candidate.id] = nil
+                return entry
+            }
+            return nil
+        }
     }
 
     public let limits: ConnectionLimits
@@ -76,18 +106,17 @@ public final class ConnectionTable: Sendable {
         state.withLock { state in
             var evict: (any Channel)?
             if state.entries.count >= limits.maximumConnections {
-                // The connection that has waited longest without a request being answered.
-                let victim = state.entries.lazy.filter { $0.value.phase != .answering }.min { $0.value.since < $1.value.since }
-                guard let victim else {
+                guard let victim = state.takeOldestWaiting() else {
                     state.refused += 1
                     return .refused
                 }
-                state.entries[victim.key] = nil
                 state.evicted += 1
-                evict = victim.value.channel
+                evict = victim.channel
             }
             state.nextID += 1
-            state.entries[state.nextID] = Entry(channel: channel, phase: .reading, since: .now())
+            let now = NIODeadline.now()
+            state.entries[state.nextID] = Entry(channel: channel, phase: .reading, since: now)
+            state.enqueue(state.nextID, since: now)
             return .admitted(id: state.nextID, evict: evict)
         }
     }
@@ -95,8 +124,10 @@ public final class ConnectionTable: Sendable {
     func set(_ id: Int, _ phase: Phase) {
         state.withLock { state in
             guard state.entries[id] != nil else { return }
+            let now = NIODeadline.now()
             state.entries[id]!.phase = phase
-            state.entries[id]!.since = .now()
+            state.entries[id]!.since = now
+            if phase != .answering { state.enqueue(id, since: now) }
         }
     }
 
