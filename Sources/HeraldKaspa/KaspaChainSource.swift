@@ -26,6 +26,13 @@ public struct KaspaSourceStats: Sendable, Hashable {
     /// Times the node did not know the checkpoint, so a stretch of the chain was skipped.
     public var gaps = 0
     public var reconnects = 0
+    /// Gap fills that failed in a row from one checkpoint the node has.
+    var gapFillFailures: GapFillFailures?
+
+    struct GapFillFailures: Sendable, Hashable {
+        var hash: String
+        var count: Int
+    }
 }
 
 /// Reads Kasia messages off a Kaspa node: subscribes to BlockAdded and
@@ -149,7 +156,26 @@ public final class KaspaChainSource: Service, Sendable {
             var missed: VirtualChainChanged?
             do {
                 missed = try await session.getVirtualChainFromBlock(startHash: checkpoint.blockHash)
+                state.withLock { $0.gapFillFailures = nil }
             } catch KaspaRPCError.node(_, let message) {
+                // A node error may pass (a busy node) or last (the checkpoint pruned, or reorged out
+                // of the chain). The node says which: it still has the block as a chain block, or
+                // not. A passing one is tried again after a reconnect, with its back-off — a few
+                // times, then counted as lost, so a node that lies cannot hold the source for ever.
+                if try await isChainBlock(checkpoint.blockHash, session: session) {
+                    let failures = state.withLock { s -> Int in
+                        let count = s.gapFillFailures?.hash == checkpoint.blockHash ? s.gapFillFailures!.count + 1 : 1
+                        s.gapFillFailures = .init(hash: checkpoint.blockHash, count: count)
+                        return count
+                    }
+                    if failures <= Self.gapFillAttempts {
+                        logger.warning("the node failed the gap fill from a block it has: trying again after a reconnect", metadata: [
+                            "checkpoint": "\(checkpoint.blockHash)", "node": "\(message)", "attempt": "\(failures)",
+                        ])
+                        throw KaspaRPCError.node(method: "getVirtualChainFromBlock", message: message)
+                    }
+                }
+                state.withLock { $0.gapFillFailures = nil }
                 // The node no longer knows the checkpoint (pruned, or reorged out of the chain):
                 // asking again would fail forever. Resume where the maximum age begins, and say what was skipped.
                 state.withLock { $0.gaps += 1 }
@@ -193,6 +219,19 @@ public final class KaspaChainSource: Service, Sendable {
             try await process(batch, session: session, memory: memory)
             asked = last
             batch = try await session.getVirtualChainFromBlock(startHash: last)
+        }
+    }
+
+    /// How often a gap fill from a block the node has may fail before the checkpoint counts as lost.
+    static let gapFillAttempts = 3
+
+    /// Whether the node has `hash` as a block of its selected chain. A node error says it has
+    /// not; a lost connection or a timeout is thrown (the source reconnects).
+    private func isChainBlock(_ hash: String, session: KaspaRPCSession) async throws -> Bool {
+        do {
+            return try await session.getBlock(hash: hash, includeTransactions: false).verboseData?.isChainBlock ?? false
+        } catch KaspaRPCError.node {
+            return false
         }
     }
 

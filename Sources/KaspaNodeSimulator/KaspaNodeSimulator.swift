@@ -35,6 +35,8 @@ public final class KaspaNodeSimulator: Sendable {
         var requests: [String] = []
         /// A hung node: it reads calls and answers none.
         var silent = false
+        /// Calls to fail next, by method.
+        var failures: [String: Int] = [:]
         /// At most this many chain blocks per `getVirtualChainFromBlock` answer (the node's batch).
         var chainBatch = 1800
         /// The oldest chain block kept; older ones were pruned.
@@ -48,6 +50,8 @@ public final class KaspaNodeSimulator: Sendable {
     public var url: String { "ws://127.0.0.1:\(port)" }
     /// Makes the node hang (it reads calls and answers none) or answer again.
     public func setSilent(_ silent: Bool) { state.withLock { $0.silent = silent } }
+    /// The next `count` calls of `method` answer a node error, as a busy node's may.
+    public func failNext(_ method: String, count: Int = 1) { state.withLock { $0.failures[method, default: 0] += count } }
     /// How many chain blocks one `getVirtualChainFromBlock` answer carries at most (a real node:
     /// ten times its merge-set limit, 1,800 on mainnet); the rest is asked for again.
     public func setChainBatch(_ blocks: Int) { state.withLock { $0.chainBatch = max(1, blocks) } }
@@ -281,6 +285,10 @@ public final class KaspaNodeSimulator: Sendable {
         return state.withLock { s -> String? in
             s.requests.append(request.method)
             if s.silent { return nil }
+            if let left = s.failures[request.method], left > 0 {
+                s.failures[request.method] = left - 1
+                return error("the node is busy, try again")
+            }
             switch request.method {
             case "subscribe":
                 if params["BlockAdded"] != nil { s.connections[connection]?.blockAdded = true }

@@ -318,6 +318,27 @@ struct ChainSourceProcessTests {
         await node.shutdown()
     }
 
+    @Test("a gap fill the node fails for a moment is tried again after a reconnect: nothing skipped, no gap counted")
+    func transientGapFillError() async throws {
+        let fixtures = try RawFixtures.load()
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let database = directory.appendingPathComponent("herald.sqlite")
+        let follower = deviceToken(12)
+        let senders = fixtures.bulkSenders
+        let node = try await KaspaNodeSimulator.start()
+        try await FollowingHerald.storeCheckpoint(node: node, database: database, follower: follower, fixtures: fixtures)
+        for tx in fixtures.bulk[1...3] { await node.produce([tx], senders: senders) }
+        // The node fails the first two gap fills; it still has the checkpoint.
+        node.failNext("getVirtualChainFromBlock", count: 2)
+        let herald = try FollowingHerald.start(node: node, database: database)
+        defer { herald.stop() }
+        let pushes = try await herald.pushes(follower, reaching: 3)
+        #expect(Set(pushes.compactMap { $0["collapse_id"] as? String }) == Set(fixtures.bulk[1...3].map(RawFixtures.txid)))
+        #expect(try await herald.kaspaStats()["gaps"] as? Int == 0)
+        await node.shutdown()
+    }
+
     @Test("HERALD_KASPA_NETWORK: a node of another network is not followed; another network's addresses are refused at registration")
     func network() async throws {
         let fixtures = try RawFixtures.load()
