@@ -62,7 +62,7 @@ public final class PostgresStore: Store {
                     "INSERT INTO herald_migrations (version, applied_at) VALUES (\(version), \(Date().milliseconds))", logger: logger)
             }
             var later = [(Schema.countersVersion, Schema.postgresCounters)]
-            later += Schema.laterVersions.map { ($0.0, Self.postgresStatements($0.1)) }
+            later += (Schema.laterVersions + Schema.routeVersions).map { ($0.0, Self.postgresStatements($0.1)) }
             for (version, statements) in later where !applied.contains(version) {
                 for statement in statements {
                     try await db.query(PostgresQuery(unsafeSQL: statement), logger: logger)
@@ -100,7 +100,7 @@ public final class PostgresStore: Store {
                       \(r.token.kind.rawValue), \(r.webKeys?.storedForm))
                     ON CONFLICT (app_id, token) DO UPDATE SET platform = excluded.platform, token_kind = excluded.token_kind, web_keys = excluded.web_keys,
                       environment = excluded.environment, device_id = excluded.device_id,
-                      updated_at = excluded.updated_at, last_seen = excluded.last_seen, disabled_reason = NULL
+                      updated_at = excluded.updated_at, last_seen = excluded.last_seen, disabled_reason = NULL, registered_by = NULL
                     RETURNING \(unescaped: Self.deviceColumns)
                     """, logger: logger)
                 guard let device = try await Self.devices(rows).first else { throw PostgresStoreError("the device was not written") }
@@ -122,15 +122,17 @@ public final class PostgresStore: Store {
         for d in devices {
             let rows = try await client.query(
                 """
-                SELECT \(unescaped: Self.deviceColumns), (SELECT dead_at FROM dead_tokens WHERE app_id = \(d.app) AND token = \(d.token.value))
+                SELECT \(unescaped: Self.deviceColumns), registered_by,
+                  (SELECT dead_at FROM dead_tokens WHERE app_id = \(d.app) AND token = \(d.token.value))
                 FROM (SELECT 1) one LEFT JOIN devices ON app_id = \(d.app) AND token = \(d.token.value)
                 """, logger: logger)
             var decided: DeviceRecord?? = nil
             for try await row in rows {
                 let cells = Array(row)
-                let deadAt = try cells[12].decode(Int64?.self)
+                let byMatrix = try cells[12].decode(String?.self) == "matrix"
+                let deadAt = try cells[13].decode(Int64?.self)
                 let device = try cells[0].decode(Int64?.self) == nil ? nil : try Self.device(row, from: 0)
-                decided = d.admittedWithoutWrite(device, deadAt: deadAt, now: now)
+                decided = d.admittedWithoutWrite(device, deadAt: deadAt, now: now, ownedElsewhere: device != nil && !byMatrix)
             }
             guard decided != nil else { break }
             settled.append(decided)
@@ -155,16 +157,23 @@ public final class PostgresStore: Store {
                     "INSERT INTO apps (id, created_at) VALUES (\(d.app), \(ms)) ON CONFLICT (id) DO NOTHING", logger: logger)
                 let rows = try await db.query(
                     """
-                    INSERT INTO devices (app_id, platform, token, environment, device_id, created_at, updated_at, last_seen, token_kind, web_keys)
+                    INSERT INTO devices (app_id, platform, token, environment, device_id, created_at, updated_at, last_seen, token_kind, web_keys, registered_by)
                     VALUES (\(d.app), \(d.token.platform.rawValue), \(d.token.value), \(d.environment.rawValue), NULL, \(ms), \(registered), \(ms),
-                      \(d.token.kind.rawValue), \(d.webKeys?.storedForm))
+                      \(d.token.kind.rawValue), \(d.webKeys?.storedForm), 'matrix')
                     ON CONFLICT (app_id, token) DO UPDATE SET platform = excluded.platform, token_kind = excluded.token_kind,
                       web_keys = excluded.web_keys, environment = excluded.environment,
                       updated_at = GREATEST(devices.updated_at, excluded.updated_at), last_seen = excluded.last_seen,
                       disabled_reason = CASE WHEN \(revived) THEN NULL ELSE devices.disabled_reason END
+                    WHERE devices.registered_by = 'matrix'
                     RETURNING \(unescaped: Self.deviceColumns)
                     """, logger: logger)
-                guard let device = try await Self.devices(rows).first else { throw PostgresStoreError("the device was not written") }
+                // No row back: the device is another route's, and stays as it is.
+                var written = try await Self.devices(rows).first
+                if written == nil {
+                    written = try await Self.devices(try await db.query(
+                        "SELECT \(unescaped: Self.deviceColumns) FROM devices WHERE app_id = \(d.app) AND token = \(d.token.value)", logger: logger)).first
+                }
+                guard let device = written else { throw PostgresStoreError("the device was not written") }
                 records.append(device.disabledReason == nil ? device : nil)
             }
             return records

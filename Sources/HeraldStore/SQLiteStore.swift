@@ -53,7 +53,7 @@ public final class SQLiteStore: Store {
             migrator.registerMigration(version) { db in try db.execute(sql: sql) }
         }
         migrator.registerMigration(Schema.countersVersion) { db in try db.execute(sql: Schema.sqliteCounters) }
-        for (version, sql) in Schema.laterVersions + Schema.sqliteLaterVersions {
+        for (version, sql) in Schema.laterVersions + Schema.sqliteLaterVersions + Schema.routeVersions {
             migrator.registerMigration(version) { db in try db.execute(sql: sql) }
         }
         try migrator.migrate(pool)
@@ -71,7 +71,7 @@ public final class SQLiteStore: Store {
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     ON CONFLICT (app_id, token) DO UPDATE SET platform = excluded.platform, token_kind = excluded.token_kind, web_keys = excluded.web_keys,
                       environment = excluded.environment, device_id = excluded.device_id,
-                      updated_at = excluded.updated_at, last_seen = excluded.last_seen, disabled_reason = NULL
+                      updated_at = excluded.updated_at, last_seen = excluded.last_seen, disabled_reason = NULL, registered_by = NULL
                     """)
             // A token registered again is alive, whatever a push service said of it before.
             let revive = try db.cachedStatement(sql: "DELETE FROM dead_tokens WHERE app_id = ? AND token = ?")
@@ -97,10 +97,12 @@ public final class SQLiteStore: Store {
 
     /// When a push service called a token dead, if it did.
     private static let deadAtSQL = "SELECT dead_at FROM dead_tokens WHERE app_id = ? AND token = ?"
-    /// One row: the device's columns (NULL when there is none), then `dead_at`.
+    /// One row: the device's columns (NULL when there is none; `registered_by` last), then `dead_at`.
     private static let admitSQL = """
         SELECT d.*, (\(deadAtSQL)) FROM (SELECT 1) LEFT JOIN devices d ON d.app_id = ? AND d.token = ?
         """
+    /// `registered_by` of a Matrix notify's devices.
+    static let matrixRoute = "matrix"
 
     public func admit(_ devices: [NamedDevice], now: Date) async throws -> [DeviceRecord?] {
         // Most notifies name a device already current: a read decides them, without a WAL sync.
@@ -108,9 +110,11 @@ public final class SQLiteStore: Store {
             try devices.map { d -> DeviceRecord?? in
                 // The device and when its token died, in one statement: one read transaction.
                 let found = try db.rows(Self.admitSQL, [d.app, d.token.value, d.app, d.token.value]) { row in
-                    (device: row.isNull(0) ? nil : Self.deviceRecord(row), deadAt: row.optionalInteger(12))
+                    (device: row.isNull(0) ? nil : Self.deviceRecord(row), byMatrix: row.optionalText(12) == Self.matrixRoute,
+                     deadAt: row.optionalInteger(13))
                 }.first
-                return d.admittedWithoutWrite(found?.device, deadAt: found?.deadAt, now: now)
+                return d.admittedWithoutWrite(
+                    found?.device, deadAt: found?.deadAt, now: now, ownedElsewhere: found?.device != nil && found?.byMatrix == false)
             }
         }
         if settled.allSatisfy({ $0 != nil }) { return settled.map { $0! } }
@@ -121,12 +125,13 @@ public final class SQLiteStore: Store {
             let revive = try db.cachedStatement(sql: "DELETE FROM dead_tokens WHERE app_id = ? AND token = ?")
             let upsert = try db.cachedStatement(
                 sql: """
-                    INSERT INTO devices (app_id, platform, token, environment, device_id, created_at, updated_at, last_seen, token_kind, web_keys)
-                    VALUES (?, ?, ?, ?, NULL, ?, ?, ?, ?, ?)
+                    INSERT INTO devices (app_id, platform, token, environment, device_id, created_at, updated_at, last_seen, token_kind, web_keys, registered_by)
+                    VALUES (?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, 'matrix')
                     ON CONFLICT (app_id, token) DO UPDATE SET platform = excluded.platform, token_kind = excluded.token_kind,
                       web_keys = excluded.web_keys, environment = excluded.environment,
                       updated_at = MAX(devices.updated_at, excluded.updated_at), last_seen = excluded.last_seen,
                       disabled_reason = CASE WHEN ? THEN NULL ELSE devices.disabled_reason END
+                    WHERE devices.registered_by = 'matrix'
                     """)
             var apps = Set<String>()
             return try devices.map { d in

@@ -173,6 +173,16 @@ enum Schema {
         CREATE INDEX deliveries_device_row ON deliveries (device_row);
         """
 
+    /// Versions after each store's own, the same SQL on both, applied last.
+    static let routeVersions: [(String, String)] = [("v12", v12)]
+
+    /// Which route made a device: NULL for the registration API (native and the apps' routes),
+    /// `matrix` for a Matrix notify's pushkey. A notify refreshes only devices it made: it names
+    /// a device without credentials, so it may not rewrite one registered another way.
+    static let v12 = """
+        ALTER TABLE devices ADD COLUMN registered_by TEXT;
+        """
+
     /// Versions only SQLite applies, after `laterVersions`.
     static let sqliteLaterVersions: [(String, String)] = [("v11-sqlite", sqliteV11)]
 

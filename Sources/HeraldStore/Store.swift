@@ -99,7 +99,9 @@ extension NamedDevice {
     /// Admitting this device decided from what the store holds, without a write: `.some(nil)` for
     /// a dead token (or a disabled device), `.some(device)` when the stored device is current;
     /// nil when admitting must write (a new device, a revival, a later registration, new keys, an old `lastSeen`).
-    func admittedWithoutWrite(_ device: DeviceRecord?, deadAt: Int64?, now: Date) -> DeviceRecord?? {
+    /// A device another route registered (`ownedElsewhere`) is taken as it is: a notify never rewrites it.
+    func admittedWithoutWrite(_ device: DeviceRecord?, deadAt: Int64?, now: Date, ownedElsewhere: Bool = false) -> DeviceRecord?? {
+        if let device, ownedElsewhere { return .some(device.disabledReason == nil ? device : nil) }
         if let deadAt { return registeredAt.milliseconds <= deadAt ? .some(nil) : nil }
         guard let device else { return nil }
         if device.disabledReason != nil { return .some(nil) }

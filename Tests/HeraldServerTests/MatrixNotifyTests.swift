@@ -133,6 +133,23 @@ struct MatrixNotifyTests {
         }
     }
 
+    @Test("a notify never rewrites a device registered through another route; it pushes to it as registered")
+    func neverRewritesOthers() async throws {
+        try await withRegistrationServer(matrix: matrixApps) { client, store in
+            // The app registered this token itself, for production (the Matrix app would say sandbox).
+            let r = try await send(client, .post, "/v1/push/register", #"{"device_token":"\#(hexToken)","platform":"ios","environment":"production","watched_addresses":["session:m"]}"#)
+            #expect(r.status == .ok)
+            let before = try #require(try await store.devices(app: "default", tokens: [hexToken]).first)
+            let n = try await send(client, .post, notifyPath, notify(devices: "[\(device(ts: Int(Date().timeIntervalSince1970)))]"))
+            #expect(n.status == .ok)
+            #expect(try json(n)["rejected"] as? [String] == [])
+            let after = try #require(try await store.devices(app: "default", tokens: [hexToken]).first)
+            #expect(after.environment == .production && after.platform == before.platform && after.updatedAt == before.updatedAt)
+            // The push went to the device as registered.
+            #expect(try await store.stats().deliveries == [.pending: 1])
+        }
+    }
+
     @Test("a notify cannot take an app past max_devices: the new pushkey is refused (403) and nothing is written; known ones go on")
     func deviceLimit() async throws {
         try await withRegistrationServer(configure: {
