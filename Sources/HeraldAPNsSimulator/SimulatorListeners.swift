@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdHTTP2
+import HummingbirdTLS
 import Logging
 import NIOCore
 import NIOSSL
@@ -22,14 +23,16 @@ package struct SimulatorListeners: Sendable {
     package var isListening: Bool { channels.allSatisfy(\.isActive) }
 
     /// Starts both and returns once both are bound (port 0 picks a free one).
+    /// - Parameter http2: offer HTTP/2 beside HTTP/1.1 (ALPN); false serves HTTP/1.1 alone, as a
+    ///   small push service may (Hummingbird's HTTP/2 server always offers `h2`, whatever `tls` says).
     package static func start(
-        api: Router<BasicRequestContext>, control: Router<BasicRequestContext>, tls: TLSConfiguration, host: String, port: Int,
+        api: Router<BasicRequestContext>, control: Router<BasicRequestContext>, tls: TLSConfiguration, http2: Bool = true, host: String, port: Int,
         controlPort: Int, name: String, logger: Logger
     ) async throws -> SimulatorListeners {
         let apiBound = AsyncStream<any Channel>.makeStream()
         let controlBound = AsyncStream<any Channel>.makeStream()
         let apiApp = Application(
-            router: api, server: try .http2Upgrade(tlsConfiguration: tls),
+            router: api, server: http2 ? try .http2Upgrade(tlsConfiguration: tls) : try .tls(.http1(), tlsConfiguration: tls),
             configuration: .init(address: .hostname(host, port: port), serverName: name),
             onServerRunning: { channel in
                 apiBound.continuation.yield(channel)

@@ -191,6 +191,13 @@ struct ServeCommand: AsyncParsableCommand {
         outboxSettings.lease = settings.outboxLease
         let outbox = Outbox(
             queue: store, providers: providers, settings: outboxSettings, logger: Logger(label: "herald.outbox"), metrics: metrics.0)
+        // Stops after the lanes and before the simulators: the providers' connections close
+        // first, so a simulator's graceful stop has none left to wait for.
+        services.append(StopAtShutdown {
+            for entry in providers {
+                for provider in entry.providers { await provider.shutdown() }
+            }
+        })
         services += outbox.services
         var api = APIConfiguration()
         api.apps = AppDirectory(settings.apps.map(\.settings))
@@ -290,9 +297,6 @@ struct ServeCommand: AsyncParsableCommand {
             try await ServiceGroup(configuration: configuration).run()
         } catch {
             failure = error
-        }
-        for entry in providers {
-            for provider in entry.providers { await provider.shutdown() }
         }
         try await group.shutdownGracefully()
         if let failure { throw PortInUse.named(failure, "HERALD_HTTP_PORT", port: settings.port) }

@@ -227,7 +227,18 @@ package final class HTTP2ConnectionHandler: ChannelDuplexHandler {
             if case .byteBuffer(var buffer) = payload.data {
                 received = buffer.readableBytes
                 if pending[frame.streamID] != nil, (pending[frame.streamID]!.body?.readableBytes ?? 0) + received > Self.maximumResponseBody {
-                    finish(frame.streamID, .failure(HTTP2TransportFailure.protocolError("answer body over \(Self.maximumResponseBody) bytes")))
+                    // Past the cap: the answer's head says what the service made of the request,
+                    // so it is taken with its body cut there, and the rest is not read (the stream
+                    // is cancelled). Data before any head is a protocol error.
+                    if pending[frame.streamID]!.status != nil {
+                        let room = Self.maximumResponseBody - (pending[frame.streamID]!.body?.readableBytes ?? 0)
+                        if room > 0, var slice = buffer.readSlice(length: room) {
+                            if pending[frame.streamID]!.body == nil { pending[frame.streamID]!.body = slice } else { pending[frame.streamID]!.body!.writeBuffer(&slice) }
+                        }
+                        complete(frame.streamID)
+                    } else {
+                        finish(frame.streamID, .failure(HTTP2TransportFailure.protocolError("answer body over \(Self.maximumResponseBody) bytes")))
+                    }
                     context.write(wrapOutboundOut(HTTP2Frame(streamID: frame.streamID, payload: .rstStream(.cancel))), promise: nil)
                     scheduleFlush(context: context)
                 } else if pending[frame.streamID] != nil {

@@ -91,7 +91,7 @@ public final class WebPushSimulator: Sendable {
         control.post("/faults") { request, _ -> Response in
             let body = try await request.body.collect(upTo: 65_536)
             guard let fault = try? JSONDecoder().decode(WebPushSimulatorFault.self, from: Data(buffer: body)) else {
-                return Self.json(.badRequest, #"{"error":"a fault is {\"kind\": gone|too_many_requests|server_error|delay, \"endpoint\", \"count\", \"retry_after\", \"status\", \"delay_ms\"}"}"#)
+                return Self.json(.badRequest, #"{"error":"a fault is {\"kind\": gone|too_many_requests|server_error|delay|endless_body, \"endpoint\", \"count\", \"retry_after\", \"status\", \"delay_ms\"}"}"#)
             }
             return Self.json(.created, #"{"id":\#(state.addFault(fault))}"#)
         }
@@ -101,7 +101,7 @@ public final class WebPushSimulator: Sendable {
         }
 
         let listeners = try await SimulatorListeners.start(
-            api: api, control: control, tls: tlsConfiguration, host: configuration.host, port: configuration.port,
+            api: api, control: control, tls: tlsConfiguration, http2: configuration.offersHTTP2, host: configuration.host, port: configuration.port,
             controlPort: configuration.controlPort, name: "herald-mock-webpush", logger: logger)
         let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
         origin.set("https://\(host):\(listeners.port)")
@@ -155,6 +155,18 @@ public final class WebPushSimulator: Sendable {
                 return refuse(status, "server", "the push service failed", retryAfter: fault.retryAfter)
             case .delay:
                 try? await Task.sleep(for: .milliseconds(max(0, min(fault.delayMilliseconds ?? 0, 60_000))))
+            case .endlessBody:
+                // An answer that never ends: what a client reads of it is counted.
+                return Response(status: .created, body: ResponseBody { writer in
+                    // 64 KiB every 50 ms for 30 s: a client that reads to the end waits past any sane deadline.
+                    let chunk = ByteBuffer(repeating: UInt8(ascii: "x"), count: 65_536)
+                    for _ in 0..<600 {
+                        do { try await writer.write(chunk) } catch { return }
+                        state.streamed(chunk.readableBytes)
+                        try await Task.sleep(for: .milliseconds(50))
+                    }
+                    try await writer.finish(nil)
+                })
             }
         }
         // VAPID (RFC 8292): verified once per distinct token while it is valid.

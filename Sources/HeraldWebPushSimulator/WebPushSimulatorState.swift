@@ -16,6 +16,8 @@ public struct WebPushSimulatorFault: Codable, Sendable, Hashable {
         case serverError = "server_error"
         /// Answer normally, but only after `delay_ms`.
         case delay
+        /// 201, then a body that does not end (64 KiB every 50 ms for 30 s): a client must stop reading it.
+        case endlessBody = "endless_body"
     }
     public var kind: Kind
     /// Only this subscription's endpoint; nil for every push.
@@ -75,6 +77,13 @@ public struct WebPushSimulatorStats: Codable, Sendable, Hashable {
     /// By status and reason (`401 vapid`, `410 gone`, …).
     public var rejected: [String: Int] = [:]
     public var subscriptions = 0
+    /// Bytes of endless bodies written (the server's count: what a closed connection dropped included).
+    public var endlessBodyBytes = 0
+
+    enum CodingKeys: String, CodingKey {
+        case accepted, rejected, subscriptions
+        case endlessBodyBytes = "endless_body_bytes"
+    }
 }
 
 final class WebPushSimulatorState: Sendable {
@@ -156,6 +165,8 @@ final class WebPushSimulatorState: Sendable {
             s.stats.accepted += 1
         }
     }
+
+    func streamed(_ bytes: Int) { state.withLock { $0.stats.endlessBodyBytes += bytes } }
 
     func rejected(_ status: Int, _ reason: String) { state.withLock { $0.stats.rejected["\(status) \(reason)", default: 0] += 1 } }
 

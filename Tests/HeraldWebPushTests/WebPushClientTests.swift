@@ -191,6 +191,26 @@ import Testing
         await client.shutdown()
     }
 
+    @Test("an answer whose body does not end is cut at the cap, over HTTP/1.1 and HTTP/2: the push counts as answered, not as a timeout", arguments: [false, true])
+    func endlessAnswer(http2: Bool) async throws {
+        var configuration = WebPushSimulator.Configuration()
+        configuration.offersHTTP2 = http2
+        let sim = try await WebPushSimulator.start(configuration: configuration)
+        defer { Task { await sim.shutdown() } }
+        let client = try Self.client(for: [sim])
+        let provider = WebPushProvider(client: client, signer: Self.signer)
+        let subscription = sim.subscribe()
+        _ = sim.addFault(WebPushSimulatorFault(kind: .endlessBody, endpoint: subscription.endpoint))
+        // Read to its end, the body would outlast the 15 s request timeout (a retry); cut at the
+        // cap, the answer's 201 counts at once. HTTP/2 is learned on the first connection: two pushes.
+        for _ in 0..<2 {
+            let outcome = await provider.send(try Self.delivery(to: subscription, payload: "{}"))
+            #expect(outcome == .delivered, "\(outcome)")
+        }
+        #expect(sim.stats.endlessBodyBytes > 0, "the fault answered")
+        await client.shutdown()
+    }
+
     @Test("a 403 is charged to the subscription; the app's key counts as refused only when two origins that took it refuse it")
     func refusalBlame() async throws {
         let a = try await WebPushSimulator.start(), b = try await WebPushSimulator.start(), stranger = try await WebPushSimulator.start()
