@@ -193,10 +193,9 @@ struct ServeCommand: AsyncParsableCommand {
             queue: store, providers: providers, settings: outboxSettings, logger: Logger(label: "herald.outbox"), metrics: metrics.0)
         // Stops after the lanes and before the simulators: the providers' connections close
         // first, so a simulator's graceful stop has none left to wait for.
+        let allProviders = providers.flatMap(\.providers)
         services.append(StopAtShutdown {
-            for entry in providers {
-                for provider in entry.providers { await provider.shutdown() }
-            }
+            for provider in allProviders { await provider.shutdown() }
         })
         services += outbox.services
         var api = APIConfiguration()

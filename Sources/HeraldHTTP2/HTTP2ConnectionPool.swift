@@ -256,9 +256,10 @@ package final class HTTP2ConnectionPool: Sendable {
                     return Self.serveWaiters(&s)
                 }
                 if let dispatches { self.dispatch(dispatches) } else { handle.channel.close(promise: nil) }
-                // TLS and the server's first SETTINGS have the connect's deadline: a peer that
-                // accepts TCP and says nothing more is closed, failing its waiters.
-                handle.channel.eventLoop.scheduleTask(in: self.factory.connectTimeout) { [weak self] in
+                // TLS and the server's first SETTINGS have a deadline (three connect timeouts: a
+                // loaded machine is slow, a silent peer silent for ever): a peer that accepts TCP
+                // and says nothing more is closed, failing its waiters.
+                handle.channel.eventLoop.scheduleTask(in: self.factory.connectTimeout * 3) { [weak self] in
                     let stuck = self?.state.withLock { $0.connections[id]?.phase == .connecting } ?? false
                     if stuck { handle.channel.close(promise: nil) }
                 }
