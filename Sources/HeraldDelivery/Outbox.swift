@@ -112,8 +112,8 @@ public struct Outbox: Sendable {
 /// One app's share of the outbox for one push service, so one app's outage or slow push service
 /// (or its refused FCM credentials) cannot hold back another app's pushes, nor the same app's
 /// pushes through another service: its own claims, its own limit in flight (its batches out at once),
-/// its own pause. A service: on graceful shutdown it stops claiming, lets the batch in flight
-/// finish and records its outcomes before it returns.
+/// its own pause. A service: on graceful shutdown it stops claiming, lets its flights out come
+/// back and records their outcomes before it returns.
 public final class OutboxLane: Service, Sendable {
     public let app: String
     /// The devices this lane delivers to: its provider's.
