@@ -12,6 +12,13 @@ func runHerald(_ arguments: [String], environment: [String: String]) throws -> (
     return (output.status, output.lastJSONLine)
 }
 
+/// `runHerald` on a thread of its own: a child that takes seconds must not hold one of the task
+/// pool's two threads while other suites' servers need them.
+func runHeraldOffPool(_ arguments: [String], environment: [String: String]) async throws -> (Int32, [String: Any]) {
+    let output = try await runProcessOffPool(try heraldExecutable(), arguments, environment: environment)
+    return (output.status, output.lastJSONLine)
+}
+
 @Suite("herald send against herald mock-apns, as two processes", .serialized)
 struct CLIProcessTests {
     @Test("accepted → 0; dead token → 1 with Unregistered; malformed token → 2; SIGTERM → 0")

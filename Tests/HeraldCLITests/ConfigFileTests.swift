@@ -102,11 +102,11 @@ struct ConfigFileTests {
         (["HERALD_FCM_URL": "https://127.0.0.1:1"], "HERALD_FCM_URL"),
         (["HERALD_FCM_PROJECT_ID": "my-project"], "HERALD_FCM_PROJECT_ID"),
     ])
-    func badFCMVariables(environment: [String: String], variable: String) throws {
+    func badFCMVariables(environment: [String: String], variable: String) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-config-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let (code, json) = try runHerald(["serve"], environment: environment.merging([
+        let (code, json) = try await runHeraldOffPool(["serve"], environment: environment.merging([
             "HERALD_HTTP_PORT": "0", "HERALD_DATABASE_URL": "sqlite:" + directory.appendingPathComponent("herald.sqlite").path,
         ]) { _, new in new })
         #expect(code == 2)
@@ -124,14 +124,14 @@ struct ConfigFileTests {
         defer { first.process.kill(SIGTERM) }
         let port = try #require(first.api.split(separator: ":").last.map(String.init))
         // Another file, the same port.
-        var (code, json) = try runHerald(["serve"], environment: [
+        var (code, json) = try await runHeraldOffPool(["serve"], environment: [
             "HERALD_DATABASE_URL": "sqlite:" + directory.appendingPathComponent("other.sqlite").path, "HERALD_HTTP_PORT": port,
         ])
         #expect(code == 2)
         #expect(json["field"] as? String == "HERALD_HTTP_PORT", "\(json)")
         #expect((json["error"] as? String)?.contains(port) == true, "\(json)")
         // The same file, another port.
-        (code, json) = try runHerald(["serve"], environment: ["HERALD_DATABASE_URL": database, "HERALD_HTTP_PORT": "0"])
+        (code, json) = try await runHeraldOffPool(["serve"], environment: ["HERALD_DATABASE_URL": database, "HERALD_HTTP_PORT": "0"])
         #expect(code == 2)
         #expect(json["field"] as? String == "HERALD_DATABASE_URL", "\(json)")
         // The first is unharmed.
@@ -140,9 +140,9 @@ struct ConfigFileTests {
     }
 
     @Test("a PostgreSQL that does not answer stops the start (exit 2), naming its host, port and cause")
-    func unreachableDatabase() throws {
+    func unreachableDatabase() async throws {
         // Nothing listens on port 1.
-        let (code, json) = try runHerald(["serve"], environment: [
+        let (code, json) = try await runHeraldOffPool(["serve"], environment: [
             "HERALD_DATABASE_URL": "postgres://herald:secret-password@127.0.0.1:1/herald?sslmode=disable", "HERALD_HTTP_PORT": "0",
         ])
         #expect(code == 2)

@@ -155,7 +155,7 @@ import FoundationNetworking
         let refusing = try MockWebPushProcess(directory: directory)
         defer { refusing.process.kill(SIGTERM) }
         let otherKey = try #require(
-            try runProcess(heraldExecutable(), ["vapid-keys", "--out", directory.appendingPathComponent("other").path]).lastJSONLine["application_server_key"] as? String)
+            try await runProcessOffPool(heraldExecutable(), ["vapid-keys", "--out", directory.appendingPathComponent("other").path]).lastJSONLine["application_server_key"] as? String)
         var environment = [
             "HERALD_DATABASE_URL": "sqlite:" + directory.appendingPathComponent("herald.sqlite").path, "HERALD_HTTP_PORT": "0",
             "HERALD_PUBLISH_KEYS": Android.publisher, "HERALD_REGISTRATION_RATE": "0",
@@ -190,8 +190,10 @@ import FoundationNetworking
         // The 403 was charged to its subscription: the app's Web Push is not paused.
         let (_, ready) = try await http("GET", serve.api + "/readyz")
         #expect(!String(decoding: ready, as: UTF8.self).contains("paused"))
-        // SIGTERM while the hanging origin still holds its pushes: a clean exit.
-        serve.process.kill(SIGTERM)
+        // SIGTERM while the hanging origin still holds its pushes: a clean exit (waited for off
+        // the task pool: the stop may take a connect deadline).
+        let process = serve.process
+        try await offPool { process.kill(SIGTERM) }
         #expect(serve.process.process.terminationReason == .exit)
         #expect(serve.process.process.terminationStatus == 0, "\(serve.process.fullLog().suffix(3_000))")
     }
