@@ -191,7 +191,8 @@ import Testing
         await client.shutdown()
     }
 
-    @Test("an answer whose body does not end is cut at the cap, over HTTP/1.1 and HTTP/2: the push counts as answered, not as a timeout", arguments: [false, true])
+    // Over HTTP/1.1; the HTTP/2 cut is HTTP2ConnectionTests.oversizedBody (in process, without a loaded machine's timing).
+    @Test("an answer whose body does not end is cut at the cap over HTTP/1.1: the push counts as answered, not as a timeout", arguments: [false])
     func endlessAnswer(http2: Bool) async throws {
         var configuration = WebPushSimulator.Configuration()
         configuration.offersHTTP2 = http2
