@@ -106,7 +106,7 @@ struct KaspaLatency: AsyncParsableCommand {
             try await rig.prefill(devices: 1) { _ in .kaspaAddress(try! KaspaAddress(f.alice)) }
             try await rig.launch(environment: ["HERALD_KASPA_WRPC_URL": node.url])
             for _ in 0..<200 {
-                if (try await rig.getJSON("/v1/stats")["kaspa"] as? [String: Any])?["connected"] as? Bool == true { break }
+                if (try await rig.getAdminJSON("/v1/stats")["kaspa"] as? [String: Any])?["connected"] as? Bool == true { break }
                 try await Task.sleep(for: .milliseconds(50))
             }
             let fillers = (0..<filler).map { KaspaFixtures.renamed(f.plain, 1_000_000 + $0) }

@@ -27,6 +27,8 @@ final class Rig: @unchecked Sendable {
     let instances: Int
     private var serves: [Process] = []
     private(set) var apis: [String] = []
+    /// Each instance's admin listener (`/metrics`, `/v1/stats`).
+    private(set) var admins: [String] = []
     private let nextAPI = Atomic<Int>(0)
     /// The first instance's address.
     var api: String { apis[0] }
@@ -117,7 +119,7 @@ final class Rig: @unchecked Sendable {
         process.arguments = ["serve"]
         var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("HERALD_") }
         env.merge([
-            "HERALD_DATABASE_URL": postgresURL ?? "sqlite:" + databasePath, "HERALD_HTTP_PORT": "0", "HERALD_PUBLISH_KEYS": Self.publishKey,
+            "HERALD_DATABASE_URL": postgresURL ?? "sqlite:" + databasePath, "HERALD_HTTP_PORT": "0", "HERALD_ADMIN_PORT": "0", "HERALD_PUBLISH_KEYS": Self.publishKey,
             "HERALD_APNS_KEY_PATH": keyPath, "HERALD_APNS_KEY_ID": key.keyID, "HERALD_APNS_TEAM_ID": key.teamID,
             "HERALD_APNS_TOPIC": Self.topic, "HERALD_APNS_ENVIRONMENT": "sandbox",
             "HERALD_APNS_URL": simulator.url.absoluteString,
@@ -141,9 +143,10 @@ final class Rig: @unchecked Sendable {
             let line = (try? Data(contentsOf: URL(fileURLWithPath: readyPath))) ?? Data()
             if line.contains(UInt8(ascii: "\n")),
                 let ready = try? JSONSerialization.jsonObject(with: line.split(separator: UInt8(ascii: "\n"))[0]) as? [String: Any],
-                let http = ready["http"] as? String
+                let http = ready["http"] as? String, let admin = ready["admin"] as? String
             {
                 apis.append("http://" + http)
+                admins.append("http://" + admin)
                 return
             }
             guard process.isRunning else { throw BenchError("herald serve exited: \((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "")") }
@@ -209,9 +212,9 @@ final class Rig: @unchecked Sendable {
         }
     }
 
-    /// GETs a JSON object from the first instance.
-    func getJSON(_ path: String) async throws -> [String: Any] {
-        let response = try await http.execute(HTTPClientRequest(url: api + path), timeout: .seconds(30))
+    /// GETs a JSON object from the first instance's admin listener (`/v1/stats`).
+    func getAdminJSON(_ path: String) async throws -> [String: Any] {
+        let response = try await http.execute(HTTPClientRequest(url: admins[0] + path), timeout: .seconds(30))
         let body = try await response.body.collect(upTo: 1 << 20)
         return (try JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any]) ?? [:]
     }

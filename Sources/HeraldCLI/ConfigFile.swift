@@ -12,7 +12,7 @@ import Yams
 /// the file and the field named.
 ///
 /// ```yaml
-/// http_port: 8080                      # optional: http_host, http_port, database_url, stale_after_days, retention_hours
+/// http_port: 8080                      # optional: http_host, http_port, admin_host, admin_port, database_url, stale_after_days, retention_hours
 /// limits: {watch_keys: 1000, aliases: 100, body_bytes: 65536, batch_body_bytes: 8388608}   # optional
 /// apps:
 ///   - id: kasia
@@ -51,6 +51,8 @@ struct ConfigFile {
     var apps: [App] = []
     var httpHost: String?
     var httpPort: Int?
+    var adminHost: String?
+    var adminPort: Int?
     var databaseURL: String?
     var staleAfterDays: Int?
     var retentionHours: Int?
@@ -71,7 +73,7 @@ struct ConfigFile {
         static let bodyRange = 1_024...16_777_216, batchBodyRange = 1_024...67_108_864
     }
 
-    static let topKeys: Set<String> = ["apps", "http_host", "http_port", "database_url", "stale_after_days", "retention_hours", "limits", "matrix"]
+    static let topKeys: Set<String> = ["apps", "http_host", "http_port", "admin_host", "admin_port", "database_url", "stale_after_days", "retention_hours", "limits", "matrix"]
     static let matrixKeys: Set<String> = ["app_id", "app", "type", "convert_device_token_to_hex", "allowed_endpoints", "encrypted_room_details"]
     static let limitKeys: Set<String> = ["watch_keys", "aliases", "body_bytes", "batch_body_bytes"]
     /// The shortest publisher or registration key accepted.
@@ -103,7 +105,9 @@ struct ConfigFile {
         let top = try reader.map(root, at: "", keys: topKeys)
         var file = ConfigFile()
         file.httpHost = try reader.string(top["http_host"], at: "http_host")
+        file.adminHost = try reader.string(top["admin_host"], at: "admin_host")
         file.httpPort = try reader.int(top["http_port"], at: "http_port", in: 0...65_535)
+        file.adminPort = try reader.int(top["admin_port"], at: "admin_port", in: 0...65_535)
         file.databaseURL = try reader.string(top["database_url"], at: "database_url")
         file.staleAfterDays = try reader.int(top["stale_after_days"], at: "stale_after_days", in: 1...36_500)
         file.retentionHours = try reader.int(top["retention_hours"], at: "retention_hours", in: 0...87_600)

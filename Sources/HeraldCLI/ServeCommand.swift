@@ -242,7 +242,18 @@ struct ServeCommand: AsyncParsableCommand {
         }
         let router = Gateway.router(
             store: store, configuration: api, publisher: publisher, metrics: metrics, chainSource: chainSource, readiness: readiness,
-            sending: sending, matrix: MatrixApps(settings.matrix), lanes: outbox.lanes)
+            sending: sending, matrix: MatrixApps(settings.matrix), lanes: outbox.lanes, operations: false)
+        // `/metrics` and `/v1/stats` on a listener of their own, loopback by default: what the
+        // instance counts is for its operator, not for whoever reaches the API.
+        let readinessLine = ReadinessLine(host: settings.host, adminHost: settings.adminHost)
+        let admin = Application(
+            router: Gateway.operationsRouter(
+                store: store, metrics: metrics, chainSource: chainSource, readiness: readiness, sending: sending, lanes: outbox.lanes),
+            server: .http1(configuration: .init(idleTimeout: .seconds(Int64(settings.httpIdleTimeoutSeconds)))),
+            configuration: .init(address: .hostname(settings.adminHost, port: settings.adminPort), serverName: "Herald"),
+            onServerRunning: { channel in await readinessLine.admin(channel.localAddress?.port ?? 0) },
+            eventLoopGroupProvider: .shared(group), logger: logger)
+        services.append(PortNamingService(admin, field: "HERALD_ADMIN_PORT", port: settings.adminPort))
         let controlPort = simulator?.controlPort
         let fcmControlPort = fcmSimulator?.controlPort
         let webPushControlPort = webPushSimulator?.controlPort
@@ -258,9 +269,9 @@ struct ServeCommand: AsyncParsableCommand {
                 additionalChannelHandlers: [connections.handler()], idleTimeout: .seconds(Int64(settings.httpIdleTimeoutSeconds)))),
             configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "Herald"),
             onServerRunning: { channel in
-                // One line on standard output once the API listens, for scripts and tests.
-                ReadinessLine.print(
-                    http: channel.localAddress, host: settings.host, simulatorControl: controlPort, fcmSimulatorControl: fcmControlPort,
+                // One line on standard output once both listeners listen, for scripts and tests.
+                await readinessLine.api(
+                    channel.localAddress?.port ?? 0, simulatorControl: controlPort, fcmSimulatorControl: fcmControlPort,
                     webPushSimulatorControl: webPushControlPort)
             },
             eventLoopGroupProvider: .shared(group), logger: logger)
@@ -278,7 +289,7 @@ struct ServeCommand: AsyncParsableCommand {
                 metadata: ["app": "\(app.settings.id)"])
         }
         logger.info("herald serve", metadata: [
-            "http": "\(settings.host):\(settings.port)", "database": "\(settings.databaseDescription)",
+            "http": "\(settings.host):\(settings.port)", "admin": "\(settings.adminHost):\(settings.adminPort)", "database": "\(settings.databaseDescription)",
             "open_file_limit": "\(settings.openFileLimit)", "max_connections": "\(settings.maximumConnections)",
             "apps": "\(settings.apps.map(\.settings.id).joined(separator: ","))",
         ])
@@ -312,14 +323,50 @@ struct StopAtShutdown: Service {
     }
 }
 
-/// `{"ready":true,"http":"127.0.0.1:8080","simulator_control":"http://127.0.0.1:…","fcm_simulator_control":…}` on standard
-/// output when the API listens.
-enum ReadinessLine {
-    static func print(http address: SocketAddress?, host: String, simulatorControl: Int?, fcmSimulatorControl: Int?, webPushSimulatorControl: Int?) {
-        var line: [String: Any] = ["ready": true, "http": "\(host):\(address?.port ?? 0)"]
+/// A service whose bind failure names the variable that chose its port.
+struct PortNamingService: Service {
+    let service: any Service
+    let field: String
+    let port: Int
+
+    init(_ service: any Service, field: String, port: Int) {
+        (self.service, self.field, self.port) = (service, field, port)
+    }
+
+    func run() async throws {
+        do { try await service.run() } catch { throw PortInUse.named(error, field, port: port) }
+    }
+}
+
+/// `{"ready":true,"http":"127.0.0.1:8080","admin":"127.0.0.1:8081","simulator_control":"http://127.0.0.1:…",…}`
+/// on standard output once the API and the admin listener both listen.
+actor ReadinessLine {
+    private let host: String
+    private let adminHost: String
+    private var line: [String: Any]?
+    private var adminPort: Int?
+
+    init(host: String, adminHost: String) {
+        (self.host, self.adminHost) = (host, adminHost)
+    }
+
+    func api(_ port: Int, simulatorControl: Int?, fcmSimulatorControl: Int?, webPushSimulatorControl: Int?) {
+        var line: [String: Any] = ["ready": true, "http": "\(host):\(port)"]
         line["simulator_control"] = simulatorControl.map { "http://127.0.0.1:\($0)" } ?? NSNull()
         line["fcm_simulator_control"] = fcmSimulatorControl.map { "http://127.0.0.1:\($0)" } ?? NSNull()
         line["webpush_simulator_control"] = webPushSimulatorControl.map { "http://127.0.0.1:\($0)" } ?? NSNull()
+        self.line = line
+        printWhenBoth()
+    }
+
+    func admin(_ port: Int) {
+        adminPort = port
+        printWhenBoth()
+    }
+
+    private func printWhenBoth() {
+        guard var line, let adminPort else { return }
+        line["admin"] = "\(adminHost):\(adminPort)"
         guard let data = try? JSONSerialization.data(withJSONObject: line, options: [.sortedKeys, .withoutEscapingSlashes]) else { return }
         FileHandle.standardOutput.write(data + Data("\n".utf8))
     }
@@ -329,6 +376,9 @@ enum ReadinessLine {
 struct ServeSettings {
     var host = "127.0.0.1"
     var port = 8080
+    /// `HERALD_ADMIN_HOST`, `HERALD_ADMIN_PORT`: where `/metrics` and `/v1/stats` answer (0: a free port).
+    var adminHost = "127.0.0.1"
+    var adminPort = 8081
     var databasePath = "herald.sqlite"
     /// `HERALD_DATABASE_URL=postgres://…`: the PostgreSQL store instead of the SQLite file.
     var postgresURL: String?
@@ -451,6 +501,16 @@ struct ServeSettings {
                 throw InvalidInput(field: "HERALD_HTTP_PORT", message: "is a port number, not \(p)")
             }
             port = parsed
+        }
+        if let h = file?.adminHost ?? env["HERALD_ADMIN_HOST"], !h.isEmpty { adminHost = h }
+        if let p = file?.adminPort.map(String.init) ?? env["HERALD_ADMIN_PORT"], !p.isEmpty {
+            guard let parsed = Int(p), (0...65_535).contains(parsed) else {
+                throw InvalidInput(field: "HERALD_ADMIN_PORT", message: "is a port number, not \(p)")
+            }
+            adminPort = parsed
+        }
+        if adminPort != 0, adminPort == port {
+            throw InvalidInput(field: "HERALD_ADMIN_PORT", message: "is the API's port \(port) (HERALD_HTTP_PORT); the admin listener needs one of its own")
         }
         if let url = file?.databaseURL ?? env["HERALD_DATABASE_URL"], !url.isEmpty {
             if url.hasPrefix("sqlite:") {

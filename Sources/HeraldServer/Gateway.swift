@@ -17,11 +17,13 @@ public enum Gateway {
     ///   - sending: what each app sends with, by platform (`credentials`, `simulator`), shown by `/readyz`.
     ///   - matrix: the Matrix apps `/_matrix/push/v1/notify` serves (none: no Matrix route).
     ///   - lanes: each app's lanes, shown by `/readyz` as sending or paused.
+    ///   - operations: whether `/metrics` and `/v1/stats` are served here too (`herald serve` serves
+    ///     them only on its admin listener, `operationsRouter`).
     public static func router(
         store: any DeviceRegistry & StoreStatistics, configuration: APIConfiguration, publisher: EventPublisher,
         metrics: (HeraldMetrics, PrometheusCollectorRegistry) = HeraldMetrics.prometheus(),
         chainSource: KaspaChainSource? = nil, readiness: [ReadinessCheck] = [], sending: [String: [String: String]] = [:],
-        matrix: MatrixApps? = nil, lanes: [OutboxLane] = []
+        matrix: MatrixApps? = nil, lanes: [OutboxLane] = [], operations: Bool = true
     ) -> Router<HeraldRequestContext> {
         let router = Router(context: HeraldRequestContext.self)
         let served = ServedRoutes()
@@ -37,6 +39,43 @@ public enum Gateway {
         if let matrix, !matrix.isEmpty {
             MatrixPushAPI(notifier: MatrixNotifier(publisher: publisher, apps: matrix), configuration: configuration).addRoutes(to: router)
         }
+        let document = ByteBuffer(string: OpenAPIDocument.served(
+            apps: configuration.apps.apps.map(\.id), maximumWatchKeys: configuration.maximumWatchKeys, maximumAliases: configuration.maximumAliases,
+            matrix: !(matrix?.isEmpty ?? true), operations: operations))
+        router.get("/openapi.json") { _, _ in
+            var headers = HTTPFields()
+            headers[.contentType] = "application/json"
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: document))
+        }
+        Health(store: store, readiness: readiness, sending: sending, lanes: lanes, chainSource: chainSource).addRoutes(to: router)
+        if operations { addOperations(to: router, store: store, metrics: metrics, chainSource: chainSource) }
+        served.fill(router.routes.map { ($0.method.rawValue, "\($0.path)") })
+        return router
+    }
+
+    /// The admin listener's routes: `/metrics`, `/v1/stats`, `/healthz` and `/readyz`, for the
+    /// operator's network only (`HERALD_ADMIN_HOST`, `HERALD_ADMIN_PORT`).
+    public static func operationsRouter(
+        store: any DeviceRegistry & StoreStatistics, metrics: (HeraldMetrics, PrometheusCollectorRegistry),
+        chainSource: KaspaChainSource? = nil, readiness: [ReadinessCheck] = [], sending: [String: [String: String]] = [:],
+        lanes: [OutboxLane] = []
+    ) -> Router<HeraldRequestContext> {
+        let router = Router(context: HeraldRequestContext.self)
+        let served = ServedRoutes()
+        router.add(middleware: RequestIDMiddleware())
+        router.add(middleware: ErrorEnvelopeMiddleware(routes: served))
+        router.add(middleware: HTTPMetricsMiddleware())
+        Health(store: store, readiness: readiness, sending: sending, lanes: lanes, chainSource: chainSource).addRoutes(to: router)
+        addOperations(to: router, store: store, metrics: metrics, chainSource: chainSource)
+        served.fill(router.routes.map { ($0.method.rawValue, "\($0.path)") })
+        return router
+    }
+
+    /// `/metrics` and `/v1/stats`: what the instance counts, for Prometheus and the operator.
+    static func addOperations(
+        to router: Router<HeraldRequestContext>, store: any DeviceRegistry & StoreStatistics,
+        metrics: (HeraldMetrics, PrometheusCollectorRegistry), chainSource: KaspaChainSource?
+    ) {
         let registry = metrics.1
         router.get("/metrics") { _, _ in
             if let chainSource { metrics.0.kaspaSource(chainSource.stats) }
@@ -45,15 +84,46 @@ public enum Gateway {
             headers[.contentType] = "text/plain; version=0.0.4"
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
         }
-        router.get("/healthz") { _, _ in RegistrationAPI.json(["status": "ok"]) }
-        let document = ByteBuffer(string: OpenAPIDocument.served(
-            apps: configuration.apps.apps.map(\.id), maximumWatchKeys: configuration.maximumWatchKeys, maximumAliases: configuration.maximumAliases,
-            matrix: !(matrix?.isEmpty ?? true)))
-        router.get("/openapi.json") { _, _ in
-            var headers = HTTPFields()
-            headers[.contentType] = "application/json"
-            return Response(status: .ok, headers: headers, body: .init(byteBuffer: document))
+        router.get("/v1/stats") { _, _ in
+            let stats = try await store.stats()
+            let queued = (stats.deliveries[.pending] ?? 0) + (stats.deliveries[.sending] ?? 0)
+            func counts(_ counts: [String: Int]) -> JSONValue { .sortedObject(counts.mapValues { .int(Int64($0)) }) }
+            var body: [String: JSONValue] = [
+                "registrations": .sortedObject(stats.devices.mapValues(counts)),
+                "deliveries": counts(Dictionary(uniqueKeysWithValues: stats.deliveries.map { ($0.key.rawValue, $0.value) })),
+                "failure_reasons": counts(stats.failureReasons),
+                "queue_depth": .int(Int64(queued)),
+                "oldest_pending_age_seconds": stats.oldestPending.map { .int(Int64(max(0, Int(Date().timeIntervalSince($0))))) } ?? .null,
+            ]
+            if let source = chainSource?.stats {
+                body["kaspa"] = .sortedObject([
+                    "connected": .bool(source.connected), "last_block": source.lastBlockHash.map(JSONValue.string) ?? .null,
+                    "last_daa_score": source.lastDaaScore.map(JSONValue.unsigned) ?? .null,
+                    "lag_seconds": source.lagSeconds.map(JSONValue.double) ?? .null,
+                    "transactions_seen": .int(Int64(source.transactionsSeen)),
+                    "transactions_classified": .int(Int64(source.transactionsClassified)),
+                    "events_committed": .int(Int64(source.eventsCommitted)),
+                    "unattributed_messages": .int(Int64(source.unattributedMessages)), "gaps": .int(Int64(source.gaps)),
+                    "reconnects": .int(Int64(source.reconnects)), "leader": .bool(source.leader),
+                ])
+            }
+            return RegistrationAPI.json(body)
         }
+    }
+}
+
+/// `/healthz` (the process answers) and `/readyz` (its dependencies), on both listeners: load
+/// balancers ask the public one.
+struct Health {
+    let store: any DeviceRegistry & StoreStatistics
+    let readiness: [ReadinessCheck]
+    let sending: [String: [String: String]]
+    let lanes: [OutboxLane]
+    let chainSource: KaspaChainSource?
+
+    func addRoutes(to router: Router<HeraldRequestContext>) {
+        let (store, readiness, sending, lanes, chainSource) = (store, readiness, sending, lanes, chainSource)
+        router.get("/healthz") { _, _ in RegistrationAPI.json(["status": "ok"]) }
         // Ready: the store answers a cheap query and every check holds; else 503 naming each failure.
         // Either way the answer says what each dependency is doing: a lane paused for refused
         // credentials, or a chain source away from its node, is reported (it is not fixed by
@@ -82,32 +152,5 @@ public enum Gateway {
             }
             return RegistrationAPI.json(body)
         }
-        router.get("/v1/stats") { _, _ in
-            let stats = try await store.stats()
-            let queued = (stats.deliveries[.pending] ?? 0) + (stats.deliveries[.sending] ?? 0)
-            func counts(_ counts: [String: Int]) -> JSONValue { .sortedObject(counts.mapValues { .int(Int64($0)) }) }
-            var body: [String: JSONValue] = [
-                "registrations": .sortedObject(stats.devices.mapValues(counts)),
-                "deliveries": counts(Dictionary(uniqueKeysWithValues: stats.deliveries.map { ($0.key.rawValue, $0.value) })),
-                "failure_reasons": counts(stats.failureReasons),
-                "queue_depth": .int(Int64(queued)),
-                "oldest_pending_age_seconds": stats.oldestPending.map { .int(Int64(max(0, Int(Date().timeIntervalSince($0))))) } ?? .null,
-            ]
-            if let source = chainSource?.stats {
-                body["kaspa"] = .sortedObject([
-                    "connected": .bool(source.connected), "last_block": source.lastBlockHash.map(JSONValue.string) ?? .null,
-                    "last_daa_score": source.lastDaaScore.map(JSONValue.unsigned) ?? .null,
-                    "lag_seconds": source.lagSeconds.map(JSONValue.double) ?? .null,
-                    "transactions_seen": .int(Int64(source.transactionsSeen)),
-                    "transactions_classified": .int(Int64(source.transactionsClassified)),
-                    "events_committed": .int(Int64(source.eventsCommitted)),
-                    "unattributed_messages": .int(Int64(source.unattributedMessages)), "gaps": .int(Int64(source.gaps)),
-                    "reconnects": .int(Int64(source.reconnects)), "leader": .bool(source.leader),
-                ])
-            }
-            return RegistrationAPI.json(body)
-        }
-        served.fill(router.routes.map { ($0.method.rawValue, "\($0.path)") })
-        return router
     }
 }

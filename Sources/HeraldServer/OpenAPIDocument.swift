@@ -7,10 +7,18 @@ import Foundation
 public enum OpenAPIDocument {
     /// The document with the values an instance sets: `AppID` becomes the enum of its apps, and the
     /// watch-key and alias limits its configuration's.
-    public static func served(apps: [String], maximumWatchKeys: Int, maximumAliases: Int, matrix: Bool = false) -> String {
+    public static func served(
+        apps: [String], maximumWatchKeys: Int, maximumAliases: Int, matrix: Bool = false, operations: Bool = true
+    ) -> String {
         guard var document = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any],
             var components = document["components"] as? [String: Any], var schemas = components["schemas"] as? [String: Any]
         else { return json }
+        // `/metrics` and `/v1/stats` answer on the admin listener only, where the instance has one.
+        if !operations, var paths = document["paths"] as? [String: Any] {
+            paths["/metrics"] = nil
+            paths["/v1/stats"] = nil
+            document["paths"] = paths
+        }
         // The Matrix push gateway's route, where this instance serves Matrix apps.
         if matrix, let part = try? JSONSerialization.jsonObject(with: Data(matrixJSON.utf8)) as? [String: Any],
             var paths = document["paths"] as? [String: Any], let matrixPaths = part["paths"] as? [String: Any],

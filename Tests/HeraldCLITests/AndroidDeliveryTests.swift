@@ -247,12 +247,12 @@ import FoundationNetworking
             try await Self.publish(serve, key: "session:a", text: "to alpha", bearer: "alpha-publisher-0001")
             try await Self.publish(serve, key: "session:b", text: "to beta", bearer: "beta-publisher-00001")
             try await Self.eventually {
-                let metrics = String(decoding: try await http("GET", serve.api + "/metrics").1, as: UTF8.self)
+                let metrics = String(decoding: try await http("GET", serve.admin + "/metrics").1, as: UTF8.self)
                 let apns = try await Self.apnsPushes(serve, token: alphaIOS).count
                 let beta = try await Self.fcmPushes(serve, token: betaAndroid).count
                 return metrics.contains(#"herald_app_sends_paused{app="alpha",platform="android"} 1"#) && apns == 1 && beta == 1
             }
-            let metrics = String(decoding: try await http("GET", serve.api + "/metrics").1, as: UTF8.self)
+            let metrics = String(decoding: try await http("GET", serve.admin + "/metrics").1, as: UTF8.self)
             #expect(metrics.contains(#"herald_app_sends_paused{app="alpha",platform="android"} 1"#), "\(metrics)")
             #expect(!metrics.contains(#"herald_app_sends_paused{app="alpha",platform="ios"} 1"#))
             #expect(!metrics.contains(#"herald_app_sends_paused{app="beta",platform="android"} 1"#))

@@ -8,15 +8,21 @@ import FoundationNetworking
 
 /// Runs `herald` with arguments and environment; returns exit code and the JSON line it printed.
 func runHerald(_ arguments: [String], environment: [String: String]) throws -> (Int32, [String: Any]) {
-    let output = try runProcess(try heraldExecutable(), arguments, environment: environment)
+    let output = try runProcess(try heraldExecutable(), arguments, environment: freeAdminPort(arguments, environment))
     return (output.status, output.lastJSONLine)
 }
 
 /// `runHerald` on a thread of its own: a child that takes seconds must not hold one of the task
 /// pool's two threads while other suites' servers need them.
 func runHeraldOffPool(_ arguments: [String], environment: [String: String]) async throws -> (Int32, [String: Any]) {
-    let output = try await runProcessOffPool(try heraldExecutable(), arguments, environment: environment)
+    let output = try await runProcessOffPool(try heraldExecutable(), arguments, environment: freeAdminPort(arguments, environment))
     return (output.status, output.lastJSONLine)
+}
+
+/// Tests run many servers side by side: a `serve`'s admin listener takes a free port unless told.
+private func freeAdminPort(_ arguments: [String], _ environment: [String: String]) -> [String: String] {
+    guard arguments.first == "serve", environment["HERALD_ADMIN_PORT"] == nil else { return environment }
+    return environment.merging(["HERALD_ADMIN_PORT": "0"]) { old, _ in old }
 }
 
 @Suite("herald send against herald mock-apns, as two processes", .serialized)

@@ -114,7 +114,7 @@ struct ConfigFileTests {
         #expect(json["field"] as? String == variable, "\(json)")
     }
 
-    @Test("a port another process holds, and a SQLite file another herald serve holds: exit 2 naming the variable")
+    @Test("a port another process holds (API or admin), and a SQLite file another herald serve holds: exit 2 naming the variable")
     func taken() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-config-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -130,6 +130,21 @@ struct ConfigFileTests {
         #expect(code == 2)
         #expect(json["field"] as? String == "HERALD_HTTP_PORT", "\(json)")
         #expect((json["error"] as? String)?.contains(port) == true, "\(json)")
+        // Another file, the first one's admin port; then the API's own port given to both listeners.
+        let adminPort = try #require(first.admin.split(separator: ":").last.map(String.init))
+        (code, json) = try await runHeraldOffPool(["serve"], environment: [
+            "HERALD_DATABASE_URL": "sqlite:" + directory.appendingPathComponent("other.sqlite").path, "HERALD_HTTP_PORT": "0",
+            "HERALD_ADMIN_PORT": adminPort,
+        ])
+        #expect(code == 2)
+        #expect(json["field"] as? String == "HERALD_ADMIN_PORT", "\(json)")
+        #expect((json["error"] as? String)?.contains(adminPort) == true, "\(json)")
+        (code, json) = try await runHeraldOffPool(["serve"], environment: [
+            "HERALD_DATABASE_URL": "sqlite:" + directory.appendingPathComponent("other.sqlite").path, "HERALD_HTTP_PORT": "18444",
+            "HERALD_ADMIN_PORT": "18444",
+        ])
+        #expect(code == 2)
+        #expect(json["field"] as? String == "HERALD_ADMIN_PORT", "\(json)")
         // The same file, another port.
         (code, json) = try await runHeraldOffPool(["serve"], environment: ["HERALD_DATABASE_URL": database, "HERALD_HTTP_PORT": "0"])
         #expect(code == 2)

@@ -50,7 +50,7 @@ struct LogFormatTests {
             "HERALD_HTTP_PORT": "0", "HERALD_LOG_FORMAT": "json", "HERALD_LOG_LEVEL": "debug", "HERALD_PUBLISH_KEYS": "publisher-key-0123456789",
         ])
         defer { if serve.process.isRunning { serve.kill(SIGKILL) } }
-        let (api, control, _, _) = try serve.ready()
+        let (api, control, _, _, _) = try serve.ready()
         let token = String(repeating: "7e", count: 32)
         func post(_ path: String, _ body: String, requestID: String, bearer: String? = nil) async throws -> [String: Any] {
             var request = URLRequest(url: URL(string: api + path)!)

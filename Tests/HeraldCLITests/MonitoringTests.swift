@@ -62,7 +62,7 @@ struct MonitoringTests {
         // Once the push is at the simulator and its outcome recorded, the scrape shows it.
         var exposition = ""
         for _ in 0..<200 {
-            exposition = String(decoding: try await http("GET", serve.api + "/metrics").1, as: UTF8.self)
+            exposition = String(decoding: try await http("GET", serve.admin + "/metrics").1, as: UTF8.self)
             if exposition.contains(#"herald_delivery_attempts_total{outcome="sent",reason="accepted"} 1"#),
                 exposition.contains(#"herald_queue_depth{app="default"} 0.0"#)
             {

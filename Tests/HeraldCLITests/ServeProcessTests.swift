@@ -110,8 +110,14 @@ struct ServeProcessTests {
             if !removed { try await Task.sleep(for: .milliseconds(100)) }
         }
         #expect(removed)
-        let metrics = String(decoding: try await http("GET", api + "/metrics").1, as: UTF8.self)
+        // What the instance counts answers on the admin listener only, not to whoever reaches the API.
+        let metrics = String(decoding: try await http("GET", ready.admin + "/metrics").1, as: UTF8.self)
         #expect(metrics.contains(#"herald_delivery_attempts_total{outcome="sent",reason="accepted"} 6"#), "\(metrics)")
+        #expect(try await http("GET", ready.admin + "/v1/stats").0 == 200)
+        #expect(try await http("GET", api + "/metrics").0 == 404)
+        #expect(try await http("GET", api + "/v1/stats").0 == 404)
+        let document = String(decoding: try await http("GET", api + "/openapi.json").1, as: UTF8.self)
+        #expect(!document.contains(#""/metrics""#) && !document.contains(#""/v1/stats""#))
 
         #expect(try FileManager.default.contentsOfDirectory(atPath: temporary.path) == [], "herald serve wrote to its temporary directory")
         serve.kill(SIGTERM)

@@ -24,7 +24,8 @@ struct ChainSourceFailoverTests {
             ]) { _, new in new }
             let instances = try (0..<3).map { _ in try HeraldProcess(["serve"], environment: env) }
             defer { for instance in instances where instance.process.isRunning { instance.kill(SIGKILL) } }
-            let apis = try instances.map { try $0.ready().api }
+            let ready = try instances.map { try $0.ready() }
+            let apis = ready.map(\.api)
             let follower = deviceToken(7)
             let (status, _) = try await http(
                 "POST", apis[1] + "/v1/push/register",
@@ -34,7 +35,7 @@ struct ChainSourceFailoverTests {
             func leaders(among indices: [Int]) async throws -> [Int] {
                 var found: [Int] = []
                 for i in indices {
-                    let (_, data) = try await http("GET", apis[i] + "/v1/stats")
+                    let (_, data) = try await http("GET", ready[i].admin + "/v1/stats")
                     let kaspa = (try JSONSerialization.jsonObject(with: data) as? [String: Any])?["kaspa"] as? [String: Any]
                     if kaspa?["leader"] as? Bool == true, kaspa?["connected"] as? Bool == true { found.append(i) }
                 }

@@ -61,13 +61,14 @@ struct FollowingHerald {
     let process: HeraldProcess
     let api: String
     let control: String
+    let admin: String
 
     static func start(node: KaspaNodeSimulator, database: URL, environment extra: [String: String] = [:]) throws -> FollowingHerald {
         let serve = try ServeProcess(environment: [
             "HERALD_DATABASE_URL": "sqlite:" + database.path, "HERALD_HTTP_PORT": "0", "HERALD_KASPA_WRPC_URL": node.url,
             "HERALD_REGISTRATION_RATE": "0",
         ].merging(extra) { _, new in new })
-        return FollowingHerald(process: serve.process, api: serve.api, control: serve.control)
+        return FollowingHerald(process: serve.process, api: serve.api, control: serve.control, admin: serve.admin)
     }
 
     /// A first run on `node`: `follower` registers watching Alice, one of her messages is pushed,
@@ -110,7 +111,7 @@ struct FollowingHerald {
     }
 
     func kaspaStats() async throws -> [String: Any] {
-        let (_, data) = try await http("GET", api + "/v1/stats")
+        let (_, data) = try await http("GET", admin + "/v1/stats")
         return ((try JSONSerialization.jsonObject(with: data) as? [String: Any])?["kaspa"] as? [String: Any]) ?? [:]
     }
 
@@ -189,7 +190,7 @@ struct ChainSourceProcessTests {
         #expect(stats["transactions_classified"] as? Int == 3)
         #expect(stats["last_block"] as? String == block)
         #expect(stats["leader"] as? Bool == true && stats["connected"] as? Bool == true)
-        let (_, metrics) = try await http("GET", herald.api + "/metrics")
+        let (_, metrics) = try await http("GET", herald.admin + "/metrics")
         let text = String(decoding: metrics, as: UTF8.self)
         #expect(text.contains("herald_kaspa_connected 1"))
         #expect(text.contains("herald_kaspa_transactions_classified 3"))
@@ -250,7 +251,7 @@ struct ChainSourceProcessTests {
         await second.produce([fixtures.bulk[1]], senders: senders)
         let pushes = try await herald.pushes(follower, reaching: 1)
         #expect(pushes.compactMap { $0["collapse_id"] as? String } == [RawFixtures.txid(fixtures.bulk[1])])
-        let (_, metrics) = try await http("GET", herald.api + "/metrics")
+        let (_, metrics) = try await http("GET", herald.admin + "/metrics")
         #expect(String(decoding: metrics, as: UTF8.self).contains("herald_kaspa_gaps_total 1"))
         await second.shutdown()
     }

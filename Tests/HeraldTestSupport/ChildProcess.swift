@@ -112,6 +112,8 @@ public final class HeraldProcess: @unchecked Sendable {
         }
         var env = ProcessInfo.processInfo.environment
         for key in env.keys where key.hasPrefix("HERALD_") { env[key] = nil }
+        // Tests run many servers side by side: each admin listener takes a free port unless told.
+        if arguments.first == "serve", environment["HERALD_ADMIN_PORT"] == nil { env["HERALD_ADMIN_PORT"] = "0" }
         env.merge(environment) { _, new in new }
         process.environment = env
         process.standardError = errors
@@ -120,8 +122,10 @@ public final class HeraldProcess: @unchecked Sendable {
         try process.run()
     }
 
-    /// `herald serve`'s readiness line: the API's and the built-in simulator's base URLs.
-    public func ready() throws -> (api: String, simulatorControl: String?, fcmSimulatorControl: String?, webPushSimulatorControl: String?) {
+    /// `herald serve`'s readiness line: the API's, the admin listener's and the built-in simulators' base URLs.
+    public func ready() throws -> (
+        api: String, simulatorControl: String?, fcmSimulatorControl: String?, webPushSimulatorControl: String?, admin: String
+    ) {
         var line = Data()
         while !line.contains(UInt8(ascii: "\n")) {
             let chunk = output.fileHandleForReading.availableData
@@ -133,7 +137,7 @@ public final class HeraldProcess: @unchecked Sendable {
         else { throw CLIError("not a readiness line: \(String(decoding: line, as: UTF8.self))") }
         return (
             "http://" + http, ready["simulator_control"] as? String, ready["fcm_simulator_control"] as? String,
-            ready["webpush_simulator_control"] as? String
+            ready["webpush_simulator_control"] as? String, "http://" + (ready["admin"] as? String ?? "")
         )
     }
 
@@ -176,6 +180,8 @@ public struct ServeProcess: Sendable {
     public let fcmControl: String?
     /// The built-in Web Push simulator's control URL, when it runs.
     public let webPushControl: String?
+    /// The admin listener's base URL (`/metrics`, `/v1/stats`).
+    public let admin: String
 
     /// Starts `herald serve` with `environment` (give it `HERALD_HTTP_PORT=0` and a database).
     public init(environment: [String: String], openFileLimit: Int? = nil) throws {
@@ -186,6 +192,7 @@ public struct ServeProcess: Sendable {
         self.control = control
         self.fcmControl = ready.fcmSimulatorControl
         self.webPushControl = ready.webPushSimulatorControl
+        self.admin = ready.admin
     }
 }
 
