@@ -251,8 +251,11 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Yams", package: "Yams"),
-            ]
+            ],
+            plugins: ["BuildInfo"]
         ),
+        // `herald version`'s commit, from git at build time.
+        .plugin(name: "BuildInfo", capability: .buildTool()),
         // `herald-bench`: the gateway's benchmarks (README → Performance).
         .executableTarget(
             name: "HeraldBench",

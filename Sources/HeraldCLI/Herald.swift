@@ -1,11 +1,12 @@
 import ArgumentParser
 import Foundation
+import HeraldCore
 import Logging
 
 /// The `herald` command.
 @main
 struct Herald: AsyncParsableCommand {
-    static let version = "0.1.0"
+    static let version = HeraldVersion.current
 
     static let configuration = CommandConfiguration(
         commandName: "herald",
@@ -38,8 +39,8 @@ struct Herald: AsyncParsableCommand {
 }
 
 struct VersionCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "version", abstract: "Print Herald's version.")
-    func run() { print("herald \(Herald.version)") }
+    static let configuration = CommandConfiguration(commandName: "version", abstract: "Print Herald's version and the commit it was built from.")
+    func run() { print("herald \(Herald.version) (commit \(BuildInfo.commit))") }
 }
 
 /// Logging to standard error, at `HERALD_LOG_LEVEL` (default info), as text or, with

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 
 /// The OpenAPI 3.1 description of Herald's HTTP API. `json` is the document as kept in the repo;
 /// `GET /openapi.json` serves `served(…)`, the same document with this instance's apps and limits
@@ -27,6 +28,10 @@ public enum OpenAPIDocument {
             paths.merge(matrixPaths) { _, new in new }
             document["paths"] = paths
             schemas.merge(matrixSchemas) { _, new in new }
+        }
+        if var info = document["info"] as? [String: Any] {
+            info["version"] = HeraldVersion.current
+            document["info"] = info
         }
         if var app = schemas["AppID"] as? [String: Any] {
             app["enum"] = apps

@@ -15,8 +15,8 @@ import KasiaProtocol
 struct KasiaCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "kasia",
-        abstract: "Decode and encrypt Kasia transaction payloads.",
-        subcommands: [Decode.self, Encrypt.self])
+        abstract: "Decode and encrypt Kasia transaction payloads, and make a key to try them with.",
+        subcommands: [Decode.self, Encrypt.self, Keygen.self])
 }
 
 struct Decode: ParsableCommand {

@@ -52,4 +52,28 @@ import Testing
         }
         #expect(try kasia(["encrypt", "--to", "kaspa:nope", "--text", "x"]).status == 2)
     }
+
+    /// `kasia keygen`: a key and the address the official Kaspa SDK derives from it; a message
+    /// sealed to that address opens with that key.
+    @Test(arguments: [("mainnet", "kaspa:"), ("testnet", "kaspatest:")])
+    func keygenMakesAKeyAndItsAddress(network: String, prefix: String) throws {
+        let made = try kasia(["keygen", "--network", network])
+        #expect(made.status == 0)
+        let key = try #require(made.json["private_key"] as? String)
+        let address = try #require(made.json["address"] as? String)
+        #expect(key.count == 64 && address.hasPrefix(prefix), "\(made.stdout)")
+        let sdk = try runProcess(
+            URL(fileURLWithPath: "/usr/bin/env"),
+            ["python3", "-c", "import sys; from kaspa import PrivateKey; print(PrivateKey(sys.argv[1]).to_address(sys.argv[2]).to_string())", key, network])
+        #expect(sdk.status == 0, "\(String(decoding: sdk.stderr, as: UTF8.self))")
+        #expect(String(decoding: sdk.stdout, as: UTF8.self).trimmingCharacters(in: .newlines) == address)
+        let payload = try kasia(["encrypt", "--to", address, "--text", "hello from kasia", "--alias", "a1b2c3d4e5f6"]).stdout
+        let opened = try kasia(["decode", "--payload", payload, "--private-key", key])
+        #expect(opened.json["plaintext"] as? String == "hello from kasia")
+        // Two keys are never the same.
+        #expect(try kasia(["keygen"]).json["private_key"] as? String != key)
+        // --shell: lines a shell's eval takes.
+        let shell = try kasia(["keygen", "--shell"]).stdout.split(separator: "\n")
+        #expect(shell.count == 2 && shell[0].hasPrefix("KASIA_PRIVATE_KEY=") && shell[1].hasPrefix("KASIA_ADDRESS=kaspa:"))
+    }
 }
