@@ -13,6 +13,8 @@ import FoundationNetworking
         let process: HeraldProcess
         let api: URL
         let control: String
+        /// The admin listener (`/v1/stats`).
+        let admin: URL
         let directory: URL
 
         static func start(_ environment: [String: String] = [:]) throws -> Served {
@@ -24,7 +26,9 @@ import FoundationNetworking
             ]
             env.merge(environment) { _, new in new }
             let serve = try ServeProcess(environment: env)
-            return Served(process: serve.process, api: URL(string: serve.api)!, control: serve.control, directory: directory)
+            return Served(
+                process: serve.process, api: URL(string: serve.api)!, control: serve.control, admin: URL(string: serve.admin)!,
+                directory: directory)
         }
 
         func stop() {
@@ -131,7 +135,7 @@ import FoundationNetworking
         var refused = 0
         for _ in 0..<200 where delivered == 0 || refused == 0 {
             delivered = try await Self.pushes(served, token: token)
-            let (stats, _) = try await URLSession.shared.data(from: served.api.appendingPathComponent("v1/stats"))
+            let (stats, _) = try await URLSession.shared.data(from: served.admin.appendingPathComponent("v1/stats"))
             let reasons = (try JSONSerialization.jsonObject(with: stats) as? [String: Any])?["failure_reasons"] as? [String: Int]
             refused = reasons?["BadDeviceToken"] ?? 0
             if delivered == 0 || refused == 0 { try await Task.sleep(nanoseconds: 100_000_000) }

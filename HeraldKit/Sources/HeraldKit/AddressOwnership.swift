@@ -19,12 +19,20 @@ public struct AddressOwnership: Sendable {
         self.now = now
     }
 
-    /// Signs every own address with `privateKey`: a Kasia wallet's one receive address.
-    public init(privateKey: KasiaPrivateKey, curve: LibSecp256k1 = LibSecp256k1(), now: @escaping @Sendable () -> Date = { Date() }) {
+    /// Signs every own address with `privateKey` (a Kasia wallet's one receive address) through
+    /// `signer`: on Apple platforms the app's secp256k1 implementation, as for ``KasiaCipher``.
+    public init(privateKey: KasiaPrivateKey, signer: any SchnorrSigner, now: @escaping @Sendable () -> Date = { Date() }) {
         self.init(now: now) { _, message in
-            try KaspaMessageSignature.sign(message: message, privateKey: privateKey.bytes, signer: curve)
+            try KaspaMessageSignature.sign(message: message, privateKey: privateKey.bytes, signer: signer)
         }
     }
+
+    #if canImport(CSecp256k1) && !HERALDKIT_APPLE_PATH
+    /// Signs every own address with `privateKey` on libsecp256k1 (Linux).
+    public init(privateKey: KasiaPrivateKey, now: @escaping @Sendable () -> Date = { Date() }) {
+        self.init(privateKey: privateKey, signer: LibSecp256k1(), now: now)
+    }
+    #endif
 
     /// What a wallet signs: `herald-register:<app>:<SHA-256 of the device token, hex>:<unix seconds>`,
     /// the token as Herald keeps it (hex tokens in lower case).

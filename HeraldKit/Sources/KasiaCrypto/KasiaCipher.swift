@@ -57,7 +57,7 @@ public struct KasiaCipher: Sendable {
         self.curve = curve
     }
 
-    #if canImport(CSecp256k1)
+    #if canImport(CSecp256k1) && !HERALDKIT_APPLE_PATH
     /// A cipher on libsecp256k1.
     public init() {
         self.init(curve: LibSecp256k1())

@@ -1,6 +1,6 @@
 import KasiaProtocol
 
-#if canImport(CSecp256k1)
+#if canImport(CSecp256k1) && !HERALDKIT_APPLE_PATH
 import CSecp256k1
 #endif
 
@@ -49,7 +49,7 @@ public enum KaspaMessageSignature {
     }
 }
 
-#if canImport(CSecp256k1)
+#if canImport(CSecp256k1) && !HERALDKIT_APPLE_PATH
 extension LibSecp256k1: SchnorrVerifier {
     public func verifySchnorr(signature: [UInt8], message32: [UInt8], publicKey: [UInt8]) -> Bool {
         guard signature.count == 64, message32.count == 32, publicKey.count == 32 else { return false }

@@ -1,4 +1,4 @@
-#if canImport(CSecp256k1)
+#if canImport(CSecp256k1) && !HERALDKIT_APPLE_PATH
 import CSecp256k1
 #endif
 
@@ -12,7 +12,7 @@ public protocol Secp256k1Curve: Sendable {
     func sharedX(privateKey: [UInt8], publicKey: [UInt8]) throws(KasiaCipherError) -> [UInt8]
 }
 
-#if canImport(CSecp256k1)
+#if canImport(CSecp256k1) && !HERALDKIT_APPLE_PATH
 /// secp256k1 through libsecp256k1 (one randomized context, safe for concurrent use).
 public final class LibSecp256k1: Secp256k1Curve, @unchecked Sendable {
     // Randomized once at creation, then only read: libsecp256k1 allows concurrent use.
