@@ -1,6 +1,6 @@
 // Subscribes this browser with the app's VAPID key and registers the subscription with Herald.
-// Serve this folder and Herald from one origin (or behind your app's backend): browsers allow
-// service workers only on https:// or http://localhost, and Herald sends no CORS headers.
+// Browsers allow service workers only on https:// or http://localhost; a page on another origin
+// than Herald needs that origin in Herald's HERALD_CORS_ORIGINS.
 const log = (line) => { document.getElementById('log').textContent += line + '\n'; };
 
 function base64URLToBytes(text) {
@@ -8,21 +8,48 @@ function base64URLToBytes(text) {
   return Uint8Array.from(atob(padded), (c) => c.charCodeAt(0));
 }
 
-document.getElementById('subscribe').onclick = async () => {
+// Runs one step; on failure the page says which step failed and why, then stops.
+async function step(name, work) {
+  try {
+    return await work();
+  } catch (error) {
+    log(`${name} failed: ${error && error.message ? error.message : error}`);
+    throw error;
+  }
+}
+
+async function subscribeAndRegister() {
   const herald = document.getElementById('herald').value.replace(/\/$/, '');
   const key = document.getElementById('key').value;
-  if (await Notification.requestPermission() !== 'granted') return log('notifications not allowed');
-  const registration = await navigator.serviceWorker.register('sw.js');
+  const permission = await step('notification permission', () => Notification.requestPermission());
+  if (permission !== 'granted') return log(`notification permission: ${permission}; allow notifications for this page`);
+  const registration = await step('service worker', () => navigator.serviceWorker.register('sw.js'));
+  await step('service worker', () => navigator.serviceWorker.ready);
   // GET /v1/push/vapid-public-key: the application server key (base64url of a P-256 point).
-  const { public_key } = await (await fetch(herald + '/v1/push/vapid-public-key')).json();
-  const subscription = await registration.pushManager.subscribe({
-    userVisibleOnly: true, applicationServerKey: base64URLToBytes(public_key),
+  // A TypeError here is the browser refusing the answer: Herald unreachable, or this page's
+  // origin not in HERALD_CORS_ORIGINS.
+  const { public_key } = await step('VAPID key from Herald', async () => {
+    const response = await fetch(herald + '/v1/push/vapid-public-key');
+    if (!response.ok) throw new Error(`${response.status} ${await response.text()}`);
+    return response.json();
   });
-  // The subscription's endpoint is this browser's identity at Herald; registering it again
-  // replaces what it watches.
-  const response = await fetch(herald + '/v1/push/register', {
+  log('VAPID key: ' + public_key.slice(0, 16) + '…');
+  const subscription = await step('push subscription (the browser\'s push service)', () =>
+    registration.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: base64URLToBytes(public_key) }));
+  log('subscribed: ' + new URL(subscription.endpoint).origin);
+  await register(herald, subscription.toJSON(), key);
+}
+
+// POST /v1/push/register with a subscription: its endpoint is this browser's identity at
+// Herald, and registering it again replaces what it watches.
+async function register(herald, subscription, key) {
+  const response = await step('registration with Herald', () => fetch(herald + '/v1/push/register', {
     method: 'POST', headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ platform: 'web', subscription: subscription.toJSON(), watched_addresses: [key] }),
-  });
-  log(`register: ${response.status} ${await response.text()}`);
-};
+    body: JSON.stringify({ platform: 'web', subscription, watched_addresses: [key] }),
+  }));
+  const text = await response.text();
+  log(`register: ${response.status} ${text}`);
+  if (!response.ok) throw new Error(text);
+}
+
+document.getElementById('subscribe').onclick = () => subscribeAndRegister().catch(() => {});

@@ -204,6 +204,7 @@ struct ServeCommand: AsyncParsableCommand {
         api.kaspaNetwork = settings.kaspaNetwork?.prefix
         api.webPushGuard = webPushGuard
         api.vapidPublicKeys = vapidPublicKeys
+        api.browserOrigins = BrowserOrigins(settings.browserOrigins)
         if let value = settings.limits.watchKeys { api.maximumWatchKeys = value }
         if let value = settings.limits.aliases { api.maximumAliases = value }
         if let value = settings.limits.bodyBytes { api.maximumBodySize = value }
@@ -468,6 +469,8 @@ struct ServeSettings {
     /// `limits:` of `HERALD_CONFIG`, else `HERALD_MAX_WATCH_KEYS`, `HERALD_MAX_ALIASES`,
     /// `HERALD_MAX_BODY_BYTES`, `HERALD_MAX_BATCH_BODY_BYTES`; unset ones keep the API's defaults.
     var limits = ConfigFile.Limits()
+    /// `HERALD_CORS_ORIGINS`: web origins whose pages may call the API from a browser.
+    var browserOrigins: Set<String> = []
     /// `HERALD_KASPA_NETWORK`: the network served — the chain source checks the node's, and
     /// registrations of another network's addresses are refused.
     var kaspaNetwork: (id: String, prefix: KaspaAddress.Prefix)?
@@ -627,6 +630,14 @@ struct ServeSettings {
             }
         }
         rateLimits.trustedProxies = try networks("HERALD_TRUSTED_PROXIES")
+        for entry in Self.list(env["HERALD_CORS_ORIGINS"]) {
+            guard let origin = BrowserOrigins.origin(entry) else {
+                throw InvalidInput(
+                    field: "HERALD_CORS_ORIGINS",
+                    message: "is a comma-separated list of web origins (https://app.example.com, http://localhost:8000), not \(entry)")
+            }
+            browserOrigins.insert(origin)
+        }
         rateLimits.matrixClients = try networks("HERALD_MATRIX_ALLOWED_CLIENTS")
         if let text = env["HERALD_TRUSTED_PROXY_HEADER"], !text.isEmpty {
             guard let header = ProxyHeader(rawValue: text.lowercased()) else {

@@ -46,6 +46,9 @@ public struct EventPublisher: Sendable {
         self.platforms = platforms
     }
 
+    /// Where the routes note which request created each event, for the outbox's log lines.
+    public var origins: EventOrigins? { outbox?.origins }
+
     /// An event as a publisher sends it (the body of `/v1/events`).
     public struct Request: Sendable {
         public var app: String?

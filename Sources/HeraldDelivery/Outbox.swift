@@ -42,6 +42,8 @@ public struct Outbox: Sendable {
     private let lanesByKey: [LaneKey: OutboxLane]
     /// How long a claimed delivery belongs to this process.
     public let lease: Duration
+    /// The requests that created recent events, for the lanes' log lines.
+    public let origins = EventOrigins()
 
     /// - Parameter providers: each app's providers (one per platform it delivers to).
     public init(
@@ -57,7 +59,8 @@ public struct Outbox: Sendable {
             let all = appProviders + Platform.allCases.map { MissingProvider(platform: $0) }
             for provider in all where seen.insert(provider.platform).inserted {
                 lanes.append(OutboxLane(
-                    app: app, queue: queue, provider: provider, settings: settings, clock: clock, logger: logger, metrics: metrics))
+                    app: app, queue: queue, provider: provider, settings: settings, clock: clock, logger: logger, metrics: metrics,
+                    origins: origins))
             }
         }
         self.lanes = lanes
@@ -126,6 +129,8 @@ public final class OutboxLane: Service, Sendable {
     let clock: any HeraldClock
     let logger: Logger
     let metrics: HeraldMetrics?
+    /// Which request created each recent event, named in the delivery lines when known.
+    let origins: EventOrigins?
     private let wakeup = Wakeup()
     private let stopping = Atomic<Bool>(false)
     /// Set by `notify`: the store has deliveries for this lane.
@@ -154,8 +159,9 @@ public final class OutboxLane: Service, Sendable {
     public init(
         app: String, queue: any DeliveryQueue, provider: any PushProvider, maximumInFlight: Int = 500,
         settings: OutboxSettings = OutboxSettings(), clock: any HeraldClock = SystemClock(),
-        logger: Logger = Logger(label: "herald.outbox"), metrics: HeraldMetrics? = nil
+        logger: Logger = Logger(label: "herald.outbox"), metrics: HeraldMetrics? = nil, origins: EventOrigins? = nil
     ) {
+        self.origins = origins
         self.app = app
         self.queue = queue
         self.platform = provider.platform
@@ -454,13 +460,13 @@ public final class OutboxLane: Service, Sendable {
         switch outcome {
         case .delivered:
             logger.debug("delivered", metadata: [
-                "app": "\(app)", "platform": "\(platform.rawValue)", "event": "\(delivery.eventID)", "attempt": "\(delivery.attempt)",
+                "app": "\(app)", "platform": "\(platform.rawValue)", "event": "\(delivery.eventID)", "request_id": "\(origins?.request(of: delivery.eventID) ?? "-")", "attempt": "\(delivery.attempt)",
             ])
             return Attempt(outcome: .sent(id: delivery.id))
         case .retry(let after, let scope, let reason):
             let at = now.addingTimeInterval(settings.retryPolicy.delay(afterAttempt: delivery.attempt, retryAfter: after).seconds)
             logger.debug("delivery retried", metadata: [
-                "app": "\(app)", "platform": "\(platform.rawValue)", "event": "\(delivery.eventID)", "attempt": "\(delivery.attempt)",
+                "app": "\(app)", "platform": "\(platform.rawValue)", "event": "\(delivery.eventID)", "request_id": "\(origins?.request(of: delivery.eventID) ?? "-")", "attempt": "\(delivery.attempt)",
                 "reason": "\(reason)", "seconds": "\(Int(at.timeIntervalSince(now).rounded()))",
             ])
             switch scope {
@@ -478,6 +484,7 @@ public final class OutboxLane: Service, Sendable {
         case .tokenDead(let since, let reason):
             logger.info("token dead", metadata: [
                 "app": "\(app)", "token": "\(DeviceToken.redacted(delivery.device.token))", "reason": "\(reason)", "event": "\(delivery.eventID)",
+                "request_id": "\(origins?.request(of: delivery.eventID) ?? "-")",
             ])
             return Attempt(outcome: .tokenDead(id: delivery.id, deviceRowID: delivery.device.rowID, since: since, reason: reason))
         case .refreshCredentials(let reason):

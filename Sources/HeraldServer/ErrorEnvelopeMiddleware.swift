@@ -1,5 +1,6 @@
 import Foundation
 import HeraldDelivery
+import HeraldStore
 import HTTPTypes
 import Hummingbird
 import Synchronization
@@ -7,7 +8,8 @@ import Synchronization
 /// Every answer that is not a success is in Herald's envelope, `{"error": {"code", "message",
 /// "field"?}}`: a route's own refusals already are; this puts the router's there too. A path
 /// Herald serves, asked with another method, is 405 with `Allow`; a path it does not serve is
-/// 404; an error nobody expected is 500, logged with the request's id, its text never sent.
+/// 404; a database that does not answer is 503 `store_unavailable` with `Retry-After`; an error
+/// nobody expected is 500, logged with the request's id, its text never sent.
 struct ErrorEnvelopeMiddleware<Context: RequestContext>: RouterMiddleware {
     let routes: ServedRoutes
 
@@ -29,6 +31,11 @@ struct ErrorEnvelopeMiddleware<Context: RequestContext>: RouterMiddleware {
             ).response(from: request, context: context)
             response.headers[.allow] = allowed.joined(separator: ", ")
             return response
+        } catch let error as StoreUnavailable {
+            // The database is away: a clear, retryable answer rather than a hung request or a 500.
+            context.logger.warning("store unavailable", metadata: ["path": "\(request.uri.path)", "error": "\(error)"])
+            throw APIError(
+                .serviceUnavailable, code: "store_unavailable", message: "Herald's database is not answering; try again shortly", retryAfter: 5)
         } catch let error as HTTPError {
             throw APIError(error.status, code: Self.code(error.status), message: error.body ?? error.status.reasonPhrase)
         } catch {

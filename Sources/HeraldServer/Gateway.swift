@@ -28,6 +28,9 @@ public enum Gateway {
         let router = Router(context: HeraldRequestContext.self)
         let served = ServedRoutes()
         router.add(middleware: RequestIDMiddleware())
+        if !configuration.browserOrigins.origins.isEmpty {
+            router.add(middleware: BrowserOriginsMiddleware(origins: configuration.browserOrigins))
+        }
         router.add(middleware: ErrorEnvelopeMiddleware(routes: served))
         router.add(middleware: HTTPMetricsMiddleware())
         router.add(middleware: RateLimitMiddleware(configuration.rateLimits, apps: configuration.apps))
@@ -92,6 +95,7 @@ public enum Gateway {
                 "registrations": .sortedObject(stats.devices.mapValues(counts)),
                 "deliveries": counts(Dictionary(uniqueKeysWithValues: stats.deliveries.map { ($0.key.rawValue, $0.value) })),
                 "failure_reasons": counts(stats.failureReasons),
+                "dropped_reasons": counts(stats.droppedReasons),
                 "queue_depth": .int(Int64(queued)),
                 "oldest_pending_age_seconds": stats.oldestPending.map { .int(Int64(max(0, Int(Date().timeIntervalSince($0))))) } ?? .null,
             ]

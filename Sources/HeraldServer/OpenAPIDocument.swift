@@ -1325,6 +1325,7 @@ public enum OpenAPIDocument {
               "registrations",
               "deliveries",
               "failure_reasons",
+              "dropped_reasons",
               "queue_depth",
               "oldest_pending_age_seconds"
              ],
@@ -1339,6 +1340,12 @@ public enum OpenAPIDocument {
                }
               },
               "deliveries": {
+               "type": "object",
+               "additionalProperties": {
+                "type": "integer"
+               }
+              },
+              "dropped_reasons": {
                "type": "object",
                "additionalProperties": {
                 "type": "integer"

@@ -32,6 +32,8 @@ public struct APIConfiguration: Sendable {
     public var webPushGuard: WebPushEndpointGuard?
     /// Each app's VAPID application server key (base64url), served at `GET /v1/push/vapid-public-key`.
     public var vapidPublicKeys: [String: String] = [:]
+    /// The web origins whose pages may call the API from a browser (`HERALD_CORS_ORIGINS`).
+    public var browserOrigins = BrowserOrigins()
     public init() {}
 }
 

@@ -6,6 +6,7 @@ import Logging
 import NIOCore
 import NIOSSL
 import PostgresNIO
+import Synchronization
 
 /// The `Store` on PostgreSQL (a `postgres://` URL), through postgres-nio's
 /// connection pool. The schema is SQLite's in meaning (`Schema`), and several Herald instances
@@ -41,6 +42,56 @@ public final class PostgresStore: Store {
     /// Drives the connection pool until the task is cancelled.
     public func run() async {
         await client.run()
+    }
+
+    /// How long a caller waits for a pooled connection. Past it, or when the pool cannot connect
+    /// before then, the database counts as unreachable and the caller gets `StoreUnavailable` (the
+    /// API answers 503) instead of waiting out the pool's connect timeout. A statement already
+    /// running is never cut short.
+    public static let connectionWait: Duration = .milliseconds(1_500)
+
+    /// `body` on a pooled connection, leased within `wait`.
+    /// The outbox's claims and outcomes wait longer (they are not answering anyone), but not for
+    /// ever: a connection the pool never finishes opening must not hold a lane.
+    static let laneConnectionWait: Duration = .seconds(10)
+
+    func leased<R: Sendable>(
+        waiting wait: Duration = PostgresStore.connectionWait, _ body: @escaping @Sendable (PostgresConnection) async throws -> R
+    ) async throws -> R {
+        let leased = LeaseFlag()
+        let (client, address) = (client, address)
+        return try await withThrowingTaskGroup(of: R?.self) { group in
+            group.addTask {
+                try await client.withConnection { connection in
+                    leased.started.store(true, ordering: .sequentiallyConsistent)
+                    return try await body(connection)
+                }
+            }
+            group.addTask {
+                try await Task.sleep(for: wait)
+                return nil
+            }
+            while true {
+                let next: R??
+                do {
+                    next = try await group.next()
+                } catch {
+                    // Failed before it had a connection: the pool could not reach the database.
+                    guard leased.started.load(ordering: .sequentiallyConsistent) else { throw StoreUnavailable(address: address, cause: "\(error)") }
+                    throw error
+                }
+                guard let next else { throw CancellationError() }
+                if let value = next {
+                    group.cancelAll()
+                    return value
+                }
+                // The wait is over: without a connection by now, give up; with one, let it finish.
+                if !leased.started.load(ordering: .sequentiallyConsistent) {
+                    group.cancelAll()
+                    throw StoreUnavailable(address: address, cause: "no connection within \(wait)")
+                }
+            }
+        }
     }
 
     public func migrate() async throws {
@@ -85,174 +136,196 @@ public final class PostgresStore: Store {
     // MARK: Registrations
 
     public func register(_ registrations: [Registration], now: Date) async throws -> [DeviceRecord] {
-        let ms = now.milliseconds
-        return try await client.withTransaction(logger: logger) { db in
-            var records: [DeviceRecord] = []
-            for r in registrations {
-                try await db.query(
-                    "INSERT INTO apps (id, created_at) VALUES (\(r.app), \(ms)) ON CONFLICT (id) DO NOTHING", logger: logger)
-                // A token registered again is alive, whatever a push service said of it before.
-                try await db.query("DELETE FROM dead_tokens WHERE app_id = \(r.app) AND token = \(r.token.value)", logger: logger)
-                let rows = try await db.query(
-                    """
-                    INSERT INTO devices (app_id, platform, token, environment, device_id, created_at, updated_at, last_seen, token_kind, web_keys)
-                    VALUES (\(r.app), \(r.token.platform.rawValue), \(r.token.value), \(r.environment.rawValue), \(r.deviceID), \(ms), \(ms), \(ms),
-                      \(r.token.kind.rawValue), \(r.webKeys?.storedForm))
-                    ON CONFLICT (app_id, token) DO UPDATE SET platform = excluded.platform, token_kind = excluded.token_kind, web_keys = excluded.web_keys,
-                      environment = excluded.environment, device_id = excluded.device_id,
-                      updated_at = excluded.updated_at, last_seen = excluded.last_seen, disabled_reason = NULL, registered_by = NULL
-                    RETURNING \(unescaped: Self.deviceColumns)
-                    """, logger: logger)
-                guard let device = try await Self.devices(rows).first else { throw PostgresStoreError("the device was not written") }
-                try await Self.replaceWatchSet(db, deviceRowID: device.rowID, with: r.watchSet, logger: logger)
-                if r.replacesDeviceTokens, let deviceID = r.deviceID {
+        return try await leased { [self] client in
+            let ms = now.milliseconds
+            return try await client.withTransaction(logger: logger) { db in
+                var records: [DeviceRecord] = []
+                for r in registrations {
                     try await db.query(
-                        "DELETE FROM devices WHERE app_id = \(r.app) AND device_id = \(deviceID) AND id <> \(device.rowID)", logger: logger)
+                        "INSERT INTO apps (id, created_at) VALUES (\(r.app), \(ms)) ON CONFLICT (id) DO NOTHING", logger: logger)
+                    // A token registered again is alive, whatever a push service said of it before.
+                    try await db.query("DELETE FROM dead_tokens WHERE app_id = \(r.app) AND token = \(r.token.value)", logger: logger)
+                    let rows = try await db.query(
+                        """
+                        INSERT INTO devices (app_id, platform, token, environment, device_id, created_at, updated_at, last_seen, token_kind, web_keys)
+                        VALUES (\(r.app), \(r.token.platform.rawValue), \(r.token.value), \(r.environment.rawValue), \(r.deviceID), \(ms), \(ms), \(ms),
+                          \(r.token.kind.rawValue), \(r.webKeys?.storedForm))
+                        ON CONFLICT (app_id, token) DO UPDATE SET platform = excluded.platform, token_kind = excluded.token_kind, web_keys = excluded.web_keys,
+                          environment = excluded.environment, device_id = excluded.device_id,
+                          updated_at = excluded.updated_at, last_seen = excluded.last_seen, disabled_reason = NULL, registered_by = NULL
+                        RETURNING \(unescaped: Self.deviceColumns)
+                        """, logger: logger)
+                    guard let device = try await Self.devices(rows).first else { throw PostgresStoreError("the device was not written") }
+                    try await Self.replaceWatchSet(db, deviceRowID: device.rowID, with: r.watchSet, logger: logger)
+                    if r.replacesDeviceTokens, let deviceID = r.deviceID {
+                        try await db.query(
+                            "DELETE FROM devices WHERE app_id = \(r.app) AND device_id = \(deviceID) AND id <> \(device.rowID)", logger: logger)
+                    }
+                    records.append(device)
                 }
-                records.append(device)
+                return records
             }
-            return records
         }
     }
 
     public func admit(_ devices: [NamedDevice], now: Date) async throws -> [DeviceRecord?] {
-        let ms = now.milliseconds
-        // Most notifies name a device already current: a read decides them, without a write.
-        var settled: [DeviceRecord??] = []
-        for d in devices {
-            let rows = try await client.query(
-                """
-                SELECT \(unescaped: Self.deviceColumns), registered_by,
-                  (SELECT dead_at FROM dead_tokens WHERE app_id = \(d.app) AND token = \(d.token.value))
-                FROM (SELECT 1) one LEFT JOIN devices ON app_id = \(d.app) AND token = \(d.token.value)
-                """, logger: logger)
-            var decided: DeviceRecord?? = nil
-            for try await row in rows {
-                let cells = Array(row)
-                let byMatrix = try cells[12].decode(String?.self) == "matrix"
-                let deadAt = try cells[13].decode(Int64?.self)
-                let device = try cells[0].decode(Int64?.self) == nil ? nil : try Self.device(row, from: 0)
-                decided = d.admittedWithoutWrite(device, deadAt: deadAt, now: now, ownedElsewhere: device != nil && !byMatrix)
-            }
-            guard decided != nil else { break }
-            settled.append(decided)
-        }
-        if settled.count == devices.count { return settled.map { $0! } }
-        return try await client.withTransaction(logger: logger) { db in
-            var records: [DeviceRecord?] = []
+        return try await leased { [self] client in
+            let ms = now.milliseconds
+            // Most notifies name a device already current: a read decides them, without a write.
+            var settled: [DeviceRecord??] = []
             for d in devices {
-                let registered = d.registeredAt.milliseconds
-                var revived = false
-                let deadRows = try await db.query(
-                    "SELECT dead_at FROM dead_tokens WHERE app_id = \(d.app) AND token = \(d.token.value) FOR UPDATE", logger: logger)
-                if let deadAt = try await deadRows.decode(Int64.self).first(where: { _ in true }) {
-                    guard registered > deadAt else {
-                        records.append(nil)
-                        continue
-                    }
-                    try await db.query("DELETE FROM dead_tokens WHERE app_id = \(d.app) AND token = \(d.token.value)", logger: logger)
-                    revived = true
-                }
-                try await db.query(
-                    "INSERT INTO apps (id, created_at) VALUES (\(d.app), \(ms)) ON CONFLICT (id) DO NOTHING", logger: logger)
-                let rows = try await db.query(
+                let rows = try await client.query(
                     """
-                    INSERT INTO devices (app_id, platform, token, environment, device_id, created_at, updated_at, last_seen, token_kind, web_keys, registered_by)
-                    VALUES (\(d.app), \(d.token.platform.rawValue), \(d.token.value), \(d.environment.rawValue), NULL, \(ms), \(registered), \(ms),
-                      \(d.token.kind.rawValue), \(d.webKeys?.storedForm), 'matrix')
-                    ON CONFLICT (app_id, token) DO UPDATE SET platform = excluded.platform, token_kind = excluded.token_kind,
-                      web_keys = excluded.web_keys, environment = excluded.environment,
-                      updated_at = GREATEST(devices.updated_at, excluded.updated_at), last_seen = excluded.last_seen,
-                      disabled_reason = CASE WHEN \(revived) THEN NULL ELSE devices.disabled_reason END
-                    WHERE devices.registered_by = 'matrix'
-                    RETURNING \(unescaped: Self.deviceColumns)
+                    SELECT \(unescaped: Self.deviceColumns), registered_by,
+                      (SELECT dead_at FROM dead_tokens WHERE app_id = \(d.app) AND token = \(d.token.value))
+                    FROM (SELECT 1) one LEFT JOIN devices ON app_id = \(d.app) AND token = \(d.token.value)
                     """, logger: logger)
-                // No row back: the device is another route's, and stays as it is.
-                var written = try await Self.devices(rows).first
-                if written == nil {
-                    written = try await Self.devices(try await db.query(
-                        "SELECT \(unescaped: Self.deviceColumns) FROM devices WHERE app_id = \(d.app) AND token = \(d.token.value)", logger: logger)).first
+                var decided: DeviceRecord?? = nil
+                for try await row in rows {
+                    let cells = Array(row)
+                    let byMatrix = try cells[12].decode(String?.self) == "matrix"
+                    let deadAt = try cells[13].decode(Int64?.self)
+                    let device = try cells[0].decode(Int64?.self) == nil ? nil : try Self.device(row, from: 0)
+                    decided = d.admittedWithoutWrite(device, deadAt: deadAt, now: now, ownedElsewhere: device != nil && !byMatrix)
                 }
-                guard let device = written else { throw PostgresStoreError("the device was not written") }
-                records.append(device.disabledReason == nil ? device : nil)
+                guard decided != nil else { break }
+                settled.append(decided)
             }
-            return records
+            if settled.count == devices.count { return settled.map { $0! } }
+            return try await client.withTransaction(logger: logger) { db in
+                var records: [DeviceRecord?] = []
+                for d in devices {
+                    let registered = d.registeredAt.milliseconds
+                    var revived = false
+                    let deadRows = try await db.query(
+                        "SELECT dead_at FROM dead_tokens WHERE app_id = \(d.app) AND token = \(d.token.value) FOR UPDATE", logger: logger)
+                    if let deadAt = try await deadRows.decode(Int64.self).first(where: { _ in true }) {
+                        guard registered > deadAt else {
+                            records.append(nil)
+                            continue
+                        }
+                        try await db.query("DELETE FROM dead_tokens WHERE app_id = \(d.app) AND token = \(d.token.value)", logger: logger)
+                        revived = true
+                    }
+                    try await db.query(
+                        "INSERT INTO apps (id, created_at) VALUES (\(d.app), \(ms)) ON CONFLICT (id) DO NOTHING", logger: logger)
+                    let rows = try await db.query(
+                        """
+                        INSERT INTO devices (app_id, platform, token, environment, device_id, created_at, updated_at, last_seen, token_kind, web_keys, registered_by)
+                        VALUES (\(d.app), \(d.token.platform.rawValue), \(d.token.value), \(d.environment.rawValue), NULL, \(ms), \(registered), \(ms),
+                          \(d.token.kind.rawValue), \(d.webKeys?.storedForm), 'matrix')
+                        ON CONFLICT (app_id, token) DO UPDATE SET platform = excluded.platform, token_kind = excluded.token_kind,
+                          web_keys = excluded.web_keys, environment = excluded.environment,
+                          updated_at = GREATEST(devices.updated_at, excluded.updated_at), last_seen = excluded.last_seen,
+                          disabled_reason = CASE WHEN \(revived) THEN NULL ELSE devices.disabled_reason END
+                        WHERE devices.registered_by = 'matrix'
+                        RETURNING \(unescaped: Self.deviceColumns)
+                        """, logger: logger)
+                    // No row back: the device is another route's, and stays as it is.
+                    var written = try await Self.devices(rows).first
+                    if written == nil {
+                        written = try await Self.devices(try await db.query(
+                            "SELECT \(unescaped: Self.deviceColumns) FROM devices WHERE app_id = \(d.app) AND token = \(d.token.value)", logger: logger)).first
+                    }
+                    guard let device = written else { throw PostgresStoreError("the device was not written") }
+                    records.append(device.disabledReason == nil ? device : nil)
+                }
+                return records
+            }
         }
     }
 
     public func updateWatchSet(app: String, token: String, watchSet: WatchSet, now: Date) async throws -> Bool {
-        try await client.withTransaction(logger: logger) { db in
-            let rows = try await db.query(
-                "UPDATE devices SET updated_at = \(now.milliseconds), last_seen = \(now.milliseconds) WHERE app_id = \(app) AND token = \(token) RETURNING id",
-                logger: logger)
-            guard let id = try await rows.decode(Int64.self).first(where: { _ in true }) else { return false }
-            try await Self.replaceWatchSet(db, deviceRowID: id, with: watchSet, logger: logger)
-            return true
+        return try await leased { [self] client in
+            try await client.withTransaction(logger: logger) { db in
+                let rows = try await db.query(
+                    "UPDATE devices SET updated_at = \(now.milliseconds), last_seen = \(now.milliseconds) WHERE app_id = \(app) AND token = \(token) RETURNING id",
+                    logger: logger)
+                guard let id = try await rows.decode(Int64.self).first(where: { _ in true }) else { return false }
+                try await Self.replaceWatchSet(db, deviceRowID: id, with: watchSet, logger: logger)
+                return true
+            }
         }
     }
 
     public func unregister(app: String, token: String) async throws -> Bool {
-        let rows = try await client.query("DELETE FROM devices WHERE app_id = \(app) AND token = \(token) RETURNING id", logger: logger)
-        return try await rows.decode(Int64.self).first(where: { _ in true }) != nil
+        return try await leased { [self] client in
+            let rows = try await client.query("DELETE FROM devices WHERE app_id = \(app) AND token = \(token) RETURNING id", logger: logger)
+            return try await rows.decode(Int64.self).first(where: { _ in true }) != nil
+        }
     }
 
     public func unregister(app: String, deviceID: String) async throws -> Int {
-        try await Self.count(client.query("DELETE FROM devices WHERE app_id = \(app) AND device_id = \(deviceID) RETURNING id", logger: logger))
+        return try await leased { [self] client in
+            try await Self.count(client.query("DELETE FROM devices WHERE app_id = \(app) AND device_id = \(deviceID) RETURNING id", logger: logger))
+        }
     }
 
     public func status(app: String, token: String, now: Date) async throws -> (DeviceRecord, WatchSet)? {
-        let rows = try await client.query(
-            "UPDATE devices SET last_seen = \(now.milliseconds) WHERE app_id = \(app) AND token = \(token) RETURNING \(unescaped: Self.deviceColumns)",
-            logger: logger)
-        guard let device = try await Self.devices(rows).first else { return nil }
-        return (device, try await watchSets(rowIDs: [device.rowID])[device.rowID] ?? .empty)
+        return try await leased { [self] client in
+            let rows = try await client.query(
+                "UPDATE devices SET last_seen = \(now.milliseconds) WHERE app_id = \(app) AND token = \(token) RETURNING \(unescaped: Self.deviceColumns)",
+                logger: logger)
+            guard let device = try await Self.devices(rows).first else { return nil }
+            return (device, try await watchSets(rowIDs: [device.rowID])[device.rowID] ?? .empty)
+        }
     }
 
     public func devices(app: String, watching key: String) async throws -> [DeviceRecord] {
-        try await Self.devices(client.query(
-            """
-            SELECT \(unescaped: Self.deviceColumns) FROM devices WHERE app_id = \(app) AND disabled_reason IS NULL AND id IN (
-              SELECT device_row FROM watch_keys WHERE key = \(key)
-              UNION SELECT device_row FROM contextual_routes WHERE peer = \(key))
-            ORDER BY id
-            """, logger: logger))
+        return try await leased { [self] client in
+            try await Self.devices(client.query(
+                """
+                SELECT \(unescaped: Self.deviceColumns) FROM devices WHERE app_id = \(app) AND disabled_reason IS NULL AND id IN (
+                  SELECT device_row FROM watch_keys WHERE key = \(key)
+                  UNION SELECT device_row FROM contextual_routes WHERE peer = \(key))
+                ORDER BY id
+                """, logger: logger))
+        }
     }
 
     public func watchSets(rowIDs: [Int64]) async throws -> [Int64: WatchSet] {
-        guard !rowIDs.isEmpty else { return [:] }
-        var keys: [(Int64, String, String)] = []
-        for try await row in try await client.query(
-            "SELECT device_row, role, key FROM watch_keys WHERE device_row = ANY(\(rowIDs))", logger: logger
-        ).decode((Int64, String, String).self) {
-            keys.append(row)
+        return try await leased { [self] client in
+            guard !rowIDs.isEmpty else { return [:] }
+            var keys: [(Int64, String, String)] = []
+            for try await row in try await client.query(
+                "SELECT device_row, role, key FROM watch_keys WHERE device_row = ANY(\(rowIDs))", logger: logger
+            ).decode((Int64, String, String).self) {
+                keys.append(row)
+            }
+            var routes: [(Int64, String, String)] = []
+            for try await row in try await client.query(
+                "SELECT device_row, peer, alias FROM contextual_routes WHERE device_row = ANY(\(rowIDs))", logger: logger
+            ).decode((Int64, String, String).self) {
+                routes.append(row)
+            }
+            return StoreRows.watchSets(for: rowIDs, keys: keys, routes: routes)
         }
-        var routes: [(Int64, String, String)] = []
-        for try await row in try await client.query(
-            "SELECT device_row, peer, alias FROM contextual_routes WHERE device_row = ANY(\(rowIDs))", logger: logger
-        ).decode((Int64, String, String).self) {
-            routes.append(row)
-        }
-        return StoreRows.watchSets(for: rowIDs, keys: keys, routes: routes)
     }
 
     public func devices(app: String) async throws -> [DeviceRecord] {
-        try await Self.devices(client.query(
-            "SELECT \(unescaped: Self.deviceColumns) FROM devices WHERE app_id = \(app) AND disabled_reason IS NULL ORDER BY id",
-            logger: logger))
+        return try await leased { [self] client in
+            try await Self.devices(client.query(
+                "SELECT \(unescaped: Self.deviceColumns) FROM devices WHERE app_id = \(app) AND disabled_reason IS NULL ORDER BY id",
+                logger: logger))
+        }
     }
 
     public func devices(app: String, tokens: [String]) async throws -> [DeviceRecord] {
-        guard !tokens.isEmpty else { return [] }
-        return try await Self.devices(client.query(
-            "SELECT \(unescaped: Self.deviceColumns) FROM devices WHERE app_id = \(app) AND disabled_reason IS NULL AND token = ANY(\(tokens)) ORDER BY id",
-            logger: logger))
+        return try await leased { [self] client in
+            guard !tokens.isEmpty else { return [] }
+            return try await Self.devices(client.query(
+                "SELECT \(unescaped: Self.deviceColumns) FROM devices WHERE app_id = \(app) AND disabled_reason IS NULL AND token = ANY(\(tokens)) ORDER BY id",
+                logger: logger))
+        }
     }
 
     public func devices(app: String, deviceIDs: [String]) async throws -> [DeviceRecord] {
-        guard !deviceIDs.isEmpty else { return [] }
-        return try await Self.devices(client.query(
-            "SELECT \(unescaped: Self.deviceColumns) FROM devices WHERE app_id = \(app) AND disabled_reason IS NULL AND device_id = ANY(\(deviceIDs)) ORDER BY id",
-            logger: logger))
+        return try await leased { [self] client in
+            guard !deviceIDs.isEmpty else { return [] }
+            return try await Self.devices(client.query(
+                "SELECT \(unescaped: Self.deviceColumns) FROM devices WHERE app_id = \(app) AND disabled_reason IS NULL AND device_id = ANY(\(deviceIDs)) ORDER BY id",
+                logger: logger))
+        }
     }
 
     // MARK: Events
@@ -264,67 +337,69 @@ public final class PostgresStore: Store {
     }
 
     private func insert(_ events: [NewEvent], checkpoint: ChainCheckpoint?, now: Date) async throws -> [String: Int] {
-        let ms = now.milliseconds
-        // Three statements per call, whatever the number of events: arrays through unnest.
-        return try await client.withTransaction(logger: logger) { db in
-            var created: [String: Int] = [:]
-            var firstOfKey = Set<String>()
-            // Within one call the first event of a dedupe key wins, as it would one by one.
-            let events = events.filter { event in event.dedupeKey.map { firstOfKey.insert($0).inserted } ?? true }
-            if !events.isEmpty {
-                let apps = Array(Set(events.map(\.app))).sorted()
-                try await db.query(
-                    "INSERT INTO apps (id, created_at) SELECT a, \(ms) FROM unnest(\(apps)::TEXT[]) AS t(a) ON CONFLICT (id) DO NOTHING",
-                    logger: logger)
-                let ids = events.map(\.id)
-                let rows = try await db.query(
-                    """
-                    INSERT INTO events (id, app_id, template, push_type, priority, collapse_id, payload, created_at, expires_at, dedupe_key, fcm_data)
-                    SELECT i, a, t, p, r, NULLIF(c, ''), b, \(ms), e, NULLIF(d, ''), NULLIF(f, '')
-                    FROM unnest(\(ids)::TEXT[], \(events.map(\.app))::TEXT[], \(events.map(\.template))::TEXT[],
-                                \(events.map(\.push.pushType.rawValue))::TEXT[], \(events.map { Int64($0.push.priority.rawValue) })::BIGINT[],
-                                \(events.map { $0.push.collapseID ?? "" })::TEXT[], \(events.map { ByteBuffer(bytes: $0.push.payload) })::BYTEA[],
-                                \(events.map { $0.expiresAt.milliseconds })::BIGINT[], \(events.map { $0.dedupeKey ?? "" })::TEXT[],
-                                \(events.map { $0.push.fcmDataJSON ?? "" })::TEXT[])
-                         AS u(i, a, t, p, r, c, b, e, d, f)
-                    ON CONFLICT (dedupe_key) DO NOTHING
-                    RETURNING id
-                    """, logger: logger)
-                var inserted = Set<String>()
-                for try await id in rows.decode(String.self) { inserted.insert(id) }
-                var eventIDs: [String] = [], deviceRows: [Int64] = [], apnsIDs: [String] = [], appIDs: [String] = [], expires: [Int64] = []
-                for event in events where inserted.contains(event.id) {
-                    let rows = Array(Set(event.deviceRowIDs)).sorted()
-                    let sequence = APNsIDSequence()
-                    for row in rows {
-                        eventIDs.append(event.id)
-                        deviceRows.append(row)
-                        apnsIDs.append(sequence.id(for: row))
-                        appIDs.append(event.app)
-                        expires.append(event.expiresAt.milliseconds)
+        return try await leased { [self] client in
+            let ms = now.milliseconds
+            // Three statements per call, whatever the number of events: arrays through unnest.
+            return try await client.withTransaction(logger: logger) { db in
+                var created: [String: Int] = [:]
+                var firstOfKey = Set<String>()
+                // Within one call the first event of a dedupe key wins, as it would one by one.
+                let events = events.filter { event in event.dedupeKey.map { firstOfKey.insert($0).inserted } ?? true }
+                if !events.isEmpty {
+                    let apps = Array(Set(events.map(\.app))).sorted()
+                    try await db.query(
+                        "INSERT INTO apps (id, created_at) SELECT a, \(ms) FROM unnest(\(apps)::TEXT[]) AS t(a) ON CONFLICT (id) DO NOTHING",
+                        logger: logger)
+                    let ids = events.map(\.id)
+                    let rows = try await db.query(
+                        """
+                        INSERT INTO events (id, app_id, template, push_type, priority, collapse_id, payload, created_at, expires_at, dedupe_key, fcm_data)
+                        SELECT i, a, t, p, r, NULLIF(c, ''), b, \(ms), e, NULLIF(d, ''), NULLIF(f, '')
+                        FROM unnest(\(ids)::TEXT[], \(events.map(\.app))::TEXT[], \(events.map(\.template))::TEXT[],
+                                    \(events.map(\.push.pushType.rawValue))::TEXT[], \(events.map { Int64($0.push.priority.rawValue) })::BIGINT[],
+                                    \(events.map { $0.push.collapseID ?? "" })::TEXT[], \(events.map { ByteBuffer(bytes: $0.push.payload) })::BYTEA[],
+                                    \(events.map { $0.expiresAt.milliseconds })::BIGINT[], \(events.map { $0.dedupeKey ?? "" })::TEXT[],
+                                    \(events.map { $0.push.fcmDataJSON ?? "" })::TEXT[])
+                             AS u(i, a, t, p, r, c, b, e, d, f)
+                        ON CONFLICT (dedupe_key) DO NOTHING
+                        RETURNING id
+                        """, logger: logger)
+                    var inserted = Set<String>()
+                    for try await id in rows.decode(String.self) { inserted.insert(id) }
+                    var eventIDs: [String] = [], deviceRows: [Int64] = [], apnsIDs: [String] = [], appIDs: [String] = [], expires: [Int64] = []
+                    for event in events where inserted.contains(event.id) {
+                        let rows = Array(Set(event.deviceRowIDs)).sorted()
+                        let sequence = APNsIDSequence()
+                        for row in rows {
+                            eventIDs.append(event.id)
+                            deviceRows.append(row)
+                            apnsIDs.append(sequence.id(for: row))
+                            appIDs.append(event.app)
+                            expires.append(event.expiresAt.milliseconds)
+                        }
+                        created[event.id] = rows.count
                     }
-                    created[event.id] = rows.count
+                    if !eventIDs.isEmpty {
+                        try await db.query(
+                            """
+                            INSERT INTO deliveries (event_id, device_row, app_id, state, attempts, next_attempt_at, apns_id, expires_at, created_at, updated_at, platform)
+                            SELECT v, r, a, 'pending', 0, \(ms), n, e, \(ms), \(ms), d.platform
+                            FROM unnest(\(eventIDs)::TEXT[], \(deviceRows)::BIGINT[], \(appIDs)::TEXT[], \(apnsIDs)::TEXT[], \(expires)::BIGINT[])
+                                 AS t(v, r, a, n, e) LEFT JOIN devices d ON d.id = t.r  -- a missing device fails the NOT NULL
+                            """, logger: logger)
+                    }
                 }
-                if !eventIDs.isEmpty {
+                if let checkpoint {
                     try await db.query(
                         """
-                        INSERT INTO deliveries (event_id, device_row, app_id, state, attempts, next_attempt_at, apns_id, expires_at, created_at, updated_at, platform)
-                        SELECT v, r, a, 'pending', 0, \(ms), n, e, \(ms), \(ms), d.platform
-                        FROM unnest(\(eventIDs)::TEXT[], \(deviceRows)::BIGINT[], \(appIDs)::TEXT[], \(apnsIDs)::TEXT[], \(expires)::BIGINT[])
-                             AS t(v, r, a, n, e) LEFT JOIN devices d ON d.id = t.r  -- a missing device fails the NOT NULL
+                        INSERT INTO chain_checkpoints (source, block_hash, daa_score, updated_at)
+                        VALUES (\(checkpoint.source), \(checkpoint.blockHash), \(Int64(bitPattern: checkpoint.daaScore)), \(ms))
+                        ON CONFLICT (source) DO UPDATE SET block_hash = excluded.block_hash,
+                          daa_score = excluded.daa_score, updated_at = excluded.updated_at
                         """, logger: logger)
                 }
+                return created
             }
-            if let checkpoint {
-                try await db.query(
-                    """
-                    INSERT INTO chain_checkpoints (source, block_hash, daa_score, updated_at)
-                    VALUES (\(checkpoint.source), \(checkpoint.blockHash), \(Int64(bitPattern: checkpoint.daaScore)), \(ms))
-                    ON CONFLICT (source) DO UPDATE SET block_hash = excluded.block_hash,
-                      daa_score = excluded.daa_score, updated_at = excluded.updated_at
-                    """, logger: logger)
-            }
-            return created
         }
     }
 
@@ -420,106 +495,110 @@ public final class PostgresStore: Store {
     // MARK: Outbox
 
     public func claimDue(app: String, platform: Platform, limit: Int, now: Date, lease: Duration) async throws -> [ClaimedDelivery] {
-        let ms = now.milliseconds
-        let leaseUntil = ms + Int64(lease.seconds * 1000)
-        return try await client.withTransaction(logger: logger) { db in
-            // Rows another instance is claiming are skipped, not waited for.
-            let claimed = try await db.query(
-                """
-                WITH due AS (
-                  SELECT id FROM deliveries
-                  WHERE app_id = \(app) AND platform = \(platform.rawValue) AND ((state = 'pending' AND next_attempt_at <= \(ms)) OR (state = 'sending' AND lease_until <= \(ms)))
-                  ORDER BY next_attempt_at, id
-                  LIMIT \(Int64(limit))
-                  FOR UPDATE SKIP LOCKED)
-                UPDATE deliveries dl SET state = 'sending', lease_until = \(leaseUntil), attempts = attempts + 1, updated_at = \(ms)
-                FROM due WHERE dl.id = due.id
-                RETURNING dl.id
-                """, logger: logger)
-            var ids: [Int64] = []
-            for try await id in claimed.decode(Int64.self) { ids.append(id) }
-            guard !ids.isEmpty else { return [] }
-            let rows = try await db.query(
-                """
-                SELECT dl.id, dl.event_id, dl.apns_id, dl.attempts, dl.expires_at, e.push_type, e.priority, e.collapse_id, e.payload, e.fcm_data,
-                       dl.created_at,
-                       \(unescaped: Self.deviceColumns.split(separator: ",").map { "d." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", "))
-                FROM deliveries dl JOIN events e ON e.id = dl.event_id JOIN devices d ON d.id = dl.device_row
-                WHERE dl.id = ANY(\(ids))
-                ORDER BY dl.next_attempt_at, dl.id
-                """, logger: logger)
-            var out: [ClaimedDelivery] = []
-            for try await row in rows {
-                let (id, eventID, apnsID, attempts, expiresAt, pushType, priority, collapseID, payload, fcmData, createdAt) =
-                    try row.decode((Int64, String, String, Int64, Int64, String, Int64, String?, ByteBuffer, String?, Int64).self)
-                let device = try Self.device(row, from: 11)
-                out.append(ClaimedDelivery(
-                    id: id, eventID: eventID, device: device,
-                    push: RenderedPush(
-                        pushType: APNsPushType(rawValue: pushType) ?? .alert, priority: APNsPriority(rawValue: Int(priority)) ?? .immediate,
-                        collapseID: collapseID, payload: Array(payload.readableBytesView), fcmData: RenderedPush.fcmData(json: fcmData)),
-                    apnsID: UUID(uuidString: apnsID) ?? UUID(), attempt: Int(attempts), expiresAt: Date(milliseconds: expiresAt),
-                    acceptedAt: Date(milliseconds: createdAt)))
+        return try await leased(waiting: Self.laneConnectionWait) { [self] client in
+            let ms = now.milliseconds
+            let leaseUntil = ms + Int64(lease.seconds * 1000)
+            return try await client.withTransaction(logger: logger) { db in
+                // Rows another instance is claiming are skipped, not waited for.
+                let claimed = try await db.query(
+                    """
+                    WITH due AS (
+                      SELECT id FROM deliveries
+                      WHERE app_id = \(app) AND platform = \(platform.rawValue) AND ((state = 'pending' AND next_attempt_at <= \(ms)) OR (state = 'sending' AND lease_until <= \(ms)))
+                      ORDER BY next_attempt_at, id
+                      LIMIT \(Int64(limit))
+                      FOR UPDATE SKIP LOCKED)
+                    UPDATE deliveries dl SET state = 'sending', lease_until = \(leaseUntil), attempts = attempts + 1, updated_at = \(ms)
+                    FROM due WHERE dl.id = due.id
+                    RETURNING dl.id
+                    """, logger: logger)
+                var ids: [Int64] = []
+                for try await id in claimed.decode(Int64.self) { ids.append(id) }
+                guard !ids.isEmpty else { return [] }
+                let rows = try await db.query(
+                    """
+                    SELECT dl.id, dl.event_id, dl.apns_id, dl.attempts, dl.expires_at, e.push_type, e.priority, e.collapse_id, e.payload, e.fcm_data,
+                           dl.created_at,
+                           \(unescaped: Self.deviceColumns.split(separator: ",").map { "d." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", "))
+                    FROM deliveries dl JOIN events e ON e.id = dl.event_id JOIN devices d ON d.id = dl.device_row
+                    WHERE dl.id = ANY(\(ids))
+                    ORDER BY dl.next_attempt_at, dl.id
+                    """, logger: logger)
+                var out: [ClaimedDelivery] = []
+                for try await row in rows {
+                    let (id, eventID, apnsID, attempts, expiresAt, pushType, priority, collapseID, payload, fcmData, createdAt) =
+                        try row.decode((Int64, String, String, Int64, Int64, String, Int64, String?, ByteBuffer, String?, Int64).self)
+                    let device = try Self.device(row, from: 11)
+                    out.append(ClaimedDelivery(
+                        id: id, eventID: eventID, device: device,
+                        push: RenderedPush(
+                            pushType: APNsPushType(rawValue: pushType) ?? .alert, priority: APNsPriority(rawValue: Int(priority)) ?? .immediate,
+                            collapseID: collapseID, payload: Array(payload.readableBytesView), fcmData: RenderedPush.fcmData(json: fcmData)),
+                        apnsID: UUID(uuidString: apnsID) ?? UUID(), attempt: Int(attempts), expiresAt: Date(milliseconds: expiresAt),
+                        acceptedAt: Date(milliseconds: createdAt)))
+                }
+                return out
             }
-            return out
         }
     }
 
     public func complete(_ outcomes: [DeliveryOutcome], now: Date) async throws {
-        guard !outcomes.isEmpty else { return }
-        let ms = now.milliseconds
-        try await client.withTransaction(logger: logger) { db in
-            func set(_ id: Int64, _ state: DeliveryState, _ reason: String?) async throws {
-                try await db.query(
-                    "UPDATE deliveries SET state = \(state.rawValue), last_reason = \(reason), lease_until = NULL, updated_at = \(ms) WHERE id = \(id)",
-                    logger: logger)
-            }
-            for outcome in outcomes {
-                switch outcome {
-                case .sent(let id):
-                    try await set(id, .sent, nil)
-                case .retry(let id, let at, let reason):
+        return try await leased(waiting: Self.laneConnectionWait) { [self] client in
+            guard !outcomes.isEmpty else { return }
+            let ms = now.milliseconds
+            try await client.withTransaction(logger: logger) { db in
+                func set(_ id: Int64, _ state: DeliveryState, _ reason: String?) async throws {
                     try await db.query(
-                        """
-                        UPDATE deliveries SET state = 'pending', next_attempt_at = \(at.milliseconds), last_reason = \(reason),
-                          lease_until = NULL, updated_at = \(ms) WHERE id = \(id)
-                        """, logger: logger)
-                case .retryDevice(let id, let deviceRowID, let at, let reason):
-                    try await db.query(
-                        """
-                        UPDATE deliveries SET state = 'pending', next_attempt_at = \(at.milliseconds), last_reason = \(reason),
-                          lease_until = NULL, updated_at = \(ms) WHERE id = \(id)
-                        """, logger: logger)
-                    try await db.query(
-                        """
-                        UPDATE deliveries SET next_attempt_at = \(at.milliseconds), updated_at = \(ms)
-                        WHERE device_row = \(deviceRowID) AND state = 'pending' AND next_attempt_at < \(at.milliseconds)
-                        """, logger: logger)
-                case .failed(let id, let reason):
-                    try await set(id, .failed, reason)
-                case .expired(let id):
-                    try await set(id, .expired, "expired")
-                case .tokenDead(let id, let deviceRowID, let since, let reason):
-                    try await set(id, .failed, reason)
-                    // Remembered past the device's deletion, for requests that name their device themselves.
-                    let deadAt = (since ?? now).milliseconds
-                    try await db.query(
-                        """
-                        INSERT INTO dead_tokens (app_id, token, reason, dead_at) SELECT app_id, token, \(reason), \(deadAt) FROM devices
-                        WHERE id = \(deviceRowID) AND (\(since == nil) OR updated_at <= \(deadAt))
-                        ON CONFLICT (app_id, token) DO UPDATE SET reason = excluded.reason, dead_at = excluded.dead_at
-                        """, logger: logger)
-                    if let since {
-                        // Compare-and-delete: a registration after APNs's timestamp keeps the device.
-                        try await db.query(
-                            "DELETE FROM devices WHERE id = \(deviceRowID) AND updated_at <= \(since.milliseconds)", logger: logger)
-                    } else {
-                        try await db.query("UPDATE devices SET disabled_reason = \(reason) WHERE id = \(deviceRowID)", logger: logger)
+                        "UPDATE deliveries SET state = \(state.rawValue), last_reason = \(reason), lease_until = NULL, updated_at = \(ms) WHERE id = \(id)",
+                        logger: logger)
+                }
+                for outcome in outcomes {
+                    switch outcome {
+                    case .sent(let id):
+                        try await set(id, .sent, nil)
+                    case .retry(let id, let at, let reason):
                         try await db.query(
                             """
-                            UPDATE deliveries SET state = 'dropped', last_reason = \(reason), lease_until = NULL, updated_at = \(ms)
-                            WHERE device_row = \(deviceRowID) AND state IN ('pending', 'sending') AND id <> \(id)
+                            UPDATE deliveries SET state = 'pending', next_attempt_at = \(at.milliseconds), last_reason = \(reason),
+                              lease_until = NULL, updated_at = \(ms) WHERE id = \(id)
                             """, logger: logger)
+                    case .retryDevice(let id, let deviceRowID, let at, let reason):
+                        try await db.query(
+                            """
+                            UPDATE deliveries SET state = 'pending', next_attempt_at = \(at.milliseconds), last_reason = \(reason),
+                              lease_until = NULL, updated_at = \(ms) WHERE id = \(id)
+                            """, logger: logger)
+                        try await db.query(
+                            """
+                            UPDATE deliveries SET next_attempt_at = \(at.milliseconds), updated_at = \(ms)
+                            WHERE device_row = \(deviceRowID) AND state = 'pending' AND next_attempt_at < \(at.milliseconds)
+                            """, logger: logger)
+                    case .failed(let id, let reason):
+                        try await set(id, .failed, reason)
+                    case .expired(let id):
+                        try await set(id, .expired, "expired")
+                    case .tokenDead(let id, let deviceRowID, let since, let reason):
+                        try await set(id, .failed, reason)
+                        // Remembered past the device's deletion, for requests that name their device themselves.
+                        let deadAt = (since ?? now).milliseconds
+                        try await db.query(
+                            """
+                            INSERT INTO dead_tokens (app_id, token, reason, dead_at) SELECT app_id, token, \(reason), \(deadAt) FROM devices
+                            WHERE id = \(deviceRowID) AND (\(since == nil) OR updated_at <= \(deadAt))
+                            ON CONFLICT (app_id, token) DO UPDATE SET reason = excluded.reason, dead_at = excluded.dead_at
+                            """, logger: logger)
+                        if let since {
+                            // Compare-and-delete: a registration after APNs's timestamp keeps the device.
+                            try await db.query(
+                                "DELETE FROM devices WHERE id = \(deviceRowID) AND updated_at <= \(since.milliseconds)", logger: logger)
+                        } else {
+                            try await db.query("UPDATE devices SET disabled_reason = \(reason) WHERE id = \(deviceRowID)", logger: logger)
+                            try await db.query(
+                                """
+                                UPDATE deliveries SET state = 'dropped', last_reason = \(reason), lease_until = NULL, updated_at = \(ms)
+                                WHERE device_row = \(deviceRowID) AND state IN ('pending', 'sending') AND id <> \(id)
+                                """, logger: logger)
+                        }
                     }
                 }
             }
@@ -527,20 +606,24 @@ public final class PostgresStore: Store {
     }
 
     public func expire(now: Date) async throws -> Int {
-        try await Self.count(client.query(
-            """
-            UPDATE deliveries SET state = 'expired', last_reason = 'expired', lease_until = NULL, updated_at = \(now.milliseconds)
-            WHERE state = 'pending' AND expires_at <= \(now.milliseconds) RETURNING id
-            """, logger: logger))
+        return try await leased(waiting: Self.laneConnectionWait) { [self] client in
+            try await Self.count(client.query(
+                """
+                UPDATE deliveries SET state = 'expired', last_reason = 'expired', lease_until = NULL, updated_at = \(now.milliseconds)
+                WHERE state = 'pending' AND expires_at <= \(now.milliseconds) RETURNING id
+                """, logger: logger))
+        }
     }
 
     // MARK: Operations
 
     public func deviceCount(app: String) async throws -> Int {
-        for try await (count) in try await client.query("SELECT COUNT(*) FROM devices WHERE app_id = \(app)", logger: logger).decode(Int64.self) {
-            return Int(count)
+        return try await leased { [self] client in
+            for try await (count) in try await client.query("SELECT COUNT(*) FROM devices WHERE app_id = \(app)", logger: logger).decode(Int64.self) {
+                return Int(count)
+            }
+            return 0
         }
-        return 0
     }
 
     public func deleteStaleDevices(lastSeenBefore: Date) async throws -> Int {
@@ -551,10 +634,12 @@ public final class PostgresStore: Store {
     /// The counters (totals plus the deltas not folded yet), and the oldest pending delivery off
     /// the lane index: no query here counts rows of the tables.
     public func stats() async throws -> StoreStats {
-        var counts = StoreStats.Counts()
-        counts.devices = try await counterRows(Self.deviceCounters)
-        counts.deliveries = try await counterRows(Self.deliveryCounters)
-        return StoreStats(counts, queues: try await queues())
+        return try await leased { [self] client in
+            var counts = StoreStats.Counts()
+            counts.devices = try await counterRows(Self.deviceCounters)
+            counts.deliveries = try await counterRows(Self.deliveryCounters)
+            return StoreStats(counts, queues: try await queues())
+        }
     }
 
     /// A kind of counter: its totals, the deltas not folded into them yet, and its two key columns.
@@ -646,33 +731,39 @@ public final class PostgresStore: Store {
     }
 
     public func event(id: String) async throws -> EventStatus? {
-        var status: EventStatus?
-        for try await (app, template, created, expires) in try await client.query(
-            "SELECT app_id, template, created_at, expires_at FROM events WHERE id = \(id)", logger: logger
-        ).decode((String, String, Int64, Int64).self) {
-            status = EventStatus(id: id, app: app, template: template, createdAt: Date(milliseconds: created), expiresAt: Date(milliseconds: expires))
+        return try await leased { [self] client in
+            var status: EventStatus?
+            for try await (app, template, created, expires) in try await client.query(
+                "SELECT app_id, template, created_at, expires_at FROM events WHERE id = \(id)", logger: logger
+            ).decode((String, String, Int64, Int64).self) {
+                status = EventStatus(id: id, app: app, template: template, createdAt: Date(milliseconds: created), expiresAt: Date(milliseconds: expires))
+            }
+            guard var status else { return nil }
+            for try await (state, reason, n) in try await client.query(
+                "SELECT state, last_reason, COUNT(*)::BIGINT FROM deliveries WHERE event_id = \(id) GROUP BY state, last_reason", logger: logger
+            ).decode((String, String?, Int64).self) {
+                status.add(state: state, reason: reason, count: Int(n))
+            }
+            return status
         }
-        guard var status else { return nil }
-        for try await (state, reason, n) in try await client.query(
-            "SELECT state, last_reason, COUNT(*)::BIGINT FROM deliveries WHERE event_id = \(id) GROUP BY state, last_reason", logger: logger
-        ).decode((String, String?, Int64).self) {
-            status.add(state: state, reason: reason, count: Int(n))
-        }
-        return status
     }
 
     public func ping() async throws {
-        for try await _ in try await client.query("SELECT 1", logger: logger).decode(Int32.self) {}
+        return try await leased { [self] client in
+            for try await _ in try await client.query("SELECT 1", logger: logger).decode(Int32.self) {}
+        }
     }
 
     public func queues() async throws -> [String: AppQueue] {
-        var queues: [String: AppQueue] = [:]
-        for try await (app, n, oldest) in try await client.query(
-            "SELECT app_id, COUNT(*), MIN(created_at) FROM deliveries WHERE state IN ('pending', 'sending') GROUP BY app_id", logger: logger
-        ).decode((String, Int64, Int64?).self) {
-            queues[app] = AppQueue(depth: Int(n), oldest: oldest.map(Date.init(milliseconds:)))
+        return try await leased { [self] client in
+            var queues: [String: AppQueue] = [:]
+            for try await (app, n, oldest) in try await client.query(
+                "SELECT app_id, COUNT(*), MIN(created_at) FROM deliveries WHERE state IN ('pending', 'sending') GROUP BY app_id", logger: logger
+            ).decode((String, Int64, Int64?).self) {
+                queues[app] = AppQueue(depth: Int(n), oldest: oldest.map(Date.init(milliseconds:)))
+            }
+            return queues
         }
-        return queues
     }
 
     // MARK: Rows
@@ -727,4 +818,9 @@ public final class PostgresStore: Store {
 public struct PostgresStoreError: Error, CustomStringConvertible {
     public var description: String
     init(_ description: String) { self.description = description }
+}
+
+/// Whether a leased call got its connection.
+private final class LeaseFlag: Sendable {
+    let started = Atomic<Bool>(false)
 }

@@ -214,8 +214,11 @@ public struct StoreStats: Hashable, Sendable {
     /// app → platform → devices.
     public var devices: [String: [String: Int]] = [:]
     public var deliveries: [DeliveryState: Int] = [:]
-    /// Failed and dropped deliveries by their last reason.
+    /// Failed deliveries by their push service's reason: each is one final attempt, as
+    /// `herald_delivery_attempts_total{outcome="failed"|"token_dead"}` counts it.
     public var failureReasons: [String: Int] = [:]
+    /// Deliveries dropped unsent, by why (a token found dead drops its other pending deliveries).
+    public var droppedReasons: [String: Int] = [:]
     public var oldestPending: Date?
 
     public init() {}
@@ -232,7 +235,12 @@ public struct StoreStats: Hashable, Sendable {
         for (state, reason, n) in counts.deliveries where n != 0 {
             guard let state = DeliveryState(rawValue: state) else { continue }
             deliveries[state, default: 0] += n
-            if !reason.isEmpty { failureReasons[reason, default: 0] += n }
+            guard !reason.isEmpty else { continue }
+            switch state {
+            case .failed: failureReasons[reason, default: 0] += n
+            case .dropped: droppedReasons[reason, default: 0] += n
+            default: break
+            }
         }
         oldestPending = queues.values.compactMap(\.oldest).min()
     }
@@ -505,4 +513,19 @@ enum AccessTokenRule {
     static func keeps(_ token: FCMAccessToken, now: Date, refreshMargin: Duration, rejected: String?) -> Bool {
         token.value != rejected && token.expiresAt.timeIntervalSince(now) > refreshMargin.seconds
     }
+}
+
+/// The database did not answer in time: the call did not get a connection, so nothing it would
+/// have written is promised (the API answers 503 with `Retry-After`; a publisher retrying with the
+/// same dedupe key gets one event either way).
+public struct StoreUnavailable: Error, CustomStringConvertible, Sendable {
+    /// Where the database is (never its password).
+    public let address: String
+    public let cause: String
+
+    public init(address: String, cause: String) {
+        (self.address, self.cause) = (address, cause)
+    }
+
+    public var description: String { "the database at \(address) is not answering: \(cause)" }
 }

@@ -78,7 +78,10 @@ struct LogFormatTests {
         #expect(lines.contains { metadata($0)["request_id"] == "trace-register-1" && metadata($0)["route"] == "/v1/push/register" && metadata($0)["status"] == "200" })
         #expect(lines.contains { metadata($0)["request_id"] == "trace-publish-1" && metadata($0)["route"] == "/v1/events" && metadata($0)["status"] == "202" })
         #expect(lines.contains { metadata($0)["request_id"] == "trace-publish-1" && $0["message"] as? String == "event accepted" && metadata($0)["event"] == eventID })
-        #expect(lines.contains { $0["message"] as? String == "delivered" && metadata($0)["event"] == eventID })
+        // The outbox's line about the delivery names the event and the request that created it.
+        #expect(lines.contains {
+            $0["message"] as? String == "delivered" && metadata($0)["event"] == eventID && metadata($0)["request_id"] == "trace-publish-1"
+        })
         #expect(!serve.fullLog().contains(token), "the token appears in full")
     }
 

@@ -345,6 +345,8 @@ struct StoreOutboxTests {
             #expect(try await store.claimDue(app: "kasia", platform: .ios, limit: 10, now: t0.addingTimeInterval(3_600), lease: .seconds(30)).isEmpty)
             let stats = try await store.stats()
             #expect(stats.deliveries[.failed] == 1 && stats.deliveries[.dropped] == 1)
+            // The one attempt made is the failure; the one never sent is dropped, by the same reason.
+            #expect(stats.failureReasons == ["BadDeviceToken": 1] && stats.droppedReasons == ["BadDeviceToken": 1])
             _ = try await store.register(try registration(1, watching: [.session("s")]), now: t0.addingTimeInterval(5))
             #expect(try await store.devices(app: "kasia", watching: "session:s").count == 1)
         }
@@ -645,7 +647,7 @@ struct StoreCounterTests {
             ], now: t0)
             var stats = try await store.stats()
             #expect(stats.deliveries == [.pending: 1, .sent: 1, .failed: 3])
-            // A retry's reason is not a failure reason: only failed and dropped deliveries count by it.
+            // A retry's reason is not a failure reason: only failed deliveries count by it.
             #expect(stats.failureReasons == ["TopicDisallowed": 2, "BadDeviceToken": 1])
 
             // Expiry; then a device removed with its pending deliveries (the cascade).

@@ -1,0 +1,47 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+
+/// The web origins whose pages may call the API from a browser (`HERALD_CORS_ORIGINS`): exact
+/// `scheme://host[:port]` values, no wildcard. A request from a listed origin gets Hummingbird's
+/// CORS headers (a preflight answered 204); any other request is served as if no browser asked,
+/// so the browser keeps its page out.
+public struct BrowserOrigins: Sendable, Hashable {
+    public let origins: Set<String>
+
+    public init(_ origins: Set<String> = []) {
+        self.origins = origins
+    }
+
+    /// An origin as a browser sends it in `Origin`, or nil when `text` is not one: `http` or
+    /// `https`, a host, an optional port, nothing after it.
+    public static func origin(_ text: String) -> String? {
+        guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased(),
+            ["http", "https"].contains(scheme), let host = components.host?.lowercased(), !host.isEmpty,
+            components.path.isEmpty, components.query == nil, components.fragment == nil, components.user == nil
+        else { return nil }
+        if let port = components.port {
+            guard (1...65_535).contains(port) else { return nil }
+            return "\(scheme)://\(host):\(port)"
+        }
+        return "\(scheme)://\(host)"
+    }
+}
+
+/// Hummingbird's `CORSMiddleware`, applied only to requests whose `Origin` is listed.
+struct BrowserOriginsMiddleware<Context: RequestContext>: RouterMiddleware {
+    let origins: BrowserOrigins
+    let cors = CORSMiddleware<Context>(
+        allowOrigin: .originBased,
+        allowHeaders: [.authorization, .contentType, .xRequestID, HTTPField.Name("X-Herald-App")!, HTTPField.Name("X-Device-ID")!],
+        allowMethods: [.get, .post, .put, .delete],
+        exposedHeaders: ["X-Request-ID", "Retry-After"],
+        maxAge: .seconds(600))
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        guard let origin = request.headers[.origin], origins.origins.contains(origin) else {
+            return try await next(request, context)
+        }
+        return try await cors.handle(request, context: context, next: next)
+    }
+}
