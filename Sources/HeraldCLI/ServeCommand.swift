@@ -394,7 +394,8 @@ struct ServeSettings {
             try await store.migrate()
             return try await body(store)
         }
-        let store = try PostgresStore(url: postgresURL)
+        // An API call that gets no connection within 1.5 s is answered 503 store_unavailable.
+        let store = try PostgresStore(url: postgresURL, connectionWait: .milliseconds(1_500))
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await store.run() }
             defer { group.cancelAll() }
