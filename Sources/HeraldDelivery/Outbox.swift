@@ -460,13 +460,13 @@ public final class OutboxLane: Service, Sendable {
         switch outcome {
         case .delivered:
             logger.debug("delivered", metadata: [
-                "app": "\(app)", "platform": "\(platform.rawValue)", "event": "\(delivery.eventID)", "request_id": "\(origins?.request(of: delivery.eventID) ?? "-")", "attempt": "\(delivery.attempt)",
+                "app": "\(app)", "platform": "\(platform.rawValue)", "event": "\(delivery.eventID)", "request_id": "\(origin(of: delivery))", "attempt": "\(delivery.attempt)",
             ])
             return Attempt(outcome: .sent(id: delivery.id))
         case .retry(let after, let scope, let reason):
             let at = now.addingTimeInterval(settings.retryPolicy.delay(afterAttempt: delivery.attempt, retryAfter: after).seconds)
             logger.debug("delivery retried", metadata: [
-                "app": "\(app)", "platform": "\(platform.rawValue)", "event": "\(delivery.eventID)", "request_id": "\(origins?.request(of: delivery.eventID) ?? "-")", "attempt": "\(delivery.attempt)",
+                "app": "\(app)", "platform": "\(platform.rawValue)", "event": "\(delivery.eventID)", "request_id": "\(origin(of: delivery))", "attempt": "\(delivery.attempt)",
                 "reason": "\(reason)", "seconds": "\(Int(at.timeIntervalSince(now).rounded()))",
             ])
             switch scope {
@@ -484,7 +484,7 @@ public final class OutboxLane: Service, Sendable {
         case .tokenDead(let since, let reason):
             logger.info("token dead", metadata: [
                 "app": "\(app)", "token": "\(DeviceToken.redacted(delivery.device.token))", "reason": "\(reason)", "event": "\(delivery.eventID)",
-                "request_id": "\(origins?.request(of: delivery.eventID) ?? "-")",
+                "request_id": "\(origin(of: delivery))",
             ])
             return Attempt(outcome: .tokenDead(id: delivery.id, deviceRowID: delivery.device.rowID, since: since, reason: reason))
         case .refreshCredentials(let reason):
@@ -497,10 +497,16 @@ public final class OutboxLane: Service, Sendable {
         }
     }
 
+    /// The request that created a delivery's event, for its log lines ("-" when not remembered).
+    private func origin(of delivery: ClaimedDelivery) -> String {
+        origins?.request(of: delivery.eventID) ?? "-"
+    }
+
     /// A delivery that will not be tried again: one log line, never the full token.
     private func failed(_ delivery: ClaimedDelivery, reason: String) -> Attempt {
         logger.warning("delivery failed", metadata: [
             "app": "\(app)", "token": "\(DeviceToken.redacted(delivery.device.token))", "reason": "\(reason)", "event": "\(delivery.eventID)",
+            "request_id": "\(origin(of: delivery))",
         ])
         return Attempt(outcome: .failed(id: delivery.id, reason: reason))
     }

@@ -73,23 +73,17 @@ public final class PostgresStore: Store {
             guard !leased.started.load(ordering: .sequentiallyConsistent), !(error is CancellationError) else { return error }
             return StoreUnavailable(address: address, cause: "\(error)")
         }
-        guard let wait else {
-            do {
-                return try await client.withConnection { connection in
-                    leased.started.store(true, ordering: .sequentiallyConsistent)
-                    return try await body(connection)
-                }
-            } catch {
-                throw unavailable(error)
+        @Sendable func lease() async throws -> R {
+            try await client.withConnection { connection in
+                leased.started.store(true, ordering: .sequentiallyConsistent)
+                return try await body(connection)
             }
         }
+        guard let wait else {
+            do { return try await lease() } catch { throw unavailable(error) }
+        }
         return try await withThrowingTaskGroup(of: R?.self) { group in
-            group.addTask {
-                try await client.withConnection { connection in
-                    leased.started.store(true, ordering: .sequentiallyConsistent)
-                    return try await body(connection)
-                }
-            }
+            group.addTask { try await lease() }
             group.addTask {
                 try await Task.sleep(for: wait)
                 return nil
