@@ -2,7 +2,8 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 
-/// The web origins whose pages may call the API from a browser (`HERALD_CORS_ORIGINS`): exact
+/// The web origins whose pages may call the registration routes (`/v1/push/*`) from a browser
+/// (`HERALD_CORS_ORIGINS`): exact
 /// `scheme://host[:port]` values, no wildcard. A request from a listed origin gets Hummingbird's
 /// CORS headers (a preflight answered 204); any other request is served as if no browser asked,
 /// so the browser keeps its page out.
@@ -39,7 +40,8 @@ struct BrowserOriginsMiddleware<Context: RequestContext>: RouterMiddleware {
         maxAge: .seconds(600))
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        guard let origin = request.headers[.origin], origins.origins.contains(origin) else {
+        // The registration routes only (SPEC §12): a page never publishes with a publisher key.
+        guard request.uri.path.hasPrefix("/v1/push/"), let origin = request.headers[.origin], origins.origins.contains(origin) else {
             return try await next(request, context)
         }
         return try await cors.handle(request, context: context, next: next)

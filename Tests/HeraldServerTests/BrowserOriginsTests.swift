@@ -28,6 +28,9 @@ struct BrowserOriginsTests {
             let refused = try await send(client, .post, "/v1/push/register", "{}", headers: [.origin: Self.page, .contentType: "application/json"])
             #expect(refused.status == .badRequest)
             #expect(refused.headers[.accessControlAllowOrigin] == Self.page)
+            // Publishing is not for pages, whatever their origin.
+            let publish = try await send(client, .options, "/v1/events", headers: [.origin: Self.page, .accessControlRequestMethod: "POST"])
+            #expect(publish.headers[.accessControlAllowOrigin] == nil)
         }
     }
 
