@@ -33,6 +33,7 @@ public enum CustomTemplate {
         guard let apsFields = aps.objectFields else {
             throw TemplateError(field: "fields.aps", message: "is a JSON object")
         }
+        if let collapseID { try RenderedPush.checkCollapseID(collapseID) }
         var fields = [JSONValue.Field("aps", aps)]
         if let data {
             guard let dataFields = data.objectFields else {

@@ -20,8 +20,18 @@ public struct EventOptions: Hashable, Sendable {
 }
 
 extension RenderedPush {
-    /// The largest `thread-id` accepted, in bytes (Apple names no limit; this keeps it sane).
-    public static let maximumThreadIDSize = 256
+    /// The longest `thread-id` accepted, in characters (Apple names no limit; this keeps it sane).
+    public static let maximumThreadIDLength = 256
+
+    /// A publisher's collapse id is 1 to 64 printable ASCII characters: it travels as a header
+    /// (`apns-collapse-id`, Apple's 64 bytes; FCM's `collapse_key`), where bytes past ASCII are not safe.
+    static func checkCollapseID(_ collapseID: String) throws(TemplateError) {
+        let bytes = collapseID.utf8
+        guard !bytes.isEmpty, bytes.count <= APNsNotification.maximumCollapseIDSize, bytes.allSatisfy({ (0x20...0x7E).contains($0) }) else {
+            throw TemplateError(
+                field: "collapse_id", message: "collapse_id is 1 to \(APNsNotification.maximumCollapseIDSize) printable ASCII characters")
+        }
+    }
 
     /// This push with `options` applied, checked against what the push type allows.
     /// - Throws: `TemplateError` naming the option (`priority`, `collapse_id`, `thread_id`).
@@ -35,17 +45,15 @@ extension RenderedPush {
             push.priority = priority
         }
         if let collapseID = options.collapseID {
-            guard !collapseID.isEmpty, collapseID.utf8.count <= APNsNotification.maximumCollapseIDSize else {
-                throw TemplateError(field: "collapse_id", message: "collapse_id is 1 to \(APNsNotification.maximumCollapseIDSize) bytes")
-            }
+            try Self.checkCollapseID(collapseID)
             push.collapseID = collapseID
         }
         if let threadID = options.threadID {
             guard pushType == .alert else {
                 throw TemplateError(field: "thread_id", message: "thread_id groups alerts; this template's pushes are \(pushType.rawValue)")
             }
-            guard !threadID.isEmpty, threadID.utf8.count <= Self.maximumThreadIDSize else {
-                throw TemplateError(field: "thread_id", message: "thread_id is 1 to \(Self.maximumThreadIDSize) bytes")
+            guard !threadID.isEmpty, threadID.unicodeScalars.count <= Self.maximumThreadIDLength else {
+                throw TemplateError(field: "thread_id", message: "thread_id is 1 to \(Self.maximumThreadIDLength) characters")
             }
             guard var root = try? JSONDecoder().decode(JSONValue.self, from: Data(payload)), root[path: ["aps"]]?.objectFields != nil,
                 var aps = root[path: ["aps"]]?.objectFields

@@ -28,8 +28,12 @@ public struct EventPublisher: Sendable {
     public static let maximumTargetLength = 256
     /// Default time to live: 24 h.
     public static let defaultLifetime: TimeInterval = 86_400
-    /// The latest expiration accepted: 30 days ahead (no push service keeps a push longer).
+    /// The longest an event is kept: 30 days (no push service keeps a push longer); a later
+    /// `expiration` is cut to it.
     public static let maximumLifetime: TimeInterval = 30 * 86_400
+    /// How long a now-or-never push is tried: an `expiration` already past (0 included, as Apple
+    /// reads `apns-expiration: 0`) asks for a prompt attempt, not a day's storage.
+    public static let nowOrNeverLifetime: TimeInterval = 60
 
     public init(
         store: any DeviceRegistry & DeliveryQueue, apps: AppDirectory,
@@ -138,6 +142,14 @@ public struct EventPublisher: Sendable {
         var prefix: String
     }
 
+    /// When an event with `expiration` (unix seconds) stops being tried: a day when absent, at most
+    /// 30 days ahead, and a minute for one already past (a now-or-never push).
+    static func expiry(of expiration: Int64?, now: Date) -> Date {
+        guard let expiration else { return now.addingTimeInterval(defaultLifetime) }
+        let asked = TimeInterval(expiration) - now.timeIntervalSince1970
+        return now.addingTimeInterval(asked <= 0 ? nowOrNeverLifetime : min(asked, maximumLifetime))
+    }
+
     /// Validates and renders one event (no I/O).
     func validate(_ body: Request, field prefix: String, publisherKey: String) throws -> Draft {
         let settings = try apps.publisherApp(key: publisherKey, requested: body.app, field: prefix + "app")
@@ -155,12 +167,7 @@ public struct EventPublisher: Sendable {
             priority = parsed
         }
         let nowDate = clock.now()
-        let expiresAt = body.expiration.map { Date(timeIntervalSince1970: TimeInterval($0)) }
-            ?? nowDate.addingTimeInterval(Self.defaultLifetime)
-        guard expiresAt > nowDate else { throw APIError.unprocessable(prefix + "expiration", "expiration is in the past") }
-        guard expiresAt.timeIntervalSince(nowDate) <= Self.maximumLifetime else {
-            throw APIError.unprocessable(prefix + "expiration", "expiration is unix seconds at most 30 days ahead")
-        }
+        let expiresAt = Self.expiry(of: body.expiration, now: nowDate)
 
         var push: RenderedPush
         var kasia: KasiaEvent?
@@ -390,15 +397,15 @@ struct FieldReader {
         }
     }
 
-    /// Unix seconds, given as a number or an RFC 3339 date (GhostTalk's `/apns/send` sends one).
+    /// Unix seconds, given as a number or an RFC 3339 date (GhostTalk's `/apns/send` sends one);
+    /// negative before 1970, as the RFC allows such dates.
     func unixSeconds(_ key: String) throws -> Int64 {
         switch value(key) {
-        case .int(let seconds)? where seconds >= 0: return seconds
+        case .int(let seconds)?: return seconds
         case .string(let text)?:
             guard let seconds = RFC3339.unixSeconds(text) else {
                 throw APIError.invalid(prefix + key, "\(key) is unix seconds or an RFC 3339 date")
             }
-            guard seconds >= 0 else { throw APIError.unprocessable(prefix + key, "\(key) is before 1970") }
             return seconds
         case nil: throw APIError.missing(prefix + key)
         default: throw APIError.invalid(prefix + key, "\(key) is unix seconds or an RFC 3339 date")

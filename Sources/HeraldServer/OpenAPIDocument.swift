@@ -333,7 +333,7 @@ public enum OpenAPIDocument {
            "type": "string",
            "minLength": 1
           },
-          "description": "the token; or the X-Device-Token header, which stays out of access logs (one of them is required)"
+          "description": "the token; or the X-Device-Token header, which stays out of access logs and wins when both are given (one of them is required)"
          },
          {
           "name": "X-Device-Token",
@@ -1534,7 +1534,7 @@ public enum OpenAPIDocument {
                "anyOf": [
                 {
                  "type": "integer",
-                 "minimum": 0,
+                 "minimum": -9223372036854775808,
                  "maximum": 9223372036854775807
                 },
                 {
@@ -1542,7 +1542,7 @@ public enum OpenAPIDocument {
                  "format": "date-time"
                 }
                ],
-               "description": "unix seconds or an RFC 3339 date"
+               "description": "unix seconds or an RFC 3339 date (before 1970: negative seconds)"
               },
               "encrypted": {
                "type": [
@@ -2332,7 +2332,7 @@ public enum OpenAPIDocument {
           ],
           "minimum": -9223372036854775808,
           "maximum": 9223372036854775807,
-          "description": "unix seconds, after now and at most 30 days ahead (422 otherwise); default now + 24 h"
+          "description": "unix seconds; default now + 24 h; kept at most 30 days; one already past (0 included, as Apple reads apns-expiration 0) is a now-or-never push, tried for a minute"
          },
          "collapse_id": {
           "type": [
@@ -2341,7 +2341,8 @@ public enum OpenAPIDocument {
           ],
           "minLength": 1,
           "maxLength": 64,
-          "description": "at most 64 bytes in UTF-8 (422 otherwise)"
+          "pattern": "^[ -~]+$",
+          "description": "printable ASCII: it travels as a header (apns-collapse-id, FCM's collapse_key)"
          },
          "thread_id": {
           "type": [
@@ -2350,7 +2351,7 @@ public enum OpenAPIDocument {
           ],
           "minLength": 1,
           "maxLength": 256,
-          "description": "alerts only; at most 256 bytes in UTF-8 (422 otherwise)"
+          "description": "groups alerts: an alert push only"
          }
         }
        },
@@ -2415,8 +2416,44 @@ public enum OpenAPIDocument {
          "daa_score"
         ]
        },
+       "VisibleAPS": {
+        "description": "an aps dictionary that shows something: an alert, a badge or a sound",
+        "type": "object",
+        "anyOf": [
+         {
+          "required": [
+           "alert"
+          ]
+         },
+         {
+          "required": [
+           "badge"
+          ]
+         },
+         {
+          "required": [
+           "sound"
+          ]
+         }
+        ]
+       },
+       "SilentAPS": {
+        "description": "a background push's aps dictionary: content-available 1, and no alert, badge or sound",
+        "type": "object",
+        "properties": {
+         "content-available": {
+          "const": 1
+         },
+         "alert": false,
+         "badge": false,
+         "sound": false
+        },
+        "required": [
+         "content-available"
+        ]
+       },
        "Event": {
-        "description": "kasia.* events without targets need a recipient (or sender and alias) to route by; custom, conversation.silent need targets (422 otherwise)",
+        "description": "one per template; kasia.handshake and kasia.payment without targets route by their recipient",
         "oneOf": [
          {
           "allOf": [
@@ -2429,52 +2466,217 @@ public enum OpenAPIDocument {
              "template": {
               "const": "custom"
              },
+             "targets": {
+              "type": "object"
+             },
              "fields": {
               "type": "object",
               "properties": {
                "aps": {
                 "type": "object",
-                "description": "the APNs aps dictionary; Apple's rules for the push type and 4 KiB (5 KiB VoIP) apply (422, 413 when too large)"
+                "description": "the APNs aps dictionary: an alert push (the default) shows an alert, badge or sound; a background push is content-available 1 alone; 4 KiB (5 KiB VoIP) in all (413 over)"
                },
                "data": {
                 "type": [
                  "object",
                  "null"
                 ],
-                "description": "top-level keys beside aps (no aps)"
+                "properties": {
+                 "aps": false
+                },
+                "description": "top-level keys beside aps"
                },
                "push_type": {
                 "enum": [
                  "alert",
                  "background",
-                 "location",
                  "voip",
-                 "complication",
-                 "fileprovider",
                  "mdm",
-                 "liveactivity",
-                 "pushtotalk",
                  "widgets",
                  "controls",
                  null
-                ]
+                ],
+                "description": "Apple's apns-push-type; the types whose topic needs a suffix besides .voip (location, complication, fileprovider, liveactivity, pushtotalk) are refused (422): pushes go to the app's topic"
                },
                "fcm": {
                 "type": [
                  "object",
                  "null"
                 ],
-                "description": "{data: {string: string}} for Android devices"
+                "properties": {
+                 "data": {
+                  "type": "object",
+                  "additionalProperties": {
+                   "type": "string"
+                  },
+                  "propertyNames": {
+                   "not": {
+                    "pattern": "^([Gg][Oo][Oo][Gg][Ll][Ee]|[Gg][Cc][Mm])|^([Ff][Rr][Oo][Mm]|[Nn][Oo][Tt][Ii][Ff][Ii][Cc][Aa][Tt][Ii][Oo][Nn]|[Mm][Ee][Ss][Ss][Aa][Gg][Ee]_[Tt][Yy][Pp][Ee]|[Cc][Oo][Ll][Ll][Aa][Pp][Ss][Ee]_[Kk][Ee][Yy])$"
+                   }
+                  }
+                 }
+                },
+                "required": [
+                 "data"
+                ],
+                "additionalProperties": false,
+                "description": "the FCM data map Android devices get: strings, none of FCM's reserved keys, 4,096 bytes (413 over)"
                }
               },
               "required": [
                "aps"
+              ],
+              "allOf": [
+               {
+                "if": {
+                 "properties": {
+                  "push_type": {
+                   "const": "alert"
+                  }
+                 },
+                 "required": [
+                  "push_type"
+                 ]
+                },
+                "then": {
+                 "properties": {
+                  "aps": {
+                   "$ref": "#/components/schemas/VisibleAPS"
+                  }
+                 }
+                }
+               },
+               {
+                "if": {
+                 "properties": {
+                  "push_type": {
+                   "const": "background"
+                  }
+                 },
+                 "required": [
+                  "push_type"
+                 ]
+                },
+                "then": {
+                 "properties": {
+                  "aps": {
+                   "$ref": "#/components/schemas/SilentAPS"
+                  }
+                 }
+                }
+               },
+               {
+                "if": {
+                 "properties": {
+                  "push_type": {
+                   "type": "null"
+                  }
+                 }
+                },
+                "then": {
+                 "properties": {
+                  "aps": {
+                   "anyOf": [
+                    {
+                     "$ref": "#/components/schemas/VisibleAPS"
+                    },
+                    {
+                     "$ref": "#/components/schemas/SilentAPS"
+                    }
+                   ]
+                  }
+                 }
+                }
+               }
               ]
              }
             },
+            "if": {
+             "properties": {
+              "fields": {
+               "anyOf": [
+                {
+                 "properties": {
+                  "push_type": {
+                   "const": "background"
+                  }
+                 },
+                 "required": [
+                  "push_type"
+                 ]
+                },
+                {
+                 "properties": {
+                  "push_type": {
+                   "type": "null"
+                  },
+                  "aps": {
+                   "$ref": "#/components/schemas/SilentAPS"
+                  }
+                 }
+                }
+               ]
+              }
+             }
+            },
+            "then": {
+             "properties": {
+              "priority": {
+               "enum": [
+                5,
+                null
+               ],
+               "description": "a background push: 5 only"
+              }
+             }
+            },
+            "allOf": [
+             {
+              "if": {
+               "properties": {
+                "thread_id": {
+                 "type": "string"
+                }
+               },
+               "required": [
+                "thread_id"
+               ]
+              },
+              "then": {
+               "properties": {
+                "fields": {
+                 "description": "thread_id groups alerts: an alert push only",
+                 "anyOf": [
+                  {
+                   "properties": {
+                    "push_type": {
+                     "const": "alert"
+                    }
+                   },
+                   "required": [
+                    "push_type"
+                   ]
+                  },
+                  {
+                   "properties": {
+                    "push_type": {
+                     "type": "null"
+                    },
+                    "aps": {
+                     "$ref": "#/components/schemas/VisibleAPS"
+                    }
+                   }
+                  }
+                 ]
+                }
+               }
+              }
+             }
+            ],
             "required": [
              "template",
-             "fields"
+             "fields",
+             "targets"
             ]
            }
           ]
@@ -2497,7 +2699,28 @@ public enum OpenAPIDocument {
             "required": [
              "template",
              "fields"
-            ]
+            ],
+            "if": {
+             "properties": {
+              "targets": {
+               "type": "null"
+              }
+             }
+            },
+            "then": {
+             "properties": {
+              "fields": {
+               "properties": {
+                "recipient": {
+                 "$ref": "#/components/schemas/KaspaAddress"
+                }
+               },
+               "required": [
+                "recipient"
+               ]
+              }
+             }
+            }
            }
           ]
          },
@@ -2541,7 +2764,28 @@ public enum OpenAPIDocument {
             "required": [
              "template",
              "fields"
-            ]
+            ],
+            "if": {
+             "properties": {
+              "targets": {
+               "type": "null"
+              }
+             }
+            },
+            "then": {
+             "properties": {
+              "fields": {
+               "properties": {
+                "recipient": {
+                 "$ref": "#/components/schemas/KaspaAddress"
+                }
+               },
+               "required": [
+                "recipient"
+               ]
+              }
+             }
+            }
            }
           ]
          },
@@ -2555,6 +2799,20 @@ public enum OpenAPIDocument {
             "properties": {
              "template": {
               "const": "conversation.silent"
+             },
+             "targets": {
+              "type": "object"
+             },
+             "priority": {
+              "enum": [
+               5,
+               null
+              ],
+              "description": "a background push: 5 only"
+             },
+             "thread_id": {
+              "type": "null",
+              "description": "a background push has no thread"
              },
              "fields": {
               "type": "object",
@@ -2572,7 +2830,8 @@ public enum OpenAPIDocument {
             },
             "required": [
              "template",
-             "fields"
+             "fields",
+             "targets"
             ]
            }
           ]
@@ -2603,7 +2862,7 @@ public enum OpenAPIDocument {
                 "anyOf": [
                  {
                   "type": "integer",
-                  "minimum": 0,
+                  "minimum": -9223372036854775808,
                   "maximum": 9223372036854775807
                  },
                  {
@@ -2611,7 +2870,7 @@ public enum OpenAPIDocument {
                   "format": "date-time"
                  }
                 ],
-                "description": "unix seconds or an RFC 3339 date"
+                "description": "unix seconds or an RFC 3339 date (before 1970: negative seconds)"
                },
                "encrypted": {
                 "type": [

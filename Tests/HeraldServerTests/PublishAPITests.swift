@@ -34,7 +34,6 @@ let badPublishRequests: [BadRequest] = [
     BadRequest("custom without targets", .post, "/v1/events", #"{"template":"custom","fields":{"aps":{"alert":"x"}}}"#, headers: publisher, .unprocessableContent, field: "targets"),
     BadRequest("bad target key", .post, "/v1/events", #"{"template":"custom","targets":{"keys":["\#(badKaspa)"]},"fields":{"aps":{"alert":"x"}}}"#, headers: publisher, field: "targets.keys[0]"),
     BadRequest("bad priority", .post, "/v1/events", #"{"template":"custom","priority":7,"targets":{"keys":["session:x"]},"fields":{"aps":{"alert":"x"}}}"#, headers: publisher, field: "priority"),
-    BadRequest("expired", .post, "/v1/events", #"{"template":"custom","expiration":1,"targets":{"keys":["session:x"]},"fields":{"aps":{"alert":"x"}}}"#, headers: publisher, .unprocessableContent, field: "expiration"),
     BadRequest("kasia tx_id not hex", .post, "/v1/events", kasiaBody(goodKasiaFields.replacingOccurrences(of: txID, with: "xyz")), headers: publisher, field: "fields.tx_id"),
     BadRequest("kasia bad sender checksum", .post, "/v1/events", kasiaBody(goodKasiaFields.replacingOccurrences(of: kaspaA, with: badKaspa)), headers: publisher, field: "fields.sender"),
     BadRequest("kasia timestamp a string", .post, "/v1/events", kasiaBody(goodKasiaFields.replacingOccurrences(of: "1704067200", with: #""soon""#)), headers: publisher, field: "fields.timestamp"),
@@ -141,13 +140,13 @@ struct EventOptionsTests {
         (#"{"template":"conversation.silent","thread_id":"t","targets":{"device_ids":["d1"]},"fields":{"conversation_id":"c"}}"#, 422, "thread_id"),
         (#"{"template":"conversation.silent","priority":10,"targets":{"device_ids":["d1"]},"fields":{"conversation_id":"c"}}"#, 422, "priority"),
         (#"{"template":"session.message","collapse_id":"\#(String(repeating: "c", count: 65))","fields":{"session_id":"x","message_id":"m","timestamp":1}}"#, 422, "collapse_id"),
-        // 64 characters, 128 bytes: the document's maxLength holds, Apple's 64 bytes do not.
+        // 64 characters, 128 bytes: not ASCII, as the document's pattern says.
         (#"{"template":"session.message","collapse_id":"\#(String(repeating: "é", count: 64))","fields":{"session_id":"x","message_id":"m","timestamp":1}}"#, 422, "collapse_id"),
         (#"{"template":"agent.event","fields":{"hook_event_name":"Notification","device_name":"\#(String(repeating: "d", count: 256))","session_id":"s","message":"\#(String(repeating: "m", count: 4_000))"}}"#, 413, "fields"),
         (#"{"template":"custom","targets":{"keys":["session:x"]},"fields":{"aps":{"alert":"\#(String(repeating: "a", count: 5_000))"}}}"#, 413, "fields"),
-        (#"{"template":"custom","expiration":10000000000000000,"targets":{"keys":["session:x"]},"fields":{"aps":{"alert":"x"}}}"#, 422, "expiration"),
-        // A date the RFC allows before 1970: read, and refused on its meaning.
-        (#"{"template":"session.message","fields":{"session_id":"x","message_id":"m","timestamp":"0286-06-05T22:08:44+23:52"}}"#, 422, "fields.timestamp"),
+        // A header carries it: ASCII only, whatever the document's maxLength allows besides.
+        (#"{"template":"session.message","collapse_id":"line\nbreak","fields":{"session_id":"x","message_id":"m","timestamp":1}}"#, 422, "collapse_id"),
+        (#"{"template":"custom","collapse_id":"\#(String(repeating: "é", count: 10))","targets":{"keys":["session:x"]},"fields":{"aps":{"alert":"x"}}}"#, 422, "collapse_id"),
     ])
     func refused(body: String, status: Int, field: String) async throws {
         try await withRegistrationServer { client, store in
@@ -179,6 +178,39 @@ struct DeliveryCapTests {
             r = try await send(client, .post, "/v1/events", untargeted, headers: publisher)
             #expect(r.status == .accepted)
             #expect(try json(r)["deliveries"] as? Int == 3)
+        }
+    }
+}
+
+@Suite("/v1/events: expiration as the push services read it", .serialized)
+struct ExpirationTests {
+    @Test("absent: a day; past (0 included, Apple's apns-expiration 0): a now-or-never push tried for a minute; past 30 days: 30 days", arguments: [
+        (nil, 86_400), (Int64(0), 60), (Int64(1), 60), (Int64.min, 60), (Int64(10_000_000_000_000_000), 30 * 86_400), (Int64.max, 30 * 86_400),
+    ] as [(Int64?, Int)])
+    func lifetime(expiration: Int64?, seconds: Int) async throws {
+        try await withRegistrationServer(configure: { $0.apps = AppDirectory([AppSettings(id: "default", publishKeys: ["pk"])]) }) { client, store in
+            _ = try await send(client, .post, "/v1/push/register", #"{"device_token":"\#(token1)","platform":"ios","watched_addresses":["session:x"]}"#)
+            let option = expiration.map { #""expiration":\#($0),"# } ?? ""
+            var r = try await send(client, .post, "/v1/events", #"{"template":"custom",\#(option)"targets":{"keys":["session:x"]},"fields":{"aps":{"alert":"x"}}}"#, headers: publisher)
+            #expect(r.status == .accepted)
+            let id = try #require(try json(r)["event_id"] as? String)
+            r = try await send(client, .get, "/v1/events/\(id)", headers: [.authorization: "Bearer pk"])
+            let body = try json(r)
+            let lifetime = try #require(body["expires_at"] as? Int) - (try #require(body["created_at"] as? Int))
+            #expect(lifetime == seconds)
+            #expect((body["deliveries"] as? [String: Int])?["queued"] == 1)
+        }
+    }
+
+    @Test("a session.message timestamp before 1970 is read, as RFC 3339 allows, into negative seconds")
+    func before1970() async throws {
+        try await withRegistrationServer { client, store in
+            _ = try await send(client, .post, "/v1/push/register", #"{"device_token":"\#(token1)","platform":"ios","device_id":"d1","watched_addresses":["session:x"]}"#)
+            let r = try await send(client, .post, "/v1/events",
+                #"{"template":"session.message","fields":{"session_id":"x","message_id":"m","timestamp":"1969-12-31T23:59:00Z"}}"#, headers: publisher)
+            #expect(r.status == .accepted)
+            let payload = try #require(try await store.claimDue(app: "default", platform: .ios, limit: 1, now: Date(), lease: .seconds(30)).first?.push.payload)
+            #expect(String(decoding: payload, as: UTF8.self).contains(#""timestamp":-60"#))
         }
     }
 }

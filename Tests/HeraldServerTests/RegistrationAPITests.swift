@@ -77,6 +77,9 @@ struct RegistrationShapeTests {
             // The token may come in a header instead, out of access logs.
             status = try json(try await send(client, .get, "/v1/push/status", headers: [HTTPField.Name("X-Device-Token")!: token1]))
             #expect(status["registered"] as? Bool == true && status["watched_addresses"] as? [String] == [kaspaZero])
+            // Both given: the header wins.
+            status = try json(try await send(client, .get, "/v1/push/status?device_token=\(String(repeating: "cd", count: 32))", headers: [HTTPField.Name("X-Device-Token")!: token1]))
+            #expect(status["registered"] as? Bool == true)
 
             r = try await send(client, .put, "/v1/push/update", #"{"device_token":"\#(token1)","watched_addresses":["\#(kaspaA)"]}"#)
             #expect(r.status == .ok)

@@ -94,6 +94,9 @@ struct SignedRegistrationTests {
             // Another identity cannot read, move or remove a device that is not its own.
             r = try await send(client, .get, "/v1/push/status", headers: [HTTPField.Name("X-Device-Token")!: theirs, .authorization: "Bearer \(other)"])
             #expect(r.status == .forbidden)
+            // Its own token in the query does not open another's named in the header, which wins.
+            r = try await send(client, .get, "/v1/push/status?device_token=\(mine)", headers: [HTTPField.Name("X-Device-Token")!: theirs, .authorization: "Bearer \(hs)"])
+            #expect(r.status == .forbidden)
             r = try await send(client, .delete, "/v1/push/unregister", #"{"device_token":"\#(theirs)"}"#, headers: Self.headers(hs))
             #expect(r.status == .forbidden)
             r = try await send(client, .delete, "/v1/push/unregister", #"{"device_token":"\#(theirs)"}"#, headers: Self.headers(es))
