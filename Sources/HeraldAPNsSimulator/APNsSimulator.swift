@@ -16,15 +16,21 @@ public final class APNsSimulator: Sendable {
     private let group: EventLoopGroup
     private let server: Channel
     private let sandboxServer: Channel
-    private let control: Channel
+    private let control: Channel?
     private let logger: Logger
 
     /// The bound HTTP/2 port of the production host (`api.push.apple.com`).
     public var port: Int { server.localAddress?.port ?? 0 }
     /// The bound HTTP/2 port of the sandbox host (`api.sandbox.push.apple.com`).
     public var sandboxPort: Int { sandboxServer.localAddress?.port ?? 0 }
-    /// The bound control port.
-    public var controlPort: Int { control.localAddress?.port ?? 0 }
+    /// The bound control port; nil when it has none (`controlPort` nil: another listener carries
+    /// `control(_:)`, as Herald's admin listener does for the built-in simulator).
+    public var controlPort: Int? { control.map { $0.localAddress?.port ?? 0 } }
+
+    /// The control API (`GET /stats`, `POST /faults`, …), for whichever listener carries it.
+    public func control(_ call: SimulatorControlCall) async -> SimulatorControlAnswer {
+        SimulatorControlServer.answer(call, state: state)
+    }
     /// `https://host:port`: where clients send production pushes.
     public var url: URL { url(for: .production) }
 
@@ -35,7 +41,7 @@ public final class APNsSimulator: Sendable {
 
     private init(
         configuration: APNsSimulatorConfiguration, tls: SimulatorTLSIdentity, state: SimulatorState,
-        group: EventLoopGroup, server: Channel, sandboxServer: Channel, control: Channel, logger: Logger
+        group: EventLoopGroup, server: Channel, sandboxServer: Channel, control: Channel?, logger: Logger
     ) {
         self.configuration = configuration
         self.tls = tls
@@ -59,7 +65,7 @@ public final class APNsSimulator: Sendable {
         let server = try await listen(
             .production, port: configuration.port, configuration: configuration, state: state, sslContext: sslContext, group: eventLoopGroup)
         let sandboxServer: Channel
-        let control: Channel
+        let control: Channel?
         do {
             sandboxServer = try await listen(
                 .sandbox, port: configuration.sandboxPort, configuration: configuration, state: state, sslContext: sslContext,
@@ -69,8 +75,11 @@ public final class APNsSimulator: Sendable {
             throw error
         }
         do {
-            control = try await SimulatorControlServer.bind(
-                host: configuration.host, port: configuration.controlPort, state: state, group: eventLoopGroup)
+            if let port = configuration.controlPort {
+                control = try await SimulatorControlServer.bind(host: configuration.host, port: port, state: state, group: eventLoopGroup)
+            } else {
+                control = nil
+            }
         } catch {
             try? await server.close()
             try? await sandboxServer.close()
@@ -153,12 +162,12 @@ public final class APNsSimulator: Sendable {
     public func assign(token: String, to environment: APNsEnvironment) { state.assign(token: token, to: environment) }
 
     /// Whether it still listens (its service and control ports).
-    public var isListening: Bool { server.isActive && sandboxServer.isActive && control.isActive }
+    public var isListening: Bool { server.isActive && sandboxServer.isActive && control?.isActive != false }
 
     /// Stops listening; open connections close.
     public func shutdown() async {
         try? await server.close()
         try? await sandboxServer.close()
-        try? await control.close()
+        try? await control?.close()
     }
 }

@@ -40,8 +40,8 @@ public struct APNsSimulatorConfiguration: Sendable {
     public var port = 2197
     /// The sandbox host's HTTP/2 port; 0 (the default) picks a free one.
     public var sandboxPort = 0
-    /// The plain-HTTP control port; 0 picks a free one.
-    public var controlPort = 2198
+    /// The plain-HTTP control port; 0 picks a free one, nil opens none (`control(_:)` still answers).
+    public var controlPort: Int? = 2198
     public var keys: [SimulatorKey] = []
     /// Topics accepted; empty accepts any topic.
     public var topics: Set<String> = []

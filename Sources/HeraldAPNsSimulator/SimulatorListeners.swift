@@ -12,62 +12,73 @@ import ServiceLifecycle
 /// (HTTP/2 or HTTP/1.1, as ALPN settles) and a plain-HTTP control port.
 package struct SimulatorListeners: Sendable {
     package let port: Int
-    package let controlPort: Int
+    /// nil when the control API has no port of its own.
+    package let controlPort: Int?
     /// Both servers, shut down gracefully together.
     private let group: ServiceGroup
     private let task: Task<Void, any Error>
-    /// The two listening sockets.
+    /// The listening sockets.
     private let channels: [any Channel]
 
-    /// Whether both still listen.
+    /// Whether all still listen.
     package var isListening: Bool { channels.allSatisfy(\.isActive) }
 
-    /// Starts both and returns once both are bound (port 0 picks a free one).
+    /// Starts the service, and the control API on a port of its own when `controlPort` is given,
+    /// and returns once both are bound (port 0 picks a free one).
     /// - Parameter http2: offer HTTP/2 beside HTTP/1.1 (ALPN); false serves HTTP/1.1 alone, as a
     ///   small push service may (Hummingbird's HTTP/2 server always offers `h2`, whatever `tls` says).
     package static func start(
-        api: Router<BasicRequestContext>, control: Router<BasicRequestContext>, tls: TLSConfiguration, http2: Bool = true, host: String, port: Int,
-        controlPort: Int, name: String, logger: Logger
+        api: Router<BasicRequestContext>, control: @escaping @Sendable (SimulatorControlCall) async -> SimulatorControlAnswer,
+        tls: TLSConfiguration, http2: Bool = true, host: String, port: Int, controlPort: Int?, name: String, logger: Logger
     ) async throws -> SimulatorListeners {
-        let apiBound = AsyncStream<any Channel>.makeStream()
-        let controlBound = AsyncStream<any Channel>.makeStream()
-        let apiApp = Application(
-            router: api, server: http2 ? try .http2Upgrade(tlsConfiguration: tls) : try .tls(.http1(), tlsConfiguration: tls),
-            configuration: .init(address: .hostname(host, port: port), serverName: name),
-            onServerRunning: { channel in
-                apiBound.continuation.yield(channel)
-                apiBound.continuation.finish()
-            },
-            logger: logger)
-        let controlApp = Application(
-            router: control,
-            configuration: .init(address: .hostname(host, port: controlPort), serverName: name + "-control"),
-            onServerRunning: { channel in
-                controlBound.continuation.yield(channel)
-                controlBound.continuation.finish()
-            },
-            logger: logger)
-        let group = ServiceGroup(configuration: .init(services: [apiApp, controlApp], logger: logger))
+        var services: [any Service] = []
+        var bound: [AsyncStream<any Channel>] = []
+        var finishers: [@Sendable () -> Void] = []
+        func listening(_ configure: (@escaping @Sendable (any Channel) async -> Void) throws -> any Service) rethrows {
+            let stream = AsyncStream<any Channel>.makeStream()
+            services.append(try configure { channel in
+                stream.continuation.yield(channel)
+                stream.continuation.finish()
+            })
+            bound.append(stream.stream)
+            finishers.append { stream.continuation.finish() }
+        }
+        try listening { onRunning in
+            Application(
+                router: api, server: http2 ? try .http2Upgrade(tlsConfiguration: tls) : try .tls(.http1(), tlsConfiguration: tls), configuration: .init(address: .hostname(host, port: port), serverName: name),
+                onServerRunning: onRunning, logger: logger)
+        }
+        if let controlPort {
+            listening { onRunning in
+                Application(
+                    router: controlRouter(control), configuration: .init(address: .hostname(host, port: controlPort), serverName: name + "-control"),
+                    onServerRunning: onRunning, logger: logger)
+            }
+        }
+        let group = ServiceGroup(configuration: .init(services: services, logger: logger))
+        let unblock = finishers
         let task = Task {
             do {
                 try await group.run()
             } catch {
                 // A port that cannot be bound: whoever waits for it learns now, not never.
-                apiBound.continuation.finish()
-                controlBound.continuation.finish()
+                for finish in unblock { finish() }
                 throw error
             }
         }
-        var apiPorts = apiBound.stream.makeAsyncIterator()
-        var controlPorts = controlBound.stream.makeAsyncIterator()
-        guard let apiChannel = await apiPorts.next(), let controlChannel = await controlPorts.next() else {
-            task.cancel()
-            try await task.value
-            throw CancellationError()
+        var channels: [any Channel] = []
+        for stream in bound {
+            var iterator = stream.makeAsyncIterator()
+            guard let channel = await iterator.next() else {
+                task.cancel()
+                try await task.value
+                throw CancellationError()
+            }
+            channels.append(channel)
         }
         return SimulatorListeners(
-            port: apiChannel.localAddress?.port ?? 0, controlPort: controlChannel.localAddress?.port ?? 0, group: group, task: task,
-            channels: [apiChannel, controlChannel])
+            port: channels[0].localAddress?.port ?? 0, controlPort: channels.count > 1 ? channels[1].localAddress?.port ?? 0 : nil,
+            group: group, task: task, channels: channels)
     }
 
     /// Stops both servers gracefully (no error lines for a clean stop); a connection still open

@@ -65,12 +65,12 @@ struct MockAPNsCommand: AsyncParsableCommand {
         output["ready"] = true
         output["port"] = simulator.port
         output["sandbox_port"] = simulator.sandboxPort
-        output["control_port"] = simulator.controlPort
+        output["control_port"] = (simulator.controlPort ?? 0)
         output["ca"] = caPath
         try writeEnvironment(to: directory, port: simulator.port, sandboxPort: simulator.sandboxPort, caPath: caPath, output: output)
         CLIOutput.printJSON(output)
         logger.info("mock-apns listening", metadata: [
-            "port": "\(simulator.port)", "sandbox_port": "\(simulator.sandboxPort)", "control_port": "\(simulator.controlPort)",
+            "port": "\(simulator.port)", "sandbox_port": "\(simulator.sandboxPort)", "control_port": "\((simulator.controlPort ?? 0))",
         ])
 
         _ = await SignalWaiter.waitForTermination()

@@ -58,10 +58,10 @@ struct MockFCMCommand: AsyncParsableCommand {
             """
         try Data(env.utf8).write(to: directory.appendingPathComponent("herald.env"))
         CLIOutput.printJSON([
-            "ready": true, "port": simulator.port, "control_port": simulator.controlPort, "ca": ca, "credentials": credentials.path,
+            "ready": true, "port": simulator.port, "control_port": (simulator.controlPort ?? 0), "ca": ca, "credentials": credentials.path,
             "project_id": projectID, "token_uri": simulator.tokenURL.absoluteString,
         ])
-        logger.info("mock-fcm listening", metadata: ["port": "\(simulator.port)", "control_port": "\(simulator.controlPort)"])
+        logger.info("mock-fcm listening", metadata: ["port": "\(simulator.port)", "control_port": "\((simulator.controlPort ?? 0))"])
         _ = await SignalWaiter.waitForTermination()
         await simulator.shutdown()
     }

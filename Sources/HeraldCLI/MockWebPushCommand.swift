@@ -39,10 +39,10 @@ struct MockWebPushCommand: AsyncParsableCommand {
         let ca = try simulator.tls.writeCA(to: directory)
         let allowed = "\(host.contains(":") ? "[\(host)]" : host):\(simulator.port)"
         CLIOutput.printJSON([
-            "ready": true, "origin": simulator.origin, "port": simulator.port, "control_port": simulator.controlPort, "ca": ca,
+            "ready": true, "origin": simulator.origin, "port": simulator.port, "control_port": (simulator.controlPort ?? 0), "ca": ca,
             "env": "HERALD_WEBPUSH_ALLOW_HOSTS=\(allowed) HERALD_WEBPUSH_CA_FILE=\(ca)",
         ])
-        logger.info("mock-webpush listening", metadata: ["origin": "\(simulator.origin)", "control_port": "\(simulator.controlPort)"])
+        logger.info("mock-webpush listening", metadata: ["origin": "\(simulator.origin)", "control_port": "\((simulator.controlPort ?? 0))"])
         _ = await SignalWaiter.waitForTermination()
         await simulator.shutdown()
     }

@@ -51,11 +51,10 @@ struct ServeCommand: AsyncParsableCommand {
             }
             var configuration = APNsSimulatorConfiguration()
             configuration.port = 0
-            configuration.controlPort = settings.simulatorControlPort
+            // Its control API answers on the admin listener, under /simulators/apns.
+            configuration.controlPort = nil
             configuration.keys = simulatorKeys.values.map { SimulatorKey(keyID: $0.keyID, teamID: $0.teamID, publicKey: $0.publicKey) }
-            let sim = try await PortInUse.naming("HERALD_SIMULATOR_CONTROL_PORT", port: configuration.controlPort) {
-                try await APNsSimulator.start(configuration: configuration, eventLoopGroup: group)
-            }
+            let sim = try await APNsSimulator.start(configuration: configuration, eventLoopGroup: group)
             simulator = sim
             // First in the group, so it stops last: pushes in flight at shutdown still reach it.
             services.append(StopAtShutdown { await sim.shutdown() })
@@ -63,7 +62,7 @@ struct ServeCommand: AsyncParsableCommand {
                 "No APNs credentials (HERALD_APNS_*): pushes go to the built-in APNs SIMULATOR, not to Apple",
                 metadata: [
                     "apps": "\(simulated.map(\.settings.id).joined(separator: ","))", "simulator": "\(sim.url)",
-                    "control": "http://127.0.0.1:\(sim.controlPort)",
+                    "control": "/simulators/apns on the admin listener",
                 ])
         }
 
@@ -72,17 +71,15 @@ struct ServeCommand: AsyncParsableCommand {
         let fcmSimulated = settings.apps.filter { $0.fcm == nil }
         if !fcmSimulated.isEmpty {
             var configuration = FCMSimulator.Configuration()
-            configuration.controlPort = settings.fcmSimulatorControlPort
-            let sim = try await PortInUse.naming("HERALD_FCM_SIMULATOR_CONTROL_PORT", port: configuration.controlPort) {
-                try await FCMSimulator.start(configuration: configuration)
-            }
+            configuration.controlPort = nil
+            let sim = try await FCMSimulator.start(configuration: configuration)
             fcmSimulator = sim
             services.append(StopAtShutdown { await sim.shutdown() })
             logger.warning(
                 "No FCM credentials (HERALD_FCM_*): Android pushes go to the built-in FCM SIMULATOR, not to Google",
                 metadata: [
                     "apps": "\(fcmSimulated.map(\.settings.id).joined(separator: ","))", "simulator": "\(sim.url)",
-                    "control": "http://127.0.0.1:\(sim.controlPort)",
+                    "control": "/simulators/fcm on the admin listener",
                 ])
         }
 
@@ -93,10 +90,8 @@ struct ServeCommand: AsyncParsableCommand {
         let unsigned = settings.apps.filter { $0.vapid == nil }
         if !unsigned.isEmpty {
             var configuration = WebPushSimulator.Configuration()
-            configuration.controlPort = settings.webPush.simulatorControlPort
-            let sim = try await PortInUse.naming("HERALD_WEBPUSH_SIMULATOR_CONTROL_PORT", port: configuration.controlPort) {
-                try await WebPushSimulator.start(configuration: configuration)
-            }
+            configuration.controlPort = nil
+            let sim = try await WebPushSimulator.start(configuration: configuration)
             webPushAllowHosts.insert("\(configuration.host):\(sim.port)")
             webPushSimulator = sim
             services.append(StopAtShutdown { await sim.shutdown() })
@@ -104,7 +99,7 @@ struct ServeCommand: AsyncParsableCommand {
                 "No VAPID key (HERALD_VAPID_*): these apps sign Web Push with an EPHEMERAL key, so browser subscriptions made with it end when Herald restarts; a built-in Web Push simulator is running",
                 metadata: [
                     "apps": "\(unsigned.map(\.settings.id).joined(separator: ","))", "simulator": "\(sim.origin)",
-                    "control": "http://127.0.0.1:\(sim.controlPort)",
+                    "control": "/simulators/webpush on the admin listener",
                 ])
         }
         let webPushGuard = WebPushEndpointGuard(policy: WebPushAddressPolicy(allowedHosts: webPushAllowHosts))
@@ -246,18 +241,21 @@ struct ServeCommand: AsyncParsableCommand {
             sending: sending, matrix: MatrixApps(settings.matrix), lanes: outbox.lanes, operations: false)
         // `/metrics` and `/v1/stats` on a listener of their own, loopback by default: what the
         // instance counts is for its operator, not for whoever reaches the API.
-        let readinessLine = ReadinessLine(host: settings.host, adminHost: settings.adminHost)
+        // The built-in simulators' control APIs, for the operator beside /metrics (SPEC §12).
+        var simulatorControls: [String: SimulatorControlRoute] = [:]
+        if let simulator { simulatorControls["apns"] = Self.route(simulator.control) }
+        if let fcmSimulator { simulatorControls["fcm"] = Self.route(fcmSimulator.control) }
+        if let webPushSimulator { simulatorControls["webpush"] = Self.route(webPushSimulator.control) }
+        let readinessLine = ReadinessLine(host: settings.host, adminHost: settings.adminHost, simulators: Set(simulatorControls.keys))
         let admin = Application(
             router: Gateway.operationsRouter(
-                store: store, metrics: metrics, chainSource: chainSource, readiness: readiness, sending: sending, lanes: outbox.lanes),
+                store: store, metrics: metrics, chainSource: chainSource, readiness: readiness, sending: sending, lanes: outbox.lanes,
+                simulators: simulatorControls),
             server: .http1(configuration: .init(idleTimeout: .seconds(Int64(settings.httpIdleTimeoutSeconds)))),
             configuration: .init(address: .hostname(settings.adminHost, port: settings.adminPort), serverName: "Herald"),
             onServerRunning: { channel in await readinessLine.admin(channel.localAddress?.port ?? 0) },
             eventLoopGroupProvider: .shared(group), logger: logger)
         services.append(PortNamingService(admin, field: "HERALD_ADMIN_PORT", port: settings.adminPort))
-        let controlPort = simulator?.controlPort
-        let fcmControlPort = fcmSimulator?.controlPort
-        let webPushControlPort = webPushSimulator?.controlPort
         // Every client connection is counted and held to its deadlines; past the cap, the longest
         // waiting one without a request in hand makes room (ConnectionTable).
         let connections = ConnectionTable(limits: ConnectionLimits(
@@ -271,9 +269,7 @@ struct ServeCommand: AsyncParsableCommand {
             configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "Herald"),
             onServerRunning: { channel in
                 // One line on standard output once both listeners listen, for scripts and tests.
-                await readinessLine.api(
-                    channel.localAddress?.port ?? 0, simulatorControl: controlPort, fcmSimulatorControl: fcmControlPort,
-                    webPushSimulatorControl: webPushControlPort)
+                await readinessLine.api(channel.localAddress?.port ?? 0)
             },
             eventLoopGroupProvider: .shared(group), logger: logger)
         // Last in the group, so it stops first: no new requests while the rest winds down.
@@ -312,6 +308,14 @@ struct ServeCommand: AsyncParsableCommand {
         try await group.shutdownGracefully()
         if let failure { throw PortInUse.named(failure, "HERALD_HTTP_PORT", port: settings.port) }
     }
+
+    /// A simulator's control API as the admin listener mounts it.
+    static func route(_ control: @escaping @Sendable (SimulatorControlCall) async -> SimulatorControlAnswer) -> SimulatorControlRoute {
+        { method, path, query, body in
+            let answer = await control(SimulatorControlCall(method: method, path: path, query: query, body: body))
+            return (answer.status, answer.json)
+        }
+    }
 }
 
 /// A built-in simulator as a service: it runs until the group stops it, then `stop` closes it.
@@ -339,24 +343,22 @@ struct PortNamingService: Service {
     }
 }
 
-/// `{"ready":true,"http":"127.0.0.1:8080","admin":"127.0.0.1:8081","simulator_control":"http://127.0.0.1:…",…}`
+/// `{"ready":true,"http":"127.0.0.1:8080","admin":"127.0.0.1:8081","simulator_control":"http://127.0.0.1:8081/simulators/apns",…}`
 /// on standard output once the API and the admin listener both listen.
 actor ReadinessLine {
     private let host: String
     private let adminHost: String
+    /// The built-in simulators whose control API the admin listener carries.
+    private let simulators: Set<String>
     private var line: [String: Any]?
     private var adminPort: Int?
 
-    init(host: String, adminHost: String) {
-        (self.host, self.adminHost) = (host, adminHost)
+    init(host: String, adminHost: String, simulators: Set<String>) {
+        (self.host, self.adminHost, self.simulators) = (host, adminHost, simulators)
     }
 
-    func api(_ port: Int, simulatorControl: Int?, fcmSimulatorControl: Int?, webPushSimulatorControl: Int?) {
-        var line: [String: Any] = ["ready": true, "http": "\(host):\(port)"]
-        line["simulator_control"] = simulatorControl.map { "http://127.0.0.1:\($0)" } ?? NSNull()
-        line["fcm_simulator_control"] = fcmSimulatorControl.map { "http://127.0.0.1:\($0)" } ?? NSNull()
-        line["webpush_simulator_control"] = webPushSimulatorControl.map { "http://127.0.0.1:\($0)" } ?? NSNull()
-        self.line = line
+    func api(_ port: Int) {
+        line = ["ready": true, "http": "\(host):\(port)"]
         printWhenBoth()
     }
 
@@ -368,6 +370,10 @@ actor ReadinessLine {
     private func printWhenBoth() {
         guard var line, let adminPort else { return }
         line["admin"] = "\(adminHost):\(adminPort)"
+        let admin = adminHost.contains(":") ? "[\(adminHost)]:\(adminPort)" : "\(adminHost):\(adminPort)"
+        for (field, name) in [("simulator_control", "apns"), ("fcm_simulator_control", "fcm"), ("webpush_simulator_control", "webpush")] {
+            line[field] = simulators.contains(name) ? "http://\(admin)/simulators/\(name)" : NSNull()
+        }
         guard let data = try? JSONSerialization.data(withJSONObject: line, options: [.sortedKeys, .withoutEscapingSlashes]) else { return }
         FileHandle.standardOutput.write(data + Data("\n".utf8))
     }
@@ -475,10 +481,6 @@ struct ServeSettings {
     /// `HERALD_KASPA_NETWORK`: the network served — the chain source checks the node's, and
     /// registrations of another network's addresses are refused.
     var kaspaNetwork: (id: String, prefix: KaspaAddress.Prefix)?
-    /// `HERALD_SIMULATOR_CONTROL_PORT`: the built-in simulator's control port (0: a free one).
-    var simulatorControlPort = 0
-    /// `HERALD_FCM_SIMULATOR_CONTROL_PORT`: the built-in FCM simulator's control port (0: a free one).
-    var fcmSimulatorControlPort = 0
     /// `HERALD_WEBPUSH_*`: where Web Push may be sent and which extra roots to trust.
     var webPush = WebPushSettings()
     /// `HERALD_SHUTDOWN_GRACE_SECONDS`: how long a SIGTERM/SIGINT waits for sends in flight and
@@ -564,10 +566,6 @@ struct ServeSettings {
                 throw InvalidInput(field: "HERALD_KASPA_NETWORK", message: "is mainnet, testnet (any testnet), testnet-<n> (testnet-10), simnet or devnet, not \(text)")
             }
             kaspaNetwork = (text, prefix)
-        }
-        if let value = try Self.integer(env, "HERALD_SIMULATOR_CONTROL_PORT", in: 0...65_535, "is a port number from 0 to 65535") { simulatorControlPort = value }
-        if let value = try Self.integer(env, "HERALD_FCM_SIMULATOR_CONTROL_PORT", in: 0...65_535, "is a port number from 0 to 65535") {
-            fcmSimulatorControlPort = value
         }
         webPush = try WebPushSettings(environment: env)
         if let value = try Self.integer(env, "HERALD_HTTP_IDLE_TIMEOUT_SECONDS", in: 1...3_600, "is a whole number of seconds from 1 to 3600") { httpIdleTimeoutSeconds = value }
@@ -741,9 +739,5 @@ enum PortInUse {
         // NIO's bind error, possibly inside the server's own error.
         guard (error as? IOError)?.errnoCode == EADDRINUSE || "\(error)".contains("Address already in use") else { return error }
         return CLIOutput.invalid(field: field, message: "port \(port) is in use by another process")
-    }
-
-    static func naming<T>(_ field: String, port: Int, _ body: () async throws -> T) async throws -> T {
-        do { return try await body() } catch { throw named(error, field, port: port) }
     }
 }

@@ -50,10 +50,8 @@ struct WebPushSettings: Sendable {
     var allowHosts: Set<String> = []
     /// `HERALD_WEBPUSH_CA_FILE`: extra trust roots for those hosts.
     var caFile: String?
-    /// `HERALD_WEBPUSH_SIMULATOR_CONTROL_PORT`: the built-in Web Push simulator's control port (0: a free one).
-    var simulatorControlPort = 0
 
-    /// No allowed hosts, no extra roots, a free control port.
+    /// No allowed hosts, no extra roots.
     init() {}
 
     init(environment env: [String: String]) throws {
@@ -66,12 +64,6 @@ struct WebPushSettings: Sendable {
                 throw InvalidInput(field: "HERALD_WEBPUSH_CA_FILE", message: "\(file) is not readable")
             }
             caFile = file
-        }
-        if let text = env["HERALD_WEBPUSH_SIMULATOR_CONTROL_PORT"], !text.isEmpty {
-            guard let port = Int(text), (0...65_535).contains(port) else {
-                throw InvalidInput(field: "HERALD_WEBPUSH_SIMULATOR_CONTROL_PORT", message: "is a port number from 0 to 65535")
-            }
-            simulatorControlPort = port
         }
     }
 }

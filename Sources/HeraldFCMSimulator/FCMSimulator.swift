@@ -21,7 +21,8 @@ public final class FCMSimulator: Sendable {
     public struct Configuration: Sendable {
         public var host = "127.0.0.1"
         public var port = 0
-        public var controlPort = 0
+        /// The control API's own port (0: a free one); nil opens none, `control(_:)` still answers.
+        public var controlPort: Int? = 0
         /// The project messages may be sent for.
         public var projectID = "herald-simulator"
         public var clientEmail = "herald-simulator@herald-simulator.iam.gserviceaccount.com"
@@ -37,7 +38,7 @@ public final class FCMSimulator: Sendable {
     let state: FCMSimulatorState
     private let listeners: SimulatorListeners
     public var port: Int { listeners.port }
-    public var controlPort: Int { listeners.controlPort }
+    public var controlPort: Int? { listeners.controlPort }
 
     /// `https://host:port`: where clients send.
     public var url: URL { URL(string: "https://\(configuration.host):\(port)")! }
@@ -91,26 +92,8 @@ public final class FCMSimulator: Sendable {
                 method: method, project: project, authorization: request.headers[.authorization], body: Array(buffer: body),
                 configuration: configuration, state: state)
         }
-        let control = Router()
-        control.get("/stats") { _, _ -> Response in Self.json(.ok, Self.encode(state.stats)) }
-        control.get("/notifications") { request, _ -> Response in
-            let token = request.uri.queryParameters.get("token")
-            return Self.json(.ok, Self.encode(["notifications": state.notifications(token: token)]))
-        }
-        control.post("/faults") { request, _ -> Response in
-            let body = try await request.body.collect(upTo: 65_536)
-            guard let fault = try? JSONDecoder().decode(FCMSimulatorFault.self, from: Data(buffer: body)) else {
-                return Self.json(.badRequest, #"{"error":"a fault is {\"kind\": unregistered|sender_id_mismatch|quota_exceeded|unavailable|internal|unauthenticated|permission_denied|token_endpoint_unavailable, \"token\", \"count\", \"retry_after\", \"device\", \"every\"}"}"#)
-            }
-            return Self.json(.created, #"{"id":\#(state.addFault(fault))}"#)
-        }
-        control.post("/reset") { _, _ -> Response in
-            state.reset()
-            return Self.json(.ok, #"{"reset":true}"#)
-        }
-
         let listeners = try await SimulatorListeners.start(
-            api: api, control: control, tls: tlsConfiguration, host: configuration.host, port: configuration.port,
+            api: api, control: { Self.control($0, state: state) }, tls: tlsConfiguration, host: configuration.host, port: configuration.port,
             controlPort: configuration.controlPort, name: "herald-mock-fcm", logger: logger)
         let apiPort = listeners.port
         let tokenURL = "https://\(configuration.host):\(apiPort)/token"
@@ -121,6 +104,31 @@ public final class FCMSimulator: Sendable {
     }
 
     public func shutdown() async { await listeners.shutdown() }
+
+    /// The control API (`GET /stats`, `GET /notifications?token=`, `POST /faults`, `POST /reset`),
+    /// for whichever listener carries it.
+    public func control(_ call: SimulatorControlCall) async -> SimulatorControlAnswer { Self.control(call, state: state) }
+
+    static func control(_ call: SimulatorControlCall, state: FCMSimulatorState) -> SimulatorControlAnswer {
+        switch (call.method, call.path) {
+        case ("GET", "/stats"):
+            return SimulatorControlAnswer(status: 200, json: encode(state.stats))
+        case ("GET", "/notifications"):
+            return SimulatorControlAnswer(status: 200, json: encode(["notifications": state.notifications(token: call.query["token"])]))
+        case ("POST", "/faults"):
+            guard let fault = try? JSONDecoder().decode(FCMSimulatorFault.self, from: Data(call.body)) else {
+                return SimulatorControlAnswer(
+                    status: 400,
+                    json: #"{"error":"a fault is {\"kind\": unregistered|sender_id_mismatch|quota_exceeded|unavailable|internal|unauthenticated|permission_denied|token_endpoint_unavailable, \"token\", \"count\", \"retry_after\", \"device\", \"every\"}"}"#)
+            }
+            return SimulatorControlAnswer(status: 201, json: #"{"id":\#(state.addFault(fault))}"#)
+        case ("POST", "/reset"):
+            state.reset()
+            return SimulatorControlAnswer(status: 200, json: #"{"reset":true}"#)
+        default:
+            return .error(404, "no route \(call.method) \(call.path)")
+        }
+    }
 
     /// Whether it still listens (its service and control ports).
     public var isListening: Bool { listeners.isListening }

@@ -7,6 +7,10 @@ import HeraldStore
 import Hummingbird
 import Prometheus
 
+/// A built-in simulator's control API as the admin listener carries it: the method, the path
+/// within the API (`/stats`), the query and the body in; a status and a JSON body out.
+public typealias SimulatorControlRoute = @Sendable (_ method: String, _ path: String, _ query: [String: String], _ body: [UInt8]) async -> (status: Int, json: String)
+
 /// The whole HTTP API on one router: routes, middleware and encoding; publishing goes through
 /// the one `EventPublisher`.
 public enum Gateway {
@@ -61,7 +65,7 @@ public enum Gateway {
     public static func operationsRouter(
         store: any DeviceRegistry & StoreStatistics, metrics: (HeraldMetrics, PrometheusCollectorRegistry),
         chainSource: KaspaChainSource? = nil, readiness: [ReadinessCheck] = [], sending: [String: [String: String]] = [:],
-        lanes: [OutboxLane] = []
+        lanes: [OutboxLane] = [], simulators: [String: SimulatorControlRoute] = [:]
     ) -> Router<HeraldRequestContext> {
         let router = Router(context: HeraldRequestContext.self)
         let served = ServedRoutes()
@@ -70,8 +74,24 @@ public enum Gateway {
         router.add(middleware: HTTPMetricsMiddleware())
         Health(store: store, readiness: readiness, sending: sending, lanes: lanes, chainSource: chainSource).addRoutes(to: router)
         addOperations(to: router, store: store, metrics: metrics, chainSource: chainSource)
+        for (name, control) in simulators { mount(control, at: "/simulators/" + name, on: router) }
         served.fill(router.routes.map { ($0.method.rawValue, "\($0.path)") })
         return router
+    }
+
+    /// A built-in simulator's control API under `prefix`: `GET prefix/stats` is its `GET /stats`.
+    static func mount(_ control: @escaping SimulatorControlRoute, at prefix: String, on router: Router<HeraldRequestContext>) {
+        for method in [HTTPRequest.Method.get, .post] {
+            router.on(RouterPath(prefix + "/**"), method: method) { request, _ -> Response in
+                let body = try await request.body.collect(upTo: 65_536)
+                var query: [String: String] = [:]
+                for (name, value) in request.uri.queryParameters where query[String(name)] == nil { query[String(name)] = String(value) }
+                let answer = await control(method.rawValue, String(request.uri.path.dropFirst(prefix.count)), query, Array(buffer: body))
+                return Response(
+                    status: HTTPResponse.Status(code: answer.status), headers: [.contentType: "application/json"],
+                    body: .init(byteBuffer: ByteBuffer(string: answer.json)))
+            }
+        }
     }
 
     /// `/metrics` and `/v1/stats`: what the instance counts, for Prometheus and the operator.

@@ -22,7 +22,8 @@ public final class WebPushSimulator: Sendable {
     public struct Configuration: Sendable {
         public var host = "127.0.0.1"
         public var port = 0
-        public var controlPort = 0
+        /// The control API's own port (0: a free one); nil opens none, `control(_:)` still answers.
+        public var controlPort: Int? = 0
         /// Offer HTTP/2 in ALPN (as Google's, Mozilla's and Apple's services do); false: HTTP/1.1
         /// only, as a small UnifiedPush server may be.
         public var offersHTTP2 = true
@@ -34,7 +35,7 @@ public final class WebPushSimulator: Sendable {
     let state: WebPushSimulatorState
     private let listeners: SimulatorListeners
     public var port: Int { listeners.port }
-    public var controlPort: Int { listeners.controlPort }
+    public var controlPort: Int? { listeners.controlPort }
 
     /// `https://host:port`: the origin every subscription's endpoint is under.
     public var origin: String { "https://\(configuration.host):\(port)" }
@@ -81,27 +82,12 @@ public final class WebPushSimulator: Sendable {
                 id: context.parameters.get("id") ?? "", headers: request.headers, body: Array(buffer: body), origin: origin.value,
                 state: state)
         }
-        api.post("/subscribe") { request, _ -> Response in try await Self.subscribe(request, origin: origin.value, state: state) }
-        let control = Router()
-        control.post("/subscribe") { request, _ -> Response in try await Self.subscribe(request, origin: origin.value, state: state) }
-        control.get("/stats") { _, _ -> Response in Self.json(.ok, Self.encode(state.stats)) }
-        control.get("/notifications") { request, _ -> Response in
-            Self.json(.ok, Self.encode(["notifications": state.notifications(endpoint: request.uri.queryParameters.get("endpoint"))]))
+        api.post("/subscribe") { request, _ -> Response in
+            let answer = Self.subscribe(body: Array(buffer: try await request.body.collect(upTo: 65_536)), origin: origin.value, state: state)
+            return Self.json(HTTPResponse.Status(code: answer.status), answer.json)
         }
-        control.post("/faults") { request, _ -> Response in
-            let body = try await request.body.collect(upTo: 65_536)
-            guard let fault = try? JSONDecoder().decode(WebPushSimulatorFault.self, from: Data(buffer: body)) else {
-                return Self.json(.badRequest, #"{"error":"a fault is {\"kind\": gone|too_many_requests|server_error|delay|endless_body, \"endpoint\", \"count\", \"retry_after\", \"status\", \"delay_ms\"}"}"#)
-            }
-            return Self.json(.created, #"{"id":\#(state.addFault(fault))}"#)
-        }
-        control.post("/reset") { _, _ -> Response in
-            state.reset()
-            return Self.json(.ok, #"{"reset":true}"#)
-        }
-
         let listeners = try await SimulatorListeners.start(
-            api: api, control: control, tls: tlsConfiguration, http2: configuration.offersHTTP2, host: configuration.host, port: configuration.port,
+            api: api, control: { await Self.control($0, origin: origin.value, state: state) }, tls: tlsConfiguration, http2: configuration.offersHTTP2, host: configuration.host, port: configuration.port,
             controlPort: configuration.controlPort, name: "herald-mock-webpush", logger: logger)
         let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
         origin.set("https://\(host):\(listeners.port)")
@@ -110,25 +96,52 @@ public final class WebPushSimulator: Sendable {
 
     public func shutdown() async { await listeners.shutdown() }
 
+    /// The control API (`POST /subscribe`, `GET /stats`, `GET /notifications?endpoint=`,
+    /// `POST /faults`, `POST /reset`), for whichever listener carries it.
+    public func control(_ call: SimulatorControlCall) async -> SimulatorControlAnswer { await Self.control(call, origin: origin, state: state) }
+
+    static func control(_ call: SimulatorControlCall, origin: String, state: WebPushSimulatorState) async -> SimulatorControlAnswer {
+        switch (call.method, call.path) {
+        case ("POST", "/subscribe"):
+            return subscribe(body: call.body, origin: origin, state: state)
+        case ("GET", "/stats"):
+            return SimulatorControlAnswer(status: 200, json: encode(state.stats))
+        case ("GET", "/notifications"):
+            return SimulatorControlAnswer(status: 200, json: encode(["notifications": state.notifications(endpoint: call.query["endpoint"])]))
+        case ("POST", "/faults"):
+            guard let fault = try? JSONDecoder().decode(WebPushSimulatorFault.self, from: Data(call.body)) else {
+                return SimulatorControlAnswer(
+                    status: 400,
+                    json: #"{"error":"a fault is {\"kind\": gone|too_many_requests|server_error|delay|endless_body, \"endpoint\", \"count\", \"retry_after\", \"status\", \"delay_ms\"}"}"#)
+            }
+            return SimulatorControlAnswer(status: 201, json: #"{"id":\#(state.addFault(fault))}"#)
+        case ("POST", "/reset"):
+            state.reset()
+            return SimulatorControlAnswer(status: 200, json: #"{"reset":true}"#)
+        default:
+            return .error(404, "no route \(call.method) \(call.path)")
+        }
+    }
+
     /// Whether it still listens (its service and control ports).
     public var isListening: Bool { listeners.isListening }
 
-    static func subscribe(_ request: Request, origin: String, state: WebPushSimulatorState) async throws -> Response {
+    /// `POST /subscribe` (`{"application_server_key": base64url}` or empty): a new subscription.
+    static func subscribe(body: [UInt8], origin: String, state: WebPushSimulatorState) -> SimulatorControlAnswer {
         struct Body: Decodable { var application_server_key: String? }
-        let bytes = try await request.body.collect(upTo: 65_536)
         var key: String?
-        if bytes.readableBytes > 0 {
-            guard let body = try? JSONDecoder().decode(Body.self, from: Data(buffer: bytes)) else {
-                return json(.badRequest, #"{"error":"the body is {\"application_server_key\": base64url} or empty"}"#)
+        if !body.isEmpty {
+            guard let decoded = try? JSONDecoder().decode(Body.self, from: Data(body)) else {
+                return SimulatorControlAnswer(status: 400, json: #"{"error":"the body is {\"application_server_key\": base64url} or empty"}"#)
             }
-            if let text = body.application_server_key {
+            if let text = decoded.application_server_key {
                 guard let point = Base64URL.decode(Substring(text)), point.count == 65, point.first == 0x04 else {
-                    return json(.badRequest, #"{"error":"application_server_key is the base64url of a 65-byte P-256 public key"}"#)
+                    return SimulatorControlAnswer(status: 400, json: #"{"error":"application_server_key is the base64url of a 65-byte P-256 public key"}"#)
                 }
                 key = text
             }
         }
-        return json(.created, encode(state.subscribe(origin: origin, applicationServerKey: key)))
+        return SimulatorControlAnswer(status: 201, json: encode(state.subscribe(origin: origin, applicationServerKey: key)))
     }
 
     // MARK: A push

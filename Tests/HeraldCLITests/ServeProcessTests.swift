@@ -31,7 +31,7 @@ struct ServeProcessTests {
             "HERALD_LOG_LEVEL": "trace", "TMPDIR": temporary.path,
         ])
         defer { if serve.process.isRunning { serve.kill(SIGKILL) } }
-        // The readiness line says where the API and the simulator's control port are.
+        // The readiness line says where the API and the simulator's control API are.
         let ready = try serve.ready()
         let api = ready.api
         let control = try #require(ready.simulatorControl)
@@ -116,6 +116,13 @@ struct ServeProcessTests {
         #expect(try await http("GET", ready.admin + "/v1/stats").0 == 200)
         #expect(try await http("GET", api + "/metrics").0 == 404)
         #expect(try await http("GET", api + "/v1/stats").0 == 404)
+        // So do the built-in simulators' control APIs, and they listen on no port of their own.
+        #expect(control == ready.admin + "/simulators/apns")
+        for name in ["apns", "fcm", "webpush"] {
+            #expect(try await http("GET", ready.admin + "/simulators/\(name)/stats").0 == 200)
+            #expect(try await http("GET", api + "/simulators/\(name)/stats").0 == 404)
+        }
+        #expect(try await http("GET", ready.admin + "/simulators/apns/nothing").0 == 404)
         let document = String(decoding: try await http("GET", api + "/openapi.json").1, as: UTF8.self)
         #expect(!document.contains(#""/metrics""#) && !document.contains(#""/v1/stats""#))
 

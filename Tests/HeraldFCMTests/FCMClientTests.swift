@@ -37,7 +37,7 @@ import FoundationNetworking
         }
 
         func fault(_ json: String) async throws {
-            var request = URLRequest(url: URL(string: "http://127.0.0.1:\(simulator.controlPort)/faults")!)
+            var request = URLRequest(url: URL(string: "http://127.0.0.1:\(try #require(simulator.controlPort))/faults")!)
             request.httpMethod = "POST"
             request.httpBody = Data(json.utf8)
             let (_, response) = try await URLSession.shared.data(for: request)
