@@ -23,8 +23,12 @@ public struct KaspaSourceStats: Sendable, Hashable {
     public var eventsCommitted = 0
     /// Kasia messages whose sender (the owner of input 0's coin) nobody could name: not pushed.
     public var unattributedMessages = 0
-    /// Times the node did not know the checkpoint, so a stretch of the chain was skipped.
+    /// Times the node did not know the checkpoint, so a stretch of the chain may have been skipped.
     public var gaps = 0
+    /// Blocks the node failed to give however often asked: their messages were not pushed.
+    public var skippedBlocks = 0
+    /// The time of the newest anchor kept (block time).
+    var lastAnchorTime: Double?
     public var reconnects = 0
     /// Gap fills that failed in a row from one checkpoint the node has.
     var gapFillFailures: GapFillFailures?
@@ -43,9 +47,13 @@ public final class KaspaChainSource: Service, Sendable {
         public var url: String
         /// Messages older than this are not pushed (default 24 h).
         public var maximumAge: Duration = .seconds(24 * 3600)
-        /// At most this many chain blocks are walked back from the node's sink to find where the
-        /// maximum age begins, when the node no longer knows the checkpoint.
-        public var recoveryDepth = 1_000_000
+        /// A chain block passed is kept as an anchor, to resume from should the node forget the
+        /// checkpoint, at most this often in block time; anchors older than the maximum age go.
+        public var anchorInterval: Duration = .seconds(300)
+        /// How often a block the node fails to give is asked for again, in place, before it is
+        /// skipped (its messages not pushed); the waits double from `blockRetryDelay`.
+        public var blockAttempts = 4
+        public var blockRetryDelay: Duration = .milliseconds(200)
         /// The checkpoint's name in the store.
         public var checkpointName = "kaspa"
         /// Blocks remembered for acceptance (about 16 minutes at 10 blocks/s).
@@ -181,7 +189,7 @@ public final class KaspaChainSource: Service, Sendable {
                 state.withLock { $0.gaps += 1 }
                 let start = try await recoveryStart(session: session)
                 logger.error(
-                    "the node does not know the checkpoint: resuming from the maximum age back, messages before it are not pushed",
+                    "the node does not know the checkpoint: resuming from the newest anchor it has, else its pruning point; messages between may not be pushed",
                     metadata: [
                         "checkpoint": "\(checkpoint.blockHash)", "daa_score": "\(checkpoint.daaScore)", "node": "\(message)",
                         "resume_from": "\(start ?? "the node's sink")",
@@ -235,31 +243,18 @@ public final class KaspaChainSource: Service, Sendable {
         }
     }
 
-    /// Where to resume when the checkpoint is unknown: the newest chain block older than the
-    /// maximum age, found by walking back from the node's sink along selected parents. The walk
-    /// stops at the node's pruning point, at a block the node no longer has, or after
-    /// `configuration.recoveryDepth` blocks. Nil when the node names no sink.
+    /// Where to resume when the node no longer knows the checkpoint, in at most one request per
+    /// anchor and one more: the newest anchor within the maximum age that the node has as a chain
+    /// block (nearest the checkpoint, so the least is read again: events already committed are not
+    /// committed twice); else the node's pruning point, its oldest chain block (what is older than
+    /// the maximum age is skipped by age, as always); else its sink.
     private func recoveryStart(session: KaspaRPCSession) async throws -> String? {
-        let dag = try await session.getBlockDagInfo()
-        guard let sink = dag.sink else { return nil }
-        let cutoff = max(0, now().timeIntervalSince1970 - Double(configuration.maximumAge.components.seconds))
-        let cutoffMilliseconds = UInt64(cutoff) * 1000
-        var hash = sink
-        var oldestKnown: String?
-        for _ in 0..<max(1, configuration.recoveryDepth) {
-            let block: RpcBlock
-            do {
-                block = try await session.getBlock(hash: hash, includeTransactions: false)
-            } catch KaspaRPCError.node {
-                break  // below what the node keeps
-            }
-            oldestKnown = hash
-            guard block.header.timestamp >= cutoffMilliseconds, hash != dag.pruningPointHash,
-                let parent = block.verboseData?.selectedParentHash, parent.contains(where: { $0 != "0" })
-            else { break }
-            hash = parent
+        let cutoff = now().addingTimeInterval(-Double(configuration.maximumAge.components.seconds))
+        for anchor in try await store.anchors(source: configuration.checkpointName) where anchor.time >= cutoff {
+            if try await isChainBlock(anchor.blockHash, session: session) { return anchor.blockHash }
         }
-        return oldestKnown
+        let dag = try await session.getBlockDagInfo()
+        return dag.pruningPointHash ?? dag.sink
     }
 
     /// Turns one chain change into events and commits them with the new checkpoint.
@@ -270,7 +265,9 @@ public final class KaspaChainSource: Service, Sendable {
         var classified = 0
         var unattributed = 0
         for acceptance in change.acceptedTransactionIds {
-            let accepting = try await block(acceptance.acceptingBlockHash, session: session, memory: memory)
+            guard let accepting = try await block(acceptance.acceptingBlockHash, session: session, memory: memory) else { continue }
+            // Nothing a chain block older than the maximum age accepted is pushed: its merge set is not read.
+            guard Date(timeIntervalSince1970: Double(accepting.header.timestamp) / 1000) >= oldest else { continue }
             // Every block the chain block merged must be known to tell Kasia from the rest.
             for hash in accepting.verboseData.map({ ($0.mergeSetBluesHashes ?? []) + ($0.mergeSetRedsHashes ?? []) }) ?? [] {
                 _ = try await block(hash, session: session, memory: memory)
@@ -297,15 +294,31 @@ public final class KaspaChainSource: Service, Sendable {
             }
         }
         let lastBlock = try await block(last, session: session, memory: memory)
-        let checkpoint = ChainCheckpoint(source: configuration.checkpointName, blockHash: last, daaScore: lastBlock.header.daaScore)
+        let daaScore = lastBlock?.header.daaScore ?? state.withLock { $0.lastDaaScore } ?? 0
+        let checkpoint = ChainCheckpoint(source: configuration.checkpointName, blockHash: last, daaScore: daaScore)
         _ = try await sink.commit(events, checkpoint: checkpoint)
-        state.withLock {
-            $0.lastBlockHash = last
-            $0.lastDaaScore = lastBlock.header.daaScore
-            $0.lastBlockTime = Double(lastBlock.header.timestamp) / 1000
-            $0.transactionsClassified += classified
-            $0.unattributedMessages += unattributed
-            $0.eventsCommitted += events.count
+        let blockTime = lastBlock.map { Double($0.header.timestamp) / 1000 }
+        let anchorDue = state.withLock { s -> Bool in
+            s.lastBlockHash = last
+            s.lastDaaScore = daaScore
+            if let blockTime { s.lastBlockTime = blockTime }
+            s.transactionsClassified += classified
+            s.unattributedMessages += unattributed
+            s.eventsCommitted += events.count
+            guard let blockTime, s.lastAnchorTime.map({ blockTime - $0 >= Double(configuration.anchorInterval.components.seconds) }) ?? true
+            else { return false }
+            s.lastAnchorTime = blockTime
+            return true
+        }
+        if anchorDue, let blockTime {
+            let anchor = ChainAnchor(
+                source: configuration.checkpointName, blockHash: last, daaScore: daaScore, time: Date(timeIntervalSince1970: blockTime))
+            do {
+                try await store.addAnchor(anchor, keepingAfter: oldest)
+            } catch {
+                // Only a later recovery is the worse for it; the next one is tried in an interval.
+                logger.warning("could not keep a chain anchor", metadata: ["error": "\(error)"])
+            }
         }
     }
 
@@ -329,13 +342,32 @@ public final class KaspaChainSource: Service, Sendable {
         }
     }
 
-    /// A block from memory, or from the node (then remembered).
-    private func block(_ hash: String, session: KaspaRPCSession, memory: ChainMemory) async throws -> RpcBlock {
+    /// A block from memory, or from the node (then remembered). A node error is asked again in
+    /// place, with back-off, `configuration.blockAttempts` times in all; then the block is skipped
+    /// (nil, counted): one block the node cannot give must not hold the source for ever. A lost
+    /// connection still throws (the source reconnects and fills the gap).
+    private func block(_ hash: String, session: KaspaRPCSession, memory: ChainMemory) async throws -> RpcBlock? {
         if let known = memory.block(hash) { return known }
-        let fetched = try await session.getBlock(hash: hash, includeTransactions: true)
-        memory.remember(fetched)
-        state.withLock { $0.transactionsSeen += fetched.transactions.count }
-        return fetched
+        var delay = configuration.blockRetryDelay
+        for attempt in 1...max(1, configuration.blockAttempts) {
+            do {
+                let fetched = try await session.getBlock(hash: hash, includeTransactions: true)
+                memory.remember(fetched)
+                state.withLock { $0.transactionsSeen += fetched.transactions.count }
+                return fetched
+            } catch KaspaRPCError.node(_, let message) {
+                guard attempt < configuration.blockAttempts else {
+                    logger.error("the node did not give a block however often asked: skipped, its messages are not pushed", metadata: [
+                        "block": "\(hash)", "node": "\(message)", "attempts": "\(attempt)",
+                    ])
+                    break
+                }
+                try await Task.sleep(for: delay)
+                delay *= 2
+            }
+        }
+        state.withLock { $0.skippedBlocks += 1 }
+        return nil
     }
 }
 

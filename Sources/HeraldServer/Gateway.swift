@@ -128,6 +128,7 @@ public enum Gateway {
                     "transactions_classified": .int(Int64(source.transactionsClassified)),
                     "events_committed": .int(Int64(source.eventsCommitted)),
                     "unattributed_messages": .int(Int64(source.unattributedMessages)), "gaps": .int(Int64(source.gaps)),
+                    "skipped_blocks": .int(Int64(source.skippedBlocks)),
                     "reconnects": .int(Int64(source.reconnects)), "leader": .bool(source.leader),
                 ])
             }

@@ -13,6 +13,7 @@ extension HeraldMetrics {
         kaspa("herald_kaspa_events_committed", Double(stats.eventsCommitted))
         kaspa("herald_kaspa_unattributed_messages", Double(stats.unattributedMessages))
         kaspa("herald_kaspa_gaps_total", Double(stats.gaps))
+        kaspa("herald_kaspa_skipped_blocks_total", Double(stats.skippedBlocks))
         kaspa("herald_kaspa_reconnects", Double(stats.reconnects))
     }
 }

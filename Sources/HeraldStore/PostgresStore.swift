@@ -427,6 +427,29 @@ public final class PostgresStore: Store {
         return nil
     }
 
+    public func anchors(source: String) async throws -> [ChainAnchor] {
+        let rows = try await client.query(
+            "SELECT block_hash, daa_score, block_time FROM chain_anchors WHERE source = \(source) ORDER BY block_time DESC", logger: logger)
+        var anchors: [ChainAnchor] = []
+        for try await (hash, score, time) in rows.decode((String, Int64, Int64).self) {
+            anchors.append(ChainAnchor(source: source, blockHash: hash, daaScore: UInt64(bitPattern: score), time: Date(milliseconds: time)))
+        }
+        return anchors
+    }
+
+    public func addAnchor(_ anchor: ChainAnchor, keepingAfter: Date) async throws {
+        try await client.withTransaction(logger: logger) { db in
+            try await db.query(
+                """
+                INSERT INTO chain_anchors (source, block_hash, daa_score, block_time)
+                VALUES (\(anchor.source), \(anchor.blockHash), \(Int64(bitPattern: anchor.daaScore)), \(anchor.time.milliseconds))
+                ON CONFLICT DO NOTHING
+                """, logger: logger)
+            try await db.query(
+                "DELETE FROM chain_anchors WHERE source = \(anchor.source) AND block_time < \(keepingAfter.milliseconds)", logger: logger)
+        }
+    }
+
     // MARK: Leadership
 
     public func withLeadership(_ name: String, poll: Duration, _ body: @escaping @Sendable () async -> Void) async throws {

@@ -445,6 +445,27 @@ public final class SQLiteStore: Store {
         }
     }
 
+    public func anchors(source: String) async throws -> [ChainAnchor] {
+        try await pool.read { db in
+            try Row.fetchAll(
+                db, sql: "SELECT block_hash, daa_score, block_time FROM chain_anchors WHERE source = ? ORDER BY block_time DESC",
+                arguments: [source]
+            ).map {
+                ChainAnchor(source: source, blockHash: $0[0], daaScore: UInt64(bitPattern: $0[1]), time: Date(milliseconds: $0[2]))
+            }
+        }
+    }
+
+    public func addAnchor(_ anchor: ChainAnchor, keepingAfter: Date) async throws {
+        try await pool.write { db in
+            try db.execute(
+                sql: "INSERT INTO chain_anchors (source, block_hash, daa_score, block_time) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                arguments: [anchor.source, anchor.blockHash, Int64(bitPattern: anchor.daaScore), anchor.time.milliseconds])
+            try db.execute(
+                sql: "DELETE FROM chain_anchors WHERE source = ? AND block_time < ?", arguments: [anchor.source, keepingAfter.milliseconds])
+        }
+    }
+
     // MARK: Leadership
 
     public func withLeadership(_ name: String, poll: Duration, _ body: @escaping @Sendable () async -> Void) async throws {

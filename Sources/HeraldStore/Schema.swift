@@ -174,13 +174,25 @@ enum Schema {
         """
 
     /// Versions after each store's own, the same SQL on both, applied last.
-    static let routeVersions: [(String, String)] = [("v12", v12)]
+    static let routeVersions: [(String, String)] = [("v12", v12), ("v13", v13)]
 
     /// Which route made a device: NULL for the registration API (native and the apps' routes),
     /// `matrix` for a Matrix notify's pushkey. A notify refreshes only devices it made: it names
     /// a device without credentials, so it may not rewrite one registered another way.
     static let v12 = """
         ALTER TABLE devices ADD COLUMN registered_by TEXT;
+        """
+
+    /// Chain blocks a chain source passed, to resume from when the node forgets the checkpoint.
+    static let v13 = """
+        CREATE TABLE chain_anchors (
+          source TEXT NOT NULL,
+          block_hash TEXT NOT NULL,
+          daa_score BIGINT NOT NULL,
+          block_time BIGINT NOT NULL,
+          PRIMARY KEY (source, block_hash)
+        );
+        CREATE INDEX chain_anchors_time ON chain_anchors (source, block_time);
         """
 
     /// Versions only SQLite applies, after `laterVersions`.

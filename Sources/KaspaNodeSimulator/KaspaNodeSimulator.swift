@@ -170,6 +170,9 @@ public final class KaspaNodeSimulator: Sendable {
         var notifications: [String] = []
         state.withLock { s in
             guard let old = s.chain.popLast() else { return }
+            // As a node tells of it from now on: no longer a chain block.
+            s.blocks[old] = s.blocks[old]?.replacingOccurrences(of: #""isChainBlock":true"#, with: #""isChainBlock":false"#)
+            s.headers[old] = s.headers[old]?.replacingOccurrences(of: #""isChainBlock":true"#, with: #""isChainBlock":false"#)
             let ids = s.accepted[old] ?? []
             let (hash, _, json) = makeBlock(&s, [], mergeSet: [old], chain: true)
             s.chain.append(hash)

@@ -256,7 +256,7 @@ struct ChainSourceProcessTests {
         await second.shutdown()
     }
 
-    @Test("a pruned checkpoint: the source resumes from the node's sink minus HERALD_KASPA_MAX_AGE, so recent messages are still pushed")
+    @Test("a pruned checkpoint and pruned anchors: the source resumes from the node's pruning point, skipping by HERALD_KASPA_MAX_AGE, so recent messages are still pushed")
     func prunedCheckpointResumesFromMaximumAge() async throws {
         let fixtures = try RawFixtures.load()
         let directory = try scratchDirectory()
@@ -293,6 +293,83 @@ struct ChainSourceProcessTests {
         // And it goes on following.
         await node.produce([fixtures.bulk[5]], senders: senders)
         #expect(try await herald.pushes(follower, reaching: 4).count == 4)
+        await node.shutdown()
+    }
+
+    @Test("a checkpoint reorged out while Herald was away: it resumes from the newest anchor the node still has, pushes what it missed, and nothing twice")
+    func reorgedCheckpointResumesFromAnchor() async throws {
+        let fixtures = try RawFixtures.load()
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let database = directory.appendingPathComponent("herald.sqlite")
+        let follower = deviceToken(13)
+        let senders = fixtures.bulkSenders
+        let node = try await KaspaNodeSimulator.start()
+        let now = node.blockTime.withLock { $0 }
+
+        // A first run: three messages ten minutes of block time apart, each block kept as an anchor.
+        var hashes: [String] = []
+        do {
+            let herald = try FollowingHerald.start(node: node, database: database)
+            defer { herald.stop() }
+            try await herald.register(follower, watched: [fixtures.alice])
+            try await herald.waitConnected()
+            for (i, minutes) in [30, 20, 10].enumerated() {
+                node.blockTime.withLock { $0 = now - UInt64(minutes) * 60_000 }
+                hashes.append(await node.produce([fixtures.bulk[i]], senders: senders))
+                #expect(try await herald.pushes(follower, reaching: i + 1).count == i + 1)
+            }
+        }
+        // While it is away the checkpoint (the third block) is reorged out, and a new message comes.
+        node.blockTime.withLock { $0 = now - 5 * 60_000 }
+        await node.reorgLastBlock()
+        node.blockTime.withLock { $0 = now }
+        await node.produce([fixtures.bulk[3]], senders: senders)
+
+        // (Each run has its own APNs simulator: these are the second run's pushes.)
+        let herald = try FollowingHerald.start(node: node, database: database)
+        let pushes = try await herald.pushes(follower, reaching: 1)
+        #expect(pushes.compactMap { $0["collapse_id"] as? String } == [RawFixtures.txid(fixtures.bulk[3])], "missed, or pushed twice")
+        #expect(try await herald.kaspaStats()["gaps"] as? Int == 1)
+        herald.stop()
+        // It read the chain again from the second block, the newest anchor still on the chain.
+        let log = herald.process.fullLog()
+        #expect(log.contains("resume_from=\(hashes[1])"), "\(log.suffix(3_000))")
+        await node.shutdown()
+    }
+
+    @Test("a block the node fails to give is asked again in place: no reconnect, nothing skipped; one it never gives is skipped and counted, and the source goes on")
+    func blockFetchRetries() async throws {
+        let fixtures = try RawFixtures.load()
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let database = directory.appendingPathComponent("herald.sqlite")
+        let follower = deviceToken(14)
+        let senders = fixtures.bulkSenders
+        let node = try await KaspaNodeSimulator.start()
+        try await FollowingHerald.storeCheckpoint(node: node, database: database, follower: follower, fixtures: fixtures)
+
+        // Missed while away, so the gap fill fetches the blocks; the node fails the first three fetches.
+        for tx in fixtures.bulk[1...2] { await node.produce([tx], senders: senders) }
+        node.failNext("getBlock", count: 3)
+        // (Each run has its own APNs simulator: these are this run's pushes.)
+        var herald = try FollowingHerald.start(node: node, database: database)
+        var pushes = try await herald.pushes(follower, reaching: 2)
+        #expect(Set(pushes.compactMap { $0["collapse_id"] as? String }) == Set(fixtures.bulk[1...2].map(RawFixtures.txid)))
+        #expect(pushes.count == 2)
+        var stats = try await herald.kaspaStats()
+        #expect(stats["reconnects"] as? Int == 0 && stats["skipped_blocks"] as? Int == 0 && stats["gaps"] as? Int == 0, "\(stats)")
+        herald.stop()
+
+        // The next time, the first block is never given (four refusals): it is skipped, the next is pushed.
+        for tx in fixtures.bulk[3...4] { await node.produce([tx], senders: senders) }
+        node.failNext("getBlock", count: 4)
+        herald = try FollowingHerald.start(node: node, database: database)
+        defer { herald.stop() }
+        pushes = try await herald.pushes(follower, reaching: 1)
+        #expect(pushes.compactMap { $0["collapse_id"] as? String } == [RawFixtures.txid(fixtures.bulk[4])])
+        stats = try await herald.waitForStats { $0["skipped_blocks"] as? Int == 1 }
+        #expect(stats["skipped_blocks"] as? Int == 1 && stats["reconnects"] as? Int == 0, "\(stats)")
         await node.shutdown()
     }
 

@@ -176,6 +176,25 @@ struct StoreOutboxTests {
         }
     }
 
+    @Test("chain anchors: newest first, per source, kept across reopening, those older than the cut forgotten")
+    func chainAnchors() async throws {
+        try await withEachStore { store, reopen in
+            func anchor(_ hash: String, _ minutes: Double, source: String = "kaspa") -> ChainAnchor {
+                ChainAnchor(source: source, blockHash: hash, daaScore: UInt64(minutes * 600), time: t0.addingTimeInterval(minutes * 60))
+            }
+            try await store.addAnchor(anchor("a", 0), keepingAfter: t0.addingTimeInterval(-3_600))
+            try await store.addAnchor(anchor("b", 5), keepingAfter: t0.addingTimeInterval(-3_600))
+            try await store.addAnchor(anchor("x", 5, source: "other"), keepingAfter: t0.addingTimeInterval(-3_600))
+            try await store.addAnchor(anchor("b", 5), keepingAfter: t0.addingTimeInterval(-3_600))  // once only
+            #expect(try await store.anchors(source: "kaspa") == [anchor("b", 5), anchor("a", 0)])
+            // The next one past the maximum age drops the oldest.
+            try await store.addAnchor(anchor("c", 70), keepingAfter: t0.addingTimeInterval(60))
+            let reopened = try await reopen()
+            #expect(try await reopened.anchors(source: "kaspa") == [anchor("c", 70), anchor("b", 5)])
+            #expect(try await reopened.anchors(source: "other") == [anchor("x", 5, source: "other")])
+        }
+    }
+
     @Test("every field of an event comes back in its deliveries' claims, each event's own when one enqueue writes several")
     func enqueueKeepsEveryField() async throws {
         try await withEachStore { store, _ in
