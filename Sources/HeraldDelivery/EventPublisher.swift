@@ -51,7 +51,6 @@ public struct EventPublisher: Sendable {
     }
 
     /// Where the routes note which request created each event, for the outbox's log lines.
-    public var origins: EventOrigins? { outbox?.origins }
 
     /// An event as a publisher sends it (the body of `/v1/events`).
     public struct Request: Sendable {
@@ -100,12 +99,14 @@ public struct EventPublisher: Sendable {
     /// Validates, routes and commits events (all or none), then tells the outbox. Every way in
     /// (`/v1/events`, `:batch`, the compatibility routes) publishes through here.
     /// - Throws: `APIError` naming the field at fault (`events[3].fields.tx_id`); nothing is committed then.
+    /// - Parameter requestID: the HTTP request's id, kept with each event for its deliveries' log lines.
     public func publish(
-        _ bodies: [Request], publisherKey: String, fieldPrefix: (Int) -> String = { _ in "" }
+        _ bodies: [Request], publisherKey: String, fieldPrefix: (Int) -> String = { _ in "" }, requestID: String? = nil
     ) async throws -> [Published] {
         let started = ContinuousClock.now
         let drafts = try bodies.enumerated().map { i, body in try validate(body, field: fieldPrefix(i), publisherKey: publisherKey) }
-        let prepared = try await route(drafts, limit: maximumDeliveriesPerRequest)
+        var prepared = try await route(drafts, limit: maximumDeliveriesPerRequest)
+        for i in prepared.indices { prepared[i].event.requestID = requestID }
         _ = try await commit(prepared.map(\.event), checkpoint: nil)
         if let metrics {
             for p in prepared { metrics.eventsAccepted(template: p.event.template, deliveries: p.event.deviceRowIDs.count) }

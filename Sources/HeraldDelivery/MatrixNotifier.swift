@@ -43,7 +43,8 @@ public struct MatrixNotifier: Sendable {
     /// Validates the notification, admits its devices, commits a push for each, and says which
     /// pushkeys are rejected.
     /// - Throws: `APIError` naming the field at fault (`notification.devices[0].pushkey`); nothing is committed then.
-    public func notify(_ n: MatrixNotification) async throws -> Outcome {
+    /// - Parameter requestID: the HTTP request's id, kept with each event for its deliveries' log lines.
+    public func notify(_ n: MatrixNotification, requestID: String? = nil) async throws -> Outcome {
         guard let devices = n.devices else { throw APIError.missing("notification.devices") }
         guard !devices.isEmpty, devices.count <= Self.maximumDevices else {
             throw APIError.invalid("notification.devices", "a notification names 1 to \(Self.maximumDevices) devices")
@@ -103,10 +104,11 @@ public struct MatrixNotifier: Sendable {
             }
             perApp[app.pattern, default: (0, 0, [])].devices += 1
             guard publisher.platforms.contains(record.platform), let push = MatrixPushBuilder.push(n, device: device, app: app) else { continue }
-            let event = NewEvent(
+            var event = NewEvent(
                 id: UUID.timeOrdered(at: now).lowercasedString, app: app.app, template: "matrix", push: push,
                 expiresAt: now.addingTimeInterval(EventPublisher.defaultLifetime), devices: [record],
                 dedupeKey: (n.eventID ?? "").isEmpty ? nil : Self.dedupeKey(app: app.app, eventID: n.eventID!, token: record.token))
+            event.requestID = requestID
             perApp[app.pattern, default: (0, 0, [])].events.append(event.id)
             events.append(event)
         }

@@ -42,8 +42,6 @@ public struct Outbox: Sendable {
     private let lanesByKey: [LaneKey: OutboxLane]
     /// How long a claimed delivery belongs to this process.
     public let lease: Duration
-    /// The requests that created recent events, for the lanes' log lines.
-    public let origins = EventOrigins()
 
     /// - Parameter providers: each app's providers (one per platform it delivers to).
     public init(
@@ -59,8 +57,7 @@ public struct Outbox: Sendable {
             let all = appProviders + Platform.allCases.map { MissingProvider(platform: $0) }
             for provider in all where seen.insert(provider.platform).inserted {
                 lanes.append(OutboxLane(
-                    app: app, queue: queue, provider: provider, settings: settings, clock: clock, logger: logger, metrics: metrics,
-                    origins: origins))
+                    app: app, queue: queue, provider: provider, settings: settings, clock: clock, logger: logger, metrics: metrics))
             }
         }
         self.lanes = lanes
@@ -129,8 +126,6 @@ public final class OutboxLane: Service, Sendable {
     let clock: any HeraldClock
     let logger: Logger
     let metrics: HeraldMetrics?
-    /// Which request created each recent event, named in the delivery lines when known.
-    let origins: EventOrigins?
     private let wakeup = Wakeup()
     private let stopping = Atomic<Bool>(false)
     /// Set by `notify`: the store has deliveries for this lane.
@@ -159,9 +154,8 @@ public final class OutboxLane: Service, Sendable {
     public init(
         app: String, queue: any DeliveryQueue, provider: any PushProvider, maximumInFlight: Int = 500,
         settings: OutboxSettings = OutboxSettings(), clock: any HeraldClock = SystemClock(),
-        logger: Logger = Logger(label: "herald.outbox"), metrics: HeraldMetrics? = nil, origins: EventOrigins? = nil
+        logger: Logger = Logger(label: "herald.outbox"), metrics: HeraldMetrics? = nil
     ) {
-        self.origins = origins
         self.app = app
         self.queue = queue
         self.platform = provider.platform
@@ -497,9 +491,9 @@ public final class OutboxLane: Service, Sendable {
         }
     }
 
-    /// The request that created a delivery's event, for its log lines ("-" when not remembered).
+    /// The request that created a delivery's event, for its log lines ("-": the chain source's).
     private func origin(of delivery: ClaimedDelivery) -> String {
-        origins?.request(of: delivery.eventID) ?? "-"
+        delivery.requestID ?? "-"
     }
 
     /// A delivery that will not be tried again: one log line, never the full token.

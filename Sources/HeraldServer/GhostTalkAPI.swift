@@ -39,7 +39,9 @@ public struct GhostTalkAPI: Sendable {
             router.post("\(prefix)/apns/register") { request, context in try await register(request, app: context.parameters.get("app")) }
             router.post("\(prefix)/apns/unregister") { request, context in try await unregister(request, app: context.parameters.get("app")) }
             router.get("\(prefix)/apns/stats") { request, context in try await stats(request, app: context.parameters.get("app")) }
-            router.post("\(prefix)/apns/send") { request, context in try await send(request, app: context.parameters.get("app")) }
+            router.post("\(prefix)/apns/send") { request, context in
+                try await send(request, app: context.parameters.get("app"), requestID: context.logger.requestID)
+            }
         }
     }
 
@@ -76,7 +78,7 @@ public struct GhostTalkAPI: Sendable {
     }
 
     /// Testing only: 404 unless the app enables it, and always behind one of its publisher keys.
-    func send(_ request: Request, app prefix: String?) async throws -> Response {
+    func send(_ request: Request, app prefix: String?, requestID: String?) async throws -> Response {
         let app = try configuration.apps.compatibilityApp(request, prefix: prefix)
         // The key first: without one, the route says nothing, not even whether it is on.
         let key = try configuration.apps.publisherKey(request)
@@ -90,7 +92,7 @@ public struct GhostTalkAPI: Sendable {
         fields.removeAll { $0.key == "session_id" }
         fields.append(.init("session_id", .string(body.session_id!)))
         let event = EventPublisher.Request(app: app.id, template: "session.message", fields: .object(fields))
-        let prepared = try await publisher.publish([event], publisherKey: key)[0]
+        let prepared = try await publisher.publish([event], publisherKey: key, requestID: requestID)[0]
         return RegistrationAPI.json(["success": true, "message": "Notification sent", "deliveries": .int(Int64(prepared.event.deviceRowIDs.count))])
     }
 

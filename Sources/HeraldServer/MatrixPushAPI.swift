@@ -20,11 +20,11 @@ public struct MatrixPushAPI: Sendable {
     public static let path = "/_matrix/push/v1/notify"
 
     public func addRoutes<Context: RequestContext>(to router: Router<Context>) {
-        router.post(RouterPath(Self.path)) { request, _ in
+        router.post(RouterPath(Self.path)) { request, context in
             let json = try await JSONBody.parse(request, limit: configuration.maximumBodySize)
             let body = try JSONBody.read { () throws(JSONFieldError) in try MatrixNotifyRequest(json: json) }
             guard let notification = body.notification else { throw APIError.missing("notification") }
-            let outcome = try await notifier.notify(notification)
+            let outcome = try await notifier.notify(notification, requestID: context.logger.requestID)
             return RegistrationAPI.json(.object([.init("rejected", .array(outcome.rejected.map(JSONValue.string)))]))
         }
         router.get(RouterPath(Self.path)) { _, _ in

@@ -24,8 +24,8 @@ public struct PublishAPI: Sendable {
             let key = try configuration.apps.publisherKey(request)
             let json = try await JSONBody.parse(request, limit: configuration.maximumBodySize)
             let body = try JSONBody.read { () throws(JSONFieldError) in try EventPublisher.Request(json: json) }
-            let published = try await publisher.publish([body], publisherKey: key)[0]
-            Self.log([published], logger: context.logger, origins: publisher.origins)
+            let published = try await publisher.publish([body], publisherKey: key, requestID: context.logger.requestID)[0]
+            Self.log([published], logger: context.logger)
             return RegistrationAPI.json(
                 .object([
                     .init("deliveries", .int(Int64(published.event.deviceRowIDs.count))), .init("event_id", .string(published.event.id)),
@@ -58,8 +58,9 @@ public struct PublishAPI: Sendable {
             guard !events.isEmpty, events.count <= EventPublisher.maximumBatch else {
                 throw APIError.invalid("events", "a batch has 1 to \(EventPublisher.maximumBatch) events")
             }
-            let published = try await publisher.publish(events, publisherKey: key, fieldPrefix: { "events[\($0)]." })
-            Self.log(published, logger: context.logger, origins: publisher.origins)
+            let published = try await publisher.publish(
+                events, publisherKey: key, fieldPrefix: { "events[\($0)]." }, requestID: context.logger.requestID)
+            Self.log(published, logger: context.logger)
             return RegistrationAPI.json(
                 .object([
                     .init("events", .array(published.map {
@@ -98,12 +99,8 @@ public struct PublishAPI: Sendable {
     /// One `debug` line per accepted event, through the request's logger: the event id beside the
     /// request id (its metadata), so one push can be followed from the request that made it to
     /// the outbox's lines about its deliveries (which name the event id).
-    static func log(_ published: [EventPublisher.Published], logger: Logger, origins: EventOrigins?) {
+    static func log(_ published: [EventPublisher.Published], logger: Logger) {
         guard logger.logLevel <= .debug else { return }
-        // The outbox's lines about these events' deliveries name this request too.
-        if let origins, case .string(let request)? = logger[metadataKey: "request_id"] {
-            for p in published { origins.record(event: p.event.id, request: request) }
-        }
         for p in published {
             logger.debug("event accepted", metadata: [
                 "event": "\(p.event.id)", "app": "\(p.event.app)", "template": "\(p.event.template)",

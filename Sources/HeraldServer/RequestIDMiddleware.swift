@@ -2,6 +2,7 @@ import Foundation
 import HeraldAPNs
 import HTTPTypes
 import Hummingbird
+import Logging
 
 /// Gives every request an id a caller and an operator can both quote: the caller's
 /// `X-Request-ID` when it is 1–128 visible ASCII characters, else a fresh UUID. The id is echoed
@@ -34,4 +35,12 @@ struct RequestIDMiddleware<Context: RequestContext>: RouterMiddleware {
 extension HTTPField.Name {
     /// A request's id, the caller's or Herald's.
     static let xRequestID = HTTPField.Name("X-Request-ID")!
+}
+
+extension Logger {
+    /// The id `RequestIDMiddleware` gave the request this logger writes for.
+    var requestID: String? {
+        if case .string(let id)? = self[metadataKey: "request_id"] { return id }
+        return nil
+    }
 }

@@ -368,14 +368,14 @@ public final class PostgresStore: Store {
                     let ids = events.map(\.id)
                     let rows = try await db.query(
                         """
-                        INSERT INTO events (id, app_id, template, push_type, priority, collapse_id, payload, created_at, expires_at, dedupe_key, fcm_data)
-                        SELECT i, a, t, p, r, NULLIF(c, ''), b, \(ms), e, NULLIF(d, ''), NULLIF(f, '')
+                        INSERT INTO events (id, app_id, template, push_type, priority, collapse_id, payload, created_at, expires_at, dedupe_key, fcm_data, request_id)
+                        SELECT i, a, t, p, r, NULLIF(c, ''), b, \(ms), e, NULLIF(d, ''), NULLIF(f, ''), NULLIF(q, '')
                         FROM unnest(\(ids)::TEXT[], \(events.map(\.app))::TEXT[], \(events.map(\.template))::TEXT[],
                                     \(events.map(\.push.pushType.rawValue))::TEXT[], \(events.map { Int64($0.push.priority.rawValue) })::BIGINT[],
                                     \(events.map { $0.push.collapseID ?? "" })::TEXT[], \(events.map { ByteBuffer(bytes: $0.push.payload) })::BYTEA[],
                                     \(events.map { $0.expiresAt.milliseconds })::BIGINT[], \(events.map { $0.dedupeKey ?? "" })::TEXT[],
-                                    \(events.map { $0.push.fcmDataJSON ?? "" })::TEXT[])
-                             AS u(i, a, t, p, r, c, b, e, d, f)
+                                    \(events.map { $0.push.fcmDataJSON ?? "" })::TEXT[], \(events.map { $0.requestID ?? "" })::TEXT[])
+                             AS u(i, a, t, p, r, c, b, e, d, f, q)
                         ON CONFLICT (dedupe_key) DO NOTHING
                         RETURNING id
                         """, logger: logger)
@@ -556,7 +556,7 @@ public final class PostgresStore: Store {
                 let rows = try await db.query(
                     """
                     SELECT dl.id, dl.event_id, dl.apns_id, dl.attempts, dl.expires_at, e.push_type, e.priority, e.collapse_id, e.payload, e.fcm_data,
-                           dl.created_at,
+                           dl.created_at, e.request_id,
                            \(unescaped: Self.deviceColumns.split(separator: ",").map { "d." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", "))
                     FROM deliveries dl JOIN events e ON e.id = dl.event_id JOIN devices d ON d.id = dl.device_row
                     WHERE dl.id = ANY(\(ids))
@@ -564,16 +564,16 @@ public final class PostgresStore: Store {
                     """, logger: logger)
                 var out: [ClaimedDelivery] = []
                 for try await row in rows {
-                    let (id, eventID, apnsID, attempts, expiresAt, pushType, priority, collapseID, payload, fcmData, createdAt) =
-                        try row.decode((Int64, String, String, Int64, Int64, String, Int64, String?, ByteBuffer, String?, Int64).self)
-                    let device = try Self.device(row, from: 11)
+                    let (id, eventID, apnsID, attempts, expiresAt, pushType, priority, collapseID, payload, fcmData, createdAt, requestID) =
+                        try row.decode((Int64, String, String, Int64, Int64, String, Int64, String?, ByteBuffer, String?, Int64, String?).self)
+                    let device = try Self.device(row, from: 12)
                     out.append(ClaimedDelivery(
                         id: id, eventID: eventID, device: device,
                         push: RenderedPush(
                             pushType: APNsPushType(rawValue: pushType) ?? .alert, priority: APNsPriority(rawValue: Int(priority)) ?? .immediate,
                             collapseID: collapseID, payload: Array(payload.readableBytesView), fcmData: RenderedPush.fcmData(json: fcmData)),
                         apnsID: UUID(uuidString: apnsID) ?? UUID(), attempt: Int(attempts), expiresAt: Date(milliseconds: expiresAt),
-                        acceptedAt: Date(milliseconds: createdAt)))
+                        acceptedAt: Date(milliseconds: createdAt), requestID: requestID))
                 }
                 return out
             }

@@ -351,8 +351,8 @@ public final class SQLiteStore: Store {
         // read and then an insert.
         let insertEvent = try db.cachedStatement(
             sql: """
-                INSERT INTO events (id, app_id, template, push_type, priority, collapse_id, payload, created_at, expires_at, dedupe_key, fcm_data)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (dedupe_key) DO NOTHING
+                INSERT INTO events (id, app_id, template, push_type, priority, collapse_id, payload, created_at, expires_at, dedupe_key, fcm_data, request_id)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (dedupe_key) DO NOTHING
                 """)
         // The two inserts run once per event and per delivery: their values are bound directly.
         // An empty argument list tells GRDB the parameters are bound, and it executes as usual.
@@ -392,6 +392,7 @@ public final class SQLiteStore: Store {
             try eventValues.integer(9, event.expiresAt.milliseconds)
             try eventValues.text(10, event.dedupeKey)
             try eventValues.text(11, event.push.fcmDataJSON)
+            try eventValues.text(12, event.requestID)
             try insertEvent.execute()
             guard db.changesCount == 1 else { continue }
             let apnsIDs = APNsIDSequence()
@@ -411,7 +412,7 @@ public final class SQLiteStore: Store {
                         expiresAt: expiresAt, platform: lane.platform.rawValue)
                     claimed.append(ClaimedDelivery(
                         id: db.lastInsertedRowID, eventID: event.id, device: device, push: event.push, apnsID: apnsID.uuid, attempt: 1,
-                        expiresAt: Date(milliseconds: expiresAt), acceptedAt: Date(milliseconds: ms)))
+                        expiresAt: Date(milliseconds: expiresAt), acceptedAt: Date(milliseconds: ms), requestID: event.requestID))
                 } else {
                     try addDelivery(
                         event, row: row, state: .pending, attempts: 0, leaseUntil: nil, apnsID: apnsID.lowercased,
@@ -572,22 +573,23 @@ public final class SQLiteStore: Store {
             try claim.execute(arguments: [leaseUntil, ms, id])
             let data: Data = row[8]
             return ClaimedDelivery(
-                id: id, eventID: row[1], device: Self.deviceRecord(row, from: 12),
+                id: id, eventID: row[1], device: Self.deviceRecord(row, from: 13),
                 push: RenderedPush(
                     pushType: APNsPushType(rawValue: row[5]) ?? .alert,
                     priority: APNsPriority(rawValue: row[6]) ?? .immediate,
                     collapseID: row[7], payload: Array(data), fcmData: RenderedPush.fcmData(json: row[9])),
                 apnsID: UUID(uuidString: row[2]) ?? UUID(),
                 attempt: (row[3] as Int) + 1,
-                expiresAt: Date(milliseconds: row[4]), acceptedAt: Date(milliseconds: row[11]))
+                expiresAt: Date(milliseconds: row[4]), acceptedAt: Date(milliseconds: row[11]), requestID: row[12])
         }
     }
 
     /// What a claim reads, by position: the delivery (0–4), its event's push (5–9),
-    /// `next_attempt_at` (10, for the order), its creation (11), then the device's columns (from 12).
+    /// `next_attempt_at` (10, for the order), its creation (11), its event's request (12), then
+    /// the device's columns (from 13).
     private static let claimColumns = """
         dl.id, dl.event_id, dl.apns_id, dl.attempts, dl.expires_at,
-        e.push_type, e.priority, e.collapse_id, e.payload, e.fcm_data, dl.next_attempt_at, dl.created_at, d.*
+        e.push_type, e.priority, e.collapse_id, e.payload, e.fcm_data, dl.next_attempt_at, dl.created_at, e.request_id, d.*
         """
 
     /// Outcomes join the group commit: with publishes arriving, they share their transaction and

@@ -174,7 +174,7 @@ enum Schema {
         """
 
     /// Versions after each store's own, the same SQL on both, applied last.
-    static let routeVersions: [(String, String)] = [("v12", v12), ("v13", v13)]
+    static let routeVersions: [(String, String)] = [("v12", v12), ("v13", v13), ("v14", v14)]
 
     /// Which route made a device: NULL for the registration API (native and the apps' routes),
     /// `matrix` for a Matrix notify's pushkey. A notify refreshes only devices it made: it names
@@ -193,6 +193,11 @@ enum Schema {
           PRIMARY KEY (source, block_hash)
         );
         CREATE INDEX chain_anchors_time ON chain_anchors (source, block_time);
+        """
+
+    /// The request that created an event, so any instance's lines about its deliveries name it.
+    static let v14 = """
+        ALTER TABLE events ADD COLUMN request_id TEXT;
         """
 
     /// Versions only SQLite applies, after `laterVersions`.

@@ -128,6 +128,9 @@ public struct NewEvent: Sendable {
     /// not read each again for its lane; empty when only row ids are known. A device deleted
     /// since still fails the delivery's foreign key.
     public var devices: [DeviceRecord] = []
+    /// The HTTP request that created it (its `X-Request-ID`), named in its deliveries' log lines
+    /// by whichever instance sends them; nil for the chain source's events.
+    public var requestID: String?
 
     public init(id: String, app: String, template: String, push: RenderedPush, expiresAt: Date, deviceRowIDs: [Int64], dedupeKey: String? = nil) {
         self.id = id
@@ -189,12 +192,15 @@ public struct ClaimedDelivery: Hashable, Sendable {
     public var expiresAt: Date
     /// When its event was accepted (for the delivery-latency metric); nil where not known.
     public var acceptedAt: Date?
+    /// The request that created its event (`NewEvent.requestID`).
+    public var requestID: String?
 
     public init(
         id: Int64, eventID: String, device: DeviceRecord, push: RenderedPush, apnsID: UUID, attempt: Int, expiresAt: Date,
-        acceptedAt: Date? = nil
+        acceptedAt: Date? = nil, requestID: String? = nil
     ) {
         self.acceptedAt = acceptedAt
+        self.requestID = requestID
         self.id = id
         self.eventID = eventID
         self.device = device

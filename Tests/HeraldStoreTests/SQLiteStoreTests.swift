@@ -204,8 +204,10 @@ struct StoreOutboxTests {
                 pushType: .background, priority: .considerate, collapseID: nil,
                 payload: Array(#"{"aps":{"content-available":1},"k":"ü"}"#.utf8), fcmData: ["kind": "sync", "n": "2"])
             let expires = t0.addingTimeInterval(3_600)
+            var loud = event("loud", rows: [d1.rowID, d2.rowID])
+            loud.requestID = "publish-request-7"
             let created = try await store.enqueue(
-                [event("loud", rows: [d1.rowID, d2.rowID]),
+                [loud,
                  NewEvent(id: "silent", app: "kasia", template: "custom", push: silent, expiresAt: expires, deviceRowIDs: [d2.rowID], dedupeKey: "k1")],
                 checkpoint: nil, now: t0)
             #expect(created == ["loud": 2, "silent": 1])
@@ -215,6 +217,8 @@ struct StoreOutboxTests {
                 let (expected, expiry) = delivery.eventID == "silent" ? (silent, expires) : (push, t0.addingTimeInterval(86_400))
                 #expect(delivery.push == expected)
                 #expect(delivery.expiresAt == expiry && delivery.acceptedAt == t0 && delivery.attempt == 1)
+                // The request that made the event, for whichever instance sends it.
+                #expect(delivery.requestID == (delivery.eventID == "loud" ? "publish-request-7" : nil))
             }
             #expect(Set(claimed.map { "\($0.eventID) \($0.device.rowID)" }) == ["loud \(d1.rowID)", "loud \(d2.rowID)", "silent \(d2.rowID)"])
             #expect(Set(claimed.map(\.apnsID)).count == 3)
