@@ -23,6 +23,8 @@ public final class PostgresStore: Store {
     /// long as the pool does (its connect timeout, which an outage can outlast). `herald serve`
     /// sets it so an API caller gets a 503 instead of a hung request.
     public let connectionWait: Duration?
+    /// When a call last had its answer from the database: a busy pool is one that still answers.
+    private let progress = DatabaseProgress()
 
     /// - Parameter url: `postgres://user:password@host:port/database[?sslmode=…&sslrootcert=…]`,
     ///   TLS as libpq reads it (`PostgresTLSMode`; default `prefer`).
@@ -53,59 +55,79 @@ public final class PostgresStore: Store {
     /// a connection the pool never finishes opening (seen when the server comes back mid-handshake)
     /// must not hold a lane for ever.
     static let laneConnectionWait: Duration = .seconds(10)
+    /// The longest a call with a wait waits on a pool that is busy but answering.
+    static let busyCeiling: Duration = .seconds(10)
+    /// A pool whose calls had an answer this recently is answering.
+    static let progressWindow: Duration = .milliseconds(500)
 
     /// `body` on a pooled connection. A failure before the connection was handed out (the pool
     /// could not reach the database: refused, timed out, its circuit breaker open) is
     /// `StoreUnavailable`, which the API answers 503. With `wait`, the call gives up when no
-    /// connection came within it; without, it waits as long as the pool does (its connect timeout).
-    ///
-    /// A short wait also refuses callers while the pool is merely busy (50 concurrent enqueues on
-    /// 20 connections took longer than 1.5 s on a loaded 2-core machine), and by cancelling the
-    /// request that waited for it can starve a connection slower than that to open: the default
-    /// is none, and `herald serve` chooses.
+    /// connection came within it and no other call had an answer from the database meanwhile (an
+    /// outage), and waits on while others do (a pool merely busy: 50 concurrent enqueues on 20
+    /// connections took longer than 1.5 s on a loaded 2-core machine), up to `busyCeiling`.
+    /// Without, it waits as long as the pool does (its connect timeout). A wait can still starve
+    /// a connection slower than it to open, by cancelling the request that waited for it: the
+    /// default is none, and `herald serve` chooses.
     func leased<R: Sendable>(
         waiting: Duration? = nil, _ body: @escaping @Sendable (PostgresConnection) async throws -> R
     ) async throws -> R {
         let wait = waiting ?? connectionWait
-        let leased = LeaseFlag()
-        let (client, address) = (client, address)
-        func unavailable(_ error: any Error) -> any Error {
-            guard !leased.started.load(ordering: .sequentiallyConsistent), !(error is CancellationError) else { return error }
-            return StoreUnavailable(address: address, cause: "\(error)")
-        }
-        @Sendable func lease() async throws -> R {
-            try await client.withConnection { connection in
-                leased.started.store(true, ordering: .sequentiallyConsistent)
-                return try await body(connection)
-            }
-        }
+        let (client, address, progress) = (client, address, progress)
         guard let wait else {
-            do { return try await lease() } catch { throw unavailable(error) }
-        }
-        return try await withThrowingTaskGroup(of: R?.self) { group in
-            group.addTask { try await lease() }
-            group.addTask {
-                try await Task.sleep(for: wait)
-                return nil
-            }
-            while true {
-                let next: R??
-                do {
-                    next = try await group.next()
-                } catch {
-                    throw unavailable(error)
-                }
-                guard let next else { throw CancellationError() }
-                if let value = next {
-                    group.cancelAll()
+            let leased = LeaseFlag()
+            do {
+                return try await client.withConnection { connection in
+                    leased.started.store(true, ordering: .sequentiallyConsistent)
+                    let value = try await body(connection)
+                    progress.answered()
                     return value
                 }
-                // The wait is over: without a connection by now, give up; with one, let it finish.
-                if !leased.started.load(ordering: .sequentiallyConsistent) {
-                    group.cancelAll()
-                    throw StoreUnavailable(address: address, cause: "no connection within \(wait)")
-                }
+            } catch {
+                guard !leased.started.load(ordering: .sequentiallyConsistent), !(error is CancellationError) else { throw error }
+                throw StoreUnavailable(address: address, cause: "\(error)")
             }
+        }
+        // The lease and its deadline race in tasks of their own, so the call returns at the
+        // deadline even when the pool's request does not end on cancellation (one left waiting on
+        // a connection that never opens, seen after a server restart, held a lane for good).
+        let race = LeaseRace<R>()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                race.start(continuation)
+                race.add(Task {
+                    do {
+                        let value = try await client.withConnection { connection in
+                            // Given up on already: the body never runs after its caller was told no.
+                            guard race.connected() else { throw CancellationError() }
+                            let value = try await body(connection)
+                            progress.answered()
+                            return value
+                        }
+                        race.settle(.success(value))
+                    } catch {
+                        race.settle(.failure(
+                            race.isConnected || error is CancellationError ? error : StoreUnavailable(address: address, cause: "\(error)")))
+                    }
+                })
+                race.add(Task {
+                    do {
+                        try await Task.sleep(for: wait)
+                        // Others still have answers: the pool is busy, not cut off from the database.
+                        var waited = wait
+                        while waited < Self.busyCeiling, progress.answered(within: Self.progressWindow) {
+                            try await Task.sleep(for: Self.progressWindow)
+                            waited += Self.progressWindow
+                        }
+                    } catch {
+                        return
+                    }
+                    // Without a connection by now, give up; with one, let it finish.
+                    race.giveUpUnlessConnected(StoreUnavailable(address: address, cause: "no connection, and no answer from the database, within \(wait)"))
+                })
+            }
+        } onCancel: {
+            race.cancel()
         }
     }
 
@@ -861,4 +883,81 @@ public struct PostgresStoreError: Error, CustomStringConvertible {
 /// Whether a leased call got its connection.
 private final class LeaseFlag: Sendable {
     let started = Atomic<Bool>(false)
+}
+
+/// A leased call with a deadline: the first of its answer, its deadline (while it has no
+/// connection) and its cancellation settles it, once; the tasks still running are cancelled.
+private final class LeaseRace<R: Sendable>: Sendable {
+    private struct State {
+        var continuation: CheckedContinuation<R, any Error>?
+        var result: Result<R, any Error>?
+        var settled = false
+        var connected = false
+        var tasks: [Task<Void, Never>] = []
+    }
+    private let state = Mutex(State())
+
+    func start(_ continuation: CheckedContinuation<R, any Error>) {
+        let early: Result<R, any Error>? = state.withLock { s in
+            if let result = s.result { return result }
+            s.continuation = continuation
+            return nil
+        }
+        if let early { continuation.resume(with: early) }
+    }
+
+    func add(_ task: Task<Void, Never>) {
+        let settled = state.withLock { s in
+            if !s.settled { s.tasks.append(task) }
+            return s.settled
+        }
+        if settled { task.cancel() }
+    }
+
+    /// The connection came: true when the call still waits for it (then no deadline applies).
+    func connected() -> Bool {
+        state.withLock { s in
+            guard !s.settled else { return false }
+            s.connected = true
+            return true
+        }
+    }
+
+    var isConnected: Bool { state.withLock { $0.connected } }
+
+    /// The caller was cancelled: without a connection the call ends now; with one, its body is
+    /// told and ends the call itself (what it wrote is not left half-known).
+    func cancel() {
+        settle(.failure(CancellationError()), unlessConnected: true)
+        for task in state.withLock({ $0.tasks }) { task.cancel() }
+    }
+
+    func giveUpUnlessConnected(_ error: any Error) {
+        guard !isConnected else { return }
+        settle(.failure(error), unlessConnected: true)
+    }
+
+    func settle(_ result: Result<R, any Error>, unlessConnected: Bool = false) {
+        let (continuation, tasks): (CheckedContinuation<R, any Error>?, [Task<Void, Never>]) = state.withLock { s in
+            guard !s.settled, !(unlessConnected && s.connected) else { return (nil, []) }
+            s.settled = true
+            s.result = result
+            defer { (s.continuation, s.tasks) = (nil, []) }
+            return (s.continuation, s.tasks)
+        }
+        continuation?.resume(with: result)
+        for task in tasks { task.cancel() }
+    }
+}
+
+/// When the database last answered a call through the pool.
+final class DatabaseProgress: Sendable {
+    private let last = Mutex<ContinuousClock.Instant?>(nil)
+
+    func answered() { last.withLock { $0 = .now } }
+
+    /// Whether a call had its answer within the last `interval`.
+    func answered(within interval: Duration) -> Bool {
+        last.withLock { $0.map { ContinuousClock.now - $0 < interval } ?? false }
+    }
 }

@@ -91,15 +91,17 @@ struct GatewayProcessTests {
             return (Int64(Date().timeIntervalSince1970 * 1000), samples)
         }
         #expect(serve.process.terminationStatus == 0)
-        // The batch in flight was answered and recorded before the exit, and nothing more was claimed.
+        // What was in flight was answered and recorded before the exit: every push the simulator
+        // took is `sent`, nothing is left `sending`, the rest is pending. (How many batches went
+        // before the signal depends on the machine's speed: not asserted.)
         let stats = try await store.stats()
+        let accepted = try await mock.accepted()
         #expect(stats.deliveries[.sending] == nil, "\(stats.deliveries)")
-        let timeline = stats.deliveries[.sent] == batch
+        let timeline = stats.deliveries[.sent] == accepted
             ? "" : try await arrivalTimeline(mock, signalledAtMs: signalledAtMs) + "\nthe simulator while waiting: " + samples.joined(separator: "; ")
                 + "\nherald serve's log:\n" + serve.fullLog().suffix(3_000)
-        #expect(stats.deliveries[.sent] == batch, "\(timeline)")
-        #expect(stats.deliveries[.pending] == devices - batch)
-        #expect(try await mock.accepted() == batch)
+        #expect(stats.deliveries[.sent] == accepted && accepted >= batch, "\(timeline)")
+        #expect((stats.deliveries[.sent] ?? 0) + (stats.deliveries[.pending] ?? 0) == devices)
 
         serve = try HeraldProcess(["serve"], environment: env)
         _ = try serve.ready()
