@@ -6,18 +6,23 @@
 #                                         /etc/herald/herald.env and the hardened systemd unit.
 # The binary needs no Swift toolchain: only the C libraries Debian ships (libsqlite3, libsecp256k1,
 # libstdc++, glibc), which the .deb depends on. Usage:
-#   Scripts/package.sh [--configuration release|debug] [--out DIR]
+#   Scripts/package.sh [--configuration release|debug] [--out DIR] [--scratch-path DIR]
 # release (the default) is what to ship; CI packages the debug build, whose packaging is the same.
+# It builds in .build-package/ by default: swiftc compiles differently for a static standard
+# library (each object names the static libraries it needs), and SwiftPM does not tell the two
+# apart within one scratch path: objects of one kind fail to link as the other.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 configuration=release
 out=dist
+scratch=.build-package
 while [ $# -gt 0 ]; do
   case "$1" in
     --configuration) configuration=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    *) echo "usage: Scripts/package.sh [--configuration release|debug] [--out DIR]" >&2; exit 2 ;;
+    --scratch-path) scratch=$2; shift 2 ;;
+    *) echo "usage: Scripts/package.sh [--configuration release|debug] [--out DIR] [--scratch-path DIR]" >&2; exit 2 ;;
   esac
 done
 case "$configuration" in release|debug) ;; *) echo "--configuration is release or debug" >&2; exit 2 ;; esac
@@ -26,11 +31,9 @@ version=$(sed -n 's/.*static let current = "\(.*\)".*/\1/p' Sources/HeraldCore/H
 arch=$(uname -m)
 debian_arch=$(dpkg --print-architecture)
 
-# The standard library and Foundation linked statically; a scratch folder of its own, so the
-# development build in .build/ keeps its dynamic linking.
-scratch=.build-package-$configuration
+# The standard library and Foundation linked statically.
 swift build -c "$configuration" --product herald --static-swift-stdlib --scratch-path "$scratch"
-binary=$(swift build -c "$configuration" --product herald --static-swift-stdlib --scratch-path "$scratch" --show-bin-path)/herald
+binary=$(swift build -c "$configuration" --scratch-path "$scratch" --show-bin-path)/herald
 
 # No library of the toolchain may remain: the machine it goes to has none.
 if ldd "$binary" | grep -E "libswift|libFoundation|libdispatch|libBlocksRuntime|_FoundationICU|/usr/lib/swift"; then
@@ -59,9 +62,14 @@ install -m 0644 deploy/systemd/herald.service "$root/lib/systemd/system/herald.s
 install -m 0600 deploy/systemd/herald.env "$root/etc/herald/herald.env"
 install -m 0644 LICENSE NOTICE "$root/usr/share/doc/herald/"
 echo /etc/herald/herald.env >"$root/DEBIAN/conffiles"
-# The C libraries the binary loads, by the Debian packages that hold them.
-depends=$(ldd "$binary" | awk '/=> \// { print $3 }' | xargs -r realpath | xargs -r dpkg -S 2>/dev/null \
-  | cut -d: -f1 | sort -u | grep -v -x -e libc6 -e libgcc-s1 -e libstdc++6 | paste -sd, - | sed 's/,/, /g')
+# The C libraries the binary loads, by the Debian packages that hold them (dpkg knows a file by
+# the path its package installed, /lib or /usr/lib, whichever that was).
+packages=()
+for library in $(ldd "$binary" | awk '/=> \// { print $3 }'); do
+  owner=$(dpkg -S "$library" 2>/dev/null || dpkg -S "$(realpath "$library")" 2>/dev/null || true)
+  [ -n "$owner" ] && packages+=("${owner%%:*}")
+done
+depends=$(printf '%s\n' "${packages[@]}" | sort -u | grep -v -x -e libc6 -e libgcc-s1 -e libstdc++6 | paste -sd, - | sed 's/,/, /g' || true)
 cat >"$root/DEBIAN/control" <<CONTROL
 Package: herald
 Version: $version

@@ -529,7 +529,7 @@ package struct HTTP2ConnectionFactory: Sendable {
         @Sendable func bootstrap() -> ClientBootstrap {
             ClientBootstrap(group: eventLoop)
                 .connectTimeout(connectTimeout)
-                .channelOption(.socketOption(.tcp_nodelay), value: 1)
+                .channelOption(.tcpOption(.tcp_nodelay), value: 1)
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
                         let sync = channel.pipeline.syncOperations
