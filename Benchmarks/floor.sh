@@ -29,7 +29,7 @@ trap 'kill $serve 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"'
 "$CC" -O2 -o "$work/floor" Benchmarks/floor/floor.c -lsqlite3 -lpthread
 
 # Herald's schema, made by Herald's own migrations: start it on a new file until it is ready.
-HERALD_DATABASE_URL="sqlite:$work/schema.sqlite" HERALD_HTTP_PORT="$PORT" HERALD_ADMIN_PORT=0 HERALD_SIMULATOR_CONTROL_PORT=0 \
+HERALD_DATABASE_URL="sqlite:$work/schema.sqlite" HERALD_HTTP_PORT="$PORT" HERALD_ADMIN_PORT=0 \
   HERALD_LOG_LEVEL=warning "$HERALD" serve >"$work/serve.out" 2>"$work/serve.log" &
 serve=$!
 for _ in $(seq 1 100); do grep -q '"ready":true' "$work/serve.out" 2>/dev/null && break; sleep 0.1; done
