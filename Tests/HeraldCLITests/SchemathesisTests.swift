@@ -8,7 +8,11 @@ import Testing
 /// every answer (errors, 404s and 405s included) as documented. Fixtures/schemathesis.toml keeps
 /// schemathesis's expected statuses but for three rules no schema can state, each named there;
 /// the generator for `format: kaspa-address` is beside it.
-@Suite("Schemathesis against herald serve", .serialized)
+@Suite(
+    "Schemathesis against herald serve", .serialized,
+    // CI runs it on its own after the rest (.ci/run): its thousands of requests beside the other
+    // process suites starved a 2-core machine past the push services' request timeouts.
+    .enabled(if: ProcessInfo.processInfo.environment["HERALD_SCHEMATHESIS_SEPARATELY"] == nil))
 struct SchemathesisTests {
     @Test("every schemathesis check passes on every operation of /openapi.json")
     func allChecks() async throws {

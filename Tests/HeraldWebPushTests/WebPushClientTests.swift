@@ -31,6 +31,9 @@ import Testing
         var configuration = WebPushClientConfiguration(endpointGuard: guardian)
         configuration.trustRootsPEM = simulators.map(\.tls.caPEM)
         configuration.idleTimeout = idleTimeout
+        // A starved CI machine once took longer than the 15 s default to answer a local push;
+        // the timeout is the subject of its own tests, not of these.
+        configuration.requestTimeout = .seconds(60)
         return try WebPushClient(configuration: configuration, eventLoopGroup: MultiThreadedEventLoopGroup.singleton)
     }
 
