@@ -32,7 +32,7 @@ arch=$(uname -m)
 debian_arch=$(dpkg --print-architecture)
 
 # The standard library and Foundation linked statically.
-swift build -c "$configuration" --product herald --static-swift-stdlib --scratch-path "$scratch"
+swift build -c "$configuration" --product herald --static-swift-stdlib --disable-index-store --scratch-path "$scratch"
 binary=$(swift build -c "$configuration" --scratch-path "$scratch" --show-bin-path)/herald
 
 # No library of the toolchain may remain: the machine it goes to has none.

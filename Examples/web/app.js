@@ -18,6 +18,14 @@ async function step(name, work) {
   }
 }
 
+// A browser's push service may never answer (out of reach, blocked by a firewall): the page
+// says so instead of waiting for ever.
+function within(seconds, promise) {
+  const silence = new Promise((_, reject) => setTimeout(
+    () => reject(new Error(`no answer after ${seconds} s; is the browser's push service reachable from here?`)), seconds * 1000));
+  return Promise.race([promise, silence]);
+}
+
 async function subscribeAndRegister() {
   const herald = document.getElementById('herald').value.replace(/\/$/, '');
   const key = document.getElementById('key').value;
@@ -35,7 +43,7 @@ async function subscribeAndRegister() {
   });
   log('VAPID key: ' + public_key.slice(0, 16) + '…');
   const subscription = await step('push subscription (the browser\'s push service)', () =>
-    registration.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: base64URLToBytes(public_key) }));
+    within(20, registration.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: base64URLToBytes(public_key) })));
   log('subscribed: ' + new URL(subscription.endpoint).origin);
   await register(herald, subscription.toJSON(), key);
 }
@@ -51,5 +59,12 @@ async function register(herald, subscription, key) {
   log(`register: ${response.status} ${text}`);
   if (!response.ok) throw new Error(text);
 }
+
+// The service worker says what it showed.
+navigator.serviceWorker.onmessage = (event) => {
+  const { shown, failed } = event.data || {};
+  if (shown) log(`notification shown: ${shown.title}: ${shown.body}`);
+  if (failed) log(`notification failed: ${failed}`);
+};
 
 document.getElementById('subscribe').onclick = () => subscribeAndRegister().catch(() => {});

@@ -9,7 +9,11 @@ self.addEventListener('push', (event) => {
   // Kasia: the message itself is end-to-end encrypted (`kasia.payload`, or null when it did not
   // fit and must be fetched by `kasia.txId`); a real app decrypts it here with the user's key.
   const tag = (push.kasia && push.kasia.txId) || undefined;
-  event.waitUntil(self.registration.showNotification(title, { body, tag, data: push }));
+  // Then tells the open pages what it showed, or why it could not: they log it.
+  const tell = (message) => self.clients.matchAll({ type: 'window', includeUncontrolled: true })
+    .then((pages) => pages.forEach((page) => page.postMessage(message)));
+  event.waitUntil(self.registration.showNotification(title, { body, tag, data: push })
+    .then(() => tell({ shown: { title, body } }), (error) => tell({ failed: `${error && error.message ? error.message : error}` })));
 });
 
 self.addEventListener('notificationclick', (event) => {
