@@ -1,4 +1,6 @@
 import Foundation
+import HeraldCore
+import HeraldStore
 import HeraldTestSupport
 import Testing
 
@@ -55,6 +57,37 @@ struct LimitsTests {
         let single = #"{"template":"custom","targets":{"keys":["session:x"]},"fields":{"aps":{"alert":"x"}},"pad":"\#(String(repeating: "x", count: 70_000))"}"#
         let (singleStatus, _) = try await http("POST", serve.api + "/v1/events", single, bearer: key)
         #expect(singleStatus == 413)
+    }
+
+    @Test("1,000 untargeted agent.events against 5,000 devices: 413 at the delivery cap, and memory grows with the cap (100,000), not with devices × events (5,000,000)")
+    func deliveryCapBoundsMemory() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-cap-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("herald.sqlite").path
+        let store = try SQLiteStore(path: path)
+        try await store.migrate()
+        _ = try await store.register(try (0..<5_000).map { i in
+            Registration(app: "default", token: try DeviceToken(hexToken(i), platform: .ios), environment: .sandbox, watchSet: .empty)
+        }, now: Date())
+        let serve = try ServeProcess(environment: [
+            "HERALD_DATABASE_URL": "sqlite:" + path, "HERALD_HTTP_PORT": "0", "HERALD_PUBLISH_KEYS": "publisher-key-limits-0123",
+        ])
+        defer { serve.process.kill(SIGKILL) }
+        let before = try serve.process.peakResidentBytes()
+        let event = #"{"template":"agent.event","fields":{"hook_event_name":"Stop","device_name":"mac","session_id":"s"}}"#
+        let body = #"{"events":[\#(Array(repeating: event, count: 1_000).joined(separator: ","))]}"#
+        for _ in 0..<3 {
+            let (status, data) = try await http("POST", serve.api + "/v1/events:batch", body, bearer: "publisher-key-limits-0123")
+            #expect(status == 413)
+            let error = (try JSONSerialization.jsonObject(with: data) as? [String: Any])?["error"] as? [String: Any]
+            // 100,000 / 5,000: the 21st event is the one past the cap.
+            #expect(error?["code"] as? String == "too_many_deliveries" && error?["field"] as? String == "events[20]", "\(error ?? [:])")
+        }
+        // 5,000,000 routed devices held at once took 440–750 MiB; 100,000 take a few dozen.
+        let growth = try serve.process.peakResidentBytes() - before
+        #expect(growth < 96 << 20, "peak resident memory grew \(growth >> 20) MiB")
+        #expect(try await store.stats().deliveries.isEmpty)
     }
 
     @Test("HERALD_MAX_WATCH_KEYS, HERALD_MAX_ALIASES and HERALD_MAX_BODY_BYTES set the limits registration enforces")

@@ -160,6 +160,15 @@ public final class HeraldProcess: @unchecked Sendable {
         process.waitUntilExit()
     }
 
+    /// The most memory the process has held resident so far (`VmHWM` in `/proc/<pid>/status`), in bytes.
+    public func peakResidentBytes() throws -> Int {
+        let status = try String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)
+        guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+            let kib = Int(line.split(separator: " ").dropFirst().first ?? "")
+        else { throw CLIError("no VmHWM in /proc/\(process.processIdentifier)/status") }
+        return kib * 1_024
+    }
+
     /// Everything the process wrote to standard error, once it has exited.
     public func fullLog() -> String {
         process.waitUntilExit()
