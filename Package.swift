@@ -191,10 +191,8 @@ let package = Package(
             name: "HeraldDelivery",
             dependencies: [
                 "HeraldCore", "HeraldStore", "HeraldAPNs", "HeraldFCM", "HeraldWebPush", "HeraldMatrix",
-                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
@@ -330,7 +328,7 @@ let package = Package(
         .testTarget(
             name: "HeraldDeliveryTests",
             dependencies: [
-                "HeraldDelivery", "HeraldStore", "HeraldCore", "HeraldTestSupport",
+                "HeraldDelivery", "HeraldServer", "HeraldStore", "HeraldCore", "HeraldTestSupport",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),

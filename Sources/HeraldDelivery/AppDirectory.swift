@@ -96,10 +96,10 @@ public struct AppDirectory: Sendable {
     /// - Throws: 400 naming `field` for an unknown app, or for none when there are several.
     public func resolve(_ requested: String?, field: String = "app") throws -> AppSettings {
         if let requested {
-            guard let app = byID[requested] else { throw APIError.invalid(field, "no app \(requested) on this instance") }
+            guard let app = byID[requested] else { throw Refusal.invalid(field, "no app \(requested) on this instance") }
             return app
         }
-        guard apps.count == 1 else { throw APIError.missing(field) }
+        guard apps.count == 1 else { throw Refusal.missing(field) }
         return apps[0]
     }
 
@@ -108,13 +108,13 @@ public struct AppDirectory: Sendable {
     public func publisherApp(key: String, requested: String?, field: String) throws -> AppSettings {
         guard let requested else {
             guard let own = apps.first(where: { $0.isPublisherKey(key) }) else {
-                throw APIError(.unauthorized, code: "unauthorized", message: "a publisher key is required as a bearer token")
+                throw Refusal(.unauthenticated, code: "unauthorized", message: "a publisher key is required as a bearer token")
             }
             return own
         }
         let app = try resolve(requested, field: field)
         guard app.isPublisherKey(key) else {
-            throw APIError(.forbidden, code: "forbidden", message: "this publisher key is not one of app \(app.id)'s", field: field)
+            throw Refusal(.forbidden, code: "forbidden", message: "this publisher key is not one of app \(app.id)'s", field: field)
         }
         return app
     }

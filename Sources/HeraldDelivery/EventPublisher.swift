@@ -98,7 +98,7 @@ public struct EventPublisher: Sendable {
 
     /// Validates, routes and commits events (all or none), then tells the outbox. Every way in
     /// (`/v1/events`, `:batch`, the compatibility routes) publishes through here.
-    /// - Throws: `APIError` naming the field at fault (`events[3].fields.tx_id`); nothing is committed then.
+    /// - Throws: `Refusal` naming the field at fault (`events[3].fields.tx_id`); nothing is committed then.
     /// - Parameter requestID: the HTTP request's id, kept with each event for its deliveries' log lines.
     public func publish(
         _ bodies: [Request], publisherKey: String, fieldPrefix: (Int) -> String = { _ in "" }, requestID: String? = nil
@@ -158,13 +158,13 @@ public struct EventPublisher: Sendable {
         // Targets a template implies when the event names none.
         var implicitKeys: [WatchKey] = []
         var implicitAllDevices = false
-        guard let template = body.template else { throw APIError.missing(prefix + "template") }
+        guard let template = body.template else { throw Refusal.missing(prefix + "template") }
         guard let fields = body.fields, fields.objectFields != nil else {
-            throw APIError.invalid(prefix + "fields", "fields is a JSON object")
+            throw Refusal.invalid(prefix + "fields", "fields is a JSON object")
         }
         var priority: APNsPriority?
         if let value = body.priority {
-            guard let parsed = APNsPriority(rawValue: value) else { throw APIError.invalid(prefix + "priority", "priority is 10, 5 or 1") }
+            guard let parsed = APNsPriority(rawValue: value) else { throw Refusal.invalid(prefix + "priority", "priority is 10, 5 or 1") }
             priority = parsed
         }
         let nowDate = clock.now()
@@ -176,15 +176,15 @@ public struct EventPublisher: Sendable {
         case "custom":
             // A null field is an absent one, as everywhere in the API.
             let map = Dictionary(fields.objectFields!.filter { $0.value != .null }.map { ($0.key, $0.value) }, uniquingKeysWith: { a, _ in a })
-            guard let aps = map["aps"] else { throw APIError.missing(prefix + "fields.aps") }
+            guard let aps = map["aps"] else { throw Refusal.missing(prefix + "fields.aps") }
             // The document's form (400); what Apple and Google make of the contents is 422 below.
             for key in ["aps", "data", "fcm"] where map[key].map({ $0.objectFields == nil }) == true {
-                throw APIError.invalid(prefix + "fields." + key, "\(key) is a JSON object")
+                throw Refusal.invalid(prefix + "fields." + key, "\(key) is a JSON object")
             }
             var pushType: APNsPushType?
             if let value = map["push_type"] {
                 guard case .string(let text) = value, let parsed = APNsPushType(rawValue: text) else {
-                    throw APIError.invalid(prefix + "fields.push_type", "push_type is one of Apple's apns-push-type values")
+                    throw Refusal.invalid(prefix + "fields.push_type", "push_type is one of Apple's apns-push-type values")
                 }
                 pushType = parsed
             }
@@ -193,9 +193,9 @@ public struct EventPublisher: Sendable {
                     aps: aps, data: map["data"], pushType: pushType, priority: priority, collapseID: body.collapseID, fcm: map["fcm"])
             } catch {
                 if error.isTooLarge {
-                    throw APIError(.contentTooLarge, code: "push_too_large", message: error.message, field: prefix + error.field)
+                    throw Refusal(.tooLarge, code: "push_too_large", message: error.message, field: prefix + error.field)
                 }
-                throw APIError.unprocessable(prefix + error.field, error.message)
+                throw Refusal.unprocessable(prefix + error.field, error.message)
             }
         case "kasia.handshake", "kasia.contextual_message", "kasia.payment":
             let event = try kasiaEvent(template: template, fields: fields, prefix: prefix)
@@ -208,7 +208,7 @@ public struct EventPublisher: Sendable {
                 sessionID: session, messageID: try f.string("message_id", maximum: 256), timestamp: try f.unixSeconds("timestamp"),
                 encrypted: try f.bool("encrypted", default: true), hasAttachment: try f.bool("has_attachment", default: false))
             do { implicitKeys = [try WatchKey("session:" + session)] } catch {
-                throw APIError.invalid(prefix + "fields.session_id", "\(error)")
+                throw Refusal.invalid(prefix + "fields.session_id", "\(error)")
             }
             push = SessionMessageTemplate.render(message)
         case "agent.event":
@@ -218,7 +218,7 @@ public struct EventPublisher: Sendable {
                 toolName: try f.optionalString("tool_name"), deviceName: try f.string("device_name", maximum: 256),
                 sessionID: try f.string("session_id", maximum: 256), message: try f.optionalString("message"))
             guard let rendered = AgentEventTemplate.render(event, texts: settings.agentEventTexts) else {
-                throw APIError.invalid(prefix + "fields.hook_event_name", "agent.event pushes for Stop and Notification only")
+                throw Refusal.invalid(prefix + "fields.hook_event_name", "agent.event pushes for Stop and Notification only")
             }
             implicitAllDevices = true
             push = rendered
@@ -226,7 +226,7 @@ public struct EventPublisher: Sendable {
             let conversation = try FieldReader(fields: fields, prefix: prefix + "fields.").string("conversation_id", maximum: 1_024)
             push = ConversationSilentTemplate.render(conversationID: conversation)
         default:
-            throw APIError.invalid(prefix + "template", "unknown template \(template)")
+            throw Refusal.invalid(prefix + "template", "unknown template \(template)")
         }
         // Every template honours the event's options where its push type allows them (`custom`
         // took priority and collapse id while rendering), and every push is checked against the
@@ -239,33 +239,33 @@ public struct EventPublisher: Sendable {
             }  // else `custom` was checked while rendering
         } catch {
             if error.isTooLarge {
-                throw APIError(.contentTooLarge, code: "push_too_large", message: error.message, field: prefix + error.field)
+                throw Refusal(.tooLarge, code: "push_too_large", message: error.message, field: prefix + error.field)
             }
-            throw APIError.unprocessable(prefix + error.field, error.message)
+            throw Refusal.unprocessable(prefix + error.field, error.message)
         }
 
         var keys: [WatchKey] = []
         for (name, list) in [("targets.keys", body.targets?.keys), ("targets.tokens", body.targets?.tokens),
                              ("targets.device_ids", body.targets?.deviceIDs), ("exclude_device_ids", body.excludeDeviceIDs)] {
             guard (list?.count ?? 0) <= Self.maximumTargets else {
-                throw APIError.invalid(prefix + name, "at most \(Self.maximumTargets) entries")
+                throw Refusal.invalid(prefix + name, "at most \(Self.maximumTargets) entries")
             }
             if let i = list?.firstIndex(where: { $0.isEmpty || $0.unicodeScalars.count > Self.maximumTargetLength }) {
-                throw APIError.invalid(prefix + name + "[\(i)]", "1 to \(Self.maximumTargetLength) characters")
+                throw Refusal.invalid(prefix + name + "[\(i)]", "1 to \(Self.maximumTargetLength) characters")
             }
         }
         if let targets = body.targets {
             for (i, key) in (targets.keys ?? []).enumerated() {
-                do { keys.append(try WatchKey(key)) } catch { throw APIError.invalid(prefix + "targets.keys[\(i)]", "\(error)") }
+                do { keys.append(try WatchKey(key)) } catch { throw Refusal.invalid(prefix + "targets.keys[\(i)]", "\(error)") }
             }
         } else if let kasia {
             guard KasiaRouting.lookupKey(for: kasia) != nil else {
-                throw APIError.unprocessable(prefix + "fields.recipient", "without targets, a \(template) event needs the recipient (a message: the sender and alias) to route by")
+                throw Refusal.unprocessable(prefix + "fields.recipient", "without targets, a \(template) event needs the recipient (a message: the sender and alias) to route by")
             }
         } else if !implicitKeys.isEmpty {
             keys = implicitKeys
         } else if !implicitAllDevices {
-            throw APIError.unprocessable(prefix + "targets", "a \(template) event needs targets")
+            throw Refusal.unprocessable(prefix + "targets", "a \(template) event needs targets")
         }
         return Draft(
             app: app, template: template, push: push, kasia: body.targets == nil ? kasia : nil,
@@ -321,8 +321,8 @@ public struct EventPublisher: Sendable {
             total += routed.count
             if let limit, total > limit {
                 let field = draft.prefix.isEmpty ? "targets" : String(draft.prefix.dropLast())
-                throw APIError(
-                    .contentTooLarge, code: "too_many_deliveries", message: "this request would make more than \(limit) deliveries", field: field)
+                throw Refusal(
+                    .tooLarge, code: "too_many_deliveries", message: "this request would make more than \(limit) deliveries", field: field)
             }
             let event = NewEvent(
                 id: UUID.timeOrdered(at: now).lowercasedString, app: draft.app, template: draft.template, push: draft.push,
@@ -341,21 +341,21 @@ public struct EventPublisher: Sendable {
                 payload: try r.string("payload"), timestamp: try r.integer("timestamp"), daa_score: try r.unsigned("daa_score"),
                 amount: try r.unsigned("amount"))
         } catch {
-            throw APIError(error)
+            throw Refusal(error)
         }
         func isHex(_ s: String) -> Bool { s.utf8.count % 2 == 0 && s.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) } }
-        guard let txID = f.tx_id else { throw APIError.missing(prefix + "fields.tx_id") }
-        guard txID.utf8.count == 64, isHex(txID) else { throw APIError.invalid(prefix + "fields.tx_id", "tx_id is 64 lowercase hex characters") }
-        guard let sender = f.sender else { throw APIError.missing(prefix + "fields.sender") }
-        guard (try? KaspaAddress(sender)) != nil else { throw APIError.invalid(prefix + "fields.sender", "sender is not a Kaspa address") }
+        guard let txID = f.tx_id else { throw Refusal.missing(prefix + "fields.tx_id") }
+        guard txID.utf8.count == 64, isHex(txID) else { throw Refusal.invalid(prefix + "fields.tx_id", "tx_id is 64 lowercase hex characters") }
+        guard let sender = f.sender else { throw Refusal.missing(prefix + "fields.sender") }
+        guard (try? KaspaAddress(sender)) != nil else { throw Refusal.invalid(prefix + "fields.sender", "sender is not a Kaspa address") }
         if let recipient = f.recipient, (try? KaspaAddress(recipient)) == nil {
-            throw APIError.invalid(prefix + "fields.recipient", "recipient is not a Kaspa address")
+            throw Refusal.invalid(prefix + "fields.recipient", "recipient is not a Kaspa address")
         }
         if let payload = f.payload, !isHex(payload) {
-            throw APIError.invalid(prefix + "fields.payload", "payload is the lowercase hex of the transaction payload")
+            throw Refusal.invalid(prefix + "fields.payload", "payload is the lowercase hex of the transaction payload")
         }
-        guard let timestamp = f.timestamp else { throw APIError.missing(prefix + "fields.timestamp") }
-        guard let daaScore = f.daa_score else { throw APIError.missing(prefix + "fields.daa_score") }
+        guard let timestamp = f.timestamp else { throw Refusal.missing(prefix + "fields.timestamp") }
+        guard let daaScore = f.daa_score else { throw Refusal.missing(prefix + "fields.daa_score") }
         let kind = KasiaEvent.Kind(rawValue: String(template.dropFirst("kasia.".count)))!
         return KasiaEvent(
             kind: kind, txID: txID, sender: sender, recipient: f.recipient, alias: f.alias, payloadHex: f.payload,
@@ -373,9 +373,9 @@ struct FieldReader {
     }
 
     func string(_ key: String, maximum: Int) throws -> String {
-        guard let text = try optionalString(key) else { throw APIError.missing(prefix + key) }
+        guard let text = try optionalString(key) else { throw Refusal.missing(prefix + key) }
         guard !text.isEmpty, text.unicodeScalars.count <= maximum else {
-            throw APIError.invalid(prefix + key, "\(key) is a string of 1 to \(maximum) characters")
+            throw Refusal.invalid(prefix + key, "\(key) is a string of 1 to \(maximum) characters")
         }
         return text
     }
@@ -384,9 +384,9 @@ struct FieldReader {
         switch value(key) {
         case nil, .null?: return nil
         case .string(let text)?:
-            guard text.unicodeScalars.count <= 4_096 else { throw APIError.invalid(prefix + key, "\(key) is at most 4,096 characters") }
+            guard text.unicodeScalars.count <= 4_096 else { throw Refusal.invalid(prefix + key, "\(key) is at most 4,096 characters") }
             return text
-        default: throw APIError.invalid(prefix + key, "\(key) is a string")
+        default: throw Refusal.invalid(prefix + key, "\(key) is a string")
         }
     }
 
@@ -394,7 +394,7 @@ struct FieldReader {
         switch value(key) {
         case nil, .null?: return fallback
         case .bool(let b)?: return b
-        default: throw APIError.invalid(prefix + key, "\(key) is true or false")
+        default: throw Refusal.invalid(prefix + key, "\(key) is true or false")
         }
     }
 
@@ -405,11 +405,11 @@ struct FieldReader {
         case .int(let seconds)?: return seconds
         case .string(let text)?:
             guard let seconds = RFC3339.unixSeconds(text) else {
-                throw APIError.invalid(prefix + key, "\(key) is unix seconds or an RFC 3339 date")
+                throw Refusal.invalid(prefix + key, "\(key) is unix seconds or an RFC 3339 date")
             }
             return seconds
-        case nil: throw APIError.missing(prefix + key)
-        default: throw APIError.invalid(prefix + key, "\(key) is unix seconds or an RFC 3339 date")
+        case nil: throw Refusal.missing(prefix + key)
+        default: throw Refusal.invalid(prefix + key, "\(key) is unix seconds or an RFC 3339 date")
         }
     }
 }

@@ -2,7 +2,6 @@ import CoreMetrics
 import Foundation
 import HeraldCore
 import Metrics
-import Prometheus
 import Synchronization
 
 /// Herald's metrics, through swift-metrics. The factory is passed in (no global bootstrap), so
@@ -27,7 +26,8 @@ public final class HeraldMetrics: Sendable {
         "herald_provider_request_duration_seconds": fine,
         "herald_delivery_latency_seconds": fine + [.seconds(30), .seconds(60), .seconds(300), .seconds(900), .seconds(3600)],
     ]
-    private static let fine: [Duration] = [
+    /// Buckets for what takes milliseconds.
+    public static let fine: [Duration] = [
         .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10), .milliseconds(20),
         .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .milliseconds(2500), .seconds(5),
         .seconds(10),
@@ -51,29 +51,6 @@ public final class HeraldMetrics: Sendable {
         self.factory = factory
         self.inFlight = CoreMetrics.Meter(label: "herald_deliveries_in_flight", factory: factory)
     }
-
-    /// Prometheus-backed metrics and the registry `/metrics` renders. Its factory also serves
-    /// libraries that record through the global `MetricsSystem` (Hummingbird's request metrics),
-    /// their dotted OpenTelemetry names turned into Prometheus ones.
-    public static func prometheus() -> (HeraldMetrics, PrometheusCollectorRegistry) {
-        let registry = PrometheusCollectorRegistry()
-        var factory = PrometheusMetricsFactory(registry: registry)
-        factory.durationHistogramBuckets = durationBuckets
-        factory.durationHistogramBuckets["http_server_request_duration_seconds"] = fine
-        factory.nameAndLabelSanitizer = { name, labels in
-            (prometheusNames[name] ?? name.replacingOccurrences(of: ".", with: "_"),
-             labels.map { ($0.0.replacingOccurrences(of: ".", with: "_"), $0.1) })
-        }
-        return (HeraldMetrics(factory: factory), registry)
-    }
-
-    /// Hummingbird's metric names as Prometheus names them (units and `_total` in the name).
-    static let prometheusNames = [
-        "hb.requests": "http_requests_total",
-        "hb.request.errors": "http_request_errors_total",
-        "http.server.request.duration": "http_server_request_duration_seconds",
-        "http.server.active_requests": "http_server_active_requests",
-    ]
 
     // MARK: Handles, created once per label set
 

@@ -42,19 +42,19 @@ public struct MatrixNotifier: Sendable {
 
     /// Validates the notification, admits its devices, commits a push for each, and says which
     /// pushkeys are rejected.
-    /// - Throws: `APIError` naming the field at fault (`notification.devices[0].pushkey`); nothing is committed then.
+    /// - Throws: `Refusal` naming the field at fault (`notification.devices[0].pushkey`); nothing is committed then.
     /// - Parameter requestID: the HTTP request's id, kept with each event for its deliveries' log lines.
     public func notify(_ n: MatrixNotification, requestID: String? = nil) async throws -> Outcome {
-        guard let devices = n.devices else { throw APIError.missing("notification.devices") }
+        guard let devices = n.devices else { throw Refusal.missing("notification.devices") }
         guard !devices.isEmpty, devices.count <= Self.maximumDevices else {
-            throw APIError.invalid("notification.devices", "a notification names 1 to \(Self.maximumDevices) devices")
+            throw Refusal.invalid("notification.devices", "a notification names 1 to \(Self.maximumDevices) devices")
         }
-        if let unread = n.counts?.unread, unread < 0 { throw APIError.invalid("notification.counts.unread", "is a count (0 or more)") }
+        if let unread = n.counts?.unread, unread < 0 { throw Refusal.invalid("notification.counts.unread", "is a count (0 or more)") }
         if let missed = n.counts?.missedCalls, missed < 0 {
-            throw APIError.invalid("notification.counts.missed_calls", "is a count (0 or more)")
+            throw Refusal.invalid("notification.counts.missed_calls", "is a count (0 or more)")
         }
         if let content = n.content, content != .null, content.objectFields == nil {
-            throw APIError.invalid("notification.content", "content is a JSON object")
+            throw Refusal.invalid("notification.content", "content is a JSON object")
         }
         // Each device checked before anything is written.
         let now = publisher.clock.now()
@@ -62,13 +62,13 @@ public struct MatrixNotifier: Sendable {
         var rejected: [String] = []
         for (i, device) in devices.enumerated() {
             let field = "notification.devices[\(i)]"
-            guard let appID = device.appID else { throw APIError.missing(field + ".app_id") }
-            guard let pushkey = device.pushkey else { throw APIError.missing(field + ".pushkey") }
+            guard let appID = device.appID else { throw Refusal.missing(field + ".app_id") }
+            guard let pushkey = device.pushkey else { throw Refusal.missing(field + ".pushkey") }
             for (key, value) in [("data", device.data), ("tweaks", device.tweaks)] {
-                if let value, value != .null, value.objectFields == nil { throw APIError.invalid(field + "." + key, "\(key) is a JSON object") }
+                if let value, value != .null, value.objectFields == nil { throw Refusal.invalid(field + "." + key, "\(key) is a JSON object") }
             }
             guard (0...Self.maximumPushkeyTS).contains(device.pushkeyTS ?? 0) else {
-                throw APIError.invalid(field + ".pushkey_ts", "is unix seconds from 0 to \(Self.maximumPushkeyTS)")
+                throw Refusal.invalid(field + ".pushkey_ts", "is unix seconds from 0 to \(Self.maximumPushkeyTS)")
             }
             // A pusher is set when it is set, not later: a `pushkey_ts` more than a few minutes
             // ahead of now says nothing and counts as 0, so no notify can make a device outlive its
@@ -135,7 +135,7 @@ public struct MatrixNotifier: Sendable {
             let new = entries.filter { !known.contains($0.device.token.value) }
             guard let first = new.first else { continue }
             guard try await publisher.store.deviceCount(app: app) + Set(new.map(\.device.token.value)).count <= maximum else {
-                throw APIError(.forbidden, code: "device_limit", message: "app \(app) has its maximum of \(maximum) devices", field: first.field)
+                throw Refusal(.forbidden, code: "device_limit", message: "app \(app) has its maximum of \(maximum) devices", field: first.field)
             }
         }
     }

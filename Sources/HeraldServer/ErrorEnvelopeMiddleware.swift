@@ -18,6 +18,8 @@ struct ErrorEnvelopeMiddleware<Context: RequestContext>: RouterMiddleware {
             return try await next(request, context)
         } catch let error as APIError {
             throw error
+        } catch let refusal as Refusal {
+            throw APIError(refusal)
         } catch let error as HTTPError where error.status == .notFound {
             // Hummingbird's router found no route (a route's own 404 is an `APIError`).
             let method = request.method.rawValue

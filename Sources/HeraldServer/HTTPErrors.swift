@@ -15,6 +15,16 @@ extension APIError: HTTPResponseError {
     }
 }
 
+/// The domain's refusals, met by middleware inside the error envelope (the HTTP metrics count
+/// them by the status they will have).
+extension Refusal: HTTPResponseError {
+    public var status: HTTPResponse.Status { APIError.status(of: kind) }
+
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        try APIError(self).response(from: request, context: context)
+    }
+}
+
 /// Reading JSON bodies with errors that name the field.
 enum JSONBody {
     /// Decodes `T` from a body of at most `limit` bytes.

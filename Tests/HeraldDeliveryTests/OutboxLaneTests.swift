@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
 import HeraldDelivery
+import HeraldServer
 import HeraldStore
 import HeraldTestSupport
 import Prometheus
