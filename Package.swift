@@ -200,7 +200,7 @@ let package = Package(
         .target(
             name: "HeraldKaspa",
             dependencies: [
-                "HeraldCore", "HeraldStore", "HeraldDelivery", .product(name: "KasiaProtocol", package: "HeraldKit"),
+                "HeraldCore", "HeraldStore", .product(name: "KasiaProtocol", package: "HeraldKit"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "WSClient", package: "swift-websocket"),
                 .product(name: "Logging", package: "swift-log"),
@@ -305,7 +305,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldKaspaTests",
-            dependencies: ["HeraldKaspa", "HeraldCore", "HeraldStore", "HeraldDelivery", .product(name: "HeraldKit", package: "HeraldKit"), "KaspaNodeSimulator", "HeraldTestSupport"],
+            dependencies: ["HeraldKaspa", "HeraldCore", "HeraldStore", .product(name: "HeraldKit", package: "HeraldKit"), "KaspaNodeSimulator", "HeraldTestSupport"],
             exclude: ["Fixtures"]
         ),
         .testTarget(

@@ -222,7 +222,13 @@ struct ServeCommand: AsyncParsableCommand {
             configuration.network = settings.kaspaNetwork?.id
             return KaspaChainSource(configuration: configuration, store: store, sink: publisher, logger: Logger(label: "herald.kaspa"))
         }
-        if let chainSource { services.append(chainSource) }
+        // /v1/stats, /readyz and /metrics read its state when asked.
+        var sources: [SourceReport] = []
+        if let chainSource {
+            services.append(chainSource)
+            sources.append(SourceReport(name: "kaspa", stats: { chainSource.stats.statsFields }, readiness: { chainSource.stats.readinessFields }))
+            metrics.0.addCollector { $0.kaspaSource(chainSource.stats) }
+        }
 
         // /readyz: the built-in simulators still accept connections; each app's way of sending.
         var readiness: [ReadinessCheck] = []
@@ -237,7 +243,7 @@ struct ServeCommand: AsyncParsableCommand {
             ]
         }
         let router = Gateway.router(
-            store: store, configuration: api, publisher: publisher, metrics: metrics, chainSource: chainSource, readiness: readiness,
+            store: store, configuration: api, publisher: publisher, metrics: metrics, sources: sources, readiness: readiness,
             sending: sending, matrix: MatrixApps(settings.matrix), lanes: outbox.lanes, operations: false)
         // `/metrics` and `/v1/stats` on a listener of their own, loopback by default: what the
         // instance counts is for its operator, not for whoever reaches the API.
@@ -249,7 +255,7 @@ struct ServeCommand: AsyncParsableCommand {
         let readinessLine = ReadinessLine(host: settings.host, adminHost: settings.adminHost, simulators: Set(simulatorControls.keys))
         let admin = Application(
             router: Gateway.operationsRouter(
-                store: store, metrics: metrics, chainSource: chainSource, readiness: readiness, sending: sending, lanes: outbox.lanes,
+                store: store, metrics: metrics, sources: sources, readiness: readiness, sending: sending, lanes: outbox.lanes,
                 simulators: simulatorControls),
             server: .http1(configuration: .init(idleTimeout: .seconds(Int64(settings.httpIdleTimeoutSeconds)))),
             configuration: .init(address: .hostname(settings.adminHost, port: settings.adminPort), serverName: "Herald"),

@@ -414,15 +414,9 @@ struct FieldReader {
     }
 }
 
-/// Where the Kaspa chain source commits what it classified.
-public protocol KasiaEventSink: Sendable {
-    /// Commits `events` (deduplicated by txid: a txid is never pushed twice) and `checkpoint`
-    /// together; returns the deliveries created.
-    func commit(_ events: [KasiaEvent], checkpoint: ChainCheckpoint) async throws -> Int
-}
-
-/// The chain source's way in: the same routing and commit as `/v1/events`.
-extension EventPublisher: KasiaEventSink {
+/// The chain source's way in: the same routing and commit as `/v1/events` (the composition root
+/// makes it the chain source's `KasiaEventSink`).
+extension EventPublisher {
     /// Routes each Kasia event in every app (by recipient, own address and contextual route), deduplicated by txid per app (a txid
     /// accepted twice — two blocks, a reorg, a replayed gap — is pushed once), and commits the
     /// events with the chain checkpoint in one transaction.

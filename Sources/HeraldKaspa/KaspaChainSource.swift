@@ -1,7 +1,6 @@
 import Foundation
 import HeraldCore
 import HeraldStore
-import HeraldDelivery
 import Logging
 import ServiceLifecycle
 import Synchronization
@@ -36,6 +35,26 @@ public struct KaspaSourceStats: Sendable, Hashable {
     struct GapFillFailures: Sendable, Hashable {
         var hash: String
         var count: Int
+    }
+
+    /// What `/v1/stats` shows of the source.
+    public var statsFields: [String: JSONValue] {
+        [
+            "connected": .bool(connected), "last_block": lastBlockHash.map(JSONValue.string) ?? .null,
+            "last_daa_score": lastDaaScore.map(JSONValue.unsigned) ?? .null,
+            "lag_seconds": lagSeconds.map(JSONValue.double) ?? .null,
+            "transactions_seen": .int(Int64(transactionsSeen)),
+            "transactions_classified": .int(Int64(transactionsClassified)),
+            "events_committed": .int(Int64(eventsCommitted)),
+            "unattributed_messages": .int(Int64(unattributedMessages)), "gaps": .int(Int64(gaps)),
+            "skipped_blocks": .int(Int64(skippedBlocks)),
+            "reconnects": .int(Int64(reconnects)), "leader": .bool(leader),
+        ]
+    }
+
+    /// What `/readyz` shows of the source.
+    public var readinessFields: [String: JSONValue] {
+        ["connected": .bool(connected), "leader": .bool(leader), "lag_seconds": lagSeconds.map(JSONValue.double) ?? .null]
     }
 }
 

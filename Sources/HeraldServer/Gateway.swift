@@ -1,7 +1,6 @@
 import Foundation
 import HeraldCore
 import HeraldDelivery
-import HeraldKaspa
 import HeraldMatrix
 import HeraldStore
 import Hummingbird
@@ -17,6 +16,7 @@ public enum Gateway {
     /// - Parameters:
     ///   - publisher: the publish use case every publishing route calls.
     ///   - metrics: the registry `/metrics` renders, and the metrics fed into it.
+    ///   - sources: the event sources `/v1/stats` and `/readyz` report on (the Kaspa chain source).
     ///   - readiness: what `/readyz` checks besides the store (the built-in simulators listening).
     ///   - sending: what each app sends with, by platform (`credentials`, `simulator`), shown by `/readyz`.
     ///   - matrix: the Matrix apps `/_matrix/push/v1/notify` serves (none: no Matrix route).
@@ -26,7 +26,7 @@ public enum Gateway {
     public static func router(
         store: any DeviceRegistry & StoreStatistics, configuration: APIConfiguration, publisher: EventPublisher,
         metrics: (HeraldMetrics, PrometheusCollectorRegistry) = HeraldMetrics.prometheus(),
-        chainSource: KaspaChainSource? = nil, readiness: [ReadinessCheck] = [], sending: [String: [String: String]] = [:],
+        sources: [SourceReport] = [], readiness: [ReadinessCheck] = [], sending: [String: [String: String]] = [:],
         matrix: MatrixApps? = nil, lanes: [OutboxLane] = [], operations: Bool = true
     ) -> Router<HeraldRequestContext> {
         let router = Router(context: HeraldRequestContext.self)
@@ -54,8 +54,8 @@ public enum Gateway {
             headers[.contentType] = "application/json"
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: document))
         }
-        Health(store: store, readiness: readiness, sending: sending, lanes: lanes, chainSource: chainSource).addRoutes(to: router)
-        if operations { addOperations(to: router, store: store, metrics: metrics, chainSource: chainSource) }
+        Health(store: store, readiness: readiness, sending: sending, lanes: lanes, sources: sources).addRoutes(to: router)
+        if operations { addOperations(to: router, store: store, metrics: metrics, sources: sources) }
         served.fill(router.routes.map { ($0.method.rawValue, "\($0.path)") })
         return router
     }
@@ -64,7 +64,7 @@ public enum Gateway {
     /// operator's network only (`HERALD_ADMIN_HOST`, `HERALD_ADMIN_PORT`).
     public static func operationsRouter(
         store: any DeviceRegistry & StoreStatistics, metrics: (HeraldMetrics, PrometheusCollectorRegistry),
-        chainSource: KaspaChainSource? = nil, readiness: [ReadinessCheck] = [], sending: [String: [String: String]] = [:],
+        sources: [SourceReport] = [], readiness: [ReadinessCheck] = [], sending: [String: [String: String]] = [:],
         lanes: [OutboxLane] = [], simulators: [String: SimulatorControlRoute] = [:]
     ) -> Router<HeraldRequestContext> {
         let router = Router(context: HeraldRequestContext.self)
@@ -72,8 +72,8 @@ public enum Gateway {
         router.add(middleware: RequestIDMiddleware())
         router.add(middleware: ErrorEnvelopeMiddleware(routes: served))
         router.add(middleware: HTTPMetricsMiddleware())
-        Health(store: store, readiness: readiness, sending: sending, lanes: lanes, chainSource: chainSource).addRoutes(to: router)
-        addOperations(to: router, store: store, metrics: metrics, chainSource: chainSource)
+        Health(store: store, readiness: readiness, sending: sending, lanes: lanes, sources: sources).addRoutes(to: router)
+        addOperations(to: router, store: store, metrics: metrics, sources: sources)
         for (name, control) in simulators { mount(control, at: "/simulators/" + name, on: router) }
         served.fill(router.routes.map { ($0.method.rawValue, "\($0.path)") })
         return router
@@ -97,11 +97,10 @@ public enum Gateway {
     /// `/metrics` and `/v1/stats`: what the instance counts, for Prometheus and the operator.
     static func addOperations(
         to router: Router<HeraldRequestContext>, store: any DeviceRegistry & StoreStatistics,
-        metrics: (HeraldMetrics, PrometheusCollectorRegistry), chainSource: KaspaChainSource?
+        metrics: (HeraldMetrics, PrometheusCollectorRegistry), sources: [SourceReport]
     ) {
         let registry = metrics.1
         router.get("/metrics") { _, _ in
-            if let chainSource { metrics.0.kaspaSource(chainSource.stats) }
             await metrics.0.collect()
             var headers = HTTPFields()
             headers[.contentType] = "text/plain; version=0.0.4"
@@ -119,19 +118,7 @@ public enum Gateway {
                 "queue_depth": .int(Int64(queued)),
                 "oldest_pending_age_seconds": stats.oldestPending.map { .int(Int64(max(0, Int(Date().timeIntervalSince($0))))) } ?? .null,
             ]
-            if let source = chainSource?.stats {
-                body["kaspa"] = .sortedObject([
-                    "connected": .bool(source.connected), "last_block": source.lastBlockHash.map(JSONValue.string) ?? .null,
-                    "last_daa_score": source.lastDaaScore.map(JSONValue.unsigned) ?? .null,
-                    "lag_seconds": source.lagSeconds.map(JSONValue.double) ?? .null,
-                    "transactions_seen": .int(Int64(source.transactionsSeen)),
-                    "transactions_classified": .int(Int64(source.transactionsClassified)),
-                    "events_committed": .int(Int64(source.eventsCommitted)),
-                    "unattributed_messages": .int(Int64(source.unattributedMessages)), "gaps": .int(Int64(source.gaps)),
-                    "skipped_blocks": .int(Int64(source.skippedBlocks)),
-                    "reconnects": .int(Int64(source.reconnects)), "leader": .bool(source.leader),
-                ])
-            }
+            for source in sources { body[source.name] = .sortedObject(source.stats()) }
             return RegistrationAPI.json(body)
         }
     }
@@ -144,10 +131,10 @@ struct Health {
     let readiness: [ReadinessCheck]
     let sending: [String: [String: String]]
     let lanes: [OutboxLane]
-    let chainSource: KaspaChainSource?
+    let sources: [SourceReport]
 
     func addRoutes(to router: Router<HeraldRequestContext>) {
-        let (store, readiness, sending, lanes, chainSource) = (store, readiness, sending, lanes, chainSource)
+        let (store, readiness, sending, lanes, sources) = (store, readiness, sending, lanes, sources)
         router.get("/healthz") { _, _ in RegistrationAPI.json(["status": "ok"]) }
         // Ready: the store answers a cheap query and every check holds; else 503 naming each failure.
         // Either way the answer says what each dependency is doing: a lane paused for refused
@@ -169,13 +156,24 @@ struct Health {
                     .sortedObject(Dictionary(appLanes.map { ($0.platform.rawValue, JSONValue.string($0.isPaused ? "paused" : "sending")) }) { a, _ in a })
                 })
             }
-            if let source = chainSource?.stats {
-                body["kaspa"] = .sortedObject([
-                    "connected": .bool(source.connected), "leader": .bool(source.leader),
-                    "lag_seconds": source.lagSeconds.map(JSONValue.double) ?? .null,
-                ])
-            }
+            for source in sources { body[source.name] = .sortedObject(source.readiness()) }
             return RegistrationAPI.json(body)
         }
+    }
+}
+
+/// An event source's state as `/v1/stats` and `/readyz` show it under `name`, read each time they
+/// are asked (`herald serve`: the Kaspa chain source, under `kaspa`).
+public struct SourceReport: Sendable {
+    public var name: String
+    /// `/v1/stats`'s object.
+    public var stats: @Sendable () -> [String: JSONValue]
+    /// `/readyz`'s object: connected, leading, how far behind.
+    public var readiness: @Sendable () -> [String: JSONValue]
+
+    public init(name: String, stats: @escaping @Sendable () -> [String: JSONValue], readiness: @escaping @Sendable () -> [String: JSONValue]) {
+        self.name = name
+        self.stats = stats
+        self.readiness = readiness
     }
 }

@@ -1,6 +1,5 @@
 import Foundation
 import HeraldCore
-import HeraldDelivery
 import HeraldStore
 @testable import HeraldKaspa
 import KaspaNodeSimulator

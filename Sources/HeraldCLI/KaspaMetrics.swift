@@ -17,3 +17,6 @@ extension HeraldMetrics {
         kaspa("herald_kaspa_reconnects", Double(stats.reconnects))
     }
 }
+
+/// The chain source commits through the publisher: the same routing and commit as `/v1/events`.
+extension EventPublisher: KasiaEventSink {}
