@@ -221,7 +221,7 @@ let package = Package(
         .target(
             name: "HeraldServer",
             dependencies: [
-                "HeraldCore", "HeraldStore", "HeraldDelivery", "HeraldKaspa", "HeraldMatrix", .product(name: "KasiaCrypto", package: "HeraldKit"), "HeraldWebPush",
+                "HeraldCore", "HeraldStore", "HeraldDelivery", "HeraldMatrix", .product(name: "KasiaCrypto", package: "HeraldKit"), "HeraldWebPush",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Crypto", package: "swift-crypto"),
