@@ -104,10 +104,12 @@ public struct EventPublisher: Sendable {
         _ bodies: [Request], publisherKey: String, fieldPrefix: (Int) -> String = { _ in "" }, requestID: String? = nil
     ) async throws -> [Published] {
         let started = ContinuousClock.now
-        let drafts = try bodies.enumerated().map { i, body in try validate(body, field: fieldPrefix(i), publisherKey: publisherKey) }
+        // One instant for the request: an event's expiry and its creation are counted from it.
+        let now = clock.now()
+        let drafts = try bodies.enumerated().map { i, body in try validate(body, field: fieldPrefix(i), publisherKey: publisherKey, now: now) }
         var prepared = try await route(drafts, limit: maximumDeliveriesPerRequest)
         for i in prepared.indices { prepared[i].event.requestID = requestID }
-        _ = try await commit(prepared.map(\.event), checkpoint: nil)
+        _ = try await commit(prepared.map(\.event), checkpoint: nil, now: now)
         if let metrics {
             for p in prepared { metrics.eventsAccepted(template: p.event.template, deliveries: p.event.deviceRowIDs.count) }
             metrics.published(duration: ContinuousClock.now - started)
@@ -117,9 +119,8 @@ public struct EventPublisher: Sendable {
 
     /// Commits events (and a checkpoint), leasing deliveries to the lanes that wait for work, and
     /// hands the outbox what it must send. Returns the deliveries created per event id (events
-    /// skipped as duplicates are absent).
-    func commit(_ events: [NewEvent], checkpoint: ChainCheckpoint?) async throws -> [String: Int] {
-        let now = clock.now()
+    /// skipped as duplicates are absent). `now` is the instant the events' expiries count from.
+    func commit(_ events: [NewEvent], checkpoint: ChainCheckpoint?, now: Date) async throws -> [String: Int] {
         let claim = outbox?.directClaim(apps: Set(events.map(\.app)))
         let result = try await store.enqueue(events, checkpoint: checkpoint, now: now, claim: claim)
         outbox?.enqueued(result, now: now)
@@ -152,7 +153,7 @@ public struct EventPublisher: Sendable {
     }
 
     /// Validates and renders one event (no I/O).
-    func validate(_ body: Request, field prefix: String, publisherKey: String) throws -> Draft {
+    func validate(_ body: Request, field prefix: String, publisherKey: String, now: Date) throws -> Draft {
         let settings = try apps.publisherApp(key: publisherKey, requested: body.app, field: prefix + "app")
         let app = settings.id
         // Targets a template implies when the event names none.
@@ -167,8 +168,7 @@ public struct EventPublisher: Sendable {
             guard let parsed = APNsPriority(rawValue: value) else { throw Refusal.invalid(prefix + "priority", "priority is 10, 5 or 1") }
             priority = parsed
         }
-        let nowDate = clock.now()
-        let expiresAt = Self.expiry(of: body.expiration, now: nowDate)
+        let expiresAt = Self.expiry(of: body.expiration, now: now)
 
         var push: RenderedPush
         var kasia: KasiaEvent?
@@ -421,7 +421,8 @@ extension EventPublisher {
     /// accepted twice — two blocks, a reorg, a replayed gap — is pushed once), and commits the
     /// events with the chain checkpoint in one transaction.
     public func commit(_ events: [KasiaEvent], checkpoint: ChainCheckpoint) async throws -> Int {
-        let expiresAt = clock.now().addingTimeInterval(Self.defaultLifetime)
+        let now = clock.now()
+        let expiresAt = now.addingTimeInterval(Self.defaultLifetime)
         var drafts: [Draft] = []
         for app in apps.apps {
             for event in events {
@@ -434,7 +435,7 @@ extension EventPublisher {
         for i in prepared.indices {
             prepared[i].event.dedupeKey = "kaspa:\(prepared[i].event.app):\(drafts[i].kasia!.txID)"
         }
-        let created = try await commit(prepared.map(\.event), checkpoint: checkpoint)
+        let created = try await commit(prepared.map(\.event), checkpoint: checkpoint, now: now)
         for p in prepared where created[p.event.id] != nil {
             metrics?.eventsAccepted(template: p.event.template, deliveries: created[p.event.id] ?? 0)
         }

@@ -112,7 +112,7 @@ public struct MatrixNotifier: Sendable {
             perApp[app.pattern, default: (0, 0, [])].events.append(event.id)
             events.append(event)
         }
-        let created = events.isEmpty ? [:] : try await publisher.commit(events, checkpoint: nil)
+        let created = events.isEmpty ? [:] : try await publisher.commit(events, checkpoint: nil, now: now)
         if let metrics = publisher.metrics {
             for (pattern, counts) in perApp {
                 let skipped = counts.events.filter { created[$0] == nil }.count
