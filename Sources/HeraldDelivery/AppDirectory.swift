@@ -93,7 +93,7 @@ public struct AppDirectory: Sendable {
     public subscript(id: String) -> AppSettings? { byID[id] }
 
     /// The app a request names in `field`, or the only app when it names none.
-    /// - Throws: 400 naming `field` for an unknown app, or for none when there are several.
+    /// - Throws: a `Refusal` naming `field` for an unknown app, or for none when there are several.
     public func resolve(_ requested: String?, field: String = "app") throws -> AppSettings {
         if let requested {
             guard let app = byID[requested] else { throw Refusal.invalid(field, "no app \(requested) on this instance") }
@@ -103,8 +103,8 @@ public struct AppDirectory: Sendable {
         return apps[0]
     }
 
-    /// The app an event published with `key` goes to: the one it names in `field` (403 unless the
-    /// key is one of that app's), or the key's own app when it names none.
+    /// The app an event published with `key` goes to: the one it names in `field` (forbidden unless
+    /// the key is one of that app's), or the key's own app when it names none.
     public func publisherApp(key: String, requested: String?, field: String) throws -> AppSettings {
         guard let requested else {
             guard let own = apps.first(where: { $0.isPublisherKey(key) }) else {

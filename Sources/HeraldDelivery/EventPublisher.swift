@@ -17,7 +17,7 @@ public struct EventPublisher: Sendable {
     public let metrics: HeraldMetrics?
     /// The platforms that have a push provider: devices of other platforms get no delivery.
     public let platforms: Set<Platform>
-    /// The most deliveries one publish request may create (413 over it).
+    /// The most deliveries one publish request may create (refused as `tooLarge` over it).
     public let maximumDeliveriesPerRequest: Int
     /// The default cap on deliveries per request.
     public static let defaultMaximumDeliveriesPerRequest = 100_000
@@ -177,7 +177,7 @@ public struct EventPublisher: Sendable {
             // A null field is an absent one, as everywhere in the API.
             let map = Dictionary(fields.objectFields!.filter { $0.value != .null }.map { ($0.key, $0.value) }, uniquingKeysWith: { a, _ in a })
             guard let aps = map["aps"] else { throw Refusal.missing(prefix + "fields.aps") }
-            // The document's form (400); what Apple and Google make of the contents is 422 below.
+            // The document's form (malformed); what Apple and Google make of the contents is unprocessable below.
             for key in ["aps", "data", "fcm"] where map[key].map({ $0.objectFields == nil }) == true {
                 throw Refusal.invalid(prefix + "fields." + key, "\(key) is a JSON object")
             }

@@ -125,7 +125,7 @@ public struct MatrixNotifier: Sendable {
             deduplicated: events.count - created.count)
     }
 
-    /// Refuses (403 `device_limit`, nothing written) a notify whose new pushkeys would take an app
+    /// Refuses (forbidden, `device_limit`, nothing written) a notify whose new pushkeys would take an app
     /// past its `max_devices`, as registration does: a notify needs no credentials, so the limit
     /// is what bounds the devices anyone can create through it.
     private func admitWithinLimits(_ devices: [(device: NamedDevice, field: String)]) async throws {
