@@ -5,6 +5,7 @@ let package = Package(
     name: "Herald",
     platforms: [.macOS(.v15)],
     products: [
+        .library(name: "HeraldPushCore", targets: ["HeraldPushCore"]),
         .library(name: "HeraldAPNsCore", targets: ["HeraldAPNsCore"]),
         .library(name: "HeraldAPNs", targets: ["HeraldAPNs"]),
         .library(name: "HeraldFCMCore", targets: ["HeraldFCMCore"]),
@@ -29,6 +30,7 @@ let package = Package(
         // HeraldKit, KasiaProtocol and KasiaCrypto: the client package, with its own platforms (iOS 15, macOS 12).
         .package(path: "HeraldKit"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
         .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
@@ -49,37 +51,37 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     ],
     targets: [
+        // What every push service and the HTTP/2 pool share, no NIO: transport failures,
+        // configuration errors, Retry-After, ES256 JWTs, base64url, UUIDs.
+        .target(name: "HeraldPushCore", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
         // APNs as values, no NIO: notification, push type, priority, token, validation rules,
         // reasons and their classification, the ES256 provider token.
         .target(
             name: "HeraldAPNsCore",
-            dependencies: [.product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["HeraldPushCore", .product(name: "Crypto", package: "swift-crypto")]
         ),
         // HTTP/2 over TLS to a push service: one connection per handler, a pool that honours each
         // connection's live stream limit. APNs and FCM both send on it.
         .target(
             name: "HeraldHTTP2",
             dependencies: [
-                "HeraldAPNsCore",
+                "HeraldPushCore",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdHTTP2", package: "hummingbird"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
         // FCM HTTP v1 as values, no NIO: the service account and its RS256 grant, the data-only
         // message, Google's error envelope and what each answer means.
         .target(
             name: "HeraldFCMCore",
-            dependencies: ["HeraldAPNsCore", .product(name: "_CryptoExtras", package: "swift-crypto")]
+            dependencies: ["HeraldPushCore", .product(name: "_CryptoExtras", package: "swift-crypto")]
         ),
         // Web Push's value core: RFC 8291 message encryption (aes128gcm) and subscription keys.
-        .target(name: "HeraldWebPushCore", dependencies: ["HeraldAPNsCore", .product(name: "Crypto", package: "swift-crypto")]),
+        .target(name: "HeraldWebPushCore", dependencies: ["HeraldPushCore", .product(name: "Crypto", package: "swift-crypto")]),
         // The FCM transport: OAuth access tokens and messages:send on the HTTP/2 pool.
         .target(
             name: "HeraldFCM",
@@ -88,6 +90,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "Logging", package: "swift-log"),
+                "HeraldPushCore",
             ]
         ),
         // The Web Push transport: HTTP/2 (on the shared pool) or HTTP/1.1 over TLS to many
@@ -103,6 +106,7 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
+                "HeraldPushCore",
             ]
         ),
         // `herald mock-webpush`: a push service that hands out subscriptions, checks VAPID, decrypts
@@ -113,6 +117,7 @@ let package = Package(
                 "HeraldWebPushCore", "HeraldAPNsSimulator",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdHTTP2", package: "hummingbird"),
+                .product(name: "Crypto", package: "swift-crypto"), .product(name: "HTTPTypes", package: "swift-http-types"), "HeraldAPNsCore", "HeraldPushCore", .product(name: "Logging", package: "swift-log"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
         // `herald mock-fcm`: an FCM look-alike (OAuth grant checks, messages:send) with faults.
@@ -123,6 +128,7 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdHTTP2", package: "hummingbird"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"), "HeraldAPNsCore", "HeraldPushCore", .product(name: "Logging", package: "swift-log"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
         // The APNs transport: the APNs client on the HTTP/2 pool.
@@ -133,12 +139,9 @@ let package = Package(
                 "HeraldHTTP2",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "NIOTLS", package: "swift-nio"),
-                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+                "HeraldPushCore",
             ]
         ),
         // An APNs look-alike held to Apple's documented behaviour, with fault injection.
@@ -157,7 +160,10 @@ let package = Package(
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdHTTP2", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"), "HeraldAPNsCore", "HeraldPushCore",
             ]
         ),
         // `kasia`: decode and encrypt Kasia payloads when debugging pushes.
@@ -180,13 +186,14 @@ let package = Package(
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                "HeraldWebPushCore", .product(name: "KasiaProtocol", package: "HeraldKit"), .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
         // The delivery core: the publish use case (`EventPublisher`), the outbox lanes, the
         // provider-neutral `PushProvider` seam and its providers (APNs), as lifecycle services.
         // The Matrix Push Gateway API as values, no I/O: the notify body, the app_id map, pushkeys as
         // devices, and Sygnal-shaped payloads for APNs, FCM and Web Push.
-        .target(name: "HeraldMatrix", dependencies: ["HeraldCore", "HeraldAPNsCore", "HeraldFCMCore"]),
+        .target(name: "HeraldMatrix", dependencies: ["HeraldCore", "HeraldAPNsCore", "HeraldFCMCore", "HeraldWebPushCore", .product(name: "KasiaProtocol", package: "HeraldKit")]),
         .target(
             name: "HeraldDelivery",
             dependencies: [
@@ -194,6 +201,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "CoreMetrics", package: "swift-metrics"), .product(name: "Crypto", package: "swift-crypto"), "HeraldAPNsCore", "HeraldPushCore", "HeraldWebPushCore", .product(name: "KasiaProtocol", package: "HeraldKit"),
             ]
         ),
         // Reading Kasia off a Kaspa node: its RPC JSON and the classification into Kasia events.
@@ -215,6 +223,7 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
         // The HTTP API (Hummingbird 2): routes, middleware and encoding over the delivery core.
@@ -228,6 +237,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                "HeraldAPNs", "HeraldAPNsCore", "HeraldWebPushCore", .product(name: "KasiaProtocol", package: "HeraldKit"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
             ]
         ),
         // The `herald` command.
@@ -243,12 +253,12 @@ let package = Package(
                 "HeraldServer",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Yams", package: "Yams"),
+                .product(name: "Crypto", package: "swift-crypto"), "HeraldAPNsCore", "HeraldPushCore", .product(name: "KasiaProtocol", package: "HeraldKit"), .product(name: "NIOCore", package: "swift-nio"),
             ],
             plugins: ["BuildInfo"]
         ),
@@ -266,6 +276,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                "HeraldAPNsCore", "HeraldWebPushCore", .product(name: "KasiaProtocol", package: "HeraldKit"),
             ],
             path: "Benchmarks/HeraldBench"
         ),
@@ -281,18 +292,18 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                "HeraldAPNsCore", "HeraldPushCore",
             ]
         ),
         // Tests that start the `herald` binary as separate processes.
         .testTarget(
-            name: "HeraldCLITests", dependencies: ["HeraldCLI", "HeraldStore", "HeraldCore", "HeraldAPNs", "HeraldWebPushCore", "HeraldTestSupport", "KaspaNodeSimulator"]),
-        .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore", "HeraldAPNs"]),
+            name: "HeraldCLITests", dependencies: ["HeraldCLI", "HeraldStore", "HeraldCore", "HeraldAPNs", "HeraldWebPushCore", "HeraldTestSupport", "KaspaNodeSimulator", .product(name: "Logging", package: "swift-log")]),
+        .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore", "HeraldAPNs", "HeraldAPNsCore", .product(name: "KasiaProtocol", package: "HeraldKit")]),
         .testTarget(name: "HeraldMatrixTests", dependencies: ["HeraldMatrix", "HeraldCore", "HeraldFCMCore"]),
         .testTarget(
             name: "HeraldFCMTests",
-            dependencies: ["HeraldFCM", "HeraldFCMSimulator", "HeraldDelivery", "HeraldStore", "HeraldCore", "HeraldAPNsCore", .product(name: "HeraldKit", package: "HeraldKit"), "HeraldTestSupport"],
+            dependencies: ["HeraldFCM", "HeraldFCMSimulator", "HeraldDelivery", "HeraldStore", "HeraldCore", "HeraldAPNsCore", .product(name: "HeraldKit", package: "HeraldKit"), "HeraldTestSupport", .product(name: "NIOPosix", package: "swift-nio")],
             exclude: ["Fixtures"]
         ),
         .testTarget(
@@ -300,17 +311,18 @@ let package = Package(
             dependencies: [
                 "HeraldWebPushCore", "HeraldWebPush", "HeraldWebPushSimulator", "HeraldDelivery", "HeraldStore", "HeraldCore", "HeraldAPNsCore", .product(name: "HeraldKit", package: "HeraldKit"),
                 "HeraldTestSupport", .product(name: "Crypto", package: "swift-crypto"), .product(name: "NIOPosix", package: "swift-nio"),
+                "HeraldPushCore",
             ],
             exclude: ["Fixtures"]
         ),
         .testTarget(
             name: "HeraldKaspaTests",
-            dependencies: ["HeraldKaspa", "HeraldCore", "HeraldStore", .product(name: "HeraldKit", package: "HeraldKit"), "KaspaNodeSimulator", "HeraldTestSupport"],
+            dependencies: ["HeraldKaspa", "HeraldCore", "HeraldStore", .product(name: "HeraldKit", package: "HeraldKit"), "KaspaNodeSimulator", "HeraldTestSupport", .product(name: "KasiaProtocol", package: "HeraldKit")],
             exclude: ["Fixtures"]
         ),
         .testTarget(
             name: "HeraldKitTests",
-            dependencies: [.product(name: "HeraldKit", package: "HeraldKit"), .product(name: "KasiaProtocol", package: "HeraldKit"), .product(name: "KasiaCrypto", package: "HeraldKit"), "HeraldTestSupport", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: [.product(name: "HeraldKit", package: "HeraldKit"), .product(name: "KasiaProtocol", package: "HeraldKit"), .product(name: "KasiaCrypto", package: "HeraldKit"), "HeraldTestSupport"],
             exclude: ["Fixtures"]
         ),
         // Writes to a HeraldKit shared store from a second process (the cross-process test).
@@ -332,9 +344,10 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ]
         ),
-        .testTarget(name: "HeraldStoreTests", dependencies: ["HeraldStore", "HeraldCore", "HeraldAPNs", "HeraldFCM", "HeraldTestSupport"]),
+        .testTarget(name: "HeraldStoreTests", dependencies: ["HeraldStore", "HeraldCore", "HeraldAPNs", "HeraldFCM", "HeraldTestSupport", "HeraldAPNsCore", "HeraldWebPushCore", .product(name: "KasiaProtocol", package: "HeraldKit")]),
         .testTarget(
             name: "HeraldServerTests",
             dependencies: [
@@ -347,7 +360,7 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
+                "HeraldAPNsCore", "HeraldPushCore", "HeraldWebPushCore", .product(name: "KasiaProtocol", package: "HeraldKit"), .product(name: "Logging", package: "swift-log"), .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
     ]

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import HeraldCore
 import HeraldKaspa
+import KasiaProtocol
 import KaspaNodeSimulator
 
 /// Transactions signed with the official Kaspa SDK (the chain source's test fixtures), as node JSON.

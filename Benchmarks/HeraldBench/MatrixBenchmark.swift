@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HeraldCore
+import KasiaProtocol
 
 /// `herald-bench matrix`: a Matrix homeserver's load on the push gateway. `--clients` concurrent
 /// clients, each posting Synapse-shaped notifies (one device each, as Synapse sends them) one after

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Crypto
 import Foundation
 import HeraldAPNs
+import HeraldAPNsCore
 import HeraldAPNsSimulator
 import HeraldCore
 import HeraldStore

@@ -9,6 +9,7 @@ import NIOPosix
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
+import HeraldWebPushCore
 #endif
 
 /// Web Push: encrypt (RFC 8291) + sign (VAPID, cached per origin) + send over TLS to `herald

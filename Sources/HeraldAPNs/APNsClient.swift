@@ -1,4 +1,7 @@
 import Foundation
+import HeraldAPNsCore
+import HeraldHTTP2
+import HeraldPushCore
 import Logging
 import NIOCore
 import NIOHPACK
@@ -87,10 +90,10 @@ public final class APNsClient: Sendable {
         while true {
             let token = await tokens.currentToken()
             let request = Self.makeRequest(notification, apnsID: apnsIDString, authorization: token.authorizationHeader)
-            let response: APNsHTTPResponse
+            let response: HTTP2Response
             do {
                 response = try await execute(request, deadline: deadline)
-            } catch let failure as HTTP2TransportFailure {
+            } catch let failure as TransportFailure {
                 if failure == .notProcessed, unprocessedRetries < Self.maximumUnprocessedRetries, NIODeadline.now() < deadline {
                     unprocessedRetries += 1
                     continue
@@ -134,7 +137,7 @@ public final class APNsClient: Sendable {
                 let result = Self.result(from: response, apnsID: notifications[index].apnsID, sentAs: apnsIDs[index])
                 if case .refreshCredentials = result.action { refused.append(index) }
                 results[index] = result
-            case .failure(let failure as HTTP2TransportFailure):
+            case .failure(let failure as TransportFailure):
                 if failure == .notProcessed { unprocessed.append(index) }
                 results[index] = .transportFailure(failure)
             case .failure:
@@ -153,7 +156,7 @@ public final class APNsClient: Sendable {
     }
 
     /// Sends a raw HTTP/2 request on the pool, bypassing validation (tools and tests).
-    public func execute(_ request: APNsHTTPRequest, deadline: NIODeadline) async throws -> APNsHTTPResponse {
+    public func execute(_ request: HTTP2Request, deadline: NIODeadline) async throws -> HTTP2Response {
         try await pool.submit(request, deadline: deadline).get()
     }
 
@@ -168,7 +171,7 @@ public final class APNsClient: Sendable {
         return (s.ready, s.connecting, s.draining, s.maxStreams, s.waiting)
     }
 
-    static func makeRequest(_ n: APNsNotification, apnsID: String, authorization: String) -> APNsHTTPRequest {
+    static func makeRequest(_ n: APNsNotification, apnsID: String, authorization: String) -> HTTP2Request {
         var headers = HPACKHeaders()
         headers.reserveCapacity(8)
         headers.add(name: "authorization", value: authorization)
@@ -180,7 +183,7 @@ public final class APNsClient: Sendable {
         if let collapseID = n.collapseID {
             headers.add(name: "apns-collapse-id", value: collapseID, indexing: .nonIndexable)
         }
-        return APNsHTTPRequest(path: "/3/device/" + n.deviceToken.lowercased(), headers: headers, body: ByteBuffer(bytes: n.payload))
+        return HTTP2Request(path: "/3/device/" + n.deviceToken.lowercased(), headers: headers, body: ByteBuffer(bytes: n.payload))
     }
 
     /// The latest 410 timestamp believed: the year 2286, in milliseconds.
@@ -189,7 +192,7 @@ public final class APNsClient: Sendable {
     static let maximumRetryAfterSeconds = 3_600
 
     /// Reads Apple's answer: status, `{"reason", "timestamp"}` body, `retry-after`.
-    static func result(from response: APNsHTTPResponse, apnsID: UUID, sentAs sent: String) -> APNsResult {
+    static func result(from response: HTTP2Response, apnsID: UUID, sentAs sent: String) -> APNsResult {
         if response.status == 200 {
             // APNs echoes the apns-id it was given; parse only one it chose itself.
             guard let echoed = response.headers.first(name: "apns-id"), echoed != sent else {

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import HeraldPushCore
 import Synchronization
 
 /// An APNs token-signing key: the `.p8` private key with its key id and team id.
@@ -189,29 +190,5 @@ public final class APNsProviderTokenSource: Sendable {
             state.refreshRequested = true
             return now.timeIntervalSince(current.issuedAt) >= minimumInterval.seconds
         }
-    }
-}
-
-extension Duration {
-    /// The duration in seconds, as a `TimeInterval`.
-    public var seconds: Double {
-        let (s, atto) = components
-        return Double(s) + Double(atto) / 1e18
-    }
-}
-
-/// Base64url without padding (RFC 7515).
-public enum Base64URL {
-    public static func encode(_ bytes: [UInt8]) -> String {
-        var s = Data(bytes).base64EncodedString()
-        s = s.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-        while s.last == "=" { s.removeLast() }
-        return s
-    }
-
-    public static func decode(_ text: Substring) -> [UInt8]? {
-        var s = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while s.count % 4 != 0 { s += "=" }
-        return Data(base64Encoded: s).map { Array($0) }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldPushCore
 
 /// The `apns-push-type` values Apple accepts.
 public enum APNsPushType: String, Sendable, CaseIterable, Codable {

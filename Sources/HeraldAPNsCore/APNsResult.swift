@@ -1,32 +1,5 @@
 import Foundation
-
-/// Why a request to a push service got no HTTP answer: one type for every service and for the
-/// HTTP/2 transport that reports it (`HTTP2TransportFailure` is this type).
-public enum TransportFailure: Error, Hashable, Sendable, CustomStringConvertible {
-    /// The request's deadline passed.
-    case deadlineExceeded
-    /// The connection closed or was reset with the request in flight; the server may or may not have it.
-    case connectionClosed
-    /// The server refused the stream before processing it (GOAWAY past its last stream, REFUSED_STREAM).
-    case notProcessed
-    /// No connection could be made.
-    case connectFailed(String)
-    /// An answer that is not HTTP/2 as expected (no :status, unreadable body).
-    case protocolError(String)
-
-    public var description: String {
-        switch self {
-        case .deadlineExceeded: "deadline exceeded"
-        case .connectionClosed: "connection closed"
-        case .notProcessed: "not processed (stream refused)"
-        case .connectFailed(let s): "connect failed: \(s)"
-        case .protocolError(let s): "protocol error: \(s)"
-        }
-    }
-}
-
-/// Why an APNs request got no HTTP answer.
-public typealias APNsTransportFailure = TransportFailure
+import HeraldPushCore
 
 /// What happened to one notification.
 public enum APNsResult: Sendable, Hashable {
@@ -35,7 +8,7 @@ public enum APNsResult: Sendable, Hashable {
     /// APNs answered with an error status and reason. `timestamp` comes with 410.
     case rejected(status: Int, reason: APNsReason, timestamp: Date?, retryAfter: Duration?)
     /// No HTTP answer.
-    case transportFailure(APNsTransportFailure)
+    case transportFailure(TransportFailure)
 }
 
 /// What the caller should do with a result.

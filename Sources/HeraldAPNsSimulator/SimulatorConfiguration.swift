@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import HeraldAPNs
+import HeraldPushCore
 
 /// A provider key the simulator trusts: a JWT must name its key id and team.
 public struct SimulatorKey: Sendable {
@@ -19,7 +20,7 @@ public struct SimulatorKey: Sendable {
     public init(argument: String) throws {
         let parts = argument.split(separator: ":", maxSplits: 2).map(String.init)
         guard parts.count == 3, !parts[0].isEmpty, !parts[1].isEmpty else {
-            throw APNsConfigurationError(field: "--public-key", message: "expected KID:TEAM:PEMFILE, got \(argument)")
+            throw HeraldConfigurationError(field: "--public-key", message: "expected KID:TEAM:PEMFILE, got \(argument)")
         }
         let pem = try String(contentsOfFile: parts[2], encoding: .utf8)
         if let key = try? P256.Signing.PublicKey(pemRepresentation: pem) {
@@ -27,7 +28,7 @@ public struct SimulatorKey: Sendable {
         } else if let key = try? P256.Signing.PrivateKey(pemRepresentation: pem) {
             self.init(keyID: parts[0], teamID: parts[1], publicKey: key.publicKey)
         } else {
-            throw APNsConfigurationError(field: "--public-key", message: "\(parts[2]) holds no P-256 key")
+            throw HeraldConfigurationError(field: "--public-key", message: "\(parts[2]) holds no P-256 key")
         }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldAPNs
+import HeraldAPNsCore
 import NIOCore
 import NIOHPACK
 

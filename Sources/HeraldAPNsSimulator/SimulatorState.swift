@@ -1,6 +1,8 @@
 import Crypto
 import Foundation
 import HeraldAPNs
+import HeraldAPNsCore
+import HeraldPushCore
 import NIOCore
 import Synchronization
 

@@ -1,5 +1,7 @@
 import Foundation
 import HeraldAPNs
+import HeraldAPNsCore
+import HeraldPushCore
 
 /// One app's APNs credentials and host, read from the `HERALD_APNS_*` variables or `HERALD_CONFIG`.
 struct APNsSettings: Sendable {
@@ -17,19 +19,19 @@ struct APNsSettings: Sendable {
     var caFile: String?
 
     /// Reads the settings; nil when no credentials are configured at all.
-    /// - Throws: `APNsConfigurationError` naming the variable when they are incomplete or malformed.
+    /// - Throws: `HeraldConfigurationError` naming the variable when they are incomplete or malformed.
     static func fromEnvironment(_ env: [String: String]) throws -> APNsSettings? {
         let names = ["HERALD_APNS_KEY_PATH", "HERALD_APNS_KEY_ID", "HERALD_APNS_TEAM_ID", "HERALD_APNS_TOPIC"]
         let values = names.map { env[$0].flatMap { $0.isEmpty ? nil : $0 } }
         if values.allSatisfy({ $0 == nil }) { return nil }
         for (name, value) in zip(names, values) where value == nil {
-            throw APNsConfigurationError(field: name, message: "is required with the other HERALD_APNS_* credentials")
+            throw HeraldConfigurationError(field: name, message: "is required with the other HERALD_APNS_* credentials")
         }
         let environment = try Self.environment(env)
         func parseURL(_ name: String) throws -> URL? {
             guard let raw = env[name], !raw.isEmpty else { return nil }
             guard let parsed = URL(string: raw), parsed.scheme == "https", parsed.host != nil else {
-                throw APNsConfigurationError(field: name, message: "is an https:// URL, not \(raw)")
+                throw HeraldConfigurationError(field: name, message: "is an https:// URL, not \(raw)")
             }
             return parsed
         }
@@ -37,7 +39,7 @@ struct APNsSettings: Sendable {
         let sandboxURL = try parseURL("HERALD_APNS_SANDBOX_URL")
         let caFile = env["HERALD_APNS_CA_FILE"].flatMap { $0.isEmpty ? nil : $0 }
         if let caFile, !FileManager.default.isReadableFile(atPath: caFile) {
-            throw APNsConfigurationError(field: "HERALD_APNS_CA_FILE", message: "\(caFile) is not readable")
+            throw HeraldConfigurationError(field: "HERALD_APNS_CA_FILE", message: "\(caFile) is not readable")
         }
         return APNsSettings(
             keyPath: values[0]!, keyID: values[1]!, teamID: values[2]!, topic: values[3]!,
@@ -49,7 +51,7 @@ struct APNsSettings: Sendable {
     static func environment(_ env: [String: String]) throws -> APNsEnvironment {
         guard let raw = env["HERALD_APNS_ENVIRONMENT"], !raw.isEmpty else { return .sandbox }
         guard let parsed = APNsEnvironment(rawValue: raw) else {
-            throw APNsConfigurationError(field: "HERALD_APNS_ENVIRONMENT", message: "is production or sandbox, not \(raw)")
+            throw HeraldConfigurationError(field: "HERALD_APNS_ENVIRONMENT", message: "is production or sandbox, not \(raw)")
         }
         return parsed
     }
@@ -59,7 +61,7 @@ struct APNsSettings: Sendable {
         do {
             return try APNsSigningKey(contentsOfFile: keyPath, keyID: keyID, teamID: teamID)
         } catch {
-            throw APNsConfigurationError(field: "HERALD_APNS_KEY_PATH", message: "\(keyPath) is not a readable P-256 .p8 key")
+            throw HeraldConfigurationError(field: "HERALD_APNS_KEY_PATH", message: "\(keyPath) is not a readable P-256 .p8 key")
         }
     }
 

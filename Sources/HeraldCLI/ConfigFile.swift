@@ -1,9 +1,10 @@
 import Foundation
-import HeraldFCM
-import HeraldDelivery
 import HeraldAPNs
 import HeraldCore
+import HeraldDelivery
+import HeraldFCM
 import HeraldMatrix
+import HeraldPushCore
 import HeraldServer
 import Yams
 
@@ -305,7 +306,7 @@ struct ConfigFile {
                     throw error(at: field + ".credentials_file", "is required")
                 }
                 return settings
-            } catch let failure as FCMConfigurationError {
+            } catch let failure as HeraldConfigurationError {
                 let key = FCMSettings.fileKeys.first { $0.value == failure.field }?.key ?? "credentials_file"
                 throw error(at: field + "." + key, failure.message.replacingOccurrences(of: "HERALD_FCM_CREDENTIALS_FILE", with: "credentials_file"))
             }
@@ -343,7 +344,7 @@ struct ConfigFile {
                 }
                 _ = try settings.loadSigningKey()
                 return settings
-            } catch let failure as APNsConfigurationError {
+            } catch let failure as HeraldConfigurationError {
                 let message = failure.message.replacingOccurrences(of: "HERALD_APNS_* credentials", with: "apns keys")
                 throw error(at: yamlField(failure.field), message)
             }

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldFCM
+import HeraldPushCore
 
 /// One app's FCM service account and hosts, from the `HERALD_FCM_*` variables or an app's `fcm`
 /// block in `HERALD_CONFIG`.
@@ -20,12 +21,12 @@ struct FCMSettings: Sendable {
     ]
 
     /// Reads the settings; nil when no credentials file is named.
-    /// - Throws: `FCMConfigurationError` naming the variable at fault.
+    /// - Throws: `HeraldConfigurationError` naming the variable at fault.
     static func fromEnvironment(_ env: [String: String]) throws -> FCMSettings? {
         func value(_ name: String) -> String? { env[name].flatMap { $0.isEmpty ? nil : $0 } }
         guard let path = value("HERALD_FCM_CREDENTIALS_FILE") else {
             for name in ["HERALD_FCM_PROJECT_ID", "HERALD_FCM_URL", "HERALD_FCM_TOKEN_URL"] where value(name) != nil {
-                throw FCMConfigurationError(field: name, message: "needs HERALD_FCM_CREDENTIALS_FILE")
+                throw HeraldConfigurationError(field: name, message: "needs HERALD_FCM_CREDENTIALS_FILE")
             }
             return nil
         }
@@ -33,22 +34,22 @@ struct FCMSettings: Sendable {
         do {
             account = try FCMServiceAccount(contentsOfFile: path)
         } catch {
-            throw FCMConfigurationError(field: "HERALD_FCM_CREDENTIALS_FILE", message: "\(path): \(error)")
+            throw HeraldConfigurationError(field: "HERALD_FCM_CREDENTIALS_FILE", message: "\(path): \(error)")
         }
         func url(_ name: String) throws -> URL? {
             guard let raw = value(name) else { return nil }
             guard let parsed = URL(string: raw), parsed.scheme == "https", parsed.host != nil else {
-                throw FCMConfigurationError(field: name, message: "is an https:// URL, not \(raw)")
+                throw HeraldConfigurationError(field: name, message: "is an https:// URL, not \(raw)")
             }
             return parsed
         }
         let projectID = value("HERALD_FCM_PROJECT_ID")
         if let projectID, !FCMServiceAccount.isProjectID(projectID) {
-            throw FCMConfigurationError(field: "HERALD_FCM_PROJECT_ID", message: "is a Firebase project id (letters, digits, -)")
+            throw HeraldConfigurationError(field: "HERALD_FCM_PROJECT_ID", message: "is a Firebase project id (letters, digits, -)")
         }
         let caFile = value("HERALD_FCM_CA_FILE")
         if let caFile, !FileManager.default.isReadableFile(atPath: caFile) {
-            throw FCMConfigurationError(field: "HERALD_FCM_CA_FILE", message: "\(caFile) is not readable")
+            throw HeraldConfigurationError(field: "HERALD_FCM_CA_FILE", message: "\(caFile) is not readable")
         }
         return FCMSettings(account: account, projectID: projectID, url: try url("HERALD_FCM_URL"), tokenURL: try url("HERALD_FCM_TOKEN_URL"), caFile: caFile)
     }

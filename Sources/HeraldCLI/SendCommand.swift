@@ -1,7 +1,9 @@
 import ArgumentParser
 import Foundation
 import HeraldAPNs
+import HeraldAPNsCore
 import HeraldFCM
+import HeraldPushCore
 import Logging
 import NIOCore
 import NIOPosix
@@ -61,7 +63,7 @@ struct SendCommand: AsyncParsableCommand {
             guard connections >= 1 else { throw InvalidInput(field: "--connections", message: "is at least 1") }
         } catch let error as APNsValidationError {
             throw CLIOutput.invalid(field: error.field, message: error.message, reason: error.reason.rawValue)
-        } catch let error as APNsConfigurationError {
+        } catch let error as HeraldConfigurationError {
             throw CLIOutput.invalid(field: error.field, message: error.message)
         } catch let error as InvalidInput {
             throw CLIOutput.invalid(field: error.field, message: error.message)
@@ -105,7 +107,7 @@ struct SendCommand: AsyncParsableCommand {
             guard connections >= 1 else { throw InvalidInput(field: "--connections", message: "is at least 1") }
         } catch let error as FCMValidationError {
             throw CLIOutput.invalid(field: error.field, message: error.reason)
-        } catch let error as FCMConfigurationError {
+        } catch let error as HeraldConfigurationError {
             throw CLIOutput.invalid(field: error.field, message: error.message)
         } catch let error as InvalidInput {
             throw CLIOutput.invalid(field: error.field, message: error.message)
@@ -118,7 +120,7 @@ struct SendCommand: AsyncParsableCommand {
             client = try FCMClient(
                 configuration: configuration, account: settings.account, projectID: settings.projectID, eventLoopGroup: group,
                 logger: Logger(label: "herald.fcm"))
-        } catch let error as FCMConfigurationError {
+        } catch let error as HeraldConfigurationError {
             try await group.shutdownGracefully()
             throw CLIOutput.invalid(field: error.field, message: error.message)
         }

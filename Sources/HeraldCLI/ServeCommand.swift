@@ -2,6 +2,7 @@ import ArgumentParser
 import Crypto
 import Foundation
 import HeraldAPNs
+import HeraldAPNsCore
 import HeraldAPNsSimulator
 import HeraldCore
 import HeraldDelivery
@@ -9,11 +10,14 @@ import HeraldFCM
 import HeraldFCMSimulator
 import HeraldKaspa
 import HeraldMatrix
+import HeraldPushCore
 import HeraldServer
 import HeraldStore
 import HeraldWebPush
+import HeraldWebPushCore
 import HeraldWebPushSimulator
 import Hummingbird
+import KasiaProtocol
 import Logging
 import Metrics
 import NIOCore

@@ -1,6 +1,8 @@
 import Foundation
 import HeraldAPNsCore
 import HeraldCore
+import HeraldPushCore
+import HeraldWebPushCore
 
 /// One app's VAPID key and subject, from `HERALD_VAPID_PRIVATE_KEY_PATH` and `HERALD_VAPID_SUBJECT`
 /// or an app's `vapid` block in `HERALD_CONFIG`.

@@ -1,5 +1,6 @@
 import Crypto
 import HeraldAPNsCore
+import KasiaProtocol
 
 /// SafeWhisper's `conversation.silent` template: a background push that says only
 /// which conversation changed, as the first 32 hex characters of SHA-256(conversation id).

@@ -1,5 +1,7 @@
 import Foundation
 import HeraldAPNsCore
+import HeraldWebPushCore
+import KasiaProtocol
 
 /// The push services Herald delivers to.
 public enum Platform: String, Hashable, Sendable, CaseIterable, Codable {

@@ -1,3 +1,4 @@
+import KasiaProtocol
 /// Which devices a Kasia event reaches when its publisher names no targets.
 ///
 /// A store looks devices up by `lookupKey` (an index on watch keys), then keeps those whose

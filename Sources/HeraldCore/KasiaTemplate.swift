@@ -1,4 +1,5 @@
 import HeraldAPNsCore
+import KasiaProtocol
 
 /// A Kasia transaction worth a push: the fields of the `kasia.*` templates.
 public struct KasiaEvent: Hashable, Sendable {

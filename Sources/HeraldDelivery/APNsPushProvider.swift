@@ -1,5 +1,6 @@
 import Foundation
 import HeraldAPNs
+import HeraldAPNsCore
 import HeraldCore
 import HeraldStore
 import Synchronization

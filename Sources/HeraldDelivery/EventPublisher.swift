@@ -2,6 +2,7 @@ import Foundation
 import HeraldAPNsCore
 import HeraldCore
 import HeraldStore
+import KasiaProtocol
 
 /// The publish use case, one for every way in (`/v1/events`, `:batch`, the compatibility routes,
 /// the Kaspa chain source): validates and renders events, routes them to devices, and commits

@@ -4,6 +4,8 @@ import HeraldAPNsCore
 import HeraldCore
 import HeraldMatrix
 import HeraldStore
+import HeraldWebPushCore
+import KasiaProtocol
 
 /// The Matrix Push Gateway use case (`POST /_matrix/push/v1/notify`): each device of a
 /// notification becomes a delivery of its Matrix app's Herald app, committed with the others

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import HeraldAPNsCore
+import HeraldPushCore
 
 /// The keys an app's backend signs registration tokens with: an HS256 secret, an ES256 public
 /// key, or both. A token names one identity (`sub`) that a registration may claim.

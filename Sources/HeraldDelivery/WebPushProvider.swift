@@ -2,6 +2,7 @@ import Foundation
 import HeraldCore
 import HeraldStore
 import HeraldWebPush
+import HeraldWebPushCore
 import Synchronization
 
 /// Web Push for one app's browser and UnifiedPush subscriptions: the push's JSON document (what an

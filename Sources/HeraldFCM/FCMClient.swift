@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import NIOHPACK
 import Synchronization
+import HeraldPushCore
 
 /// How an `FCMClient` reaches FCM.
 public struct FCMClientConfiguration: Sendable {
@@ -54,7 +55,7 @@ public final class FCMClient: Sendable {
         self.configuration = configuration
         self.projectID = projectID ?? account.projectID
         guard FCMServiceAccount.isProjectID(self.projectID) else {
-            throw FCMConfigurationError(field: "project_id", message: "is not a Firebase project id")
+            throw HeraldConfigurationError(field: "project_id", message: "is not a Firebase project id")
         }
         self.sendPath = "/v1/projects/\(self.projectID)/messages:send"
         func pool(_ url: URL, size: Int) throws -> HTTP2ConnectionPool {
@@ -209,7 +210,7 @@ public final class FCMAccessTokenSource: Sendable {
                 token = try await ledger.accessToken(
                     account: account.clientEmail, now: now, refreshMargin: .seconds(refreshMargin), rejected: rejected
                 ) { try await self.exchangeOwnGrant(at: now) }.token
-            } catch let error as FCMConfigurationError {
+            } catch let error as HeraldConfigurationError {
                 throw error
             } catch let error as FCMTokenEndpointUnavailable {
                 throw error
@@ -242,7 +243,7 @@ public final class FCMAccessTokenSource: Sendable {
             var token_type: String?
         }
         guard status == 200, let answer = try? JSONDecoder().decode(Answer.self, from: Data(body)), !answer.access_token.isEmpty else {
-            throw FCMConfigurationError(field: "credentials", message: "the token endpoint refused the grant (HTTP \(status)): \(String(decoding: body.prefix(300), as: UTF8.self))")
+            throw HeraldConfigurationError(field: "credentials", message: "the token endpoint refused the grant (HTTP \(status)): \(String(decoding: body.prefix(300), as: UTF8.self))")
         }
         // A peer's number: believed between a minute and a day, else an hour.
         let lifetime = answer.expires_in.flatMap { $0.isFinite && (60...86_400).contains($0) ? $0 : nil } ?? 3600

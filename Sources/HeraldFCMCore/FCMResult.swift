@@ -1,4 +1,4 @@
-import HeraldAPNsCore
+import HeraldPushCore
 import Foundation
 
 /// FCM's error answer: the `google.rpc.Status` envelope, with the FCM code from its

@@ -1,5 +1,5 @@
 import Foundation
-import HeraldAPNsCore
+import HeraldPushCore
 import _CryptoExtras
 
 /// A Firebase service account: the JSON file Google's console hands out. Only the fields the
@@ -29,23 +29,23 @@ public struct FCMServiceAccount: Sendable {
         var token_uri: String?
     }
 
-    /// Reads a service-account file's JSON. Throws `FCMConfigurationError` naming the field at fault.
-    public init(json: Data) throws(FCMConfigurationError) {
+    /// Reads a service-account file's JSON. Throws `HeraldConfigurationError` naming the field at fault.
+    public init(json: Data) throws(HeraldConfigurationError) {
         guard let file = try? JSONDecoder().decode(File.self, from: json) else {
-            throw FCMConfigurationError(field: "credentials", message: "is not a service-account JSON object")
+            throw HeraldConfigurationError(field: "credentials", message: "is not a service-account JSON object")
         }
         if let type = file.type, type != "service_account" {
-            throw FCMConfigurationError(field: "type", message: "is \(type), not service_account")
+            throw HeraldConfigurationError(field: "type", message: "is \(type), not service_account")
         }
         guard let project = file.project_id, Self.isProjectID(project) else {
-            throw FCMConfigurationError(field: "project_id", message: "is missing or not a Firebase project id (letters, digits, -)")
+            throw HeraldConfigurationError(field: "project_id", message: "is missing or not a Firebase project id (letters, digits, -)")
         }
-        guard let email = file.client_email, !email.isEmpty else { throw FCMConfigurationError(field: "client_email", message: "is missing") }
+        guard let email = file.client_email, !email.isEmpty else { throw HeraldConfigurationError(field: "client_email", message: "is missing") }
         guard let uri = file.token_uri.flatMap(URL.init(string:)), uri.scheme == "https" || uri.scheme == "http", uri.host != nil else {
-            throw FCMConfigurationError(field: "token_uri", message: "is not an https URL")
+            throw HeraldConfigurationError(field: "token_uri", message: "is not an https URL")
         }
         guard let pem = file.private_key, let key = try? _RSA.Signing.PrivateKey(pemRepresentation: pem), key.keySizeInBits >= 2048 else {
-            throw FCMConfigurationError(field: "private_key", message: "is not an RSA private key of at least 2048 bits (PEM)")
+            throw HeraldConfigurationError(field: "private_key", message: "is not an RSA private key of at least 2048 bits (PEM)")
         }
         self.projectID = project
         self.clientEmail = email
@@ -55,9 +55,9 @@ public struct FCMServiceAccount: Sendable {
     }
 
     /// Reads a service-account file.
-    public init(contentsOfFile path: String) throws(FCMConfigurationError) {
+    public init(contentsOfFile path: String) throws(HeraldConfigurationError) {
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw FCMConfigurationError(field: "credentials", message: "\(path) is not readable")
+            throw HeraldConfigurationError(field: "credentials", message: "\(path) is not readable")
         }
         try self.init(json: data)
     }
@@ -120,8 +120,6 @@ public struct GrantClaims: Codable, Sendable, Hashable {
     public var exp: Int64
 }
 
-/// An FCM setting Herald cannot use.
-public typealias FCMConfigurationError = HeraldConfigurationError
 
 /// An OAuth access token and when it expires.
 public struct FCMAccessToken: Sendable, Hashable {

@@ -1,15 +1,16 @@
+import _CryptoExtras
 import Foundation
-import HTTPTypes
 import HeraldAPNsCore
 import HeraldAPNsSimulator
 import HeraldFCMCore
+import HeraldPushCore
+import HTTPTypes
 import Hummingbird
 import HummingbirdHTTP2
 import Logging
 import NIOCore
 import NIOSSL
 import Synchronization
-import _CryptoExtras
 
 /// An FCM look-alike held to Google's documented behaviour: an OAuth token endpoint that checks
 /// the service account's RS256 grant (signature, claims, lifetime) and `messages:send` over TLS

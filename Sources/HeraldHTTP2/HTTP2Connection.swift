@@ -1,5 +1,5 @@
 import Foundation
-import HeraldAPNsCore
+import HeraldPushCore
 import Logging
 import NIOCore
 import NIOHPACK
@@ -103,7 +103,7 @@ package final class HTTP2ConnectionHandler: ChannelDuplexHandler {
     /// frames buffered for a caller that writes several streams and flushes once.
     func send(_ request: HTTP2Request, deadline: NIODeadline, promise: EventLoopPromise<HTTP2Response>, flush: Bool = true) {
         guard let context, context.channel.isActive, goAwayLastStreamID == nil else {
-            promise.fail(HTTP2TransportFailure.notProcessed)
+            promise.fail(TransportFailure.notProcessed)
             return
         }
         let streamID = nextStreamID
@@ -131,7 +131,7 @@ package final class HTTP2ConnectionHandler: ChannelDuplexHandler {
             switch result {
             case .success: handler.pending[streamID]?.headersWritten = true
             // The stream never went out (GOAWAY, closed connection): the server never saw it.
-            case .failure: handler.finish(streamID, .failure(HTTP2TransportFailure.notProcessed))
+            case .failure: handler.finish(streamID, .failure(TransportFailure.notProcessed))
             }
         }
         let headersFrame = HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: headers, endStream: !hasBody)))
@@ -214,7 +214,7 @@ package final class HTTP2ConnectionHandler: ChannelDuplexHandler {
             guard pending[frame.streamID] != nil else { return }
             if pending[frame.streamID]!.status == nil {
                 guard let value = payload.headers.first(name: ":status"), let code = Int(value) else {
-                    finish(frame.streamID, .failure(HTTP2TransportFailure.protocolError("response without :status")))
+                    finish(frame.streamID, .failure(TransportFailure.protocolError("response without :status")))
                     return
                 }
                 if code >= 100, code < 200 { return }  // informational; the real answer follows
@@ -237,7 +237,7 @@ package final class HTTP2ConnectionHandler: ChannelDuplexHandler {
                         }
                         complete(frame.streamID)
                     } else {
-                        finish(frame.streamID, .failure(HTTP2TransportFailure.protocolError("answer body over \(Self.maximumResponseBody) bytes")))
+                        finish(frame.streamID, .failure(TransportFailure.protocolError("answer body over \(Self.maximumResponseBody) bytes")))
                     }
                     context.write(wrapOutboundOut(HTTP2Frame(streamID: frame.streamID, payload: .rstStream(.cancel))), promise: nil)
                     scheduleFlush(context: context)
@@ -256,7 +256,7 @@ package final class HTTP2ConnectionHandler: ChannelDuplexHandler {
         case .rstStream(let code):
             let entry = pending[frame.streamID]
             let unprocessed = entry?.status == nil && (code == .refusedStream || entry?.headersWritten == false)
-            finish(frame.streamID, .failure(unprocessed ? HTTP2TransportFailure.notProcessed : HTTP2TransportFailure.connectionClosed))
+            finish(frame.streamID, .failure(unprocessed ? TransportFailure.notProcessed : TransportFailure.connectionClosed))
         case .settings(.settings(let settings)):
             var limit: Int? = sawSettings ? nil : Self.defaultMaxConcurrentStreams
             for setting in settings where setting.parameter == .maxConcurrentStreams {
@@ -270,7 +270,7 @@ package final class HTTP2ConnectionHandler: ChannelDuplexHandler {
             events.retired()
             // Streams past the server's last one were never processed: safe to send elsewhere.
             for id in pending.keys where id > lastStreamID {
-                finish(id, .failure(HTTP2TransportFailure.notProcessed))
+                finish(id, .failure(TransportFailure.notProcessed))
             }
         case .ping(_, ack: true):
             pongDeadline?.cancel()
@@ -292,7 +292,7 @@ package final class HTTP2ConnectionHandler: ChannelDuplexHandler {
     private func complete(_ streamID: HTTP2StreamID) {
         guard let entry = pending[streamID] else { return }
         guard let status = entry.status else {
-            finish(streamID, .failure(HTTP2TransportFailure.protocolError("stream ended without headers")))
+            finish(streamID, .failure(TransportFailure.protocolError("stream ended without headers")))
             return
         }
         finish(streamID, .success(HTTP2Response(status: status, headers: entry.headers, body: entry.body ?? ByteBuffer())))
@@ -318,7 +318,7 @@ package final class HTTP2ConnectionHandler: ChannelDuplexHandler {
             }
             // Closed without a complete answer (reset, or dropped by GOAWAY).
             let unprocessed = entry.status == nil && (!entry.headersWritten || closed.reason == .refusedStream)
-            finish(closed.streamID, .failure(unprocessed ? HTTP2TransportFailure.notProcessed : HTTP2TransportFailure.connectionClosed))
+            finish(closed.streamID, .failure(unprocessed ? TransportFailure.notProcessed : TransportFailure.connectionClosed))
         }
         context.fireUserInboundEventTriggered(event)
     }
@@ -328,7 +328,7 @@ package final class HTTP2ConnectionHandler: ChannelDuplexHandler {
         pongDeadline?.cancel()
         deadlineTimer?.cancel()
         for (id, entry) in pending {
-            finish(id, .failure(entry.headersWritten ? HTTP2TransportFailure.connectionClosed : HTTP2TransportFailure.notProcessed))
+            finish(id, .failure(entry.headersWritten ? TransportFailure.connectionClosed : TransportFailure.notProcessed))
         }
         events.closed()
         context.fireChannelInactive()
@@ -337,7 +337,7 @@ package final class HTTP2ConnectionHandler: ChannelDuplexHandler {
     package func errorCaught(context: ChannelHandlerContext, error: any Error) {
         if let streamError = error as? NIOHTTP2Errors.StreamError {
             // One stream failed; the connection carries on.
-            finish(streamError.streamID, .failure(HTTP2TransportFailure.connectionClosed))
+            finish(streamError.streamID, .failure(TransportFailure.connectionClosed))
             return
         }
         context.close(promise: nil)
@@ -360,7 +360,7 @@ package final class HTTP2ConnectionHandler: ChannelDuplexHandler {
         while let (id, deadline) = deadlineOrder.first, deadline <= now || pending[id] == nil {
             deadlineOrder.removeFirst()
             guard pending[id] != nil else { continue }
-            finish(id, .failure(HTTP2TransportFailure.deadlineExceeded))
+            finish(id, .failure(TransportFailure.deadlineExceeded))
             if let context {
                 context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.cancel))), promise: nil)
                 scheduleFlush(context: context)
@@ -382,7 +382,7 @@ package final class HTTP2ConnectionHandler: ChannelDuplexHandler {
     private func abandon(context: ChannelHandlerContext) {
         events.retired()
         for (id, entry) in pending {
-            finish(id, .failure(entry.headersWritten ? HTTP2TransportFailure.connectionClosed : HTTP2TransportFailure.notProcessed))
+            finish(id, .failure(entry.headersWritten ? TransportFailure.connectionClosed : TransportFailure.notProcessed))
         }
         context.close(promise: nil)
     }
@@ -483,7 +483,7 @@ package struct HTTP2ConnectionFactory: Sendable {
         self.addresses = nil
         self.peerIsUntrusted = false
         guard let host = url.host, !host.isEmpty else {
-            throw HTTP2ConfigurationError(field: "url", message: "no host in \(url)")
+            throw HeraldConfigurationError(field: "url", message: "no host in \(url)")
         }
         self.host = host
         self.port = url.port ?? 443
@@ -562,7 +562,7 @@ package struct HTTP2ConnectionFactory: Sendable {
         if let addresses {
             // The first checked address that answers.
             connected = eventLoop.makeFutureWithTask { () -> any Channel in
-                var failure: any Error = HTTP2TransportFailure.connectFailed("no address")
+                var failure: any Error = TransportFailure.connectFailed("no address")
                 for address in try await addresses() {
                     do { return try await bootstrap().connect(to: address).get() } catch { failure = error }
                 }
@@ -580,5 +580,3 @@ package struct HTTP2ConnectionFactory: Sendable {
     }
 }
 
-/// A configuration value Herald cannot use.
-public typealias HTTP2ConfigurationError = HeraldConfigurationError

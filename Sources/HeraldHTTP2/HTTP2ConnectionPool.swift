@@ -1,3 +1,4 @@
+import HeraldPushCore
 import Logging
 import NIOCore
 import NIOHTTP2
@@ -90,7 +91,7 @@ package final class HTTP2ConnectionPool: Sendable {
 
     /// Sends `request` on the least-loaded connection with a free stream, or queues it (FIFO)
     /// until one frees or `deadline` passes. The future always completes: with the answer or an
-    /// `HTTP2TransportFailure`.
+    /// `TransportFailure`.
     package func submit(_ request: HTTP2Request, deadline: NIODeadline) -> EventLoopFuture<HTTP2Response> {
         var toOpen: [(Int, EventLoop)] = []
         var shutDown = false
@@ -108,7 +109,7 @@ package final class HTTP2ConnectionPool: Sendable {
             if s.waiterTimer == nil { self.armWaiterTimer(&s) }
             return nil
         }
-        if shutDown { return group.any().makeFailedFuture(HTTP2TransportFailure.connectFailed("client shut down")) }
+        if shutDown { return group.any().makeFailedFuture(TransportFailure.connectFailed("client shut down")) }
         open(toOpen)
         if let lease {
             // On the connection's own loop: the answer completes it there, without another hop.
@@ -143,7 +144,7 @@ package final class HTTP2ConnectionPool: Sendable {
             return false
         }
         if shutDown {
-            return requests.map { _ in group.any().makeFailedFuture(HTTP2TransportFailure.connectFailed("client shut down")) }
+            return requests.map { _ in group.any().makeFailedFuture(TransportFailure.connectFailed("client shut down")) }
         }
         open(toOpen)
         // One batch per connection, its promises on the connection's own loop.
@@ -190,7 +191,7 @@ package final class HTTP2ConnectionPool: Sendable {
             armWaiterTimer(&s)
             return out
         }
-        for waiter in expired { waiter.promise.fail(HTTP2TransportFailure.deadlineExceeded) }
+        for waiter in expired { waiter.promise.fail(TransportFailure.deadlineExceeded) }
     }
 
     /// The ready connection with the most room, or nil.
@@ -316,7 +317,7 @@ package final class HTTP2ConnectionPool: Sendable {
         }
         if neverReady {
             // TLS or HTTP/2 setup failed: a failed connect, not a reason to reconnect at once.
-            connectFailed(id, error: HTTP2TransportFailure.connectFailed("closed during TLS/HTTP/2 setup"))
+            connectFailed(id, error: TransportFailure.connectFailed("closed during TLS/HTTP/2 setup"))
         }
         open(toOpen)
     }
@@ -333,7 +334,7 @@ package final class HTTP2ConnectionPool: Sendable {
             return out
         }
         for waiter in failed {
-            waiter.promise.fail(HTTP2TransportFailure.connectFailed("\(error)"))
+            waiter.promise.fail(TransportFailure.connectFailed("\(error)"))
         }
     }
 
@@ -349,7 +350,7 @@ package final class HTTP2ConnectionPool: Sendable {
             return (channels, waiters)
         }
         for waiter in waiters {
-            waiter.promise.fail(HTTP2TransportFailure.connectFailed("client shut down"))
+            waiter.promise.fail(TransportFailure.connectFailed("client shut down"))
         }
         for channel in channels { try? await channel.close() }
     }

@@ -1,4 +1,4 @@
-import HeraldAPNsCore
+import HeraldPushCore
 import NIOCore
 import NIOHPACK
 
@@ -32,6 +32,4 @@ public struct HTTP2Response: Sendable {
     }
 }
 
-/// Why a request got no answer (the value core's type, shared with every push service).
-public typealias HTTP2TransportFailure = TransportFailure
 

@@ -1,4 +1,5 @@
 import HeraldCore
+import KasiaProtocol
 
 /// Turns a transaction into the Kasia event Herald pushes.
 ///

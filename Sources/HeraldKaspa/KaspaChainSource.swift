@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
 import HeraldStore
+import KasiaProtocol
 import Logging
 import ServiceLifecycle
 import Synchronization

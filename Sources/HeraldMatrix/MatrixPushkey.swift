@@ -1,5 +1,7 @@
 import Foundation
 import HeraldCore
+import HeraldWebPushCore
+import KasiaProtocol
 
 /// Why a pushkey cannot be a device of its app's platform: the homeserver is told to drop it.
 public struct MatrixPushkeyRefusal: Error, Hashable, Sendable, CustomStringConvertible {

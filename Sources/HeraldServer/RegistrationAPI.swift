@@ -1,13 +1,16 @@
+import Crypto
 import Foundation
-import HeraldDelivery
 import HeraldAPNs
+import HeraldAPNsCore
 import HeraldCore
+import HeraldDelivery
 import HeraldStore
 import HeraldWebPush
+import HeraldWebPushCore
 import HTTPTypes
-import KasiaCrypto
-import Crypto
 import Hummingbird
+import KasiaCrypto
+import KasiaProtocol
 
 /// Settings of the HTTP API.
 public struct APIConfiguration: Sendable {

@@ -2,6 +2,7 @@ import Foundation
 import HeraldAPNsCore
 import HeraldCore
 import HeraldFCMCore
+import HeraldWebPushCore
 
 /// A registered device as stored.
 public struct DeviceRecord: Hashable, Sendable {

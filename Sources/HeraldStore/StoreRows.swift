@@ -1,6 +1,8 @@
 import Foundation
 import HeraldAPNsCore
 import HeraldCore
+import HeraldWebPushCore
+import KasiaProtocol
 
 /// What both stores read back from their rows, built in one place.
 enum StoreRows {

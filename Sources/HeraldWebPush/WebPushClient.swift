@@ -1,5 +1,6 @@
 import Foundation
 import HeraldHTTP2
+import HeraldPushCore
 import HeraldWebPushCore
 import Logging
 import NIOCore
@@ -239,7 +240,7 @@ public final class WebPushClient: Sendable {
 
     /// Why an HTTP/2 stream got no answer, in this client's terms.
     private static func transportError(_ error: any Error) -> WebPushTransportError {
-        guard let failure = error as? HTTP2TransportFailure else { return .connection("\(error)") }
+        guard let failure = error as? TransportFailure else { return .connection("\(error)") }
         if case .deadlineExceeded = failure { return .timeout }
         return .connection(failure.description)
     }

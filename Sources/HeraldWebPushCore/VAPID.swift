@@ -1,6 +1,6 @@
 import Crypto
 import Foundation
-import HeraldAPNsCore
+import HeraldPushCore
 import Synchronization
 
 /// An application server's VAPID key (RFC 8292): one long-lived P-256 key per app. Browsers and

@@ -1,6 +1,6 @@
 import Crypto
 import Foundation
-import HeraldAPNsCore
+import HeraldPushCore
 
 /// A push subscription's keys, as a browser's `PushSubscription.toJSON().keys` or a UnifiedPush
 /// distributor gives them: the user agent's P-256 public key and its 16-byte auth secret.

@@ -1,6 +1,6 @@
 import Crypto
 import Foundation
-import HeraldAPNsCore
+import HeraldPushCore
 
 /// RFC 8030 §5.3: how soon the user agent should be woken for a message.
 public enum WebPushUrgency: String, Sendable, Hashable, CaseIterable {

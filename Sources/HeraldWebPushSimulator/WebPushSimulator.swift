@@ -1,8 +1,9 @@
 import Foundation
-import HTTPTypes
 import HeraldAPNsCore
 import HeraldAPNsSimulator
+import HeraldPushCore
 import HeraldWebPushCore
+import HTTPTypes
 import Hummingbird
 import HummingbirdHTTP2
 import Logging

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import HeraldAPNsCore
+import HeraldPushCore
 import HeraldWebPushCore
 import Synchronization
 

@@ -1,5 +1,6 @@
 import Foundation
 @testable import HeraldAPNs
+import HeraldAPNsCore
 import HeraldAPNsSimulator
 import HeraldTestSupport
 import NIOCore

@@ -4,6 +4,8 @@ import NIOHPACK
 import Testing
 
 @testable import HeraldAPNs
+import HeraldAPNsCore
+import HeraldHTTP2
 
 /// APNs (or whatever answers in its place) is a peer: its numbers are believed only within reason.
 @Suite("APNs answers with hostile numbers")
@@ -12,7 +14,7 @@ struct HostileAnswerTests {
         var headers = HPACKHeaders()
         if let retryAfter { headers.add(name: "retry-after", value: retryAfter) }
         return APNsClient.result(
-            from: APNsHTTPResponse(status: status, headers: headers, body: ByteBuffer(string: body)), apnsID: UUID(), sentAs: "")
+            from: HTTP2Response(status: status, headers: headers, body: ByteBuffer(string: body)), apnsID: UUID(), sentAs: "")
     }
 
     @Test("Retry-After is clamped to 0…3600 s; one that is no integer is ignored", arguments: [

@@ -1,7 +1,10 @@
 import Crypto
 import Foundation
 import HeraldAPNs
+import HeraldAPNsCore
 import HeraldAPNsSimulator
+import HeraldHTTP2
+import HeraldPushCore
 import NIOCore
 import NIOHPACK
 import Testing
@@ -27,7 +30,7 @@ struct RejectionRow: Sendable, CustomTestStringConvertible {
     var name: String
     var status: Int
     var reason: String
-    var mutate: @Sendable (inout APNsHTTPRequest, TokenKit) -> Void
+    var mutate: @Sendable (inout HTTP2Request, TokenKit) -> Void
     var testDescription: String { "\(name) → \(status) \(reason)" }
 }
 
@@ -126,7 +129,7 @@ struct SimulatorRejectionTests {
             headers.add(name: "apns-push-type", value: "alert")
             headers.add(name: "apns-priority", value: "10")
             headers.add(name: "apns-id", value: UUID().uuidString)
-            var request = APNsHTTPRequest(
+            var request = HTTP2Request(
                 path: "/3/device/" + validToken, headers: headers,
                 body: ByteBuffer(string: #"{"aps":{"alert":"hi"}}"#))
             row.mutate(&request, kit)

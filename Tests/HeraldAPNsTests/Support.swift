@@ -1,11 +1,12 @@
 import Crypto
 import Foundation
 import HeraldAPNs
+import HeraldAPNsCore
 import HeraldAPNsSimulator
+import HeraldTestSupport
 import NIOCore
 import NIOPosix
 import Synchronization
-import HeraldTestSupport
 import Testing
 
 /// A running simulator on 127.0.0.1 with one trusted key, and clients that trust it.

@@ -1,6 +1,8 @@
 import Foundation
 import HeraldAPNs
+import HeraldAPNsCore
 import HeraldCore
+import KasiaProtocol
 import Testing
 
 @Suite("kasia.* templates")

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import KasiaProtocol
 import Testing
 
 @Suite("Kaspa addresses")

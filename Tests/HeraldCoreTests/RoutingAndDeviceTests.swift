@@ -1,6 +1,8 @@
 import Foundation
 import HeraldAPNs
+import HeraldAPNsCore
 import HeraldCore
+import KasiaProtocol
 import Testing
 
 private func address(_ byte: UInt8) -> KaspaAddress {

@@ -7,6 +7,7 @@ import Testing
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
+import KasiaProtocol
 #endif
 
 /// The SDK-made transactions as raw node JSON (what the simulator serves).

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import HeraldAPNs
+import HeraldAPNsCore
 import HeraldAPNsSimulator
 import HeraldCore
 import HeraldDelivery

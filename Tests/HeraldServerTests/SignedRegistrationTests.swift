@@ -2,10 +2,11 @@ import Crypto
 import Foundation
 import HeraldAPNs
 import HeraldDelivery
+import HeraldPushCore
 import HeraldServer
+import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
-import HTTPTypes
 import Testing
 
 /// The `signed` registration policy: the app's backend issues short JWTs, and a registration may

@@ -6,6 +6,7 @@ import HeraldServer
 import HeraldTestSupport
 import Hummingbird
 import HummingbirdTesting
+import KasiaProtocol
 import Testing
 
 /// The `wallet` policy: a device's own Kaspa addresses need the wallet's signature over the

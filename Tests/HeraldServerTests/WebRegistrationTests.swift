@@ -3,9 +3,10 @@ import HeraldCore
 import HeraldServer
 import HeraldStore
 import HeraldWebPush
+import HeraldWebPushCore
+import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
-import HTTPTypes
 import Testing
 
 /// `platform: "web"`: a browser's `PushSubscription.toJSON()` as a registration.

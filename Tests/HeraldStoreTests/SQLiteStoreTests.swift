@@ -1,9 +1,12 @@
 import Foundation
 import HeraldAPNs
-import HeraldFCM
+import HeraldAPNsCore
 import HeraldCore
+import HeraldFCM
 import HeraldStore
 import HeraldTestSupport
+import HeraldWebPushCore
+import KasiaProtocol
 import Synchronization
 import Testing
 

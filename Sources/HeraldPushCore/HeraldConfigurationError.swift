@@ -1,6 +1,5 @@
-/// A setting Herald cannot use, naming it: every push service's client and transport throw this
-/// (`APNsConfigurationError`, `FCMConfigurationError` and `HTTP2ConfigurationError` are it), and
-/// the CLI answers it with the field at fault.
+/// A setting Herald cannot use, naming it: every push service's client and transport throw this,
+/// and the CLI answers it with the field at fault.
 public struct HeraldConfigurationError: Error, Hashable, Sendable, CustomStringConvertible {
     public var field: String
     public var message: String
