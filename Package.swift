@@ -238,7 +238,9 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 "HeraldAPNs", "HeraldAPNsCore", "HeraldWebPushCore", .product(name: "KasiaProtocol", package: "HeraldKit"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
-            ]
+            ],
+            // The OpenAPI document, compiled into the binary: a static `herald` has no bundle beside it.
+            resources: [.embedInCode("Resources/openapi.json"), .embedInCode("Resources/openapi-matrix.json")]
         ),
         // The `herald` command.
         .executableTarget(
