@@ -202,6 +202,7 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "CoreMetrics", package: "swift-metrics"), .product(name: "Crypto", package: "swift-crypto"), "HeraldAPNsCore", "HeraldPushCore", "HeraldWebPushCore", .product(name: "KasiaProtocol", package: "HeraldKit"),
+                .product(name: "KasiaCrypto", package: "HeraldKit"),
             ]
         ),
         // Reading Kasia off a Kaspa node: its RPC JSON and the classification into Kasia events.
@@ -237,7 +238,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
-                "HeraldAPNs", "HeraldAPNsCore", "HeraldWebPushCore", .product(name: "KasiaProtocol", package: "HeraldKit"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                "HeraldPushCore", .product(name: "KasiaProtocol", package: "HeraldKit"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
             ],
             // The OpenAPI document, compiled into the binary: a static `herald` has no bundle beside it.
             resources: [.embedInCode("Resources/openapi.json"), .embedInCode("Resources/openapi-matrix.json")]

@@ -146,3 +146,12 @@ extension AppSettings {
     /// Whether `key` is one of this app's publisher keys (compared in constant time).
     public func isPublisherKey(_ key: String) -> Bool { SecretComparison.matches(key, anyOf: publishKeys) }
 }
+
+extension AppDirectory {
+    /// Refuses (forbidden, naming `field`) a request whose grant does not cover `identity`.
+    public static func require(_ grant: RegistrationGrant, covers identity: String?, field: String) throws(Refusal) {
+        guard grant.permits(identity) else {
+            throw Refusal(.forbidden, code: "forbidden", message: "the registration token does not grant this \(field)", field: field)
+        }
+    }
+}

@@ -11,9 +11,11 @@ public struct ClaudiatorAPI: Sendable {
     public let store: any DeviceRegistry
     public let configuration: APIConfiguration
     public let clock: any HeraldClock
+    let registrar: DeviceRegistrar
 
     public init(store: any DeviceRegistry, configuration: APIConfiguration, clock: any HeraldClock = SystemClock()) {
         self.store = store
+        registrar = configuration.registrar(store: store, clock: clock)
         self.configuration = configuration
         self.clock = clock
     }
@@ -42,12 +44,11 @@ public struct ClaudiatorAPI: Sendable {
         let body = try await JSONBody.decode(RegisterBody.self, from: request, limit: configuration.maximumBodySize)
         guard let platformText = body.platform else { throw APIError.missing("platform") }
         guard let platform = Platform(rawValue: platformText) else { throw APIError.invalid("platform", "platform is ios or android") }
-        let token = try RegistrationAPI.deviceToken(body.token, platform: platform, field: "token")
+        let token = try DeviceRegistrar.token(body.token, platform: platform, field: "token")
         try AppDirectory.require(grant, covers: token.value, field: "token")
-        try await RegistrationAPI.admitDevice(token, app: app, store: store, field: "token")
-        _ = try await store.register(
+        _ = try await registrar.register(
             Registration(app: app.id, token: token, environment: app.production ? .production : .sandbox, watchSet: .empty),
-            now: clock.now())
+            app: app, field: "token")
         return RegistrationAPI.json(["registered": true])
     }
 }

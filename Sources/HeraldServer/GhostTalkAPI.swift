@@ -12,9 +12,11 @@ public struct GhostTalkAPI: Sendable {
     /// Publishing, for the testing-only `/apns/send`.
     let publisher: EventPublisher
     public let clock: any HeraldClock
+    let registrar: DeviceRegistrar
 
     init(store: any DeviceRegistry & StoreStatistics, configuration: APIConfiguration, publisher: EventPublisher, clock: any HeraldClock = SystemClock()) {
         self.store = store
+        registrar = configuration.registrar(store: store, clock: clock)
         self.configuration = configuration
         self.publisher = publisher
         self.clock = clock
@@ -50,12 +52,11 @@ public struct GhostTalkAPI: Sendable {
         let body = try await JSONBody.decode(RegisterBody.self, from: request, limit: configuration.maximumBodySize)
         let session = try Self.sessionKey(body.session_id)
         try AppDirectory.require(grant, covers: body.session_id, field: "session_id")
-        let token = try RegistrationAPI.deviceToken(body.device_token, platform: .ios)
-        try await RegistrationAPI.admitDevice(token, app: app, store: store, field: "device_token")
-        _ = try await store.register(
+        let token = try DeviceRegistrar.token(body.device_token, platform: .ios)
+        _ = try await registrar.register(
             Registration(app: app.id, token: token, environment: app.production ? .production : .sandbox,
                          watchSet: try WatchSet(watched: [session])),
-            now: clock.now())
+            app: app, field: "device_token")
         return RegistrationAPI.json(["success": true, "message": "Device registered successfully"])
     }
 

@@ -103,13 +103,6 @@ extension AppDirectory {
         }
     }
 
-    /// Refuses (403 naming `field`) a request whose grant does not cover `identity`.
-    public static func require(_ grant: RegistrationGrant, covers identity: String?, field: String) throws {
-        guard grant.permits(identity) else {
-            throw APIError(.forbidden, code: "forbidden", message: "the registration token does not grant this \(field)", field: field)
-        }
-    }
-
     /// The request's publisher key. - Throws: 401 when it carries none of any app's.
     public func publisherKey(_ request: Request) throws -> String {
         guard let key = Self.bearer(request) else {

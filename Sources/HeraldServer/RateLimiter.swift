@@ -1,6 +1,6 @@
 import Foundation
 import HeraldDelivery
-import HeraldAPNs
+import HeraldPushCore
 import HTTPTypes
 import Hummingbird
 import NIOCore

@@ -1,5 +1,5 @@
 import Foundation
-import HeraldAPNs
+import HeraldPushCore
 import HTTPTypes
 import Hummingbird
 import Logging

@@ -13,10 +13,12 @@ public struct SafeWhisperAPI: Sendable {
     public let store: any DeviceRegistry
     public let configuration: APIConfiguration
     public let clock: any HeraldClock
+    let registrar: DeviceRegistrar
     static let deviceHeader = HTTPField.Name("X-Device-ID")!
 
     public init(store: any DeviceRegistry, configuration: APIConfiguration, clock: any HeraldClock = SystemClock()) {
         self.store = store
+        registrar = configuration.registrar(store: store, clock: clock)
         self.configuration = configuration
         self.clock = clock
     }
@@ -43,12 +45,11 @@ public struct SafeWhisperAPI: Sendable {
         let deviceID = try Self.deviceID(request)
         try AppDirectory.require(grant, covers: deviceID, field: "X-Device-ID")
         let body = try await JSONBody.decode(TokenBody.self, from: request, limit: configuration.maximumBodySize)
-        let token = try RegistrationAPI.deviceToken(body.apnsToken, platform: .ios, field: "apnsToken")
-        try await RegistrationAPI.admitDevice(token, app: app, store: store, field: "apnsToken")
-        let device = try await store.register(
+        let token = try DeviceRegistrar.token(body.apnsToken, platform: .ios, field: "apnsToken")
+        let device = try await registrar.register(
             Registration(app: app.id, token: token, environment: app.production ? .production : .sandbox, deviceID: deviceID, watchSet: .empty,
                          replacesDeviceTokens: true),
-            now: clock.now())
+            app: app, field: "apnsToken")
         return RegistrationAPI.json(["id": .string(Self.recordID(app: device.app, token: device.token))], status: .created)
     }
 

@@ -1,0 +1,356 @@
+import Crypto
+import Foundation
+import HeraldAPNsCore
+import HeraldCore
+import HeraldStore
+import HeraldWebPush
+import HeraldWebPushCore
+import KasiaCrypto
+import KasiaProtocol
+
+/// The registration use case, beside `EventPublisher`: what a device asks to hear, checked
+/// against its app's policy and limits, then stored. Every registration route decodes its body
+/// into these values, calls here with the grant its app's policy gave the request, and encodes
+/// the answer; a refusal is a `Refusal` naming the field at fault.
+public struct DeviceRegistrar: Sendable {
+    /// The limits and checks registrations meet.
+    public struct Rules: Sendable {
+        public var maximumWatchKeys = WatchSet.defaultMaximumKeys
+        public var maximumAliases = ContextualRoute.defaultMaximumAliases
+        /// Addresses of another Kaspa network are refused; nil accepts every network.
+        public var kaspaNetwork: KaspaAddress.Prefix?
+        /// Checks the wallet policy's signatures; nil refuses wallet-policy registrations (503).
+        public var schnorrVerifier: (any SchnorrVerifier)?
+        /// Where a Web Push endpoint may lead (the SSRF rule); nil refuses `platform: "web"`.
+        public var webPushGuard: WebPushEndpointGuard?
+        public init() {}
+    }
+
+    /// One of the device's own addresses; under the `wallet` policy with the wallet's Kaspa
+    /// message signature (hex) of `herald-register:<app>:<SHA-256 of the device token, hex>:<timestamp>`.
+    public struct OwnAddress: Sendable {
+        public var address: String
+        public var timestamp: Int64?
+        public var signature: String?
+        public init(address: String, timestamp: Int64? = nil, signature: String? = nil) {
+            self.address = address
+            self.timestamp = timestamp
+            self.signature = signature
+        }
+    }
+
+    /// A contextual route as sent: a peer's address and the aliases that reach it.
+    public struct Route: Sendable {
+        public var peerAddress: String?
+        public var aliases: [String]?
+        public init(peerAddress: String?, aliases: [String]?) {
+            self.peerAddress = peerAddress
+            self.aliases = aliases
+        }
+    }
+
+    /// What a device watches, as sent (`watched_addresses`, `addresses`, `contextual_routes`).
+    public struct WatchRequest: Sendable {
+        public var watched: [String]?
+        public var own: [OwnAddress]?
+        public var routes: [Route]?
+        public init(watched: [String]?, own: [OwnAddress]?, routes: [Route]?) {
+            self.watched = watched
+            self.own = own
+            self.routes = routes
+        }
+    }
+
+    /// A browser's push subscription as sent: its endpoint and keys.
+    public struct Subscription: Sendable {
+        public var endpoint: String?
+        public var p256dh: String?
+        public var auth: String?
+        public init(endpoint: String?, p256dh: String?, auth: String?) {
+            self.endpoint = endpoint
+            self.p256dh = p256dh
+            self.auth = auth
+        }
+    }
+
+    /// A native registration (`POST /v1/push/register`) as sent.
+    public struct Request: Sendable {
+        public var platform: String?
+        public var tokenKind: String?
+        public var deviceToken: String?
+        public var subscription: Subscription?
+        public var environment: String?
+        public var deviceID: String?
+        public var watch: WatchRequest
+        public init(
+            platform: String?, tokenKind: String?, deviceToken: String?, subscription: Subscription?, environment: String?,
+            deviceID: String?, watch: WatchRequest
+        ) {
+            self.platform = platform
+            self.tokenKind = tokenKind
+            self.deviceToken = deviceToken
+            self.subscription = subscription
+            self.environment = environment
+            self.deviceID = deviceID
+            self.watch = watch
+        }
+    }
+
+    public let store: any DeviceRegistry
+    public let apps: AppDirectory
+    public let rules: Rules
+    public let clock: any HeraldClock
+
+    public init(store: any DeviceRegistry, apps: AppDirectory, rules: Rules, clock: any HeraldClock) {
+        self.store = store
+        self.apps = apps
+        self.rules = rules
+        self.clock = clock
+    }
+
+    /// libsecp256k1 where the build links it.
+    public static var defaultVerifier: (any SchnorrVerifier)? {
+        #if canImport(CSecp256k1)
+        LibSecp256k1()
+        #else
+        nil
+        #endif
+    }
+
+    /// How far a wallet proof's timestamp may be from now: 10 minutes.
+    static let proofWindow: Int64 = 600
+
+    // MARK: The native API
+
+    /// Registers (or registers again) the device; returns its watch set.
+    public func register(_ request: Request, app: String, grant: RegistrationGrant) async throws -> WatchSet {
+        try AppDirectory.require(grant, covers: request.deviceID, field: "device_id")
+        guard let platformText = request.platform else { throw Refusal.missing("platform") }
+        guard let platform = Platform(rawValue: platformText) else { throw Refusal.invalid("platform", "platform is ios, android or web") }
+        var kind = DeviceToken.Kind.token
+        if let text = request.tokenKind {
+            guard let parsed = DeviceToken.Kind(rawValue: text) else { throw Refusal.invalid("token_kind", "token_kind is token or fid") }
+            guard parsed == .token || platform == .android else { throw Refusal.invalid("token_kind", "token_kind fid is for android devices") }
+            kind = parsed
+        }
+        var webKeys: WebPushKeys?
+        let token: DeviceToken
+        if platform == .web {
+            (token, webKeys) = try await webSubscription(request.subscription, deviceToken: request.deviceToken)
+        } else {
+            guard request.subscription == nil else { throw Refusal.unprocessable("subscription", "subscription is for platform web") }
+            token = try Self.token(request.deviceToken, platform: platform, kind: kind)
+        }
+        let environment = try self.environment(request.environment, app: app)
+        // No control characters: a NUL would end the stored text early, and the device would
+        // answer to another id than the one registered.
+        if let id = request.deviceID, id.isEmpty || id.unicodeScalars.count > 256 || id.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+            throw Refusal.invalid("device_id", "device_id is 1 to 256 characters, none of them a control character")
+        }
+        let watchSet = try self.watchSet(request.watch)
+        try Self.requireGranted(request.watch.watched, by: grant)
+        try proveOwnership(request.watch.own, app: app, token: token.value)
+        // A token registered under one identity moves to another only with that identity's token.
+        try await requireOwned(token.value, app: app, grant: grant)
+        let registration = Registration(
+            app: app, token: token, environment: environment, deviceID: request.deviceID, watchSet: watchSet, webKeys: webKeys)
+        if let settings = apps[app] { try await admit(token, app: settings, field: "device_token") }
+        _ = try await store.register(registration, now: clock.now())
+        return watchSet
+    }
+
+    /// Replaces a registered device's watch set; returns it. A web subscription is named by its
+    /// endpoint, in `device_token` or as the subscription.
+    public func update(token: String?, subscriptionEndpoint: String?, watch: WatchRequest, app: String, grant: RegistrationGrant) async throws -> WatchSet {
+        guard let token = token ?? subscriptionEndpoint else { throw Refusal.missing("device_token") }
+        try await requireOwned(token, app: app, grant: grant)
+        let watchSet = try self.watchSet(watch)
+        try Self.requireGranted(watch.watched, by: grant)
+        try proveOwnership(watch.own, app: app, token: DeviceToken.lookupForm(token))
+        guard try await store.updateWatchSet(app: app, token: DeviceToken.lookupForm(token), watchSet: watchSet, now: clock.now()) else {
+            throw Refusal(.notFound, code: "not_registered", message: "no device with this token", field: "device_token")
+        }
+        return watchSet
+    }
+
+    /// Removes the device; false when there was none.
+    public func unregister(token: String?, app: String, grant: RegistrationGrant) async throws -> Bool {
+        guard let token else { throw Refusal.missing("device_token") }
+        try await requireOwned(token, app: app, grant: grant)
+        return try await store.unregister(app: app, token: DeviceToken.lookupForm(token))
+    }
+
+    /// The device and its watch set, or nil when the token is not registered.
+    public func status(token: String, app: String, grant: RegistrationGrant) async throws -> (DeviceRecord, WatchSet)? {
+        try await requireOwned(token, app: app, grant: grant)
+        return try await store.status(app: app, token: DeviceToken.lookupForm(token), now: clock.now())
+    }
+
+    // MARK: Every registration route
+
+    /// Stores a registration a compatibility route built, once the app's device limit admits it.
+    public func register(_ registration: Registration, app: AppSettings, field: String) async throws -> DeviceRecord {
+        try await admit(registration.token, app: app, field: field)
+        return try await store.register(registration, now: clock.now())
+    }
+
+    /// A device token from a body, or a refusal naming `field`.
+    public static func token(_ text: String?, platform: Platform, kind: DeviceToken.Kind = .token, field: String = "device_token") throws -> DeviceToken {
+        guard let text else { throw Refusal.missing(field) }
+        do {
+            return try DeviceToken(text, platform: platform, kind: kind)
+        } catch {
+            throw Refusal.invalid(field, error.description)
+        }
+    }
+
+    /// Refuses (`device_limit`) a new token once the app has its `maximumDevices`; a token
+    /// already registered may always register again. Registrations racing each other at the
+    /// limit may pass it by as many as are in flight.
+    func admit(_ token: DeviceToken, app: AppSettings, field: String) async throws {
+        // A known token is the common case and an index lookup; the count runs for new tokens only.
+        guard let maximum = app.maximumDevices, try await store.devices(app: app.id, tokens: [token.value]).isEmpty else { return }
+        guard try await store.deviceCount(app: app.id) >= maximum else { return }
+        throw Refusal(.forbidden, code: "device_limit", message: "app \(app.id) has its maximum of \(maximum) devices", field: field)
+    }
+
+    // MARK: Checks
+
+    /// The environment named, or without one the app's own: its builds are production or sandbox
+    /// as it is configured.
+    private func environment(_ text: String?, app: String) throws -> APNsEnvironment {
+        guard let text else { return apps[app]?.production == true ? .production : .sandbox }
+        guard let parsed = APNsEnvironment(rawValue: text) else { throw Refusal.invalid("environment", "environment is production or sandbox") }
+        return parsed
+    }
+
+    /// Under a signed policy, a device watches only what its token grants: its own identity's keys
+    /// and the `keys` claim's (naming the first other one).
+    static func requireGranted(_ watched: [String]?, by grant: RegistrationGrant) throws {
+        guard grant != .anyIdentity else { return }
+        for (i, key) in (watched ?? []).enumerated() where !grant.permitsWatching(key) {
+            throw Refusal(.forbidden, code: "forbidden", message: "the registration token does not grant watching \(key)", field: "watched_addresses[\(i)]")
+        }
+    }
+
+    /// Under a signed policy, a request may touch a registered token only if the device it
+    /// belongs to has the identity its token grants.
+    private func requireOwned(_ token: String, app: String, grant: RegistrationGrant) async throws {
+        guard grant != .anyIdentity else { return }
+        guard let device = try await store.devices(app: app, tokens: [DeviceToken.lookupForm(token)]).first else { return }
+        try AppDirectory.require(grant, covers: device.deviceID, field: "device_token")
+    }
+
+    /// A `platform: "web"` registration's subscription: a well-formed https endpoint that leads
+    /// outside (the SSRF rule), and its keys. `device_token`, when given too, is the endpoint.
+    private func webSubscription(_ subscription: Subscription?, deviceToken: String?) async throws -> (DeviceToken, WebPushKeys) {
+        guard let guardian = rules.webPushGuard else {
+            throw Refusal.unprocessable("platform", "this instance has no Web Push (no VAPID key)")
+        }
+        guard let subscription else { throw Refusal.missing("subscription") }
+        guard let endpoint = subscription.endpoint else { throw Refusal.missing("subscription.endpoint") }
+        let token: DeviceToken
+        do { token = try DeviceToken(endpoint, platform: .web) } catch { throw Refusal.unprocessable("subscription.endpoint", error.description) }
+        if let deviceToken, deviceToken != token.value {
+            throw Refusal.unprocessable("device_token", "device_token, when given, is the subscription's endpoint")
+        }
+        guard let p256dh = subscription.p256dh else { throw Refusal.missing("subscription.keys.p256dh") }
+        guard let auth = subscription.auth else { throw Refusal.missing("subscription.keys.auth") }
+        let keys: WebPushKeys
+        do {
+            keys = try WebPushKeys(p256dh: p256dh, auth: auth)
+        } catch {
+            throw Refusal.unprocessable(error == .p256dh ? "subscription.keys.p256dh" : "subscription.keys.auth", error.description)
+        }
+        do {
+            _ = try await guardian.addresses(for: WebPushEndpoint(token.value))
+        } catch .unavailable(let host) {
+            // DNS failed for now: the client tries again, as it would after any outage.
+            throw Refusal(
+                .unavailable, code: "dns_unavailable", message: "the endpoint's host \(host) could not be looked up now",
+                field: "subscription.endpoint", retryAfter: 30)
+        } catch {
+            throw Refusal.unprocessable("subscription.endpoint", error.description)
+        }
+        return (token, keys)
+    }
+
+    /// The wallet policy: each own address must come with its owner's signature over this
+    /// device token, made within the last ten minutes (naming `addresses[i]` otherwise).
+    private func proveOwnership(_ entries: [OwnAddress]?, app: String, token: String) throws {
+        guard case .wallet = apps[app]?.registration else { return }
+        guard let verifier = rules.schnorrVerifier else {
+            throw Refusal(.unavailable, code: "unavailable", message: "this build cannot check Kaspa signatures")
+        }
+        let tokenHash = Hex.encode(SHA256.hash(data: Array(token.utf8)))
+        let now = Int64(clock.now().timeIntervalSince1970)
+        for (i, entry) in (entries ?? []).enumerated() {
+            let field = "addresses[\(i)]"
+            func refuse(_ reason: String) -> Refusal { Refusal(.forbidden, code: "unproven_address", message: reason, field: field) }
+            guard let timestamp = entry.timestamp, let signatureHex = entry.signature else {
+                throw refuse("an own address needs its wallet's signature and timestamp under the wallet policy")
+            }
+            guard (now - Self.proofWindow...now + Self.proofWindow).contains(timestamp) else {
+                throw refuse("the signature's timestamp is more than 10 minutes from now")
+            }
+            guard let signature = Hex.decode(signatureHex), signature.count == 64, let address = try? KaspaAddress(entry.address) else {
+                throw refuse("the signature is 64 bytes of hex")
+            }
+            let message = "herald-register:\(app):\(tokenHash):\(timestamp)"
+            guard KaspaMessageSignature.verify(message: message, signature: signature, address: address, verifier: verifier) else {
+                throw refuse("the signature is not this address's over this device token")
+            }
+        }
+    }
+
+    private func watchSet(_ request: WatchRequest) throws -> WatchSet {
+        let own = request.own?.map(\.address)
+        guard let watched = request.watched else { throw Refusal.missing("watched_addresses") }
+        let maximum = rules.maximumWatchKeys
+        // Each list past the limit breaks the document's maxItems (malformed); both together, a
+        // rule across fields (unprocessable).
+        for (field, count) in [("watched_addresses", watched.count), ("addresses", own?.count ?? 0)] where count > maximum {
+            throw Refusal.invalid(field, "at most \(maximum) watch keys per device")
+        }
+        guard watched.count + (own?.count ?? 0) <= maximum else {
+            throw Refusal.unprocessable("watched_addresses", "at most \(maximum) watch keys per device")
+        }
+        let keys = try watched.enumerated().map { i, text in
+            do { return try WatchKey(text) } catch { throw Refusal.invalid("watched_addresses[\(i)]", "\(error)") }
+        }
+        let addresses = try (own ?? []).enumerated().map { i, text in
+            do { return try KaspaAddress(text) } catch { throw Refusal.invalid("addresses[\(i)]", "not a Kaspa address: \(error)") }
+        }
+        let routes = try self.routes(request.routes)
+        if let network = rules.kaspaNetwork {
+            // An address of another network could never be paid or written to on this one.
+            func check(_ address: KaspaAddress, _ field: String) throws {
+                guard address.prefix == network else {
+                    throw Refusal.unprocessable(field, "a \(address.prefix.rawValue): address; this instance serves \(network.rawValue): addresses")
+                }
+            }
+            for (i, key) in keys.enumerated() { if case .kaspaAddress(let a) = key { try check(a, "watched_addresses[\(i)]") } }
+            for (i, a) in addresses.enumerated() { try check(a, "addresses[\(i)]") }
+            for (i, route) in routes.enumerated() { try check(route.peer, "contextual_routes[\(i)].peer_address") }
+        }
+        return try WatchSet(watched: keys, own: addresses, routes: routes, maximumKeys: .max)
+    }
+
+    private func routes(_ routes: [Route]?) throws -> [ContextualRoute] {
+        guard (routes?.count ?? 0) <= rules.maximumWatchKeys else {
+            throw Refusal.invalid("contextual_routes", "at most \(rules.maximumWatchKeys) routes per device")
+        }
+        return try (routes ?? []).enumerated().map { i, route in
+            guard let peerText = route.peerAddress else { throw Refusal.missing("contextual_routes[\(i)].peer_address") }
+            let peer: KaspaAddress
+            do { peer = try KaspaAddress(peerText) } catch {
+                throw Refusal.invalid("contextual_routes[\(i)].peer_address", "not a Kaspa address: \(error)")
+            }
+            do {
+                return try ContextualRoute(peer: peer, aliases: route.aliases ?? [], maximumAliases: rules.maximumAliases)
+            } catch {
+                throw Refusal.invalid("contextual_routes[\(i)].aliases", "\(error)")
+            }
+        }
+    }
+}
