@@ -243,25 +243,41 @@ let package = Package(
             // The OpenAPI document, compiled into the binary: a static `herald` has no bundle beside it.
             resources: [.embedInCode("Resources/openapi.json"), .embedInCode("Resources/openapi-matrix.json")]
         ),
+        // The composition root: `herald serve`'s settings (environment and HERALD_CONFIG) and
+        // `buildApplication(settings:store:)`, every part wired into one ServiceGroup.
+        .target(
+            name: "HeraldApp",
+            dependencies: [
+                "HeraldAPNs", "HeraldAPNsCore", "HeraldAPNsSimulator", "HeraldCore", "HeraldDelivery", "HeraldFCM", "HeraldFCMCore",
+                "HeraldFCMSimulator", "HeraldKaspa", "HeraldMatrix", "HeraldPushCore", "HeraldServer", "HeraldStore", "HeraldWebPush",
+                "HeraldWebPushCore", "HeraldWebPushSimulator",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "KasiaProtocol", package: "HeraldKit"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Yams", package: "Yams"),
+            ]
+        ),
         // The `herald` command.
         .executableTarget(
             name: "HeraldCLI",
             dependencies: [
-                "HeraldAPNs", "HeraldKaspa",
-                "HeraldAPNsSimulator", "HeraldFCM", "HeraldFCMSimulator", "HeraldWebPushCore", "HeraldWebPush", "HeraldWebPushSimulator",
+                "HeraldApp",
+                "HeraldAPNs",
+                "HeraldAPNsSimulator", "HeraldFCM", "HeraldFCMSimulator", "HeraldWebPushCore", "HeraldWebPushSimulator",
                 "HeraldCore",
                 "HeraldStore",
                 "HeraldDelivery",
-                "HeraldMatrix",
                 "HeraldServer",
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "Yams", package: "Yams"),
-                .product(name: "Crypto", package: "swift-crypto"), "HeraldAPNsCore", "HeraldPushCore", .product(name: "KasiaProtocol", package: "HeraldKit"), .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"), "HeraldAPNsCore", "HeraldPushCore", .product(name: "NIOCore", package: "swift-nio"),
             ],
             plugins: ["BuildInfo"]
         ),
@@ -302,6 +318,11 @@ let package = Package(
         // Tests that start the `herald` binary as separate processes.
         .testTarget(
             name: "HeraldCLITests", dependencies: ["HeraldCLI", "HeraldStore", "HeraldCore", "HeraldAPNs", "HeraldWebPushCore", "HeraldTestSupport", "KaspaNodeSimulator", .product(name: "Logging", package: "swift-log")]),
+        // `herald serve`'s settings and composition root, in-process.
+        .testTarget(
+            name: "HeraldAppTests",
+            dependencies: ["HeraldApp", "HeraldPushCore", "HeraldStore", "HeraldTestSupport", .product(name: "Logging", package: "swift-log")]
+        ),
         .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore", "HeraldAPNs", "HeraldAPNsCore", .product(name: "KasiaProtocol", package: "HeraldKit")]),
         .testTarget(name: "HeraldMatrixTests", dependencies: ["HeraldMatrix", "HeraldCore", "HeraldFCMCore"]),
         .testTarget(

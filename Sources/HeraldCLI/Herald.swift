@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HeraldCore
+import HeraldPushCore
 import Logging
 
 /// The `herald` command.
@@ -78,16 +79,19 @@ enum CLIOutput {
         return ExitCode(2)
     }
 
+    /// `body`'s result; a setting it cannot use (APNs, FCM, transport and serve settings alike)
+    /// prints one JSON line naming the field, then exit 2.
+    static func namingTheField<T>(_ body: () throws -> T) throws -> T {
+        do { return try body() } catch let error as HeraldConfigurationError { throw invalid(field: error.field, message: error.message) }
+    }
+
+    static func namingTheField<T>(_ body: () async throws -> T) async throws -> T {
+        do { return try await body() } catch let error as HeraldConfigurationError { throw invalid(field: error.field, message: error.message) }
+    }
+
     /// Prints one JSON line with sorted keys and flushes it.
     static func printJSON(_ object: [String: Any]) {
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
         FileHandle.standardOutput.write(data + Data("\n".utf8))
     }
-}
-
-/// A command-line value Herald cannot use: exit 2 with the field named.
-struct InvalidInput: Error, CustomStringConvertible {
-    var field: String
-    var message: String
-    var description: String { "\(field): \(message)" }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HeraldApp
 import HeraldDelivery
 import HeraldServer
 import HeraldStore
@@ -10,7 +11,7 @@ struct MigrateCommand: AsyncParsableCommand {
 
     func run() async throws {
         let settings = try ServeSettings.load()
-        try await settings.withStore { _ in }
+        try await CLIOutput.namingTheField { try await settings.withStore { _ in } }
         CLIOutput.printJSON(["migrated": true, "database": settings.databaseDescription])
     }
 }
@@ -22,8 +23,8 @@ struct CleanupCommand: AsyncParsableCommand {
 
     func run() async throws {
         let settings = try ServeSettings.load()
-        let removed = try await settings.withStore { store in
-            try await StaleDeviceCleanup(store: store, staleAfterDays: settings.staleAfterDays).once()
+        let removed = try await CLIOutput.namingTheField {
+            try await settings.withStore { store in try await StaleDeviceCleanup(store: store, staleAfterDays: settings.staleAfterDays).once() }
         }
         CLIOutput.printJSON(["removed": removed, "stale_after_days": settings.staleAfterDays])
     }

@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import HeraldAPNs
 import HeraldAPNsSimulator
+import HeraldPushCore
 import Logging
 import NIOCore
 import NIOPosix
@@ -49,7 +50,7 @@ struct MockAPNsCommand: AsyncParsableCommand {
         do {
             configuration.keys = try publicKeys.map(SimulatorKey.init(argument:))
         } catch {
-            throw InvalidInput(field: "--public-key", message: "\(error)")
+            throw HeraldConfigurationError(field: "--public-key", message: "\(error)")
         }
         if configuration.keys.isEmpty {
             let generated = try GeneratedKey.write(to: directory)
@@ -110,7 +111,7 @@ enum GeneratedKey {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let path = (directory as NSString).appendingPathComponent("AuthKey_\(keyID).p8")
         guard PrivateFile.create(path, contents: Data(privateKey.pemRepresentation.utf8))
-        else { throw InvalidInput(field: "--cert-out", message: "cannot write \(path)") }
+        else { throw HeraldConfigurationError(field: "--cert-out", message: "cannot write \(path)") }
         return (SimulatorKey(keyID: keyID, teamID: teamID, publicKey: privateKey.publicKey), path)
     }
 

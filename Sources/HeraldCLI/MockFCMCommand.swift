@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import HeraldFCM
 import HeraldFCMSimulator
+import HeraldPushCore
 import Logging
 
 /// `herald mock-fcm`: the FCM simulator as its own process.
@@ -28,10 +29,10 @@ struct MockFCMCommand: AsyncParsableCommand {
     func run() async throws {
         CLILogging.bootstrap()
         let logger = Logger(label: "herald.mock-fcm")
-        guard (0...65_535).contains(port) else { throw InvalidInput(field: "--port", message: "is a port number from 0 to 65535") }
-        guard (0...65_535).contains(controlPort) else { throw InvalidInput(field: "--control-port", message: "is a port number from 0 to 65535") }
+        guard (0...65_535).contains(port) else { throw HeraldConfigurationError(field: "--port", message: "is a port number from 0 to 65535") }
+        guard (0...65_535).contains(controlPort) else { throw HeraldConfigurationError(field: "--control-port", message: "is a port number from 0 to 65535") }
         guard FCMServiceAccount.isProjectID(projectID) else {
-            throw InvalidInput(field: "--project-id", message: "is a Firebase project id (letters, digits, -)")
+            throw HeraldConfigurationError(field: "--project-id", message: "is a Firebase project id (letters, digits, -)")
         }
         var configuration = FCMSimulator.Configuration()
         configuration.host = host
@@ -46,7 +47,7 @@ struct MockFCMCommand: AsyncParsableCommand {
         // The account's private key: readable by its owner only.
         try? FileManager.default.removeItem(at: credentials)
         guard PrivateFile.create(credentials.path, contents: simulator.serviceAccountJSON) else {
-            throw InvalidInput(field: "--credentials-out", message: "cannot write \(credentials.path)")
+            throw HeraldConfigurationError(field: "--credentials-out", message: "cannot write \(credentials.path)")
         }
         let ca = try simulator.tls.writeCA(to: directory.path)
         // `source herald.env` exports them, as `herald mock-apns`'s does.

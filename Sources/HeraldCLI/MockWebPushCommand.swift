@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HeraldPushCore
 import HeraldWebPushSimulator
 import Logging
 
@@ -27,8 +28,8 @@ struct MockWebPushCommand: AsyncParsableCommand {
     func run() async throws {
         CLILogging.bootstrap()
         let logger = Logger(label: "herald.mock-webpush")
-        guard (0...65_535).contains(port) else { throw InvalidInput(field: "--port", message: "is a port number from 0 to 65535") }
-        guard (0...65_535).contains(controlPort) else { throw InvalidInput(field: "--control-port", message: "is a port number from 0 to 65535") }
+        guard (0...65_535).contains(port) else { throw HeraldConfigurationError(field: "--port", message: "is a port number from 0 to 65535") }
+        guard (0...65_535).contains(controlPort) else { throw HeraldConfigurationError(field: "--control-port", message: "is a port number from 0 to 65535") }
         var configuration = WebPushSimulator.Configuration()
         configuration.host = host
         configuration.port = port

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import HeraldAPNs
 import HeraldAPNsCore
+import HeraldApp
 import HeraldFCM
 import HeraldPushCore
 import Logging
@@ -46,26 +47,26 @@ struct SendCommand: AsyncParsableCommand {
         var environmentOverride: APNsEnvironment?
         do {
             guard let loaded = try APNsSettings.fromEnvironment(ProcessInfo.processInfo.environment) else {
-                throw InvalidInput(field: "HERALD_APNS_KEY_PATH", message: "set the HERALD_APNS_* credentials")
+                throw HeraldConfigurationError(field: "HERALD_APNS_KEY_PATH", message: "set the HERALD_APNS_* credentials")
             }
             settings = loaded
             key = try settings.loadSigningKey()
             if let environment {
                 guard let parsed = APNsEnvironment(rawValue: environment) else {
-                    throw InvalidInput(field: "--environment", message: "is sandbox or production")
+                    throw HeraldConfigurationError(field: "--environment", message: "is sandbox or production")
                 }
                 environmentOverride = parsed
             }
             notification = try makeNotification(topic: settings.topic)
             try notification.validate()
-            if let n = `repeat`, n < 1 { throw InvalidInput(field: "--repeat", message: "is at least 1") }
-            guard concurrency >= 1 else { throw InvalidInput(field: "--concurrency", message: "is at least 1") }
-            guard connections >= 1 else { throw InvalidInput(field: "--connections", message: "is at least 1") }
+            if let n = `repeat`, n < 1 { throw HeraldConfigurationError(field: "--repeat", message: "is at least 1") }
+            guard concurrency >= 1 else { throw HeraldConfigurationError(field: "--concurrency", message: "is at least 1") }
+            guard connections >= 1 else { throw HeraldConfigurationError(field: "--connections", message: "is at least 1") }
         } catch let error as APNsValidationError {
             throw CLIOutput.invalid(field: error.field, message: error.message, reason: error.reason.rawValue)
         } catch let error as HeraldConfigurationError {
             throw CLIOutput.invalid(field: error.field, message: error.message)
-        } catch let error as InvalidInput {
+        } catch let error as HeraldConfigurationError {
             throw CLIOutput.invalid(field: error.field, message: error.message)
         }
 
@@ -97,19 +98,19 @@ struct SendCommand: AsyncParsableCommand {
         let message: FCMMessage
         do {
             guard let loaded = try FCMSettings.fromEnvironment(ProcessInfo.processInfo.environment) else {
-                throw InvalidInput(field: "HERALD_FCM_CREDENTIALS_FILE", message: "set the HERALD_FCM_* credentials")
+                throw HeraldConfigurationError(field: "HERALD_FCM_CREDENTIALS_FILE", message: "set the HERALD_FCM_* credentials")
             }
             settings = loaded
             message = try makeMessage()
             try message.validate()
-            if let n = `repeat`, n < 1 { throw InvalidInput(field: "--repeat", message: "is at least 1") }
-            guard concurrency >= 1 else { throw InvalidInput(field: "--concurrency", message: "is at least 1") }
-            guard connections >= 1 else { throw InvalidInput(field: "--connections", message: "is at least 1") }
+            if let n = `repeat`, n < 1 { throw HeraldConfigurationError(field: "--repeat", message: "is at least 1") }
+            guard concurrency >= 1 else { throw HeraldConfigurationError(field: "--concurrency", message: "is at least 1") }
+            guard connections >= 1 else { throw HeraldConfigurationError(field: "--connections", message: "is at least 1") }
         } catch let error as FCMValidationError {
             throw CLIOutput.invalid(field: error.field, message: error.reason)
         } catch let error as HeraldConfigurationError {
             throw CLIOutput.invalid(field: error.field, message: error.message)
-        } catch let error as InvalidInput {
+        } catch let error as HeraldConfigurationError {
             throw CLIOutput.invalid(field: error.field, message: error.message)
         }
         let group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
@@ -150,14 +151,14 @@ struct SendCommand: AsyncParsableCommand {
         switch tokenKind {
         case "token": target = .token(token)
         case "fid": target = .fid(token)
-        default: throw InvalidInput(field: "--token-kind", message: "is token or fid")
+        default: throw HeraldConfigurationError(field: "--token-kind", message: "is token or fid")
         }
         guard let type = APNsPushType(rawValue: pushType), [.alert, .background, .voip].contains(type) else {
-            throw InvalidInput(field: "--push-type", message: "is alert, background or voip")
+            throw HeraldConfigurationError(field: "--push-type", message: "is alert, background or voip")
         }
         let high: Bool
         if let priority {
-            guard [10, 5, 1].contains(priority) else { throw InvalidInput(field: "--priority", message: "is 10, 5 or 1") }
+            guard [10, 5, 1].contains(priority) else { throw HeraldConfigurationError(field: "--priority", message: "is 10, 5 or 1") }
             high = priority == 10 && type != .background
         } else {
             high = type != .background
@@ -165,7 +166,7 @@ struct SendCommand: AsyncParsableCommand {
         let data: [String: String]
         if let payloadJSON {
             guard let parsed = try? JSONDecoder().decode([String: String].self, from: Data(payloadJSON.utf8)) else {
-                throw InvalidInput(field: "--payload-json", message: "is the FCM data map: a JSON object of strings")
+                throw HeraldConfigurationError(field: "--payload-json", message: "is the FCM data map: a JSON object of strings")
             }
             data = parsed
         } else if type == .background {
@@ -178,11 +179,11 @@ struct SendCommand: AsyncParsableCommand {
 
     private func makeNotification(topic: String) throws -> APNsNotification {
         guard let type = APNsPushType(rawValue: pushType), [.alert, .background, .voip].contains(type) else {
-            throw InvalidInput(field: "--push-type", message: "is alert, background or voip")
+            throw HeraldConfigurationError(field: "--push-type", message: "is alert, background or voip")
         }
         let resolvedPriority: APNsPriority
         if let priority {
-            guard let p = APNsPriority(rawValue: priority) else { throw InvalidInput(field: "--priority", message: "is 10, 5 or 1") }
+            guard let p = APNsPriority(rawValue: priority) else { throw HeraldConfigurationError(field: "--priority", message: "is 10, 5 or 1") }
             resolvedPriority = p
         } else {
             resolvedPriority = type == .background ? .considerate : .immediate

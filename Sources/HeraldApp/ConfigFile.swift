@@ -26,10 +26,10 @@ import Yams
 ///   - {app_id: "im.example.android*", app: kasia, type: fcm}
 ///   - {app_id: im.example.web, app: kasia, type: webpush, allowed_endpoints: ["*.push.example.org"]}
 /// ```
-struct ConfigFile {
+public struct ConfigFile: Sendable {
     /// One app: who may use it, and its APNs credentials (none: the built-in simulator).
-    struct App {
-        var settings: AppSettings
+    public struct App: Sendable {
+        public var settings: AppSettings
         var apns: APNsSettings?
         /// The FCM service account (none: the built-in FCM simulator).
         var fcm: FCMSettings?
@@ -94,13 +94,13 @@ struct ConfigFile {
     /// Reads and checks the file at `path`.
     static func load(path: String) throws -> ConfigFile {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
-            throw InvalidInput(field: "HERALD_CONFIG", message: "\(path) is not a readable file")
+            throw HeraldConfigurationError(field: "HERALD_CONFIG", message: "\(path) is not a readable file")
         }
         let root: Any?
         do {
             root = try Yams.load(yaml: text)
         } catch {
-            throw InvalidInput(field: "HERALD_CONFIG", message: "\(path) is not valid YAML: \(error)")
+            throw HeraldConfigurationError(field: "HERALD_CONFIG", message: "\(path) is not valid YAML: \(error)")
         }
         let reader = Reader(path: path)
         let top = try reader.map(root, at: "", keys: topKeys)
@@ -200,8 +200,8 @@ struct ConfigFile {
     struct Reader {
         var path: String
 
-        func error(at field: String, _ message: String) -> InvalidInput {
-            InvalidInput(field: field, message: "\(path): \(field) \(message)")
+        func error(at field: String, _ message: String) -> HeraldConfigurationError {
+            HeraldConfigurationError(field: field, message: "\(path): \(field) \(message)")
         }
 
         func map(_ value: Any?, at field: String, keys: Set<String>) throws -> [String: Any] {

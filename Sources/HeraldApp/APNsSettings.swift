@@ -4,11 +4,11 @@ import HeraldAPNsCore
 import HeraldPushCore
 
 /// One app's APNs credentials and host, read from the `HERALD_APNS_*` variables or `HERALD_CONFIG`.
-struct APNsSettings: Sendable {
+public struct APNsSettings: Sendable {
     var keyPath: String
     var keyID: String
     var teamID: String
-    var topic: String
+    public var topic: String
     var environment: APNsEnvironment
     /// `HERALD_APNS_URL`: another host (a simulator); nil means Apple's.
     var url: URL?
@@ -20,7 +20,7 @@ struct APNsSettings: Sendable {
 
     /// Reads the settings; nil when no credentials are configured at all.
     /// - Throws: `HeraldConfigurationError` naming the variable when they are incomplete or malformed.
-    static func fromEnvironment(_ env: [String: String]) throws -> APNsSettings? {
+    public static func fromEnvironment(_ env: [String: String]) throws -> APNsSettings? {
         let names = ["HERALD_APNS_KEY_PATH", "HERALD_APNS_KEY_ID", "HERALD_APNS_TEAM_ID", "HERALD_APNS_TOPIC"]
         let values = names.map { env[$0].flatMap { $0.isEmpty ? nil : $0 } }
         if values.allSatisfy({ $0 == nil }) { return nil }
@@ -57,7 +57,7 @@ struct APNsSettings: Sendable {
     }
 
     /// Loads the `.p8` key.
-    func loadSigningKey() throws -> APNsSigningKey {
+    public func loadSigningKey() throws -> APNsSigningKey {
         do {
             return try APNsSigningKey(contentsOfFile: keyPath, keyID: keyID, teamID: teamID)
         } catch {
@@ -66,7 +66,7 @@ struct APNsSettings: Sendable {
     }
 
     /// The client configuration for these settings (in `environment`, unless overridden).
-    func clientConfiguration(environment override: APNsEnvironment? = nil) -> APNsClientConfiguration {
+    public func clientConfiguration(environment override: APNsEnvironment? = nil) -> APNsClientConfiguration {
         let environment = override ?? environment
         return APNsClientConfiguration(environment: environment, url: environment == .sandbox ? sandboxURL ?? url : url, trustRootsPEMFile: caFile)
     }

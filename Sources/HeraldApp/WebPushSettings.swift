@@ -59,11 +59,11 @@ struct WebPushSettings: Sendable {
     init(environment env: [String: String]) throws {
         allowHosts = Set(ServeSettings.list(env["HERALD_WEBPUSH_ALLOW_HOSTS"]).map { $0.lowercased() })
         for host in allowHosts where host.contains("/") || host.contains("@") || host.contains(" ") {
-            throw InvalidInput(field: "HERALD_WEBPUSH_ALLOW_HOSTS", message: "is a comma-separated list of host or host:port, not \(host)")
+            throw HeraldConfigurationError(field: "HERALD_WEBPUSH_ALLOW_HOSTS", message: "is a comma-separated list of host or host:port, not \(host)")
         }
         if let file = env["HERALD_WEBPUSH_CA_FILE"], !file.isEmpty {
             guard FileManager.default.isReadableFile(atPath: file) else {
-                throw InvalidInput(field: "HERALD_WEBPUSH_CA_FILE", message: "\(file) is not readable")
+                throw HeraldConfigurationError(field: "HERALD_WEBPUSH_CA_FILE", message: "\(file) is not readable")
             }
             caFile = file
         }

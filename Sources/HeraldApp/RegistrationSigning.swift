@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import HeraldPushCore
 import HeraldDelivery
 
 /// Reads the keys of the `signed` registration policy, from `HERALD_CONFIG` or the environment.
@@ -10,7 +11,7 @@ enum RegistrationSigning {
     ///   - error: builds the refusal naming a field, in the caller's terms.
     static func keys(
         secret: String?, publicKeyPath: String?, secretField: String, publicKeyField: String, policyField: String,
-        error: (String, String) -> InvalidInput
+        error: (String, String) -> HeraldConfigurationError
     ) throws -> RegistrationSigningKeys {
         guard secret != nil || publicKeyPath != nil else {
             throw error(policyField, "signed needs an HS256 secret or an ES256 public key")

@@ -1,0 +1,420 @@
+import Crypto
+import Foundation
+import HeraldAPNs
+import HeraldAPNsCore
+import HeraldAPNsSimulator
+import HeraldCore
+import HeraldDelivery
+import HeraldFCM
+import HeraldFCMCore
+import HeraldFCMSimulator
+import HeraldKaspa
+import HeraldMatrix
+import HeraldServer
+import HeraldStore
+import HeraldWebPush
+import HeraldWebPushCore
+import HeraldWebPushSimulator
+import Hummingbird
+import Logging
+import NIOCore
+import NIOPosix
+import Prometheus
+import ServiceLifecycle
+
+/// The gateway, built and ready to run: every long-running part in one `ServiceGroup`.
+public struct HeraldApplication: Sendable {
+    /// The services in start order; SIGTERM and SIGINT stop them in reverse.
+    public let serviceGroup: ServiceGroup
+    let eventLoopGroup: MultiThreadedEventLoopGroup
+    let port: Int
+
+    /// Runs until a signal (or `serviceGroup.triggerGracefulShutdown()`) and everything is closed.
+    /// A service that fails (the port is taken) fails the run, once everything is closed.
+    public func run() async throws {
+        var failure: (any Error)?
+        do {
+            try await serviceGroup.run()
+        } catch {
+            failure = error
+        }
+        try await eventLoopGroup.shutdownGracefully()
+        if let failure { throw PortInUse.named(failure, "HERALD_HTTP_PORT", port: port) }
+    }
+}
+
+/// Where the API and the admin listener listen, once both do, and which built-in simulators'
+/// control APIs the admin listener carries.
+public struct ListeningAddresses: Sendable, Hashable {
+    public var api: String
+    public var apiPort: Int
+    public var admin: String
+    public var adminPort: Int
+    public var simulators: Set<String>
+}
+
+/// Builds the gateway `settings` describe on `store`: the built-in simulators for apps without
+/// credentials, a provider per app and push service, the outbox, the publisher and the
+/// registration use case, the chain source, and the two listeners, as Hummingbird's template
+/// `buildApplication` does.
+/// - Parameters:
+///   - metrics: what `/metrics` renders (the caller bootstraps `MetricsSystem` with its factory, once per process).
+///   - onListening: called once the API and the admin listener both listen; `herald serve` prints its readiness line.
+public func buildApplication(
+    settings: ServeSettings, store: any Store, metrics: (HeraldMetrics, PrometheusCollectorRegistry) = HeraldMetrics.prometheus(),
+    logger: Logger, onListening: @escaping @Sendable (ListeningAddresses) -> Void = ReadinessLine.print
+) async throws -> HeraldApplication {
+    let group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
+    let simulators = try await BuiltInSimulators.start(for: settings, eventLoopGroup: group, logger: logger)
+    var services = simulators.services
+    let push = try PushServices(settings: settings, store: store, simulators: simulators, eventLoopGroup: group)
+    push.collectMetrics(into: metrics.0, store: store, apps: settings.apps.map(\.settings.id))
+    var outboxSettings = OutboxSettings()
+    outboxSettings.lease = settings.outboxLease
+    let outbox = Outbox(
+        queue: store, providers: push.providers, settings: outboxSettings, logger: Logger(label: "herald.outbox"), metrics: metrics.0)
+    // Stops after the lanes and before the simulators: the providers' connections close
+    // first, so a simulator's graceful stop has none left to wait for.
+    let allProviders = push.providers.flatMap(\.providers)
+    services.append(StopAtShutdown { for provider in allProviders { await provider.shutdown() } })
+    services += outbox.services
+    let api = settings.apiConfiguration(webPushGuard: push.webPushGuard, vapidPublicKeys: push.vapidPublicKeys)
+    let publisher = EventPublisher(
+        store: store, apps: api.apps, outbox: outbox, metrics: metrics.0, platforms: [.ios, .android, .web],
+        maximumDeliveriesPerRequest: settings.maximumDeliveriesPerRequest)
+    services += try await maintenance(settings: settings, store: store, logger: logger)
+    // The Kaspa chain source, when a node is configured: its events take the publish path, and
+    // /v1/stats, /readyz and /metrics read its state when asked.
+    var sources: [SourceReport] = []
+    if let chainSource = settings.chainSource(store: store, sink: publisher) {
+        services.append(chainSource)
+        sources.append(SourceReport(name: "kaspa", stats: { chainSource.stats.statsFields }, readiness: { chainSource.stats.readinessFields }))
+        metrics.0.addCollector { $0.kaspaSource(chainSource.stats) }
+    }
+    let listeners = Listeners(
+        settings: settings, store: store, api: api, publisher: publisher, metrics: metrics, sources: sources, lanes: outbox.lanes,
+        simulators: simulators, onListening: onListening)
+    services += listeners.services(eventLoopGroup: group, logger: logger)
+    settings.warnAboutOpenDoors(logger: logger)
+    logger.info("herald serve", metadata: [
+        "http": "\(settings.host):\(settings.port)", "admin": "\(settings.adminHost):\(settings.adminPort)", "database": "\(settings.databaseDescription)",
+        "open_file_limit": "\(settings.openFileLimit)", "max_connections": "\(settings.maximumConnections)",
+        "apps": "\(settings.apps.map(\.settings.id).joined(separator: ","))",
+    ])
+    // On SIGTERM/SIGINT the services stop in reverse order: the HTTP server stops accepting,
+    // the chain source and the cleanup stop, each lane stops claiming and records the outcomes
+    // of what it has in flight, then the simulators close. Past the grace period they are cancelled.
+    var configuration = ServiceGroupConfiguration(
+        services: services.map { .init(service: $0) }, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+    configuration.maximumGracefulShutdownDuration = settings.shutdownGrace
+    configuration.maximumCancellationDuration = .seconds(5)
+    return HeraldApplication(serviceGroup: ServiceGroup(configuration: configuration), eventLoopGroup: group, port: settings.port)
+}
+
+/// The stale-device cleanup (one pass before serving) and the retention pruner.
+private func maintenance(settings: ServeSettings, store: any Store, logger: Logger) async throws -> [any Service] {
+    let cleanup = StaleDeviceCleanup(store: store, staleAfterDays: settings.staleAfterDays)
+    let removed = try await cleanup.once()
+    logger.info("stale devices removed", metadata: ["removed": "\(removed)", "stale_after_days": "\(settings.staleAfterDays)"])
+    // Always: with a retention of 0 its passes keep every event and only fold the store's counters.
+    let pruner = RetentionPruner(store: store, retention: settings.retentionHours > 0 ? .seconds(settings.retentionHours * 3600) : nil)
+    return [cleanup, pruner]
+}
+
+/// The built-in simulators, one per push service that some app has no credentials for.
+struct BuiltInSimulators {
+    var apns: APNsSimulator?
+    /// Each simulated app's ephemeral APNs signing key.
+    var apnsKeys: [String: APNsSigningKey] = [:]
+    var fcm: FCMSimulator?
+    var webPush: WebPushSimulator?
+    /// First in the group, so they stop last: pushes in flight at shutdown still reach them.
+    var services: [any Service] = []
+
+    static func start(for settings: ServeSettings, eventLoopGroup: MultiThreadedEventLoopGroup, logger: Logger) async throws -> BuiltInSimulators {
+        var simulators = BuiltInSimulators()
+        try await simulators.startAPNs(for: settings.apps.filter { $0.apns == nil }, eventLoopGroup: eventLoopGroup, logger: logger)
+        try await simulators.startFCM(for: settings.apps.filter { $0.fcm == nil }, logger: logger)
+        try await simulators.startWebPush(for: settings.apps.filter { $0.vapid == nil }, logger: logger)
+        return simulators
+    }
+
+    /// Apps without Apple credentials share one simulator, each with its own ephemeral key.
+    mutating func startAPNs(for apps: [ConfigFile.App], eventLoopGroup: MultiThreadedEventLoopGroup, logger: Logger) async throws {
+        guard !apps.isEmpty else { return }
+        for (i, app) in apps.enumerated() {
+            apnsKeys[app.settings.id] = APNsSigningKey(
+                privateKey: P256.Signing.PrivateKey(), keyID: String(format: "HERALDSIM%d", i), teamID: "HERALDSIM0")
+        }
+        var configuration = APNsSimulatorConfiguration()
+        configuration.port = 0
+        // Its control API answers on the admin listener, under /simulators/apns.
+        configuration.controlPort = nil
+        configuration.keys = apnsKeys.values.map { SimulatorKey(keyID: $0.keyID, teamID: $0.teamID, publicKey: $0.publicKey) }
+        let sim = try await APNsSimulator.start(configuration: configuration, eventLoopGroup: eventLoopGroup)
+        apns = sim
+        services.append(StopAtShutdown { await sim.shutdown() })
+        logger.warning(
+            "No APNs credentials (HERALD_APNS_*): pushes go to the built-in APNs SIMULATOR, not to Apple",
+            metadata: [
+                "apps": "\(apps.map(\.settings.id).joined(separator: ","))", "simulator": "\(sim.url)",
+                "control": "/simulators/apns on the admin listener",
+            ])
+    }
+
+    /// Apps without FCM credentials share one simulator and its service account.
+    mutating func startFCM(for apps: [ConfigFile.App], logger: Logger) async throws {
+        guard !apps.isEmpty else { return }
+        var configuration = FCMSimulator.Configuration()
+        configuration.controlPort = nil
+        let sim = try await FCMSimulator.start(configuration: configuration)
+        fcm = sim
+        services.append(StopAtShutdown { await sim.shutdown() })
+        logger.warning(
+            "No FCM credentials (HERALD_FCM_*): Android pushes go to the built-in FCM SIMULATOR, not to Google",
+            metadata: [
+                "apps": "\(apps.map(\.settings.id).joined(separator: ","))", "simulator": "\(sim.url)",
+                "control": "/simulators/fcm on the admin listener",
+            ])
+    }
+
+    /// Apps without a VAPID key sign with an ephemeral one and get a Web Push simulator.
+    mutating func startWebPush(for apps: [ConfigFile.App], logger: Logger) async throws {
+        guard !apps.isEmpty else { return }
+        var configuration = WebPushSimulator.Configuration()
+        configuration.controlPort = nil
+        let sim = try await WebPushSimulator.start(configuration: configuration)
+        webPush = sim
+        services.append(StopAtShutdown { await sim.shutdown() })
+        logger.warning(
+            "No VAPID key (HERALD_VAPID_*): these apps sign Web Push with an EPHEMERAL key, so browser subscriptions made with it end when Herald restarts; a built-in Web Push simulator is running",
+            metadata: [
+                "apps": "\(apps.map(\.settings.id).joined(separator: ","))", "simulator": "\(sim.origin)",
+                "control": "/simulators/webpush on the admin listener",
+            ])
+    }
+
+    /// The Web Push simulator's own address: the one inside address Herald sends to without being told.
+    var webPushHost: String? { webPush.map { "\(WebPushSimulator.Configuration().host):\($0.port)" } }
+
+    /// `/readyz`: the built-in simulators still accept connections.
+    var readiness: [ReadinessCheck] {
+        var checks: [ReadinessCheck] = []
+        if let apns { checks.append(ReadinessCheck("built-in APNs simulator listening") { apns.isListening }) }
+        if let fcm { checks.append(ReadinessCheck("built-in FCM simulator listening") { fcm.isListening }) }
+        if let webPush { checks.append(ReadinessCheck("built-in Web Push simulator listening") { webPush.isListening }) }
+        return checks
+    }
+
+    /// Their control APIs, for the operator beside /metrics (SPEC §12).
+    var controls: [String: SimulatorControlRoute] {
+        var controls: [String: SimulatorControlRoute] = [:]
+        if let apns { controls["apns"] = Self.route(apns.control) }
+        if let fcm { controls["fcm"] = Self.route(fcm.control) }
+        if let webPush { controls["webpush"] = Self.route(webPush.control) }
+        return controls
+    }
+
+    /// A simulator's control API as the admin listener mounts it.
+    static func route(_ control: @escaping @Sendable (SimulatorControlCall) async -> SimulatorControlAnswer) -> SimulatorControlRoute {
+        { method, path, query, body in
+            let answer = await control(SimulatorControlCall(method: method, path: path, query: query, body: body))
+            return (answer.status, answer.json)
+        }
+    }
+}
+
+/// Each app's providers, one per push service: an APNs provider (a client per APNs environment,
+/// opened on first use), an FCM provider and a Web Push provider (one client for every app:
+/// connections are per push service).
+struct PushServices {
+    var providers: [(app: String, providers: [any PushProvider])] = []
+    var vapidPublicKeys: [String: String] = [:]
+    let webPushGuard: WebPushEndpointGuard
+    let webPushClient: WebPushClient
+
+    init(settings: ServeSettings, store: any Store, simulators: BuiltInSimulators, eventLoopGroup group: MultiThreadedEventLoopGroup) throws {
+        var allowHosts = settings.webPush.allowHosts
+        if let host = simulators.webPushHost { allowHosts.insert(host) }
+        webPushGuard = WebPushEndpointGuard(policy: WebPushAddressPolicy(allowedHosts: allowHosts))
+        var webPushConfiguration = WebPushClientConfiguration(endpointGuard: webPushGuard)
+        webPushConfiguration.trustRootsPEMFiles = settings.webPush.caFile.map { [$0] } ?? []
+        // The built-in simulators' CAs are trusted from memory: nothing is written to the temporary directory.
+        webPushConfiguration.trustRootsPEM = simulators.webPush.map { [$0.tls.caPEM] } ?? []
+        webPushClient = try WebPushClient(configuration: webPushConfiguration, eventLoopGroup: group, logger: Logger(label: "herald.webpush"))
+        for app in settings.apps {
+            let apns = try Self.apnsProvider(app, store: store, simulators: simulators, eventLoopGroup: group)
+            let fcm = try Self.fcmClient(app, store: store, simulator: simulators.fcm, eventLoopGroup: group)
+            let vapid = try app.vapid ?? VAPIDSettings(key: VAPIDKey(privateKey: .init()), subject: VAPIDSubject(VAPIDSettings.developmentSubject))
+            vapidPublicKeys[app.settings.id] = vapid.key.applicationServerKey
+            let webPush = WebPushProvider(client: webPushClient, signer: VAPIDSigner(key: vapid.key, subject: vapid.subject))
+            providers.append((app.settings.id, [apns, FCMPushProvider(client: fcm), webPush]))
+        }
+    }
+
+    static func apnsProvider(
+        _ app: ConfigFile.App, store: any Store, simulators: BuiltInSimulators, eventLoopGroup group: MultiThreadedEventLoopGroup
+    ) throws -> APNsPushProvider {
+        let logger = Logger(label: "herald.apns")
+        if let apns = app.apns {
+            // The store is the ledger: every instance on this database sends the same JWT per key.
+            let tokens = APNsProviderTokenSource(
+                key: try apns.loadSigningKey(), ledger: store,
+                onLedgerError: { logger.warning("shared provider token unavailable, using a local one", metadata: ["error": "\($0)"]) })
+            return APNsPushProvider(topic: apns.topic) { environment in
+                try APNsClient(configuration: apns.clientConfiguration(environment: environment), tokens: tokens, eventLoopGroup: group, logger: logger)
+            }
+        }
+        // The simulator's two hosts, as Apple's: a client per environment, opened on first use.
+        let sim = simulators.apns!
+        let tokens = APNsProviderTokenSource(key: simulators.apnsKeys[app.settings.id]!)
+        return APNsPushProvider(topic: app.simulatorTopic) { environment in
+            var configuration = APNsClientConfiguration(environment: environment, url: sim.url(for: environment))
+            configuration.trustRootsPEM = [sim.tls.caPEM]
+            return try APNsClient(configuration: configuration, tokens: tokens, eventLoopGroup: group, logger: logger)
+        }
+    }
+
+    static func fcmClient(_ app: ConfigFile.App, store: any Store, simulator: FCMSimulator?, eventLoopGroup group: MultiThreadedEventLoopGroup) throws -> FCMClient {
+        if let fcm = app.fcm {
+            // The store is the ledger: every instance on this database uses one access token per account.
+            return try FCMClient(
+                configuration: fcm.clientConfiguration, account: fcm.account, projectID: fcm.projectID, eventLoopGroup: group,
+                ledger: store, logger: Logger(label: "herald.fcm"))
+        }
+        let sim = simulator!
+        var configuration = FCMClientConfiguration(url: sim.url)
+        configuration.trustRootsPEM = [sim.tls.caPEM]
+        return try FCMClient(
+            configuration: configuration, account: try FCMServiceAccount(json: sim.serviceAccountJSON), eventLoopGroup: group,
+            logger: Logger(label: "herald.fcm"))
+    }
+
+    /// Read at every scrape: each app's queue, the push services' connections and token refreshes.
+    func collectMetrics(into metrics: HeraldMetrics, store: any Store, apps: [String]) {
+        let readings = providers
+        let webPushClient = webPushClient
+        metrics.addCollector { m in
+            if let queues = try? await store.queues() {
+                let now = Date()
+                for app in apps {
+                    let queue = queues[app]
+                    m.queue(app: app, depth: queue?.depth ?? 0, oldestPendingSeconds: queue?.oldest.map { max(0, now.timeIntervalSince($0)) } ?? 0)
+                }
+            }
+            var open: [Platform: Int] = [:]
+            for (app, list) in readings {
+                for provider in list {
+                    let stats = provider.stats
+                    m.tokenRefreshes(app: app, platform: provider.platform, stats: stats)
+                    // Every app's Web Push provider shares one client: its connections are counted once, below.
+                    if provider.platform != .web { open[provider.platform, default: 0] += stats.connectionsOpen }
+                }
+            }
+            open[.web] = webPushClient.connectionsOpen
+            for (platform, count) in open { m.connectionsOpen(platform: platform, count) }
+        }
+    }
+}
+
+/// The API listener and the admin listener (`/metrics`, `/v1/stats`, the simulators' controls).
+struct Listeners {
+    let settings: ServeSettings
+    let store: any Store
+    let api: APIConfiguration
+    let publisher: EventPublisher
+    let metrics: (HeraldMetrics, PrometheusCollectorRegistry)
+    let sources: [SourceReport]
+    let lanes: [OutboxLane]
+    let simulators: BuiltInSimulators
+    let onListening: @Sendable (ListeningAddresses) -> Void
+
+    /// The admin listener, then the API last in the group, so it stops first: no new requests
+    /// while the rest winds down.
+    func services(eventLoopGroup group: MultiThreadedEventLoopGroup, logger: Logger) -> [any Service] {
+        let readiness = simulators.readiness
+        let sending = self.sending
+        let controls = simulators.controls
+        let line = ReadinessLine(host: settings.host, adminHost: settings.adminHost, simulators: Set(controls.keys), report: onListening)
+        // `/metrics` and `/v1/stats` on a listener of their own, loopback by default: what the
+        // instance counts is for its operator, not for whoever reaches the API.
+        let admin = Application(
+            router: Gateway.operationsRouter(
+                store: store, metrics: metrics, sources: sources, readiness: readiness, sending: sending, lanes: lanes, simulators: controls),
+            server: .http1(configuration: .init(idleTimeout: .seconds(Int64(settings.httpIdleTimeoutSeconds)))),
+            configuration: .init(address: .hostname(settings.adminHost, port: settings.adminPort), serverName: "Herald"),
+            onServerRunning: { channel in await line.admin(channel.localAddress?.port ?? 0) },
+            eventLoopGroupProvider: .shared(group), logger: logger)
+        let router = Gateway.router(
+            store: store, configuration: api, publisher: publisher, metrics: metrics, sources: sources, readiness: readiness,
+            sending: sending, matrix: MatrixApps(settings.matrix), lanes: lanes, operations: false)
+        // Every client connection is counted and held to its deadlines; past the cap, the longest
+        // waiting one without a request in hand makes room (ConnectionTable).
+        let connections = ConnectionTable(limits: ConnectionLimits(
+            maximumConnections: settings.maximumConnections, requestTimeout: .seconds(Int64(settings.httpRequestTimeoutSeconds)),
+            idleTimeout: .seconds(Int64(settings.httpIdleTimeoutSeconds))))
+        let app = Application(
+            router: router,
+            // A connection that sends nothing for this long is closed: idle clients cannot hold the server's connections.
+            server: .http1(configuration: .init(
+                additionalChannelHandlers: [connections.handler()], idleTimeout: .seconds(Int64(settings.httpIdleTimeoutSeconds)))),
+            configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "Herald"),
+            onServerRunning: { channel in await line.api(channel.localAddress?.port ?? 0) },
+            eventLoopGroupProvider: .shared(group), logger: logger)
+        return [PortNamingService(admin, field: "HERALD_ADMIN_PORT", port: settings.adminPort), app]
+    }
+
+    /// Each app's way of sending, per push service, for `/readyz` and `/v1/stats`.
+    var sending: [String: [String: String]] {
+        var sending: [String: [String: String]] = [:]
+        for app in settings.apps {
+            sending[app.settings.id] = [
+                "ios": app.apns == nil ? "simulator" : "credentials", "android": app.fcm == nil ? "simulator" : "credentials",
+                "web": app.vapid == nil ? "simulator (ephemeral VAPID key)" : "credentials",
+            ]
+        }
+        return sending
+    }
+}
+
+extension ServeSettings {
+    /// The HTTP API's settings.
+    func apiConfiguration(webPushGuard: WebPushEndpointGuard, vapidPublicKeys: [String: String]) -> APIConfiguration {
+        var api = APIConfiguration()
+        api.apps = AppDirectory(apps.map(\.settings))
+        api.rateLimits = rateLimits
+        api.kaspaNetwork = kaspaNetwork?.prefix
+        api.webPushGuard = webPushGuard
+        api.vapidPublicKeys = vapidPublicKeys
+        api.browserOrigins = BrowserOrigins(browserOrigins)
+        if let value = limits.watchKeys { api.maximumWatchKeys = value }
+        if let value = limits.aliases { api.maximumAliases = value }
+        if let value = limits.bodyBytes { api.maximumBodySize = value }
+        if let value = limits.batchBodyBytes { api.maximumBatchBodySize = value }
+        return api
+    }
+
+    /// The Kaspa chain source, when a node is configured.
+    func chainSource(store: any Store, sink: any KasiaEventSink) -> KaspaChainSource? {
+        kaspaURL.map { url in
+            var configuration = KaspaChainSource.Configuration(url: url)
+            configuration.maximumAge = kaspaMaximumAge
+            configuration.network = kaspaNetwork?.id
+            return KaspaChainSource(configuration: configuration, store: store, sink: sink, logger: Logger(label: "herald.kaspa"))
+        }
+    }
+
+    /// A misspelled variable or a config file without keys must not pass for a working setup.
+    func warnAboutOpenDoors(logger: Logger) {
+        for app in apps where app.settings.publishKeys.isEmpty {
+            logger.warning(
+                "publishing is off for this app: it has no publisher key (HERALD_PUBLISH_KEYS, or publish_keys in HERALD_CONFIG); POST /v1/events answers 401",
+                metadata: ["app": "\(app.settings.id)"])
+        }
+        for app in apps where app.settings.registration == .open {
+            logger.warning(
+                "registration is open: anyone who reaches Herald can register any device token for this app, watching any key and any Kaspa address, and unregister tokens they know; put a registration key or a trusted network in front",
+                metadata: ["app": "\(app.settings.id)"])
+        }
+    }
+}

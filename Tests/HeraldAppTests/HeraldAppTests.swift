@@ -1,0 +1,154 @@
+import Foundation
+import HeraldApp
+import HeraldPushCore
+import HeraldStore
+import HeraldTestSupport
+import Logging
+import Synchronization
+import Testing
+
+/// `herald serve`'s settings and composition, in this process: no child process, no port to
+/// guess. The child-process suites keep what needs a process: exit codes, signals, several instances.
+@Suite("HeraldApp: settings and the composition root, in-process")
+struct HeraldAppTests {
+    /// A scratch directory removed after the test.
+    static func withDirectory<T>(_ body: (URL) async throws -> T) async throws -> T {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-app-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        return try await body(directory)
+    }
+
+    static func refusal(_ environment: [String: String]) -> HeraldConfigurationError? {
+        do {
+            _ = try ServeSettings(environment: environment)
+            return nil
+        } catch let error as HeraldConfigurationError {
+            return error
+        } catch {
+            Issue.record("not a configuration error: \(error)")
+            return nil
+        }
+    }
+
+    /// The pushes the built-in APNs simulator recorded for `token`, once there is one (or after 30 s).
+    static func pushes(to token: String, control: String) async throws -> Int {
+        for _ in 0..<300 {
+            let (_, data) = try await http("GET", control + "/notifications?token=" + token)
+            let count = ((try JSONSerialization.jsonObject(with: data) as? [String: Any])?["notifications"] as? [Any])?.count ?? 0
+            if count > 0 { return count }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        return 0
+    }
+
+    @Test("a value Herald cannot use is refused naming its variable")
+    func refusesNamingTheVariable() {
+        #expect(Self.refusal(["HERALD_HTTP_PORT": "70000"])?.field == "HERALD_HTTP_PORT")
+        #expect(Self.refusal(["HERALD_HTTP_PORT": "8090", "HERALD_ADMIN_PORT": "8090"])?.field == "HERALD_ADMIN_PORT")
+        #expect(Self.refusal(["HERALD_DATABASE_URL": "mysql://x"])?.field == "HERALD_DATABASE_URL")
+        #expect(Self.refusal(["HERALD_RETENTION_HOURS": "-1"])?.field == "HERALD_RETENTION_HOURS")
+        #expect(Self.refusal(["HERALD_KASPA_NETWORK": "moonnet"])?.field == "HERALD_KASPA_NETWORK")
+        #expect(Self.refusal(["HERALD_PUBLISH_KEYS": "short"])?.field == "HERALD_PUBLISH_KEYS")
+        #expect(Self.refusal(["HERALD_REGISTRATION_POLICY": "bearer"])?.field == "HERALD_REGISTRATION_POLICY")
+        #expect(Self.refusal([:]) == nil)
+    }
+
+    @Test("HERALD_CONFIG: its values win over the environment's, and an unknown key is refused naming the file and key")
+    func configFileLayering() async throws {
+        try await Self.withDirectory { directory in
+            let file = directory.appendingPathComponent("herald.yaml")
+            try """
+            http_port: 9191
+            apps:
+              - id: kasia
+                publish_keys: [kasia-backend-key-0001]
+            """.write(to: file, atomically: true, encoding: .utf8)
+            let settings = try ServeSettings(environment: ["HERALD_CONFIG": file.path, "HERALD_HTTP_PORT": "9292", "HERALD_PUBLISH_KEYS": "another-key-000001"])
+            #expect(settings.port == 9191)
+            #expect(settings.apps.map(\.settings.id) == ["kasia"])
+            #expect(settings.apps.first?.settings.publishKeys == ["kasia-backend-key-0001"])
+
+            try """
+            http_port: 9191
+            apps:
+              - id: kasia
+                publish_key: [kasia-backend-key-0001]
+            """.write(to: file, atomically: true, encoding: .utf8)
+            let refusal = try #require(Self.refusal(["HERALD_CONFIG": file.path]))
+            #expect(refusal.description.contains("publish_key"))
+            #expect(refusal.description.contains("herald.yaml") || refusal.field.contains("publish_key"))
+        }
+    }
+
+    @Test("buildApplication serves the API and the admin listener on its defaults, and stops on request")
+    func buildsAndServes() async throws {
+        try await Self.withDirectory { directory in
+            let settings = try ServeSettings(environment: [
+                "HERALD_HTTP_PORT": "0", "HERALD_ADMIN_PORT": "0", "HERALD_DATABASE_URL": "sqlite:" + directory.appendingPathComponent("h.sqlite").path,
+                "HERALD_PUBLISH_KEYS": "in-process-publisher-key",
+            ])
+            let listening = Mutex<ListeningAddresses?>(nil)
+            let (ready, readyContinuation) = AsyncStream.makeStream(of: ListeningAddresses.self)
+            try await settings.withStore { store in
+                let application = try await buildApplication(settings: settings, store: store, logger: Logger(label: "test")) { addresses in
+                    listening.withLock { $0 = addresses }
+                    readyContinuation.yield(addresses)
+                }
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask { try await application.run() }
+                    var iterator = ready.makeAsyncIterator()
+                    let addresses = try #require(await iterator.next())
+                    #expect(addresses.simulators == ["apns", "fcm", "webpush"])
+                    let api = "http://127.0.0.1:\(addresses.apiPort)"
+                    let admin = "http://127.0.0.1:\(addresses.adminPort)"
+                    #expect(try await http("GET", api + "/healthz").0 == 200)
+                    #expect(try await http("GET", api + "/readyz").0 == 200)
+                    // What the instance counts is on the admin listener only.
+                    #expect(try await http("GET", api + "/metrics").0 == 404)
+                    #expect(try await http("GET", admin + "/metrics").0 == 200)
+                    // A device registered and an event published reach the built-in APNs simulator.
+                    let token = String(repeating: "ab", count: 32)
+                    let register = #"{"device_token":"\#(token)","platform":"ios","watched_addresses":["session:s1"]}"#
+                    #expect(try await http("POST", api + "/v1/push/register", register).0 == 200)
+                    let event = #"{"template":"session.message","fields":{"session_id":"s1","message_id":"m1","timestamp":1697192400}}"#
+                    #expect(try await http("POST", api + "/v1/events", event, bearer: "in-process-publisher-key").0 == 202)
+                    #expect(try await Self.pushes(to: token, control: admin + "/simulators/apns") == 1)
+                    await application.serviceGroup.triggerGracefulShutdown()
+                    try await group.waitForAll()
+                }
+            }
+            #expect(listening.withLock { $0 } != nil)
+        }
+    }
+
+    @Test("a port in use fails the run naming its variable")
+    func portInUse() async throws {
+        try await Self.withDirectory { directory in
+            let database = "sqlite:" + directory.appendingPathComponent("h.sqlite").path
+            let first = try ServeSettings(environment: ["HERALD_HTTP_PORT": "0", "HERALD_ADMIN_PORT": "0", "HERALD_DATABASE_URL": database])
+            let (ready, readyContinuation) = AsyncStream.makeStream(of: ListeningAddresses.self)
+            try await first.withStore { store in
+                let application = try await buildApplication(settings: first, store: store, logger: Logger(label: "test")) { readyContinuation.yield($0) }
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask { try await application.run() }
+                    var iterator = ready.makeAsyncIterator()
+                    let taken = try #require(await iterator.next()).apiPort
+                    // A second application on the same port, its own store.
+                    let second = try ServeSettings(environment: [
+                        "HERALD_HTTP_PORT": "\(taken)", "HERALD_ADMIN_PORT": "0",
+                        "HERALD_DATABASE_URL": "sqlite:" + directory.appendingPathComponent("second.sqlite").path,
+                    ])
+                    let error = await #expect(throws: HeraldConfigurationError.self) {
+                        try await second.withStore { store in
+                            try await buildApplication(settings: second, store: store, logger: Logger(label: "test")) { _ in }.run()
+                        }
+                    }
+                    #expect(error?.field == "HERALD_HTTP_PORT")
+                    await application.serviceGroup.triggerGracefulShutdown()
+                    try await group.waitForAll()
+                }
+            }
+        }
+    }
+}
