@@ -8,7 +8,8 @@ import Synchronization
 import Testing
 
 /// `herald serve`'s settings and composition, in this process: no child process, no port to
-/// guess. The child-process suites keep what needs a process: exit codes, signals, several instances.
+/// guess. The child-process suites keep what needs a process: exit codes (a port in use among
+/// them), signals, several instances.
 @Suite("HeraldApp: settings and the composition root, in-process")
 struct HeraldAppTests {
     /// A scratch directory removed after the test.
@@ -119,36 +120,6 @@ struct HeraldAppTests {
                 }
             }
             #expect(listening.withLock { $0 } != nil)
-        }
-    }
-
-    @Test("a port in use fails the run naming its variable")
-    func portInUse() async throws {
-        try await Self.withDirectory { directory in
-            let database = "sqlite:" + directory.appendingPathComponent("h.sqlite").path
-            let first = try ServeSettings(environment: ["HERALD_HTTP_PORT": "0", "HERALD_ADMIN_PORT": "0", "HERALD_DATABASE_URL": database])
-            let (ready, readyContinuation) = AsyncStream.makeStream(of: ListeningAddresses.self)
-            try await first.withStore { store in
-                let application = try await buildApplication(settings: first, store: store, logger: Logger(label: "test")) { readyContinuation.yield($0) }
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    group.addTask { try await application.run() }
-                    var iterator = ready.makeAsyncIterator()
-                    let taken = try #require(await iterator.next()).apiPort
-                    // A second application on the same port, its own store.
-                    let second = try ServeSettings(environment: [
-                        "HERALD_HTTP_PORT": "\(taken)", "HERALD_ADMIN_PORT": "0",
-                        "HERALD_DATABASE_URL": "sqlite:" + directory.appendingPathComponent("second.sqlite").path,
-                    ])
-                    let error = await #expect(throws: HeraldConfigurationError.self) {
-                        try await second.withStore { store in
-                            try await buildApplication(settings: second, store: store, logger: Logger(label: "test")) { _ in }.run()
-                        }
-                    }
-                    #expect(error?.field == "HERALD_HTTP_PORT")
-                    await application.serviceGroup.triggerGracefulShutdown()
-                    try await group.waitForAll()
-                }
-            }
         }
     }
 }
