@@ -44,6 +44,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
+        .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         .package(url: "https://github.com/hummingbird-project/swift-websocket.git", from: "1.6.2"),
@@ -203,6 +204,7 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "CoreMetrics", package: "swift-metrics"), .product(name: "Crypto", package: "swift-crypto"), "HeraldAPNsCore", "HeraldPushCore", "HeraldWebPushCore", .product(name: "KasiaProtocol", package: "HeraldKit"),
                 .product(name: "KasiaCrypto", package: "HeraldKit"),
+                .product(name: "JWTKit", package: "jwt-kit"),
             ]
         ),
         // Reading Kasia off a Kaspa node: its RPC JSON and the classification into Kasia events.

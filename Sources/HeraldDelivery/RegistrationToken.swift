@@ -2,9 +2,12 @@ import Crypto
 import Foundation
 import HeraldAPNsCore
 import HeraldPushCore
+import JWTKit
 
 /// The keys an app's backend signs registration tokens with: an HS256 secret, an ES256 public
-/// key, or both. A token names one identity (`sub`) that a registration may claim.
+/// key, or both. A token names one identity (`sub`) that a registration may claim. Signatures
+/// and the token's form are checked by jwt-kit; the policy's rules (audience, lifetime, clock
+/// leeway, identity, granted keys) here, against Herald's clock.
 public struct RegistrationSigningKeys: Sendable, Hashable {
     public var hs256Secret: [UInt8]?
     public var es256PublicKey: P256.Signing.PublicKey?
@@ -48,60 +51,82 @@ public struct RegistrationSigningKeys: Sendable, Hashable {
     /// Clocks differ: `nbf` and `iat` may be this far ahead of Herald's.
     static let leeway: TimeInterval = 60
 
+    /// The claims as jwt-kit decodes them: a claim of the wrong type fails the decoding.
+    struct TokenClaims: JWTPayload {
+        var aud: AudienceClaim?
+        var exp: Double?
+        var nbf: Double?
+        var iat: Double?
+        var sub: String?
+        var keys: [String]?
+
+        /// The policy's rules need Herald's clock: `verify(_:app:now:)` applies them.
+        func verify(using algorithm: some JWTAlgorithm) async throws {}
+    }
+
+    /// The header's `alg`, which chooses the key.
+    struct TokenHeader: Decodable {
+        var alg: String?
+    }
+
     /// Checks a compact JWT for `app` at `now` and returns what it grants.
     ///
     /// Refused: anything but three base64url parts; an `alg` without a configured key (`none`
     /// among them); a bad signature; `aud` not naming the app; no `exp`, one in the past, or one
     /// more than an hour ahead; `nbf` or `iat` ahead of now (past a minute's leeway); no `sub`;
     /// a `keys` claim that is not a list of watch keys. Every number is range-checked before use.
-    public func verify(_ token: String, app: String, now: Date) throws(Refusal) -> Claims {
+    public func verify(_ token: String, app: String, now: Date) async throws(Refusal) -> Claims {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let headerBytes = Base64URL.decode(parts[0]), let claimBytes = Base64URL.decode(parts[1]),
-            let signature = Base64URL.decode(parts[2])
-        else { throw Refusal(description: "not a compact JWT") }
-        guard let header = try? JSONSerialization.jsonObject(with: Data(headerBytes)) as? [String: Any],
-            let alg = header["alg"] as? String
-        else { throw Refusal(description: "the JWT header names no alg") }
-        let signed = Array(token.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count))
+        guard parts.count == 3, let headerBytes = Base64URL.decode(parts[0]) else { throw Refusal(description: "not a compact JWT") }
+        guard let alg = (try? JSONDecoder().decode(TokenHeader.self, from: Data(headerBytes)))?.alg else {
+            throw Refusal(description: "the JWT header names no alg")
+        }
+        // One key per collection, chosen by the token's `alg`: an HS256 token is never checked
+        // against the ES256 key or the reverse.
+        let keys = JWTKeyCollection()
         switch alg {
         case "HS256":
-            guard let secret = hs256Secret else { throw Refusal(description: "HS256 is not configured for this app") }
-            guard HMAC<SHA256>.isValidAuthenticationCode(signature, authenticating: signed, using: SymmetricKey(data: secret)) else {
-                throw Refusal(description: "bad signature")
-            }
+            guard let hs256Secret else { throw Refusal(description: "HS256 is not configured for this app") }
+            await keys.add(hmac: HMACKey(from: hs256Secret), digestAlgorithm: .sha256)
         case "ES256":
-            guard let key = es256PublicKey else { throw Refusal(description: "ES256 is not configured for this app") }
-            guard let ecdsa = try? P256.Signing.ECDSASignature(rawRepresentation: signature), key.isValidSignature(ecdsa, for: signed) else {
-                throw Refusal(description: "bad signature")
+            guard let es256PublicKey, let key = try? ES256PublicKey(backing: es256PublicKey) else {
+                throw Refusal(description: "ES256 is not configured for this app")
             }
+            await keys.add(ecdsa: key)
         default:
             throw Refusal(description: "alg \(alg) is not accepted")
         }
-        guard let claims = try? JSONSerialization.jsonObject(with: Data(claimBytes)) as? [String: Any] else {
-            throw Refusal(description: "the claims are not a JSON object")
+        let claims: TokenClaims
+        do {
+            claims = try await keys.verify(token, as: TokenClaims.self)
+        } catch let error as JWTError where error.errorType == .signatureVerificationFailed {
+            throw Refusal(description: "bad signature")
+        } catch {
+            throw Refusal(description: "the token is not readable: \(error)")
         }
-        let audience: [String] = (claims["aud"] as? String).map { [$0] } ?? (claims["aud"] as? [String]) ?? []
-        guard audience.contains(app) else { throw Refusal(description: "aud does not name app \(app)") }
-        guard let exp = (claims["exp"] as? NSNumber)?.doubleValue, exp.isFinite else { throw Refusal(description: "exp is required") }
+        return try Self.apply(claims, app: app, now: now)
+    }
+
+    /// The policy's rules on a token whose signature holds.
+    static func apply(_ claims: TokenClaims, app: String, now: Date) throws(Refusal) -> Claims {
+        guard claims.aud?.value.contains(app) == true else { throw Refusal(description: "aud does not name app \(app)") }
+        guard let exp = claims.exp, exp.isFinite else { throw Refusal(description: "exp is required") }
         let seconds = now.timeIntervalSince1970
         guard exp > seconds else { throw Refusal(description: "the token has expired") }
-        guard exp <= seconds + Self.maximumLifetime + 60 else { throw Refusal(description: "a token lives an hour at most") }
-        for name in ["nbf", "iat"] {
-            guard let value = claims[name] else { continue }
-            guard let number = (value as? NSNumber)?.doubleValue, number.isFinite else { throw Refusal(description: "\(name) is a number of seconds") }
-            guard number <= seconds + Self.leeway else {
+        guard exp <= seconds + maximumLifetime + 60 else { throw Refusal(description: "a token lives an hour at most") }
+        for (name, value) in [("nbf", claims.nbf), ("iat", claims.iat)] {
+            guard let value else { continue }
+            guard value.isFinite else { throw Refusal(description: "\(name) is a number of seconds") }
+            guard value <= seconds + leeway else {
                 throw Refusal(description: name == "nbf" ? "the token is not valid yet (nbf)" : "the token was issued in the future (iat)")
             }
         }
-        guard let sub = claims["sub"] as? String, !sub.isEmpty, sub.utf8.count <= 256 else {
+        guard let sub = claims.sub, !sub.isEmpty, sub.utf8.count <= 256 else {
             throw Refusal(description: "sub (the identity granted) is required")
         }
-        var keys: [String] = []
-        if let granted = claims["keys"] {
-            guard let list = granted as? [String], list.count <= Self.maximumGrantedKeys,
-                list.allSatisfy({ !$0.isEmpty && $0.utf8.count <= Self.maximumGrantedKeyLength })
-            else { throw Refusal(description: "keys is a list of at most \(Self.maximumGrantedKeys) watch keys (or prefixes ending in *)") }
-            keys = list
+        let keys = claims.keys ?? []
+        guard keys.count <= maximumGrantedKeys, keys.allSatisfy({ !$0.isEmpty && $0.utf8.count <= maximumGrantedKeyLength }) else {
+            throw Refusal(description: "keys is a list of at most \(maximumGrantedKeys) watch keys (or prefixes ending in *)")
         }
         return Claims(subject: sub, keys: keys)
     }

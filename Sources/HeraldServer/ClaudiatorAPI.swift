@@ -38,7 +38,7 @@ public struct ClaudiatorAPI: Sendable {
         // Claudiator's app key, or a signed token granting the device token itself; never open.
         let grant: RegistrationGrant
         switch app.registration {
-        case .bearer, .signed: grant = try configuration.apps.authorizeRegistration(request, for: app, now: clock.now())
+        case .bearer, .signed: grant = try await configuration.apps.authorizeRegistration(request, for: app, now: clock.now())
         case .open, .wallet: throw APIError(.unauthorized, code: "unauthorized", message: "the app key is required as a bearer token")
         }
         let body = try await JSONBody.decode(RegisterBody.self, from: request, limit: configuration.maximumBodySize)

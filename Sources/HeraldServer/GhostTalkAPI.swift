@@ -48,7 +48,7 @@ public struct GhostTalkAPI: Sendable {
     }
 
     func register(_ request: Request, app prefix: String?) async throws -> Response {
-        let (app, grant) = try configuration.apps.registeringApp(request, prefix: prefix, now: clock.now())
+        let (app, grant) = try await configuration.apps.registeringApp(request, prefix: prefix, now: clock.now())
         let body = try await JSONBody.decode(RegisterBody.self, from: request, limit: configuration.maximumBodySize)
         let session = try Self.sessionKey(body.session_id)
         try AppDirectory.require(grant, covers: body.session_id, field: "session_id")
@@ -62,7 +62,7 @@ public struct GhostTalkAPI: Sendable {
 
     /// Removes the devices registered for the session.
     func unregister(_ request: Request, app prefix: String?) async throws -> Response {
-        let (app, grant) = try configuration.apps.registeringApp(request, prefix: prefix, now: clock.now())
+        let (app, grant) = try await configuration.apps.registeringApp(request, prefix: prefix, now: clock.now())
         let body = try await JSONBody.decode(SessionBody.self, from: request, limit: configuration.maximumBodySize)
         let session = try Self.sessionKey(body.session_id)
         try AppDirectory.require(grant, covers: body.session_id, field: "session_id")
@@ -73,7 +73,7 @@ public struct GhostTalkAPI: Sendable {
     }
 
     func stats(_ request: Request, app prefix: String?) async throws -> Response {
-        let (app, _) = try configuration.apps.registeringApp(request, prefix: prefix, now: clock.now())
+        let (app, _) = try await configuration.apps.registeringApp(request, prefix: prefix, now: clock.now())
         let registrations = try await store.stats().devices[app.id]?.values.reduce(0, +) ?? 0
         return RegistrationAPI.json(["total_registrations": .int(Int64(registrations)), "production_mode": .bool(app.production), "topic": .string(app.topic)])
     }

@@ -81,7 +81,7 @@ extension AppDirectory {
     /// identities the request may act for.
     /// - Throws: 401 without the key or a valid token.
     @discardableResult
-    public func authorizeRegistration(_ request: Request, for app: AppSettings, now: Date) throws -> RegistrationGrant {
+    public func authorizeRegistration(_ request: Request, for app: AppSettings, now: Date) async throws -> RegistrationGrant {
         switch app.registration {
         case .open, .wallet:
             return .anyIdentity
@@ -95,7 +95,7 @@ extension AppDirectory {
                 throw APIError(.unauthorized, code: "unauthorized", message: "a registration token of app \(app.id) is required as a bearer token")
             }
             do {
-                let claims = try keys.verify(token, app: app.id, now: now)
+                let claims = try await keys.verify(token, app: app.id, now: now)
                 return .identity(claims.subject, keys: claims.keys)
             } catch {
                 throw APIError(.unauthorized, code: "unauthorized", message: "the registration token is refused: \(error)")
@@ -137,9 +137,9 @@ extension AppDirectory {
 
     /// The app a compatibility registration route serves, once its registration policy admits
     /// the request, and what the request may claim.
-    public func registeringApp(_ request: Request, prefix: String?, now: Date) throws -> (AppSettings, RegistrationGrant) {
+    public func registeringApp(_ request: Request, prefix: String?, now: Date) async throws -> (AppSettings, RegistrationGrant) {
         let app = try compatibilityApp(request, prefix: prefix)
-        return (app, try authorizeRegistration(request, for: app, now: now))
+        return (app, try await authorizeRegistration(request, for: app, now: now))
     }
 
     static let appHeader = HTTPField.Name("X-Herald-App")!

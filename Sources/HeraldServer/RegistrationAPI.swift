@@ -147,7 +147,7 @@ public struct RegistrationAPI: Sendable {
 
     func register(_ request: Request) async throws -> Response {
         let body = try await JSONBody.decode(RegisterBody.self, from: request, limit: configuration.maximumBodySize)
-        let (app, grant) = try authorized(request, app: body.app)
+        let (app, grant) = try await authorized(request, app: body.app)
         let watchSet = try await registrar.register(
             DeviceRegistrar.Request(
                 platform: body.platform, tokenKind: body.token_kind, deviceToken: body.device_token,
@@ -159,7 +159,7 @@ public struct RegistrationAPI: Sendable {
 
     func update(_ request: Request) async throws -> Response {
         let body = try await JSONBody.decode(UpdateBody.self, from: request, limit: configuration.maximumBodySize)
-        let (app, grant) = try authorized(request, app: body.app)
+        let (app, grant) = try await authorized(request, app: body.app)
         let watchSet = try await registrar.update(
             token: body.device_token, subscriptionEndpoint: body.subscription?.endpoint,
             watch: Self.watch(body.watched_addresses, body.addresses, body.contextual_routes), app: app, grant: grant)
@@ -168,13 +168,13 @@ public struct RegistrationAPI: Sendable {
 
     func unregister(_ request: Request) async throws -> Response {
         let body = try await JSONBody.decode(TokenBody.self, from: request, limit: configuration.maximumBodySize)
-        let (app, grant) = try authorized(request, app: body.app)
+        let (app, grant) = try await authorized(request, app: body.app)
         let removed = try await registrar.unregister(token: body.device_token, app: app, grant: grant)
         return Self.json(["unregistered": .bool(removed)])
     }
 
     func status(_ request: Request) async throws -> Response {
-        let (app, grant) = try authorized(request, app: request.uri.queryParameters.get("app").map { String($0) })
+        let (app, grant) = try await authorized(request, app: request.uri.queryParameters.get("app").map { String($0) })
         // The `X-Device-Token` header keeps the token out of access logs, so it wins when both
         // are given; the query still works alone.
         let header = request.headers[Self.deviceTokenHeader]
@@ -208,9 +208,9 @@ public struct RegistrationAPI: Sendable {
 
     /// The app the request names (or the only one), once its registration policy admits the
     /// request, and what the request may claim.
-    private func authorized(_ request: Request, app requested: String?) throws -> (String, RegistrationGrant) {
+    private func authorized(_ request: Request, app requested: String?) async throws -> (String, RegistrationGrant) {
         let app = try configuration.apps.resolve(requested)
-        return (app.id, try configuration.apps.authorizeRegistration(request, for: app, now: clock.now()))
+        return (app.id, try await configuration.apps.authorizeRegistration(request, for: app, now: clock.now()))
     }
 
     /// An answer's object, its keys sorted (as every answer's are), without `JSONSerialization`:

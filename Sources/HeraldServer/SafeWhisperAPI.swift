@@ -41,7 +41,7 @@ public struct SafeWhisperAPI: Sendable {
     /// 201 `{"id": "<uuid>"}`. The token becomes the device's only one (device switch); a token
     /// registered before under another device id moves to this one.
     func register(_ request: Request, app prefix: String?) async throws -> Response {
-        let (app, grant) = try configuration.apps.registeringApp(request, prefix: prefix, now: clock.now())
+        let (app, grant) = try await configuration.apps.registeringApp(request, prefix: prefix, now: clock.now())
         let deviceID = try Self.deviceID(request)
         try AppDirectory.require(grant, covers: deviceID, field: "X-Device-ID")
         let body = try await JSONBody.decode(TokenBody.self, from: request, limit: configuration.maximumBodySize)
@@ -55,7 +55,7 @@ public struct SafeWhisperAPI: Sendable {
 
     /// 200: every token of the device is gone.
     func logout(_ request: Request, app prefix: String?) async throws -> Response {
-        let (app, grant) = try configuration.apps.registeringApp(request, prefix: prefix, now: clock.now())
+        let (app, grant) = try await configuration.apps.registeringApp(request, prefix: prefix, now: clock.now())
         let deviceID = try Self.deviceID(request)
         try AppDirectory.require(grant, covers: deviceID, field: "X-Device-ID")
         let removed = try await store.unregister(app: app.id, deviceID: deviceID)
