@@ -183,11 +183,11 @@ let package = Package(
         .target(
             name: "HeraldStore",
             dependencies: [
-                "HeraldCore", "HeraldAPNsCore", "HeraldFCMCore", .product(name: "GRDB", package: "GRDB.swift"),
+                "HeraldCore", "HeraldAPNsCore", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                "HeraldWebPushCore", .product(name: "KasiaProtocol", package: "HeraldKit"), .product(name: "NIOCore", package: "swift-nio"),
+                "HeraldWebPushCore", "HeraldPushCore", .product(name: "KasiaProtocol", package: "HeraldKit"), .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
         // The delivery core: the publish use case (`EventPublisher`), the outbox lanes, the
@@ -373,7 +373,7 @@ let package = Package(
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ]
         ),
-        .testTarget(name: "HeraldStoreTests", dependencies: ["HeraldStore", "HeraldCore", "HeraldAPNs", "HeraldFCM", "HeraldTestSupport", "HeraldAPNsCore", "HeraldWebPushCore", .product(name: "KasiaProtocol", package: "HeraldKit")]),
+        .testTarget(name: "HeraldStoreTests", dependencies: ["HeraldStore", "HeraldPushCore", "HeraldFCMCore", .product(name: "GRDB", package: "GRDB.swift"), "HeraldCore", "HeraldAPNs", "HeraldFCM", "HeraldTestSupport", "HeraldAPNsCore", "HeraldWebPushCore", .product(name: "KasiaProtocol", package: "HeraldKit")]),
         .testTarget(
             name: "HeraldServerTests",
             dependencies: [

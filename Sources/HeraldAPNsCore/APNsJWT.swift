@@ -56,16 +56,28 @@ public struct APNsProviderToken: Sendable, Hashable {
     }
 }
 
-/// Where several Herald instances with the same key agree on one provider token, so that N
-/// instances mint no more than one: Apple answers `TooManyProviderTokenUpdates` otherwise.
-public protocol APNsProviderTokenLedger: Sendable {
-    /// In one transaction: the key's shared token while it is good — younger than
-    /// `refreshAfter` and not `rejected`, or younger than `minimumAge` regardless — else a new
-    /// one, `mint(iat)`, stored and returned. `minted` says which.
-    func providerToken(
+/// APNs's use of the credential ledger: one provider token per key (`apns`, `<team>.<key>`),
+/// so that N instances with the same key mint no more than one.
+extension CredentialLedger {
+    /// In one critical section across instances: the key's shared token while it is good —
+    /// younger than `refreshAfter` and not `rejected`, or younger than `minimumAge` regardless —
+    /// else a new one, `mint(iat)` with `iat` in whole seconds, stored and returned. `minted` says which.
+    public func providerToken(
         teamID: String, keyID: String, now: Date, refreshAfter: Duration, minimumAge: Duration, rejected: String?,
-        mint: @Sendable (Date) -> String
-    ) async throws -> (jwt: String, issuedAt: Date, minted: Bool)
+        mint: @escaping @Sendable (Date) -> String
+    ) async throws -> (jwt: String, issuedAt: Date, minted: Bool) {
+        let (credential, made) = try await credential(
+            service: "apns", key: teamID + "." + keyID,
+            keep: { stored in
+                let age = now.timeIntervalSince(stored.issuedAt)
+                return age < minimumAge.seconds || (age < refreshAfter.seconds && stored.token != rejected)
+            },
+            make: {
+                let iat = Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down))
+                return LedgerCredential(token: mint(iat), issuedAt: iat)
+            })
+        return (credential.token, credential.issuedAt, made)
+    }
 }
 
 /// One provider token per key, shared by every connection of that key — and, with a ledger,
@@ -78,7 +90,7 @@ public final class APNsProviderTokenSource: Sendable {
     public let key: APNsSigningKey
     public let refreshInterval: Duration
     public let minimumInterval: Duration
-    public let ledger: (any APNsProviderTokenLedger)?
+    public let ledger: (any CredentialLedger)?
     private let now: @Sendable () -> Date
     private let onLedgerError: @Sendable (any Error) -> Void
 
@@ -98,7 +110,7 @@ public final class APNsProviderTokenSource: Sendable {
         key: APNsSigningKey,
         refreshInterval: Duration = .seconds(50 * 60),
         minimumInterval: Duration = .seconds(20 * 60),
-        ledger: (any APNsProviderTokenLedger)? = nil,
+        ledger: (any CredentialLedger)? = nil,
         now: @escaping @Sendable () -> Date = { Date() },
         onLedgerError: @escaping @Sendable (any Error) -> Void = { _ in }
     ) {
@@ -155,7 +167,7 @@ public final class APNsProviderTokenSource: Sendable {
 
     /// Reads (or mints into) the ledger. If the ledger is unreachable, keeps a token younger
     /// than an hour (Apple's limit), else mints locally: pushes go on while the database is down.
-    private func adopt(from ledger: any APNsProviderTokenLedger, now: Date, rejected: String?, fallback: APNsProviderToken?) async -> APNsProviderToken {
+    private func adopt(from ledger: any CredentialLedger, now: Date, rejected: String?, fallback: APNsProviderToken?) async -> APNsProviderToken {
         let key = self.key
         do {
             let shared = try await ledger.providerToken(

@@ -49,7 +49,7 @@ public final class FCMClient: Sendable {
 
     public init(
         configuration: FCMClientConfiguration, account: FCMServiceAccount, projectID: String? = nil,
-        eventLoopGroup: EventLoopGroup, ledger: (any FCMAccessTokenLedger)? = nil, logger: Logger = Logger(label: "herald.fcm"),
+        eventLoopGroup: EventLoopGroup, ledger: (any CredentialLedger)? = nil, logger: Logger = Logger(label: "herald.fcm"),
         now: @escaping @Sendable () -> Date = { Date() }
     ) throws {
         self.configuration = configuration
@@ -142,7 +142,7 @@ public final class FCMAccessTokenSource: Sendable {
     /// Refresh this long before the token expires (default 5 minutes).
     public let refreshMargin: TimeInterval
     /// Where instances on one database share the token (nil: this process alone).
-    public let ledger: (any FCMAccessTokenLedger)?
+    public let ledger: (any CredentialLedger)?
     private let logger: Logger
     private let now: @Sendable () -> Date
     private let exchange: Exchange
@@ -158,7 +158,7 @@ public final class FCMAccessTokenSource: Sendable {
     private let state = Mutex(State())
 
     public init(
-        account: FCMServiceAccount, refreshMargin: TimeInterval = 300, ledger: (any FCMAccessTokenLedger)? = nil,
+        account: FCMServiceAccount, refreshMargin: TimeInterval = 300, ledger: (any CredentialLedger)? = nil,
         logger: Logger = Logger(label: "herald.fcm"), now: @escaping @Sendable () -> Date = { Date() },
         exchange: @escaping Exchange, shutdown: @escaping @Sendable () async -> Void = {}
     ) {

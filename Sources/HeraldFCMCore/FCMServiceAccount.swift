@@ -132,14 +132,26 @@ public struct FCMAccessToken: Sendable, Hashable {
     }
 }
 
-/// Where several Herald instances with one service account share its access token, so that N
-/// instances make one grant exchange, not N (one grant per account at a time, cluster wide).
-public protocol FCMAccessTokenLedger: Sendable {
+/// FCM's use of the credential ledger: one access token per service account (`fcm`,
+/// `<client_email>`), so that N instances exchange no more than one grant.
+extension CredentialLedger {
     /// In one critical section across instances: the account's shared token while it is valid
     /// for more than `refreshMargin` and is not `rejected`; else `exchange()`'s, stored and
     /// returned. `exchanged` says which.
-    func accessToken(
+    public func accessToken(
         account: String, now: Date, refreshMargin: Duration, rejected: String?,
-        exchange: @Sendable () async throws -> FCMAccessToken
-    ) async throws -> (token: FCMAccessToken, exchanged: Bool)
+        exchange: @escaping @Sendable () async throws -> FCMAccessToken
+    ) async throws -> (token: FCMAccessToken, exchanged: Bool) {
+        let (credential, made) = try await credential(
+            service: "fcm", key: account,
+            keep: { stored in
+                guard let expiresAt = stored.expiresAt else { return false }
+                return stored.token != rejected && expiresAt.timeIntervalSince(now) > refreshMargin.seconds
+            },
+            make: {
+                let token = try await exchange()
+                return LedgerCredential(token: token.value, issuedAt: now, expiresAt: token.expiresAt)
+            })
+        return (FCMAccessToken(value: credential.token, expiresAt: credential.expiresAt ?? now), made)
+    }
 }

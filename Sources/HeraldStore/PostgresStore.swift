@@ -1,7 +1,7 @@
 import Foundation
 import HeraldAPNsCore
 import HeraldCore
-import HeraldFCMCore
+import HeraldPushCore
 import Logging
 import NIOCore
 import NIOSSL
@@ -132,6 +132,12 @@ public final class PostgresStore: Store {
     }
 
     public func migrate() async throws {
+        try await migrate(upTo: nil)
+    }
+
+    /// The schema up to and including `last` (nil: every version): a database as an older
+    /// Herald left it, for the migration tests.
+    package func migrate(upTo last: String?) async throws {
         try await client.withTransaction(logger: logger) { db in
             // Instances starting together migrate one after another.
             try await db.query("SELECT pg_advisory_xact_lock(\(Self.migrationLock))", logger: logger)
@@ -142,21 +148,18 @@ public final class PostgresStore: Store {
             for try await version in try await db.query("SELECT version FROM herald_migrations", logger: logger).decode(String.self) {
                 applied.insert(version)
             }
-            for (version, sql) in Schema.versions where !applied.contains(version) {
-                for statement in Self.postgresStatements(sql) {
-                    try await db.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+            var all = Schema.versions.map { ($0.0, Self.postgresStatements($0.1)) }
+            all.append((Schema.countersVersion, Schema.postgresCounters))
+            all += (Schema.laterVersions + Schema.routeVersions).map { ($0.0, Self.postgresStatements($0.1)) }
+            for (version, statements) in all {
+                if !applied.contains(version) {
+                    for statement in statements {
+                        try await db.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                    }
+                    try await db.query(
+                        "INSERT INTO herald_migrations (version, applied_at) VALUES (\(version), \(Date().milliseconds))", logger: logger)
                 }
-                try await db.query(
-                    "INSERT INTO herald_migrations (version, applied_at) VALUES (\(version), \(Date().milliseconds))", logger: logger)
-            }
-            var later = [(Schema.countersVersion, Schema.postgresCounters)]
-            later += (Schema.laterVersions + Schema.routeVersions).map { ($0.0, Self.postgresStatements($0.1)) }
-            for (version, statements) in later where !applied.contains(version) {
-                for statement in statements {
-                    try await db.query(PostgresQuery(unsafeSQL: statement), logger: logger)
-                }
-                try await db.query(
-                    "INSERT INTO herald_migrations (version, applied_at) VALUES (\(version), \(Date().milliseconds))", logger: logger)
+                if version == last { break }
             }
         }
     }
@@ -494,63 +497,35 @@ public final class PostgresStore: Store {
     /// The first half of the advisory lock key for leaderships ("LEAD").
     static let leadershipLock: Int32 = 0x4C45_4144
 
-    // MARK: APNs provider tokens
+    // MARK: Credentials
 
-    public func providerToken(
-        teamID: String, keyID: String, now: Date, refreshAfter: Duration, minimumAge: Duration, rejected: String?,
-        mint: @Sendable (Date) -> String
-    ) async throws -> (jwt: String, issuedAt: Date, minted: Bool) {
+    public func credential(
+        service: String, key: String, keep: @escaping @Sendable (LedgerCredential) -> Bool,
+        make: @escaping @Sendable () async throws -> LedgerCredential
+    ) async throws -> (credential: LedgerCredential, made: Bool) {
         try await client.withTransaction(logger: logger) { db in
-            // The row may not exist yet: lock the key itself, so instances decide one at a time.
-            try await db.query("SELECT pg_advisory_xact_lock(\(Self.providerTokenLock), hashtext(\(teamID + "." + keyID)))", logger: logger)
+            // The row may not exist yet: lock the key itself, held across `make`, so instances
+            // decide one at a time and the others adopt what the first made.
+            try await db.query("SELECT pg_advisory_xact_lock(\(Self.credentialLock), hashtext(\(service + ":" + key)))", logger: logger)
             let rows = try await db.query(
-                "SELECT jwt, issued_at FROM apns_provider_tokens WHERE team_id = \(teamID) AND key_id = \(keyID)", logger: logger)
-            for try await (jwt, issuedAt) in rows.decode((String, Int64).self)
-            where ProviderTokenRule.keeps(issuedAt: issuedAt, jwt: jwt, now: now, refreshAfter: refreshAfter, minimumAge: minimumAge, rejected: rejected) {
-                return (jwt, Date(timeIntervalSince1970: Double(issuedAt)), false)
+                "SELECT token, issued_at, expires_at FROM credentials WHERE service = \(service) AND key = \(key)", logger: logger)
+            for try await (token, issuedAt, expiresAt) in rows.decode((String, Int64, Int64?).self) {
+                let stored = LedgerCredential(token: token, issuedAt: Date(milliseconds: issuedAt), expiresAt: expiresAt.map(Date.init(milliseconds:)))
+                if keep(stored) { return (stored, false) }
             }
-            let iat = ProviderTokenRule.issuedAt(now)
-            let jwt = mint(Date(timeIntervalSince1970: Double(iat)))
+            let made = try await make()
             try await db.query(
                 """
-                INSERT INTO apns_provider_tokens (team_id, key_id, jwt, issued_at) VALUES (\(teamID), \(keyID), \(jwt), \(iat))
-                ON CONFLICT (team_id, key_id) DO UPDATE SET jwt = excluded.jwt, issued_at = excluded.issued_at
+                INSERT INTO credentials (service, key, token, issued_at, expires_at)
+                VALUES (\(service), \(key), \(made.token), \(made.issuedAt.milliseconds), \(made.expiresAt?.milliseconds))
+                ON CONFLICT (service, key) DO UPDATE SET token = excluded.token, issued_at = excluded.issued_at, expires_at = excluded.expires_at
                 """, logger: logger)
-            return (jwt, Date(timeIntervalSince1970: Double(iat)), true)
+            return (made, true)
         }
     }
 
-    /// The first half of the advisory lock key for provider tokens ("APNS").
-    static let providerTokenLock: Int32 = 0x4150_4E53
-
-    // MARK: FCM access tokens
-
-    public func accessToken(
-        account: String, now: Date, refreshMargin: Duration, rejected: String?, exchange: @Sendable () async throws -> FCMAccessToken
-    ) async throws -> (token: FCMAccessToken, exchanged: Bool) {
-        try await client.withTransaction(logger: logger) { db in
-            // The lock is held across the exchange: other instances wait for this grant and adopt it.
-            try await db.query("SELECT pg_advisory_xact_lock(\(Self.accessTokenLock), hashtext(\(account)))", logger: logger)
-            let rows = try await db.query(
-                "SELECT access_token, expires_at FROM fcm_access_tokens WHERE client_email = \(account)", logger: logger)
-            for try await (value, expiresAt) in rows.decode((String, Int64).self) {
-                let stored = FCMAccessToken(value: value, expiresAt: Date(milliseconds: expiresAt))
-                if AccessTokenRule.keeps(stored, now: now, refreshMargin: refreshMargin, rejected: rejected) { return (stored, false) }
-            }
-            let token = try await exchange()
-            try await db.query(
-                """
-                INSERT INTO fcm_access_tokens (client_email, access_token, issued_at, expires_at)
-                VALUES (\(account), \(token.value), \(now.milliseconds), \(token.expiresAt.milliseconds))
-                ON CONFLICT (client_email) DO UPDATE SET access_token = excluded.access_token, issued_at = excluded.issued_at,
-                  expires_at = excluded.expires_at
-                """, logger: logger)
-            return (token, true)
-        }
-    }
-
-    /// The first half of the advisory lock key for FCM access tokens ("FCMA").
-    static let accessTokenLock: Int32 = 0x4643_4D41
+    /// The first half of the advisory lock key for credentials ("CRED").
+    static let credentialLock: Int32 = 0x4352_4544
 
     // MARK: Outbox
 

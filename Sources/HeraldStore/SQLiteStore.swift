@@ -5,7 +5,7 @@ import Glibc
 #endif
 import HeraldAPNsCore
 import HeraldCore
-import HeraldFCMCore
+import HeraldPushCore
 
 /// The `Store` on one SQLite file in WAL mode. Its SQL is the kind PostgreSQL also runs, so
 /// the PostgreSQL store can share the statements.
@@ -48,6 +48,12 @@ public final class SQLiteStore: Store {
     }
 
     public func migrate() async throws {
+        try await migrate(upTo: nil)
+    }
+
+    /// The schema up to and including `version` (nil: every version): a database as an older
+    /// Herald left it, for the migration tests.
+    package func migrate(upTo version: String?) async throws {
         var migrator = DatabaseMigrator()
         for (version, sql) in Schema.versions {
             migrator.registerMigration(version) { db in try db.execute(sql: sql) }
@@ -56,7 +62,7 @@ public final class SQLiteStore: Store {
         for (version, sql) in Schema.laterVersions + Schema.sqliteLaterVersions + Schema.routeVersions {
             migrator.registerMigration(version) { db in try db.execute(sql: sql) }
         }
-        try migrator.migrate(pool)
+        if let version { try migrator.migrate(pool, upTo: version) } else { try migrator.migrate(pool) }
     }
 
     // MARK: Registrations
@@ -473,53 +479,32 @@ public final class SQLiteStore: Store {
         await body()
     }
 
-    // MARK: APNs provider tokens
+    // MARK: Credentials
 
-    public func providerToken(
-        teamID: String, keyID: String, now: Date, refreshAfter: Duration, minimumAge: Duration, rejected: String?,
-        mint: @Sendable (Date) -> String
-    ) async throws -> (jwt: String, issuedAt: Date, minted: Bool) {
-        // A write transaction holds SQLite's write lock: other processes on the file wait.
-        try await pool.write { db in
-            if let row = try Row.fetchOne(
-                db, sql: "SELECT jwt, issued_at FROM apns_provider_tokens WHERE team_id = ? AND key_id = ?", arguments: [teamID, keyID]),
-                ProviderTokenRule.keeps(issuedAt: row["issued_at"], jwt: row["jwt"], now: now, refreshAfter: refreshAfter, minimumAge: minimumAge, rejected: rejected)
-            {
-                return (row["jwt"], Date(timeIntervalSince1970: Double(row["issued_at"] as Int64)), false)
-            }
-            let iat = ProviderTokenRule.issuedAt(now)
-            let jwt = mint(Date(timeIntervalSince1970: Double(iat)))
+    public func credential(
+        service: String, key: String, keep: @escaping @Sendable (LedgerCredential) -> Bool,
+        make: @escaping @Sendable () async throws -> LedgerCredential
+    ) async throws -> (credential: LedgerCredential, made: Bool) {
+        @Sendable func stored(_ db: Database) throws -> LedgerCredential? {
+            try Row.fetchOne(db, sql: "SELECT token, issued_at, expires_at FROM credentials WHERE service = ? AND key = ?", arguments: [service, key])
+                .map { LedgerCredential(token: $0["token"], issuedAt: Date(milliseconds: $0["issued_at"]), expiresAt: ($0["expires_at"] as Int64?).map(Date.init(milliseconds:))) }
+        }
+        let read = try await pool.read(stored)
+        if let read, keep(read) { return (read, false) }
+        // `make` may be a network exchange: it runs outside the write lock. Whoever writes first
+        // wins; a store that made one meanwhile adopts the winner's, so the instances on a file
+        // still send one credential.
+        let made = try await make()
+        return try await pool.write { db in
+            let current = try stored(db)
+            if let current, current != read, keep(current) { return (current, false) }
             try db.execute(
                 sql: """
-                    INSERT INTO apns_provider_tokens (team_id, key_id, jwt, issued_at) VALUES (?, ?, ?, ?)
-                    ON CONFLICT (team_id, key_id) DO UPDATE SET jwt = excluded.jwt, issued_at = excluded.issued_at
-                    """, arguments: [teamID, keyID, jwt, iat])
-            return (jwt, Date(timeIntervalSince1970: Double(iat)), true)
+                    INSERT INTO credentials (service, key, token, issued_at, expires_at) VALUES (?, ?, ?, ?, ?)
+                    ON CONFLICT (service, key) DO UPDATE SET token = excluded.token, issued_at = excluded.issued_at, expires_at = excluded.expires_at
+                    """, arguments: [service, key, made.token, made.issuedAt.milliseconds, made.expiresAt?.milliseconds])
+            return (made, true)
         }
-    }
-
-    // MARK: FCM access tokens
-
-    public func accessToken(
-        account: String, now: Date, refreshMargin: Duration, rejected: String?, exchange: @Sendable () async throws -> FCMAccessToken
-    ) async throws -> (token: FCMAccessToken, exchanged: Bool) {
-        // One process per file: the access-token source's single flight is the lock; the row
-        // keeps the token across restarts.
-        let stored = try await pool.read { db in
-            try Row.fetchOne(db, sql: "SELECT access_token, expires_at FROM fcm_access_tokens WHERE client_email = ?", arguments: [account])
-                .map { FCMAccessToken(value: $0["access_token"], expiresAt: Date(milliseconds: $0["expires_at"])) }
-        }
-        if let stored, AccessTokenRule.keeps(stored, now: now, refreshMargin: refreshMargin, rejected: rejected) { return (stored, false) }
-        let token = try await exchange()
-        try await pool.write { db in
-            try db.execute(
-                sql: """
-                    INSERT INTO fcm_access_tokens (client_email, access_token, issued_at, expires_at) VALUES (?, ?, ?, ?)
-                    ON CONFLICT (client_email) DO UPDATE SET access_token = excluded.access_token, issued_at = excluded.issued_at,
-                      expires_at = excluded.expires_at
-                    """, arguments: [account, token.value, now.milliseconds, token.expiresAt.milliseconds])
-        }
-        return (token, true)
     }
 
     // MARK: Outbox

@@ -174,7 +174,7 @@ enum Schema {
         """
 
     /// Versions after each store's own, the same SQL on both, applied last.
-    static let routeVersions: [(String, String)] = [("v12", v12), ("v13", v13), ("v14", v14)]
+    static let routeVersions: [(String, String)] = [("v12", v12), ("v13", v13), ("v14", v14), ("v15", v15)]
 
     /// Which route made a device: NULL for the registration API (native and the apps' routes),
     /// `matrix` for a Matrix notify's pushkey. A notify refreshes only devices it made: it names
@@ -198,6 +198,26 @@ enum Schema {
     /// The request that created an event, so any instance's lines about its deliveries name it.
     static let v14 = """
         ALTER TABLE events ADD COLUMN request_id TEXT;
+        """
+
+    /// One credential ledger for every push service: a row per (service, key) — APNs's provider
+    /// token per `<team>.<key>`, FCM's access token per service account — replacing a table per
+    /// service. Times in milliseconds; `expires_at` where the service gives one.
+    static let v15 = """
+        CREATE TABLE credentials (
+          service TEXT NOT NULL,
+          key TEXT NOT NULL,
+          token TEXT NOT NULL,
+          issued_at BIGINT NOT NULL,
+          expires_at BIGINT,
+          PRIMARY KEY (service, key)
+        );
+        INSERT INTO credentials (service, key, token, issued_at, expires_at)
+          SELECT 'apns', team_id || '.' || key_id, jwt, issued_at * 1000, NULL FROM apns_provider_tokens;
+        INSERT INTO credentials (service, key, token, issued_at, expires_at)
+          SELECT 'fcm', client_email, access_token, issued_at, expires_at FROM fcm_access_tokens;
+        DROP TABLE apns_provider_tokens;
+        DROP TABLE fcm_access_tokens;
         """
 
     /// Versions only SQLite applies, after `laterVersions`.

@@ -1,7 +1,7 @@
 import Foundation
 import HeraldAPNsCore
 import HeraldCore
-import HeraldFCMCore
+import HeraldPushCore
 import HeraldWebPushCore
 
 /// A registered device as stored.
@@ -460,7 +460,6 @@ public struct AppQueue: Hashable, Sendable {
 
 /// Where instances share a push service's credentials (the APNs provider token per key, the
 /// FCM access token per service account).
-public typealias CredentialLedger = APNsProviderTokenLedger & FCMAccessTokenLedger
 
 /// Herald's durable state: every role, implemented by SQLite and PostgreSQL alike. Consumers take
 /// only the role they use. Every method is one transaction: it happens whole or not at all.
@@ -519,25 +518,6 @@ extension DeviceRegistry {
     /// Creates or updates the device for (app, token), replacing its watch set; revives a disabled one.
     public func register(_ registration: Registration, now: Date) async throws -> DeviceRecord {
         try await register([registration], now: now)[0]
-    }
-}
-
-/// The ledger's rule, the same on every backend: keep the shared token while it is good.
-enum ProviderTokenRule {
-    static func keeps(issuedAt: Int64, jwt: String, now: Date, refreshAfter: Duration, minimumAge: Duration, rejected: String?) -> Bool {
-        let age = now.timeIntervalSince1970 - Double(issuedAt)
-        return age < minimumAge.seconds || (age < refreshAfter.seconds && jwt != rejected)
-    }
-
-    /// `iat` in whole seconds, as the JWT carries it.
-    static func issuedAt(_ now: Date) -> Int64 { Int64(now.timeIntervalSince1970.rounded(.down)) }
-}
-
-/// The FCM ledger's rule, the same on every backend: keep the shared access token while it is
-/// valid past the margin and FCM has not refused it.
-enum AccessTokenRule {
-    static func keeps(_ token: FCMAccessToken, now: Date, refreshMargin: Duration, rejected: String?) -> Bool {
-        token.value != rejected && token.expiresAt.timeIntervalSince(now) > refreshMargin.seconds
     }
 }
 

@@ -3,6 +3,7 @@ import HeraldAPNs
 import HeraldAPNsCore
 import HeraldCore
 import HeraldFCM
+import HeraldPushCore
 import HeraldStore
 import HeraldTestSupport
 import HeraldWebPushCore
@@ -490,11 +491,11 @@ struct ProviderTokenLedgerTests {
 
     @Test("an unreachable ledger keeps the current token for its hour, then mints locally")
     func ledgerDown() async throws {
-        struct Down: APNsProviderTokenLedger {
-            func providerToken(
-                teamID: String, keyID: String, now: Date, refreshAfter: Duration, minimumAge: Duration, rejected: String?,
-                mint: @Sendable (Date) -> String
-            ) async throws -> (jwt: String, issuedAt: Date, minted: Bool) { throw CancellationError() }
+        struct Down: CredentialLedger {
+            func credential(
+                service: String, key: String, keep: @escaping @Sendable (LedgerCredential) -> Bool,
+                make: @escaping @Sendable () async throws -> LedgerCredential
+            ) async throws -> (credential: LedgerCredential, made: Bool) { throw CancellationError() }
         }
         let clock = TestClock()
         let source = APNsProviderTokenSource(key: Self.key, ledger: Down(), now: clock.now)

@@ -37,6 +37,24 @@ public enum TestPostgres {
         try await admin.query(PostgresQuery(unsafeSQL: "DROP DATABASE \(name) WITH (FORCE)"))
     }
 
+    /// Runs `statements` in order on the database `databaseURL` names (a test's own, from
+    /// `withDatabase`): what an older Herald wrote, for the migration tests.
+    public static func execute(_ statements: [String], databaseURL: String) async throws {
+        guard let components = URLComponents(string: databaseURL), let host = components.host, let user = components.user else {
+            throw PostgresError("not a postgres:// URL")
+        }
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.certificateVerification = .none
+        let plain = components.queryItems?.contains { $0.name == "sslmode" && $0.value == "disable" } ?? true
+        let client = PostgresClient(
+            configuration: .init(host: host, port: components.port ?? 5432, username: user, password: components.password,
+                                 database: String(components.path.dropFirst()), tls: plain ? .disable : .require(tls)),
+            backgroundLogger: Logger(label: "herald.test.postgres"))
+        let running = Task { await client.run() }
+        defer { running.cancel() }
+        for statement in statements { try await client.query(PostgresQuery(unsafeSQL: statement)) }
+    }
+
     struct PostgresError: Error, CustomStringConvertible {
         var description: String
         init(_ description: String) { self.description = description }

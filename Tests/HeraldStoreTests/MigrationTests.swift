@@ -1,0 +1,97 @@
+import Foundation
+import GRDB
+import HeraldAPNsCore
+import HeraldCore
+import HeraldFCMCore
+import HeraldPushCore
+import HeraldStore
+import HeraldTestSupport
+import HeraldWebPushCore
+import Testing
+
+/// A database an older Herald left (schema v14: one credential table per push service) opens
+/// under this version's schema with nothing lost: every device's environment, FCM token kind and
+/// Web Push keys, and the shared APNs provider token and FCM access token, now rows of the one
+/// credential ledger.
+@Suite("Store migrations from an older Herald's database (SQLite, and PostgreSQL when configured)")
+struct MigrationTests {
+    static let now = Date(timeIntervalSince1970: 1_800_000_000)
+    static let keys = try! WebPushKeys(
+        p256dh: "BCVxsr7N_eNgVRqvHtD0zTZsEc6-VV-JvLexhqUzORcxaOzi6-AYWXvTBHm4bjyPjs7Vd8pZGH6SRpkNtoIAiw4", auth: "BTBZMqHH6r4Tts7J_aSIgg")
+    static let endpoint = "https://push.example.com/wpush/v2/gAAAA"
+    static let iPhone = String(repeating: "ab", count: 32)
+    static let fid = "cXyZ0123456789_-abcdeF"
+
+    /// The old ledger rows: APNs's `issued_at` in seconds, FCM's in milliseconds.
+    static let oldLedgerRows = [
+        "INSERT INTO apns_provider_tokens (team_id, key_id, jwt, issued_at) VALUES ('TEAM123456', 'ABC1234567', 'old.apns.jwt', 1799999400)",
+        "INSERT INTO fcm_access_tokens (client_email, access_token, issued_at, expires_at) VALUES ('a@p.iam.gserviceaccount.com', 'ya29.old', 1799999000000, 1800003000000)",
+    ]
+
+    /// Devices of every platform, registered through the v14 store.
+    static func registerDevices(_ store: any Store) async throws {
+        _ = try await store.register(
+            [
+                Registration(app: "a", token: try DeviceToken(iPhone, platform: .ios), environment: .production, watchSet: .empty),
+                Registration(app: "a", token: try DeviceToken(fid, platform: .android, kind: .fid), environment: .sandbox, watchSet: .empty),
+                Registration(app: "a", token: try DeviceToken(endpoint, platform: .web), environment: .production, watchSet: .empty, webKeys: keys),
+            ], now: now)
+    }
+
+    /// What the migrated store must still say.
+    static func expectIntact(_ store: any Store) async throws {
+        let devices = try await store.devices(app: "a", tokens: [iPhone, fid, endpoint])
+        let byToken = Dictionary(uniqueKeysWithValues: devices.map { ($0.token, $0) })
+        #expect(byToken[iPhone]?.environment == .production && byToken[iPhone]?.platform == .ios)
+        #expect(byToken[fid]?.tokenKind == .fid && byToken[fid]?.environment == .sandbox)
+        #expect(byToken[endpoint]?.webKeys == keys)
+        // The shared APNs token is still the one every instance sends (10 minutes old: kept).
+        let apns = try await store.providerToken(
+            teamID: "TEAM123456", keyID: "ABC1234567", now: now, refreshAfter: .seconds(3000), minimumAge: .seconds(1200), rejected: nil,
+            mint: { _ in "new.apns.jwt" })
+        #expect(apns.jwt == "old.apns.jwt" && !apns.minted && apns.issuedAt == Date(timeIntervalSince1970: 1_799_999_400))
+        let fcm = try await store.accessToken(
+            account: "a@p.iam.gserviceaccount.com", now: now, refreshMargin: .seconds(300), rejected: nil,
+            exchange: { FCMAccessToken(value: "ya29.new", expiresAt: now.addingTimeInterval(3600)) })
+        #expect(fcm.token.value == "ya29.old" && !fcm.exchanged && fcm.token.expiresAt == Date(timeIntervalSince1970: 1_800_003_000))
+    }
+
+    @Test("SQLite: a v14 database keeps its devices and its shared credentials")
+    func sqlite() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-migration-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("herald.sqlite").path
+        do {
+            let old = try SQLiteStore(path: path)
+            try await old.migrate(upTo: "v14")
+            try await Self.registerDevices(old)
+        }
+        try await DatabaseQueue(path: path).write { db in
+            for statement in Self.oldLedgerRows { try db.execute(sql: statement) }
+        }
+        let store = try SQLiteStore(path: path)
+        try await store.migrate()
+        try await Self.expectIntact(store)
+    }
+
+    @Test("PostgreSQL: a v14 database keeps its devices and its shared credentials", .enabled(if: TestPostgres.serverURL != nil))
+    func postgres() async throws {
+        try await TestPostgres.withDatabase(serverURL: try #require(TestPostgres.serverURL)) { url in
+            var running: [Task<Void, Never>] = []
+            defer { for task in running { task.cancel() } }
+            func open() throws -> PostgresStore {
+                let store = try PostgresStore(url: url)
+                running.append(Task { await store.run() })
+                return store
+            }
+            let old = try open()
+            try await old.migrate(upTo: "v14")
+            try await Self.registerDevices(old)
+            try await TestPostgres.execute(Self.oldLedgerRows, databaseURL: url)
+            let store = try open()
+            try await store.migrate()
+            try await Self.expectIntact(store)
+        }
+    }
+}
