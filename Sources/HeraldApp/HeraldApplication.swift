@@ -153,13 +153,9 @@ struct BuiltInSimulators {
         configuration.keys = apnsKeys.values.map { SimulatorKey(keyID: $0.keyID, teamID: $0.teamID, publicKey: $0.publicKey) }
         let sim = try await APNsSimulator.start(configuration: configuration, eventLoopGroup: eventLoopGroup)
         apns = sim
-        services.append(StopAtShutdown { await sim.shutdown() })
-        logger.warning(
-            "No APNs credentials (HERALD_APNS_*): pushes go to the built-in APNs SIMULATOR, not to Apple",
-            metadata: [
-                "apps": "\(apps.map(\.settings.id).joined(separator: ","))", "simulator": "\(sim.url)",
-                "control": "/simulators/apns on the admin listener",
-            ])
+        announce(
+            "apns", at: "\(sim.url)", for: apps, logger: logger,
+            "No APNs credentials (HERALD_APNS_*): pushes go to the built-in APNs SIMULATOR, not to Apple") { await sim.shutdown() }
     }
 
     /// Apps without FCM credentials share one simulator and its service account.
@@ -169,13 +165,9 @@ struct BuiltInSimulators {
         configuration.controlPort = nil
         let sim = try await FCMSimulator.start(configuration: configuration)
         fcm = sim
-        services.append(StopAtShutdown { await sim.shutdown() })
-        logger.warning(
-            "No FCM credentials (HERALD_FCM_*): Android pushes go to the built-in FCM SIMULATOR, not to Google",
-            metadata: [
-                "apps": "\(apps.map(\.settings.id).joined(separator: ","))", "simulator": "\(sim.url)",
-                "control": "/simulators/fcm on the admin listener",
-            ])
+        announce(
+            "fcm", at: "\(sim.url)", for: apps, logger: logger,
+            "No FCM credentials (HERALD_FCM_*): Android pushes go to the built-in FCM SIMULATOR, not to Google") { await sim.shutdown() }
     }
 
     /// Apps without a VAPID key sign with an ephemeral one and get a Web Push simulator.
@@ -185,12 +177,24 @@ struct BuiltInSimulators {
         configuration.controlPort = nil
         let sim = try await WebPushSimulator.start(configuration: configuration)
         webPush = sim
-        services.append(StopAtShutdown { await sim.shutdown() })
+        announce(
+            "webpush", at: "\(sim.origin)", for: apps, logger: logger,
+            "No VAPID key (HERALD_VAPID_*): these apps sign Web Push with an EPHEMERAL key, so browser subscriptions made with it end when Herald restarts; a built-in Web Push simulator is running"
+        ) { await sim.shutdown() }
+    }
+
+    /// A started simulator stops at shutdown (after the lanes), and the operator is told which
+    /// apps it stands in for and where its control API answers.
+    private mutating func announce(
+        _ name: String, at address: String, for apps: [ConfigFile.App], logger: Logger, _ warning: Logger.Message,
+        stop: @escaping @Sendable () async -> Void
+    ) {
+        services.append(StopAtShutdown(stop: stop))
         logger.warning(
-            "No VAPID key (HERALD_VAPID_*): these apps sign Web Push with an EPHEMERAL key, so browser subscriptions made with it end when Herald restarts; a built-in Web Push simulator is running",
+            warning,
             metadata: [
-                "apps": "\(apps.map(\.settings.id).joined(separator: ","))", "simulator": "\(sim.origin)",
-                "control": "/simulators/webpush on the admin listener",
+                "apps": "\(apps.map(\.settings.id).joined(separator: ","))", "simulator": "\(address)",
+                "control": "/simulators/\(name) on the admin listener",
             ])
     }
 

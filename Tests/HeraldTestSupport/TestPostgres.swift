@@ -15,14 +15,7 @@ public enum TestPostgres {
         guard var components = URLComponents(string: serverURL), let host = components.host, let user = components.user else {
             throw PostgresError("HERALD_TEST_POSTGRES_URL is postgres://user:password@host:port/database")
         }
-        // The test server takes TCP connections over TLS only; the admin connection does not check its certificate.
-        var tls = TLSConfiguration.makeClientConfiguration()
-        tls.certificateVerification = .none
-        let plain = components.queryItems?.contains { $0.name == "sslmode" && $0.value == "disable" } ?? true
-        let admin = PostgresClient(
-            configuration: .init(host: host, port: components.port ?? 5432, username: user, password: components.password,
-                                 database: "postgres", tls: plain ? .disable : .require(tls)),
-            backgroundLogger: Logger(label: "herald.test.postgres"))
+        let admin = Self.client(components, host: host, user: user, database: "postgres")
         let running = Task { await admin.run() }
         defer { running.cancel() }
         let name = "herald_test_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
@@ -43,16 +36,22 @@ public enum TestPostgres {
         guard let components = URLComponents(string: databaseURL), let host = components.host, let user = components.user else {
             throw PostgresError("not a postgres:// URL")
         }
-        var tls = TLSConfiguration.makeClientConfiguration()
-        tls.certificateVerification = .none
-        let plain = components.queryItems?.contains { $0.name == "sslmode" && $0.value == "disable" } ?? true
-        let client = PostgresClient(
-            configuration: .init(host: host, port: components.port ?? 5432, username: user, password: components.password,
-                                 database: String(components.path.dropFirst()), tls: plain ? .disable : .require(tls)),
-            backgroundLogger: Logger(label: "herald.test.postgres"))
+        let client = Self.client(components, host: host, user: user, database: String(components.path.dropFirst()))
         let running = Task { await client.run() }
         defer { running.cancel() }
         for statement in statements { try await client.query(PostgresQuery(unsafeSQL: statement)) }
+    }
+
+    /// A client for `database` on the server `components` names. The test server takes TCP
+    /// connections over TLS only; a test's connection does not check its certificate.
+    static func client(_ components: URLComponents, host: String, user: String, database: String) -> PostgresClient {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.certificateVerification = .none
+        let plain = components.queryItems?.contains { $0.name == "sslmode" && $0.value == "disable" } ?? true
+        return PostgresClient(
+            configuration: .init(host: host, port: components.port ?? 5432, username: user, password: components.password,
+                                 database: database, tls: plain ? .disable : .require(tls)),
+            backgroundLogger: Logger(label: "herald.test.postgres"))
     }
 
     struct PostgresError: Error, CustomStringConvertible {
