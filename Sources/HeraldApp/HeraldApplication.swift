@@ -128,6 +128,8 @@ struct BuiltInSimulators {
     var apnsKeys: [String: APNsSigningKey] = [:]
     var fcm: FCMSimulator?
     var webPush: WebPushSimulator?
+    /// The Web Push simulator's own address: the one inside address Herald sends to without being told.
+    var webPushHost: String?
     /// First in the group, so they stop last: pushes in flight at shutdown still reach them.
     var services: [any Service] = []
 
@@ -177,6 +179,7 @@ struct BuiltInSimulators {
         configuration.controlPort = nil
         let sim = try await WebPushSimulator.start(configuration: configuration)
         webPush = sim
+        webPushHost = "\(configuration.host):\(sim.port)"
         announce(
             "webpush", at: "\(sim.origin)", for: apps, logger: logger,
             "No VAPID key (HERALD_VAPID_*): these apps sign Web Push with an EPHEMERAL key, so browser subscriptions made with it end when Herald restarts; a built-in Web Push simulator is running"
@@ -197,9 +200,6 @@ struct BuiltInSimulators {
                 "control": "/simulators/\(name) on the admin listener",
             ])
     }
-
-    /// The Web Push simulator's own address: the one inside address Herald sends to without being told.
-    var webPushHost: String? { webPush.map { "\(WebPushSimulator.Configuration().host):\($0.port)" } }
 
     /// `/readyz`: the built-in simulators still accept connections.
     var readiness: [ReadinessCheck] {
@@ -387,12 +387,12 @@ extension ServeSettings {
         var api = APIConfiguration()
         api.apps = AppDirectory(apps.map(\.settings))
         api.rateLimits = rateLimits
-        api.kaspaNetwork = kaspaNetwork?.prefix
-        api.webPushGuard = webPushGuard
+        api.registration.kaspaNetwork = kaspaNetwork?.prefix
+        api.registration.webPushGuard = webPushGuard
         api.vapidPublicKeys = vapidPublicKeys
         api.browserOrigins = BrowserOrigins(browserOrigins)
-        if let value = limits.watchKeys { api.maximumWatchKeys = value }
-        if let value = limits.aliases { api.maximumAliases = value }
+        if let value = limits.watchKeys { api.registration.maximumWatchKeys = value }
+        if let value = limits.aliases { api.registration.maximumAliases = value }
         if let value = limits.bodyBytes { api.maximumBodySize = value }
         if let value = limits.batchBodyBytes { api.maximumBatchBodySize = value }
         return api

@@ -15,12 +15,15 @@ import KasiaProtocol
 public struct DeviceRegistrar: Sendable {
     /// The limits and checks registrations meet.
     public struct Rules: Sendable {
+        /// 1,000 watch keys per device, 100 aliases per route.
         public var maximumWatchKeys = WatchSet.defaultMaximumKeys
         public var maximumAliases = ContextualRoute.defaultMaximumAliases
-        /// Addresses of another Kaspa network are refused; nil accepts every network.
+        /// The Kaspa network served (`HERALD_KASPA_NETWORK`): addresses of another network are
+        /// refused. Nil accepts every network.
         public var kaspaNetwork: KaspaAddress.Prefix?
-        /// Checks the wallet policy's signatures; nil refuses wallet-policy registrations (503).
-        public var schnorrVerifier: (any SchnorrVerifier)?
+        /// Checks the wallet policy's signatures (libsecp256k1 where the build has it); nil
+        /// refuses wallet-policy registrations (unavailable).
+        public var schnorrVerifier: (any SchnorrVerifier)? = DeviceRegistrar.defaultVerifier
         /// Where a Web Push endpoint may lead (the SSRF rule); nil refuses `platform: "web"`.
         public var webPushGuard: WebPushEndpointGuard?
         public init() {}

@@ -47,7 +47,7 @@ public enum Gateway {
             MatrixPushAPI(notifier: MatrixNotifier(publisher: publisher, apps: matrix), configuration: configuration).addRoutes(to: router)
         }
         let document = ByteBuffer(string: OpenAPIDocument.served(
-            apps: configuration.apps.apps.map(\.id), maximumWatchKeys: configuration.maximumWatchKeys, maximumAliases: configuration.maximumAliases,
+            apps: configuration.apps.apps.map(\.id), maximumWatchKeys: configuration.registration.maximumWatchKeys, maximumAliases: configuration.registration.maximumAliases,
             matrix: !(matrix?.isEmpty ?? true), operations: operations))
         router.get("/openapi.json") { _, _ in
             var headers = HTTPFields()

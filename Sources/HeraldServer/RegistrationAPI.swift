@@ -19,16 +19,9 @@ public struct APIConfiguration: Sendable {
     /// `/v1/events:batch` bodies: 8 MiB. 1,000 events of the largest push (a 4 KiB payload, about
     /// 4.3 KB of JSON each; a Kasia event at its inline-payload limit about 3.8 KB) fit twice over.
     public var maximumBatchBodySize = 8 * 1_048_576
-    /// 1,000 watch keys per device, 100 aliases per route.
-    public var maximumWatchKeys = WatchSet.defaultMaximumKeys
-    public var maximumAliases = ContextualRoute.defaultMaximumAliases
-    /// The Kaspa network served (`HERALD_KASPA_NETWORK`): addresses of another network are
-    /// refused at registration. Nil accepts every network.
-    public var kaspaNetwork: KaspaAddress.Prefix?
-    /// Checks the wallet policy's signatures (libsecp256k1 where the build has it).
-    public var schnorrVerifier: (any SchnorrVerifier)? = DeviceRegistrar.defaultVerifier
-    /// Web Push: where a subscription's endpoint may lead (the SSRF rule). Nil refuses `platform: "web"`.
-    public var webPushGuard: WebPushEndpointGuard?
+    /// What registrations are held to: watch-key and alias limits, the Kaspa network, the
+    /// wallet policy's signature check, the Web Push SSRF rule.
+    public var registration = DeviceRegistrar.Rules()
     /// Each app's VAPID application server key (base64url), served at `GET /v1/push/vapid-public-key`.
     public var vapidPublicKeys: [String: String] = [:]
     /// The web origins whose pages may call the API from a browser (`HERALD_CORS_ORIGINS`).
@@ -37,13 +30,7 @@ public struct APIConfiguration: Sendable {
 
     /// The registration use case under these settings.
     public func registrar(store: any DeviceRegistry, clock: any HeraldClock) -> DeviceRegistrar {
-        var rules = DeviceRegistrar.Rules()
-        rules.maximumWatchKeys = maximumWatchKeys
-        rules.maximumAliases = maximumAliases
-        rules.kaspaNetwork = kaspaNetwork
-        rules.schnorrVerifier = schnorrVerifier
-        rules.webPushGuard = webPushGuard
-        return DeviceRegistrar(store: store, apps: apps, rules: rules, clock: clock)
+        DeviceRegistrar(store: store, apps: apps, rules: registration, clock: clock)
     }
 }
 

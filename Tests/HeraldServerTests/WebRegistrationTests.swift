@@ -29,7 +29,7 @@ struct WebRegistrationTests {
     static let endpoint = "https://push.example.com/wpush/v2/gAAAAABk"
 
     static func configure(_ configuration: inout APIConfiguration) {
-        configuration.webPushGuard = WebPushEndpointGuard(resolver: Resolver())
+        configuration.registration.webPushGuard = WebPushEndpointGuard(resolver: Resolver())
         configuration.vapidPublicKeys = ["default": "BPUBLICKEY"]
     }
 
