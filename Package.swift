@@ -323,7 +323,10 @@ let package = Package(
         // `herald serve`'s settings and composition root, in-process.
         .testTarget(
             name: "HeraldAppTests",
-            dependencies: ["HeraldApp", "HeraldPushCore", "HeraldStore", "HeraldTestSupport", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "HeraldApp", "HeraldCore", "HeraldDelivery", "HeraldPushCore", "HeraldStore", "HeraldTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore", "HeraldAPNs", "HeraldAPNsCore", .product(name: "KasiaProtocol", package: "HeraldKit")]),
         .testTarget(name: "HeraldMatrixTests", dependencies: ["HeraldMatrix", "HeraldCore", "HeraldFCMCore"]),

@@ -58,16 +58,17 @@ public struct ListeningAddresses: Sendable, Hashable {
 /// registration use case, the chain source, and the two listeners, as Hummingbird's template
 /// `buildApplication` does.
 /// - Parameters:
+///   - pushServices: the push services delivered through (APNs, FCM and Web Push by default).
 ///   - metrics: what `/metrics` renders (the caller bootstraps `MetricsSystem` with its factory, once per process).
 ///   - onListening: called once the API and the admin listener both listen; `herald serve` prints its readiness line.
 public func buildApplication(
-    settings: ServeSettings, store: any Store, metrics: (HeraldMetrics, PrometheusCollectorRegistry) = HeraldMetrics.prometheus(),
+    settings: ServeSettings, pushServices: PushServiceRegistry = .builtIn, store: any Store, metrics: (HeraldMetrics, PrometheusCollectorRegistry) = HeraldMetrics.prometheus(),
     logger: Logger, onListening: @escaping @Sendable (ListeningAddresses) -> Void = ReadinessLine.print
 ) async throws -> HeraldApplication {
     let group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
     let simulators = try await BuiltInSimulators.start(for: settings, eventLoopGroup: group, logger: logger)
     var services = simulators.services
-    let push = try PushServices(settings: settings, store: store, simulators: simulators, eventLoopGroup: group)
+    let push = try PushServices(registry: pushServices, settings: settings, store: store, simulators: simulators, eventLoopGroup: group)
     push.collectMetrics(into: metrics.0, store: store, apps: settings.apps.map(\.settings.id))
     var outboxSettings = OutboxSettings()
     outboxSettings.lease = settings.outboxLease
@@ -78,9 +79,10 @@ public func buildApplication(
     let allProviders = push.providers.flatMap(\.providers)
     services.append(StopAtShutdown { for provider in allProviders { await provider.shutdown() } })
     services += outbox.services
-    let api = settings.apiConfiguration(webPushGuard: push.webPushGuard, vapidPublicKeys: push.vapidPublicKeys)
+    var api = settings.apiConfiguration(webPushGuard: push.webPushGuard, vapidPublicKeys: push.vapidPublicKeys)
+    api.registration.tokenRules = pushServices.tokenRules
     let publisher = EventPublisher(
-        store: store, apps: api.apps, outbox: outbox, metrics: metrics.0, platforms: [.ios, .android, .web],
+        store: store, apps: api.apps, outbox: outbox, metrics: metrics.0, platforms: Set(pushServices.platforms),
         maximumDeliveriesPerRequest: settings.maximumDeliveriesPerRequest)
     services += try await maintenance(settings: settings, store: store, logger: logger)
     // The Kaspa chain source, when a node is configured: its events take the publish path, and
@@ -122,7 +124,7 @@ private func maintenance(settings: ServeSettings, store: any Store, logger: Logg
 }
 
 /// The built-in simulators, one per push service that some app has no credentials for.
-struct BuiltInSimulators {
+struct BuiltInSimulators: Sendable {
     var apns: APNsSimulator?
     /// Each simulated app's ephemeral APNs signing key.
     var apnsKeys: [String: APNsSigningKey] = [:]
@@ -228,76 +230,35 @@ struct BuiltInSimulators {
     }
 }
 
-/// Each app's providers, one per push service: an APNs provider (a client per APNs environment,
-/// opened on first use), an FCM provider and a Web Push provider (one client for every app:
-/// connections are per push service).
+/// Each app's providers, one per push service of the registry, and what Web Push registrations
+/// need from the composition (the SSRF rule, each app's VAPID public key).
 struct PushServices {
     var providers: [(app: String, providers: [any PushProvider])] = []
-    var vapidPublicKeys: [String: String] = [:]
-    let webPushGuard: WebPushEndpointGuard
-    let webPushClient: WebPushClient
+    let registry: PushServiceRegistry
+    let context: PushServiceContext
 
-    init(settings: ServeSettings, store: any Store, simulators: BuiltInSimulators, eventLoopGroup group: MultiThreadedEventLoopGroup) throws {
-        var allowHosts = settings.webPush.allowHosts
-        if let host = simulators.webPushHost { allowHosts.insert(host) }
-        webPushGuard = WebPushEndpointGuard(policy: WebPushAddressPolicy(allowedHosts: allowHosts))
-        var webPushConfiguration = WebPushClientConfiguration(endpointGuard: webPushGuard)
-        webPushConfiguration.trustRootsPEMFiles = settings.webPush.caFile.map { [$0] } ?? []
-        // The built-in simulators' CAs are trusted from memory: nothing is written to the temporary directory.
-        webPushConfiguration.trustRootsPEM = simulators.webPush.map { [$0.tls.caPEM] } ?? []
-        webPushClient = try WebPushClient(configuration: webPushConfiguration, eventLoopGroup: group, logger: Logger(label: "herald.webpush"))
+    init(
+        registry: PushServiceRegistry, settings: ServeSettings, store: any Store, simulators: BuiltInSimulators,
+        eventLoopGroup group: MultiThreadedEventLoopGroup
+    ) throws {
+        self.registry = registry
+        context = PushServiceContext(
+            store: store, eventLoopGroup: group, simulators: simulators,
+            webPush: try WebPushShared(settings: settings, simulators: simulators, eventLoopGroup: group))
         for app in settings.apps {
-            let apns = try Self.apnsProvider(app, store: store, simulators: simulators, eventLoopGroup: group)
-            let fcm = try Self.fcmClient(app, store: store, simulator: simulators.fcm, eventLoopGroup: group)
-            let vapid = try app.vapid ?? VAPIDSettings(key: VAPIDKey(privateKey: .init()), subject: VAPIDSubject(VAPIDSettings.developmentSubject))
-            vapidPublicKeys[app.settings.id] = vapid.key.applicationServerKey
-            let webPush = WebPushProvider(client: webPushClient, signer: VAPIDSigner(key: vapid.key, subject: vapid.subject))
-            providers.append((app.settings.id, [apns, FCMPushProvider(client: fcm), webPush]))
+            let serviceApp = PushServiceApp(configuration: app)
+            providers.append((app.settings.id, try registry.services.map { try $0.makeProvider(for: serviceApp, context: context) }))
         }
     }
 
-    static func apnsProvider(
-        _ app: ConfigFile.App, store: any Store, simulators: BuiltInSimulators, eventLoopGroup group: MultiThreadedEventLoopGroup
-    ) throws -> APNsPushProvider {
-        let logger = Logger(label: "herald.apns")
-        if let apns = app.apns {
-            // The store is the ledger: every instance on this database sends the same JWT per key.
-            let tokens = APNsProviderTokenSource(
-                key: try apns.loadSigningKey(), ledger: store,
-                onLedgerError: { logger.warning("shared provider token unavailable, using a local one", metadata: ["error": "\($0)"]) })
-            return APNsPushProvider(topic: apns.topic) { environment in
-                try APNsClient(configuration: apns.clientConfiguration(environment: environment), tokens: tokens, eventLoopGroup: group, logger: logger)
-            }
-        }
-        // The simulator's two hosts, as Apple's: a client per environment, opened on first use.
-        let sim = simulators.apns!
-        let tokens = APNsProviderTokenSource(key: simulators.apnsKeys[app.settings.id]!)
-        return APNsPushProvider(topic: app.simulatorTopic) { environment in
-            var configuration = APNsClientConfiguration(environment: environment, url: sim.url(for: environment))
-            configuration.trustRootsPEM = [sim.tls.caPEM]
-            return try APNsClient(configuration: configuration, tokens: tokens, eventLoopGroup: group, logger: logger)
-        }
-    }
-
-    static func fcmClient(_ app: ConfigFile.App, store: any Store, simulator: FCMSimulator?, eventLoopGroup group: MultiThreadedEventLoopGroup) throws -> FCMClient {
-        if let fcm = app.fcm {
-            // The store is the ledger: every instance on this database uses one access token per account.
-            return try FCMClient(
-                configuration: fcm.clientConfiguration, account: fcm.account, projectID: fcm.projectID, eventLoopGroup: group,
-                ledger: store, logger: Logger(label: "herald.fcm"))
-        }
-        let sim = simulator!
-        var configuration = FCMClientConfiguration(url: sim.url)
-        configuration.trustRootsPEM = [sim.tls.caPEM]
-        return try FCMClient(
-            configuration: configuration, account: try FCMServiceAccount(json: sim.serviceAccountJSON), eventLoopGroup: group,
-            logger: Logger(label: "herald.fcm"))
-    }
+    var webPushGuard: WebPushEndpointGuard { context.webPush.endpointGuard }
+    var vapidPublicKeys: [String: String] { context.webPush.vapid.mapValues(\.key.applicationServerKey) }
 
     /// Read at every scrape: each app's queue, the push services' connections and token refreshes.
     func collectMetrics(into metrics: HeraldMetrics, store: any Store, apps: [String]) {
         let readings = providers
-        let webPushClient = webPushClient
+        let registry = registry
+        let context = context
         metrics.addCollector { m in
             if let queues = try? await store.queues() {
                 let now = Date()
@@ -306,17 +267,13 @@ struct PushServices {
                     m.queue(app: app, depth: queue?.depth ?? 0, oldestPendingSeconds: queue?.oldest.map { max(0, now.timeIntervalSince($0)) } ?? 0)
                 }
             }
-            var open: [Platform: Int] = [:]
             for (app, list) in readings {
-                for provider in list {
-                    let stats = provider.stats
-                    m.tokenRefreshes(app: app, platform: provider.platform, stats: stats)
-                    // Every app's Web Push provider shares one client: its connections are counted once, below.
-                    if provider.platform != .web { open[provider.platform, default: 0] += stats.connectionsOpen }
-                }
+                for provider in list { m.tokenRefreshes(app: app, platform: provider.platform, stats: provider.stats) }
             }
-            open[.web] = webPushClient.connectionsOpen
-            for (platform, count) in open { m.connectionsOpen(platform: platform, count) }
+            for service in registry.services {
+                let providers = readings.flatMap(\.providers).filter { $0.platform == service.platform }
+                m.connectionsOpen(platform: service.platform, service.connectionsOpen(providers, context: context))
+            }
         }
     }
 }

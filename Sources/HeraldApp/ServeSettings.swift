@@ -18,13 +18,16 @@ public struct ServeSettings: Sendable {
     /// `HERALD_DATABASE_URL=postgres://…`: the PostgreSQL store instead of the SQLite file.
     var postgresURL: String?
 
-    /// Opens the configured store, runs `body` with it (the PostgreSQL pool running alongside), and closes it.
-    public func withStore<T: Sendable>(_ body: (any Store) async throws -> T) async throws -> T {
+    /// Opens the configured store for `pushServices`' lanes, runs `body` with it (the PostgreSQL
+    /// pool running alongside), and closes it.
+    public func withStore<T: Sendable>(
+        for pushServices: PushServiceRegistry = .builtIn, _ body: (any Store) async throws -> T
+    ) async throws -> T {
         guard let postgresURL else {
             // One server per SQLite file: a second would share the outbox with no lease between them.
             let lock = try DatabaseLock(path: databasePath)
             defer { lock.release() }
-            let store = try SQLiteStore(path: databasePath)
+            let store = try SQLiteStore(path: databasePath, platforms: pushServices.platforms)
             try await store.migrate()
             return try await body(store)
         }

@@ -3,14 +3,29 @@ import HeraldAPNsCore
 import HeraldWebPushCore
 import KasiaProtocol
 
-/// The push services Herald delivers to.
-public enum Platform: String, Hashable, Sendable, CaseIterable, Codable {
+/// A push service's name for its devices (`ios`, `android`, `web`, or a `PushService` of one's
+/// own): what registrations say in `platform`, what the store keeps, and what each outbox lane
+/// serves.
+public struct Platform: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public init(_ name: String) { rawValue = name }
+    public var description: String { rawValue }
+
     /// Apple (APNs).
-    case ios
+    public static let ios = Platform("ios")
     /// Google (FCM).
-    case android
+    public static let android = Platform("android")
     /// Browsers and UnifiedPush distributors (Web Push): the token is the subscription's endpoint.
-    case web
+    public static let web = Platform("web")
+    /// The services Herald is built with, in their registry order.
+    public static let builtIn: [Platform] = [.ios, .android, .web]
+
+    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
 }
 
 /// A device's push token, normalised and checked for its platform.
@@ -32,6 +47,15 @@ public struct DeviceToken: Hashable, Sendable, CustomStringConvertible {
     /// APNs: lowercase hex. FCM: as given. Web Push: the endpoint URL as given.
     public let value: String
 
+    /// A token a push service's own rule has checked (a `PushService` beside the built-in three).
+    public init(checked value: String, platform: Platform, kind: Kind = .token) {
+        self.value = value
+        self.platform = platform
+        self.kind = kind
+    }
+
+    /// A token of a built-in platform, checked by its rule; any other platform's token comes from
+    /// its `PushService`.
     public init(_ text: String, platform: Platform, kind: Kind = .token) throws(DeviceTokenError) {
         switch (platform, kind) {
         case (.ios, .token):
@@ -53,6 +77,8 @@ public struct DeviceToken: Hashable, Sendable, CustomStringConvertible {
                 text.utf8.allSatisfy({ $0.isASCIILetterOrDigit || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") })
             else { throw .notInstallationID }
             value = text
+        default:
+            throw .unknownPlatform(platform)
         }
         self.platform = platform
         self.kind = kind
@@ -84,9 +110,15 @@ extension UInt8 {
 public enum DeviceTokenError: Error, Hashable, Sendable, CustomStringConvertible {
     case notAPNsHex, notFCMToken, notInstallationID, installationIDNotForIOS
     case notWebPushEndpoint(WebPushEndpointError)
+    /// A platform no push service of this instance serves.
+    case unknownPlatform(Platform)
+    /// A push service's own rule refused the token.
+    case refused(String)
     public var description: String {
         switch self {
         case .notWebPushEndpoint(let error): error.description
+        case .unknownPlatform(let platform): "no push service serves platform \(platform)"
+        case .refused(let reason): reason
         case .notInstallationID: "a Firebase Installation ID is \(DeviceToken.installationIDLength) base64url characters"
         case .installationIDNotForIOS: "token_kind fid is for android devices"
         case .notAPNsHex: "an APNs token is \(APNsDeviceToken.minimumLength)+ hexadecimal characters"
@@ -158,4 +190,24 @@ public enum WatchSetError: Error, Hashable, Sendable, CustomStringConvertible {
         case .invalidAlias: "an alias is 1 to \(ContextualRoute.maximumAliasLength) bytes without ':'"
         }
     }
+}
+
+/// A push service's rule for its devices' tokens: what registration checks a token against.
+public protocol DeviceTokenRule: Sendable {
+    /// The devices the rule is for.
+    var platform: Platform { get }
+    /// The token `text` names, normalised, or why it is not one of this service's tokens.
+    func token(_ text: String, kind: DeviceToken.Kind) throws(DeviceTokenError) -> DeviceToken
+}
+
+/// A built-in platform's token rule (`DeviceToken.init`).
+public struct BuiltInTokenRule: DeviceTokenRule {
+    public let platform: Platform
+    public init(_ platform: Platform) { self.platform = platform }
+    public func token(_ text: String, kind: DeviceToken.Kind) throws(DeviceTokenError) -> DeviceToken {
+        try DeviceToken(text, platform: platform, kind: kind)
+    }
+
+    /// The rules of `Platform.builtIn`, by platform.
+    public static let all: [Platform: any DeviceTokenRule] = Dictionary(uniqueKeysWithValues: Platform.builtIn.map { ($0, BuiltInTokenRule($0)) })
 }

@@ -26,6 +26,8 @@ public struct DeviceRegistrar: Sendable {
         public var schnorrVerifier: (any SchnorrVerifier)? = DeviceRegistrar.defaultVerifier
         /// Where a Web Push endpoint may lead (the SSRF rule); nil refuses `platform: "web"`.
         public var webPushGuard: WebPushEndpointGuard?
+        /// The platforms registrations may name, each with its push service's token rule.
+        public var tokenRules: [Platform: any DeviceTokenRule] = BuiltInTokenRule.all
         public init() {}
     }
 
@@ -129,7 +131,11 @@ public struct DeviceRegistrar: Sendable {
     public func register(_ request: Request, app: String, grant: RegistrationGrant) async throws -> WatchSet {
         try AppDirectory.require(grant, covers: request.deviceID, field: "device_id")
         guard let platformText = request.platform else { throw Refusal.missing("platform") }
-        guard let platform = Platform(rawValue: platformText) else { throw Refusal.invalid("platform", "platform is ios, android or web") }
+        let platform = Platform(platformText)
+        guard let tokenRule = rules.tokenRules[platform] else {
+            let names = (Platform.builtIn.filter { rules.tokenRules[$0] != nil } + rules.tokenRules.keys.filter { !Platform.builtIn.contains($0) }.sorted { $0.rawValue < $1.rawValue })
+            throw Refusal.invalid("platform", "platform is one of \(names.map(\.rawValue).joined(separator: ", "))")
+        }
         var kind = DeviceToken.Kind.token
         if let text = request.tokenKind {
             guard let parsed = DeviceToken.Kind(rawValue: text) else { throw Refusal.invalid("token_kind", "token_kind is token or fid") }
@@ -142,7 +148,8 @@ public struct DeviceRegistrar: Sendable {
             (token, webKeys) = try await webSubscription(request.subscription, deviceToken: request.deviceToken)
         } else {
             guard request.subscription == nil else { throw Refusal.unprocessable("subscription", "subscription is for platform web") }
-            token = try Self.token(request.deviceToken, platform: platform, kind: kind)
+            guard let text = request.deviceToken else { throw Refusal.missing("device_token") }
+            do { token = try tokenRule.token(text, kind: kind) } catch { throw Refusal.invalid("device_token", error.description) }
         }
         let environment = try self.environment(request.environment, app: app)
         // No control characters: a NUL would end the stored text early, and the device would

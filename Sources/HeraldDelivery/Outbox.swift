@@ -54,7 +54,7 @@ public struct Outbox: Sendable {
             var seen = Set<Platform>()
             // A platform without a provider still gets a lane: its deliveries fail with a reason
             // instead of waiting forever.
-            let all = appProviders + Platform.allCases.map { MissingProvider(platform: $0) }
+            let all = appProviders + Platform.builtIn.map { MissingProvider(platform: $0) }
             for provider in all where seen.insert(provider.platform).inserted {
                 lanes.append(OutboxLane(
                     app: app, queue: queue, provider: provider, settings: settings, clock: clock, logger: logger, metrics: metrics))
@@ -93,6 +93,7 @@ public struct Outbox: Sendable {
             lanesByKey[key]?.handOff(claimed, leaseUntil: leaseUntil)
         }
         for key in result.pending { lanesByKey[key]?.notify() }
+        for app in result.pendingApps { notify(app: app) }
     }
 
     /// Every service of the outbox: the lanes, then the expiry sweep.

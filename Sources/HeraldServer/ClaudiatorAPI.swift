@@ -43,7 +43,8 @@ public struct ClaudiatorAPI: Sendable {
         }
         let body = try await JSONBody.decode(RegisterBody.self, from: request, limit: configuration.maximumBodySize)
         guard let platformText = body.platform else { throw APIError.missing("platform") }
-        guard let platform = Platform(rawValue: platformText) else { throw APIError.invalid("platform", "platform is ios or android") }
+        let platform = Platform(platformText)
+        guard Platform.builtIn.contains(platform) else { throw APIError.invalid("platform", "platform is ios or android") }
         let token = try DeviceRegistrar.token(body.token, platform: platform, field: "token")
         try AppDirectory.require(grant, covers: token.value, field: "token")
         _ = try await registrar.register(

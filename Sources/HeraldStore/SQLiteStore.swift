@@ -16,9 +16,14 @@ public final class SQLiteStore: Store {
     /// Enqueues, the lanes' claims and their outcomes, committed together: one WAL sync for
     /// whatever arrived meanwhile.
     private let writes: GroupCommit<GroupedWrite, GroupedResult>
+    /// Every lane's prefix of `deliveries_lane_due` (app, platform), so a query by state alone
+    /// seeks each lane's deliveries in that state instead of scanning the table: SQLite has no
+    /// index by state alone (`v11-sqlite` dropped it).
+    private let everyLane: String
 
     /// Opens (creating if needed) the database at `path`. Call `migrate()` before use.
-    public init(path: String) throws {
+    /// - Parameter platforms: the push services whose lanes the expiry sweep and `queues()` cover.
+    public init(path: String, platforms: [Platform] = Platform.builtIn) throws {
         // The database holds every device token: readable by its owner only. SQLite gives its WAL
         // and shared-memory files the database file's mode, so creating it 0600 covers all three.
         if !path.isEmpty, path != ":memory:", !path.hasPrefix("file:") {
@@ -30,6 +35,8 @@ public final class SQLiteStore: Store {
         configuration.busyMode = .timeout(10)
         let pool = try DatabasePool(path: path, configuration: configuration)
         self.pool = pool
+        let names = platforms.map { "'" + $0.rawValue.replacingOccurrences(of: "'", with: "''") + "'" }
+        everyLane = "app_id IN (SELECT id FROM apps) AND platform IN (\(names.joined(separator: ", ")))"
         readers = SQLiteReaders(path: path)
         writes = GroupCommit { group in await Self.commit(group, pool: pool) }
         // GRDB sets NORMAL with WAL, which survives a crashed process but may lose the last commits
@@ -639,17 +646,12 @@ public final class SQLiteStore: Store {
         try counts.apply(db)
     }
 
-    /// Every lane's prefix of `deliveries_lane_due` (app, platform), so a query by state alone
-    /// seeks each lane's deliveries in that state instead of scanning the table: SQLite has no
-    /// index by state alone (`v11-sqlite` dropped it).
-    static let everyLane = "app_id IN (SELECT id FROM apps) AND platform IN (\(Platform.allCases.map { "'\($0.rawValue)'" }.joined(separator: ", ")))"
-
     public func expire(now: Date) async throws -> Int {
         try await pool.write { db in
             try db.execute(
                 sql: """
                     UPDATE deliveries SET state = 'expired', last_reason = 'expired', lease_until = NULL, updated_at = ?
-                    WHERE \(Self.everyLane) AND state = 'pending' AND expires_at <= ?
+                    WHERE \(everyLane) AND state = 'pending' AND expires_at <= ?
                     """,
                 arguments: [now.milliseconds, now.milliseconds])
             let expired = db.changesCount
@@ -782,7 +784,7 @@ public final class SQLiteStore: Store {
             var queues: [String: AppQueue] = [:]
             for row in try Row.fetchAll(
                 db.cachedStatement(sql: """
-                    SELECT app_id, COUNT(*), MIN(created_at) FROM deliveries WHERE \(Self.everyLane) AND state IN ('pending', 'sending')
+                    SELECT app_id, COUNT(*), MIN(created_at) FROM deliveries WHERE \(everyLane) AND state IN ('pending', 'sending')
                     GROUP BY app_id
                     """))
             {

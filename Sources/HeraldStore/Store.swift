@@ -371,18 +371,19 @@ public struct EnqueueResult: Sendable {
     public var claimed: [ClaimedDelivery]
     /// Lanes with deliveries left pending, which must claim them from the store.
     public var pending: Set<LaneKey>
+    /// Apps every lane of which may have deliveries pending (a store that claims nothing at enqueue).
+    public var pendingApps: Set<String>
 
-    public init(created: [String: Int], claimed: [ClaimedDelivery] = [], pending: Set<LaneKey>) {
+    public init(created: [String: Int], claimed: [ClaimedDelivery] = [], pending: Set<LaneKey>, pendingApps: Set<String> = []) {
         self.created = created
         self.claimed = claimed
         self.pending = pending
+        self.pendingApps = pendingApps
     }
 
     /// Every lane of the apps of `events`: what a store that claims nothing at enqueue reports.
     public static func allPending(created: [String: Int], events: [NewEvent]) -> EnqueueResult {
-        EnqueueResult(
-            created: created,
-            pending: Set(events.filter { created[$0.id] != nil }.flatMap { e in Platform.allCases.map { LaneKey(app: e.app, platform: $0) } }))
+        EnqueueResult(created: created, pending: [], pendingApps: Set(events.filter { created[$0.id] != nil }.map(\.app)))
     }
 }
 

@@ -12,7 +12,7 @@ enum StoreRows {
         createdAt: Int64, updatedAt: Int64, lastSeen: Int64, disabledReason: String?, tokenKind: String, webKeys: String?
     ) -> DeviceRecord {
         DeviceRecord(
-            rowID: rowID, app: app, platform: Platform(rawValue: platform) ?? .ios, token: token,
+            rowID: rowID, app: app, platform: Platform(platform), token: token,
             environment: APNsEnvironment(rawValue: environment) ?? .sandbox, deviceID: deviceID,
             tokenKind: DeviceToken.Kind(rawValue: tokenKind) ?? .token,
             createdAt: Date(milliseconds: createdAt), updatedAt: Date(milliseconds: updatedAt),

@@ -1,0 +1,85 @@
+import Foundation
+import HeraldApp
+import HeraldTestSupport
+import Logging
+import Testing
+
+/// A push service added from outside: `RecordingService` and one registry line, nothing else.
+@Suite("HeraldApp: a fourth push service")
+struct FourthServiceTests {
+    static func json(_ data: Data) -> [String: Any] { (try? JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:] }
+
+    /// Polls `read` until it has something (30 s at most: a loaded machine is slow, never a failure by itself).
+    static func eventually<T: Collection>(_ read: () async throws -> T) async throws -> T {
+        for _ in 0..<300 {
+            let value = try await read()
+            if !value.isEmpty { return value }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        return try await read()
+    }
+
+    @Test("one event reaches an iPhone, an Android device, a browser and a device of a fourth service")
+    func oneEventFourServices() async throws {
+        let recorder = RecordingService()
+        let pushServices = PushServiceRegistry(PushServiceRegistry.builtIn.services + [recorder])
+        try await HeraldAppTests.withDirectory { directory in
+            let settings = try ServeSettings(environment: [
+                "HERALD_HTTP_PORT": "0", "HERALD_ADMIN_PORT": "0", "HERALD_DATABASE_URL": "sqlite:" + directory.appendingPathComponent("h.sqlite").path,
+                "HERALD_PUBLISH_KEYS": "fourth-service-publisher-key",
+            ])
+            let (ready, readyContinuation) = AsyncStream.makeStream(of: ListeningAddresses.self)
+            try await settings.withStore(for: pushServices) { store in
+                let application = try await buildApplication(settings: settings, pushServices: pushServices, store: store, logger: Logger(label: "test")) {
+                    readyContinuation.yield($0)
+                }
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask { try await application.run() }
+                    defer { group.cancelAll() }
+                    var iterator = ready.makeAsyncIterator()
+                    let addresses = try #require(await iterator.next())
+                    let api = "http://127.0.0.1:\(addresses.apiPort)"
+                    let admin = "http://127.0.0.1:\(addresses.adminPort)/simulators"
+
+                    let ios = String(repeating: "4a", count: 32)
+                    let android = "fourth-service_1:" + String(repeating: "F", count: 140)
+                    let recorded = "rec-fourth1"
+                    for (platform, token) in [("ios", ios), ("android", android), ("recorder", recorded)] {
+                        let body = #"{"device_token":"\#(token)","platform":"\#(platform)","watched_addresses":["session:four"]}"#
+                        let (status, answer) = try await http("POST", api + "/v1/push/register", body)
+                        #expect(status == 200, "\(platform): \(String(decoding: answer, as: UTF8.self))")
+                    }
+                    // The fourth service's token rule is its own.
+                    let (refused, refusal) = try await http(
+                        "POST", api + "/v1/push/register", #"{"device_token":"rec-!","platform":"recorder","watched_addresses":["session:four"]}"#)
+                    #expect(refused == 400)
+                    #expect((Self.json(refusal)["error"] as? [String: Any])?["field"] as? String == "device_token", "\(String(decoding: refusal, as: UTF8.self))")
+                    // A browser subscribes at the built-in Web Push simulator with the app's VAPID key.
+                    let key = try #require(Self.json(try await http("GET", api + "/v1/push/vapid-public-key").1)["public_key"] as? String)
+                    let (subscribed, subscriptionBody) = try await http("POST", admin + "/webpush/subscribe", #"{"application_server_key":"\#(key)"}"#)
+                    #expect(subscribed == 201)
+                    let subscription = String(decoding: subscriptionBody, as: UTF8.self)
+                    let endpoint = try #require(Self.json(subscriptionBody)["endpoint"] as? String)
+                    let web = #"{"platform":"web","subscription":\#(subscription),"watched_addresses":["session:four"]}"#
+                    #expect(try await http("POST", api + "/v1/push/register", web).0 == 200)
+
+                    let event = #"{"template":"custom","targets":{"keys":["session:four"]},"fields":{"aps":{"alert":{"title":"Four","body":"services"}}}}"#
+                    #expect(try await http("POST", api + "/v1/events", event, bearer: "fourth-service-publisher-key").0 == 202)
+
+                    let query = endpoint.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? endpoint
+                    func notifications(_ path: String) async throws -> [Any] {
+                        Self.json(try await http("GET", admin + path).1)["notifications"] as? [Any] ?? []
+                    }
+                    #expect(try await Self.eventually { try await notifications("/apns/notifications?token=" + ios) }.count == 1)
+                    #expect(try await Self.eventually { try await notifications("/fcm/notifications?token=" + android) }.count == 1)
+                    #expect(try await Self.eventually { try await notifications("/webpush/notifications?endpoint=" + query) }.count == 1)
+                    let payloads = try await Self.eventually { recorder.sent.payloads(to: recorded) }
+                    #expect(payloads.count == 1)
+                    #expect(payloads.first?.contains(#""title":"Four""#) == true, "\(payloads)")
+                    await application.serviceGroup.triggerGracefulShutdown()
+                    try await group.waitForAll()
+                }
+            }
+        }
+    }
+}
