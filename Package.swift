@@ -110,26 +110,38 @@ let package = Package(
                 "HeraldPushCore",
             ]
         ),
+        // What every push-service simulator shares: its TLS identity, its two listeners, its control calls.
+        .target(
+            name: "HeraldSimulatorSupport",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"), .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"), .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HummingbirdHTTP2", package: "hummingbird"),
+                .product(name: "HummingbirdTLS", package: "hummingbird"), .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         // `herald mock-webpush`: a push service that hands out subscriptions, checks VAPID, decrypts
         // and records every message, with faults.
         .target(
             name: "HeraldWebPushSimulator",
             dependencies: [
-                "HeraldWebPushCore", "HeraldAPNsSimulator",
+                "HeraldWebPushCore", "HeraldSimulatorSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdHTTP2", package: "hummingbird"),
-                .product(name: "Crypto", package: "swift-crypto"), .product(name: "HTTPTypes", package: "swift-http-types"), "HeraldAPNsCore", "HeraldPushCore", .product(name: "Logging", package: "swift-log"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Crypto", package: "swift-crypto"), .product(name: "HTTPTypes", package: "swift-http-types"), "HeraldPushCore", .product(name: "Logging", package: "swift-log"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
         // `herald mock-fcm`: an FCM look-alike (OAuth grant checks, messages:send) with faults.
         .target(
             name: "HeraldFCMSimulator",
             dependencies: [
-                "HeraldFCMCore", "HeraldAPNsSimulator",
+                "HeraldFCMCore", "HeraldSimulatorSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdHTTP2", package: "hummingbird"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
-                .product(name: "HTTPTypes", package: "swift-http-types"), "HeraldAPNsCore", "HeraldPushCore", .product(name: "Logging", package: "swift-log"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "HTTPTypes", package: "swift-http-types"), "HeraldPushCore", .product(name: "Logging", package: "swift-log"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
         // The APNs transport: the APNs client on the HTTP/2 pool.
@@ -157,14 +169,8 @@ let package = Package(
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "X509", package: "swift-certificates"),
-                .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdHTTP2", package: "hummingbird"),
-                .product(name: "HummingbirdTLS", package: "hummingbird"),
-                .product(name: "HTTPTypes", package: "swift-http-types"), "HeraldAPNsCore", "HeraldPushCore",
+                "HeraldAPNsCore", "HeraldPushCore", "HeraldSimulatorSupport",
             ]
         ),
         // `kasia`: decode and encrypt Kasia payloads when debugging pushes.
@@ -252,7 +258,7 @@ let package = Package(
             dependencies: [
                 "HeraldAPNs", "HeraldAPNsCore", "HeraldAPNsSimulator", "HeraldCore", "HeraldDelivery", "HeraldFCM", "HeraldFCMCore",
                 "HeraldFCMSimulator", "HeraldKaspa", "HeraldMatrix", "HeraldPushCore", "HeraldServer", "HeraldStore", "HeraldWebPush",
-                "HeraldWebPushCore", "HeraldWebPushSimulator",
+                "HeraldWebPushCore", "HeraldWebPushSimulator", "HeraldSimulatorSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "KasiaProtocol", package: "HeraldKit"),

@@ -1,6 +1,7 @@
 import Foundation
 import HeraldAPNs
 import HeraldAPNsCore
+import HeraldSimulatorSupport
 import Logging
 import NIOCore
 import NIOHTTP2

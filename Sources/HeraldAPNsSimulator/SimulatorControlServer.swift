@@ -1,6 +1,7 @@
 import Foundation
 import HeraldAPNs
 import HeraldAPNsCore
+import HeraldSimulatorSupport
 import NIOCore
 import NIOHTTP1
 import NIOPosix

@@ -11,6 +11,7 @@ import HeraldFCMSimulator
 import HeraldKaspa
 import HeraldMatrix
 import HeraldServer
+import HeraldSimulatorSupport
 import HeraldStore
 import HeraldWebPush
 import HeraldWebPushCore

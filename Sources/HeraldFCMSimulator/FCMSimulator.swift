@@ -1,7 +1,6 @@
 import _CryptoExtras
 import Foundation
-import HeraldAPNsCore
-import HeraldAPNsSimulator
+import HeraldSimulatorSupport
 import HeraldFCMCore
 import HeraldPushCore
 import HTTPTypes

@@ -1,6 +1,5 @@
 import Foundation
-import HeraldAPNsCore
-import HeraldAPNsSimulator
+import HeraldSimulatorSupport
 import HeraldPushCore
 import HeraldWebPushCore
 import HTTPTypes

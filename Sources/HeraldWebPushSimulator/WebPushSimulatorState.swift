@@ -1,6 +1,5 @@
 import Crypto
 import Foundation
-import HeraldAPNsCore
 import HeraldPushCore
 import HeraldWebPushCore
 import Synchronization

@@ -72,7 +72,7 @@ public struct SimulatorTLSIdentity: Sendable {
     }
 
     /// A server context offering ALPN `h2`; clients that offer no ALPN get HTTP/2 too.
-    func makeServerContext() throws -> NIOSSLContext {
+    package func makeServerContext() throws -> NIOSSLContext {
         let certificate = try NIOSSLCertificate(bytes: Array(leafPEM.utf8), format: .pem)
         let key = try NIOSSLPrivateKey(bytes: Array(leafKeyPEM.utf8), format: .pem)
         var tls = TLSConfiguration.makeServerConfiguration(certificateChain: [.certificate(certificate)], privateKey: .privateKey(key))
