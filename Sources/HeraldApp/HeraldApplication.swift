@@ -1,21 +1,12 @@
-import Crypto
 import Foundation
-import HeraldAPNs
-import HeraldAPNsCore
-import HeraldAPNsSimulator
 import HeraldCore
 import HeraldDelivery
-import HeraldFCM
-import HeraldFCMCore
-import HeraldFCMSimulator
 import HeraldKaspa
 import HeraldMatrix
 import HeraldServer
 import HeraldSimulatorSupport
 import HeraldStore
 import HeraldWebPush
-import HeraldWebPushCore
-import HeraldWebPushSimulator
 import Hummingbird
 import Logging
 import NIOCore
@@ -67,7 +58,7 @@ public func buildApplication(
     logger: Logger, onListening: @escaping @Sendable (ListeningAddresses) -> Void = ReadinessLine.print
 ) async throws -> HeraldApplication {
     let group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
-    let simulators = try await BuiltInSimulators.start(for: settings, eventLoopGroup: group, logger: logger)
+    let simulators = try await BuiltInSimulators.start(for: settings, pushServices: pushServices, eventLoopGroup: group, logger: logger)
     var services = simulators.services
     let push = try PushServices(registry: pushServices, settings: settings, store: store, simulators: simulators, eventLoopGroup: group)
     push.collectMetrics(into: metrics.0, store: store, apps: settings.apps.map(\.settings.id))
@@ -126,108 +117,50 @@ private func maintenance(settings: ServeSettings, store: any Store, logger: Logg
 
 /// The built-in simulators, one per push service that some app has no credentials for.
 struct BuiltInSimulators: Sendable {
-    var apns: APNsSimulator?
-    /// Each simulated app's ephemeral APNs signing key.
-    var apnsKeys: [String: APNsSigningKey] = [:]
-    var fcm: FCMSimulator?
-    var webPush: WebPushSimulator?
-    /// The Web Push simulator's own address: the one inside address Herald sends to without being told.
-    var webPushHost: String?
+    /// By the platform of the service each stands in for.
+    var running: [Platform: BuiltInSimulator] = [:]
     /// First in the group, so they stop last: pushes in flight at shutdown still reach them.
     var services: [any Service] = []
 
-    static func start(for settings: ServeSettings, eventLoopGroup: MultiThreadedEventLoopGroup, logger: Logger) async throws -> BuiltInSimulators {
+    static func start(
+        for settings: ServeSettings, pushServices: PushServiceRegistry, eventLoopGroup: MultiThreadedEventLoopGroup, logger: Logger
+    ) async throws -> BuiltInSimulators {
         var simulators = BuiltInSimulators()
-        try await simulators.startAPNs(for: settings.apps.filter { $0.apns == nil }, eventLoopGroup: eventLoopGroup, logger: logger)
-        try await simulators.startFCM(for: settings.apps.filter { $0.fcm == nil }, logger: logger)
-        try await simulators.startWebPush(for: settings.apps.filter { $0.vapid == nil }, logger: logger)
-        return simulators
-    }
-
-    /// Apps without Apple credentials share one simulator, each with its own ephemeral key.
-    mutating func startAPNs(for apps: [ConfigFile.App], eventLoopGroup: MultiThreadedEventLoopGroup, logger: Logger) async throws {
-        guard !apps.isEmpty else { return }
-        for (i, app) in apps.enumerated() {
-            apnsKeys[app.settings.id] = APNsSigningKey(
-                privateKey: P256.Signing.PrivateKey(), keyID: String(format: "HERALDSIM%d", i), teamID: "HERALDSIM0")
+        let apps = settings.apps.map(PushServiceApp.init(configuration:))
+        for service in pushServices.services {
+            guard let simulator = try await service.startSimulator(for: apps, eventLoopGroup: eventLoopGroup) else { continue }
+            simulators.running[service.platform] = simulator
+            simulators.announce(simulator, logger: logger)
         }
-        var configuration = APNsSimulatorConfiguration()
-        configuration.port = 0
-        // Its control API answers on the admin listener, under /simulators/apns.
-        configuration.controlPort = nil
-        configuration.keys = apnsKeys.values.map { SimulatorKey(keyID: $0.keyID, teamID: $0.teamID, publicKey: $0.publicKey) }
-        let sim = try await APNsSimulator.start(configuration: configuration, eventLoopGroup: eventLoopGroup)
-        apns = sim
-        announce(
-            "apns", at: "\(sim.url)", for: apps, logger: logger,
-            "No APNs credentials (HERALD_APNS_*): pushes go to the built-in APNs SIMULATOR, not to Apple") { await sim.shutdown() }
-    }
-
-    /// Apps without FCM credentials share one simulator and its service account.
-    mutating func startFCM(for apps: [ConfigFile.App], logger: Logger) async throws {
-        guard !apps.isEmpty else { return }
-        var configuration = FCMSimulator.Configuration()
-        configuration.controlPort = nil
-        let sim = try await FCMSimulator.start(configuration: configuration)
-        fcm = sim
-        announce(
-            "fcm", at: "\(sim.url)", for: apps, logger: logger,
-            "No FCM credentials (HERALD_FCM_*): Android pushes go to the built-in FCM SIMULATOR, not to Google") { await sim.shutdown() }
-    }
-
-    /// Apps without a VAPID key sign with an ephemeral one and get a Web Push simulator.
-    mutating func startWebPush(for apps: [ConfigFile.App], logger: Logger) async throws {
-        guard !apps.isEmpty else { return }
-        var configuration = WebPushSimulator.Configuration()
-        configuration.controlPort = nil
-        let sim = try await WebPushSimulator.start(configuration: configuration)
-        webPush = sim
-        webPushHost = "\(configuration.host):\(sim.port)"
-        announce(
-            "webpush", at: "\(sim.origin)", for: apps, logger: logger,
-            "No VAPID key (HERALD_VAPID_*): these apps sign Web Push with an EPHEMERAL key, so browser subscriptions made with it end when Herald restarts; a built-in Web Push simulator is running"
-        ) { await sim.shutdown() }
+        return simulators
     }
 
     /// A started simulator stops at shutdown (after the lanes), and the operator is told which
     /// apps it stands in for and where its control API answers.
-    private mutating func announce(
-        _ name: String, at address: String, for apps: [ConfigFile.App], logger: Logger, _ warning: Logger.Message,
-        stop: @escaping @Sendable () async -> Void
-    ) {
-        services.append(StopAtShutdown(stop: stop))
+    private mutating func announce(_ simulator: BuiltInSimulator, logger: Logger) {
+        services.append(StopAtShutdown(stop: simulator.stop))
         logger.warning(
-            warning,
+            "\(simulator.warning)",
             metadata: [
-                "apps": "\(apps.map(\.settings.id).joined(separator: ","))", "simulator": "\(address)",
-                "control": "/simulators/\(name) on the admin listener",
+                "apps": "\(simulator.apps.joined(separator: ","))", "simulator": "\(simulator.address)",
+                "control": "/simulators/\(simulator.name) on the admin listener",
             ])
     }
 
     /// `/readyz`: the built-in simulators still accept connections.
-    var readiness: [ReadinessCheck] {
-        var checks: [ReadinessCheck] = []
-        if let apns { checks.append(ReadinessCheck("built-in APNs simulator listening") { apns.isListening }) }
-        if let fcm { checks.append(ReadinessCheck("built-in FCM simulator listening") { fcm.isListening }) }
-        if let webPush { checks.append(ReadinessCheck("built-in Web Push simulator listening") { webPush.isListening }) }
-        return checks
-    }
+    var readiness: [ReadinessCheck] { running.values.sorted { $0.name < $1.name }.map(\.readiness) }
 
     /// Their control APIs, for the operator beside /metrics (SPEC §12).
     var controls: [String: SimulatorControlRoute] {
         var controls: [String: SimulatorControlRoute] = [:]
-        if let apns { controls["apns"] = Self.route(apns.control) }
-        if let fcm { controls["fcm"] = Self.route(fcm.control) }
-        if let webPush { controls["webpush"] = Self.route(webPush.control) }
-        return controls
-    }
-
-    /// A simulator's control API as the admin listener mounts it.
-    static func route(_ control: @escaping @Sendable (SimulatorControlCall) async -> SimulatorControlAnswer) -> SimulatorControlRoute {
-        { method, path, query, body in
-            let answer = await control(SimulatorControlCall(method: method, path: path, query: query, body: body))
-            return (answer.status, answer.json)
+        for simulator in running.values {
+            let control = simulator.control
+            controls[simulator.name] = { method, path, query, body in
+                let answer = await control(SimulatorControlCall(method: method, path: path, query: query, body: body))
+                return (answer.status, answer.json)
+            }
         }
+        return controls
     }
 }
 

@@ -1,5 +1,7 @@
 import HeraldCore
 import HeraldDelivery
+import HeraldServer
+import HeraldSimulatorSupport
 import HeraldStore
 import Logging
 import NIOPosix
@@ -12,6 +14,9 @@ public protocol PushService: DeviceTokenRule {
     func makeProvider(for app: PushServiceApp, context: PushServiceContext) throws -> any PushProvider
     /// Connections open to the service across its apps' `providers` (`herald_connections_open`).
     func connectionsOpen(_ providers: [any PushProvider], context: PushServiceContext) -> Int
+    /// Starts the service's built-in look-alike for those of `apps` that have no credentials of
+    /// it, or nil when none needs one (a service without a simulator: always nil).
+    func startSimulator(for apps: [PushServiceApp], eventLoopGroup: MultiThreadedEventLoopGroup) async throws -> BuiltInSimulator?
 }
 
 extension PushService {
@@ -23,6 +28,10 @@ extension PushService {
 
     public func connectionsOpen(_ providers: [any PushProvider], context: PushServiceContext) -> Int {
         providers.reduce(0) { $0 + $1.stats.connectionsOpen }
+    }
+
+    public func startSimulator(for apps: [PushServiceApp], eventLoopGroup: MultiThreadedEventLoopGroup) async throws -> BuiltInSimulator? {
+        nil
     }
 }
 
@@ -53,10 +62,49 @@ public struct PushServiceApp: Sendable {
 }
 
 /// What the services of one application share: the store (the credential ledger), the event
-/// loops, and the built-in simulators and shared clients of Herald's own services.
+/// loops, the built-in simulators, and the client every app's Web Push provider uses.
 public struct PushServiceContext: Sendable {
     public let store: any Store
     public let eventLoopGroup: MultiThreadedEventLoopGroup
     let simulators: BuiltInSimulators
     let webPush: WebPushShared
+
+    /// What `platform`'s built-in simulator gave its service, when it runs.
+    public func simulator<Handle>(of platform: Platform, as: Handle.Type) -> Handle? {
+        simulators.running[platform]?.handle as? Handle
+    }
+}
+
+/// A push service's built-in look-alike, running for the apps without credentials of it.
+public struct BuiltInSimulator: Sendable {
+    /// Its name under `/simulators/` on the admin listener and in the readiness line (`apns`).
+    public var name: String
+    /// Where it listens, for the start-up warning.
+    public var address: String
+    /// The start-up warning: pushes go to it, not to the real service.
+    public var warning: String
+    /// The apps it stands in for.
+    public var apps: [String]
+    /// `/readyz`: it still accepts connections.
+    public var readiness: ReadinessCheck
+    /// Its control API.
+    public var control: @Sendable (SimulatorControlCall) async -> SimulatorControlAnswer
+    public var stop: @Sendable () async -> Void
+    /// What the service's providers need of it (the service's own type).
+    public var handle: any Sendable
+
+    public init(
+        name: String, address: String, warning: String, apps: [String], readiness: ReadinessCheck,
+        control: @escaping @Sendable (SimulatorControlCall) async -> SimulatorControlAnswer, stop: @escaping @Sendable () async -> Void,
+        handle: any Sendable
+    ) {
+        self.name = name
+        self.address = address
+        self.warning = warning
+        self.apps = apps
+        self.readiness = readiness
+        self.control = control
+        self.stop = stop
+        self.handle = handle
+    }
 }
