@@ -73,6 +73,7 @@ public func buildApplication(
     services += outbox.services
     var api = settings.apiConfiguration(webPushGuard: push.webPushGuard, vapidPublicKeys: push.vapidPublicKeys)
     api.registration.tokenRules = pushServices.tokenRules
+    api.addedPlatformTokenSchemas = pushServices.openAPITokenSchemas
     let publisher = EventPublisher(
         store: store, apps: api.apps, outbox: outbox, metrics: metrics.0, platforms: Set(pushServices.platforms),
         maximumDeliveriesPerRequest: settings.maximumDeliveriesPerRequest)

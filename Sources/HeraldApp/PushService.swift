@@ -14,6 +14,9 @@ public protocol PushService: DeviceTokenRule {
     func makeProvider(for app: PushServiceApp, context: PushServiceContext) throws -> any PushProvider
     /// Connections open to the service across its apps' `providers` (`herald_connections_open`).
     func connectionsOpen(_ providers: [any PushProvider], context: PushServiceContext) -> Int
+    /// The JSON Schema of its `device_token` for the served OpenAPI document's `Registration`
+    /// (nil: the built-in three, whose branches are in the document's file).
+    var openAPITokenSchema: String? { get }
     /// Starts the service's built-in look-alike for those of `apps` that have no credentials of
     /// it, or nil when none needs one (a service without a simulator: always nil).
     func startSimulator(for apps: [PushServiceApp], eventLoopGroup: MultiThreadedEventLoopGroup) async throws -> BuiltInSimulator?
@@ -33,6 +36,8 @@ extension PushService {
     public func startSimulator(for apps: [PushServiceApp], eventLoopGroup: MultiThreadedEventLoopGroup) async throws -> BuiltInSimulator? {
         nil
     }
+
+    public var openAPITokenSchema: String? { nil }
 }
 
 /// The push services an instance delivers through, in order: registration accepts their
@@ -47,6 +52,11 @@ public struct PushServiceRegistry: Sendable {
 
     /// Their platforms, in order.
     public var platforms: [Platform] { services.map(\.platform) }
+
+    /// The added services' token schemas, for the served OpenAPI document.
+    public var openAPITokenSchemas: [String: String] {
+        Dictionary(services.compactMap { service in service.openAPITokenSchema.map { (service.platform.rawValue, $0) } }) { first, _ in first }
+    }
 
     /// Each platform's token rule, for registration.
     public var tokenRules: [Platform: any DeviceTokenRule] {

@@ -13,10 +13,12 @@ public enum OpenAPIDocument {
     /// the served document when Matrix apps are configured.
     static let matrixJSON = String(decoding: PackageResources.openapi_matrix_json, as: UTF8.self)
 
-    /// The document with the values an instance sets: `AppID` becomes the enum of its apps, and the
-    /// watch-key and alias limits its configuration's.
+    /// The document with the values an instance sets: `AppID` becomes the enum of its apps, the
+    /// watch-key and alias limits its configuration's, and `Registration` gains a branch for each
+    /// push service added to the built-in three (`addedPlatforms`: platform → its token's JSON Schema).
     public static func served(
-        apps: [String], maximumWatchKeys: Int, maximumAliases: Int, matrix: Bool = false, operations: Bool = true
+        apps: [String], maximumWatchKeys: Int, maximumAliases: Int, matrix: Bool = false, operations: Bool = true,
+        addedPlatforms: [String: String] = [:]
     ) -> String {
         guard var document = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any],
             var components = document["components"] as? [String: Any], var schemas = components["schemas"] as? [String: Any]
@@ -43,6 +45,25 @@ public enum OpenAPIDocument {
         if var app = schemas["AppID"] as? [String: Any] {
             app["enum"] = apps
             schemas["AppID"] = app
+        }
+        if var registration = schemas["Registration"] as? [String: Any], var branches = registration["oneOf"] as? [Any] {
+            for (platform, tokenJSON) in addedPlatforms.sorted(by: { $0.key < $1.key }) {
+                guard let token = try? JSONSerialization.jsonObject(with: Data(tokenJSON.utf8)) else { continue }
+                branches.append([
+                    "allOf": [
+                        ["$ref": "#/components/schemas/RegistrationCommon"],
+                        [
+                            "type": "object", "required": ["platform", "device_token"],
+                            "properties": [
+                                "platform": ["const": platform], "device_token": token,
+                                "token_kind": ["anyOf": [["const": "token"], ["type": "null"]]],
+                            ],
+                        ],
+                    ]
+                ])
+            }
+            registration["oneOf"] = branches
+            schemas["Registration"] = registration
         }
         // A list property's maxItems, in an object schema (nullable lists keep it beside their types).
         func limit(_ object: [String: Any], _ list: String, to maximum: Int) -> [String: Any] {

@@ -26,6 +26,9 @@ public struct APIConfiguration: Sendable {
     public var vapidPublicKeys: [String: String] = [:]
     /// The web origins whose pages may call the API from a browser (`HERALD_CORS_ORIGINS`).
     public var browserOrigins = BrowserOrigins()
+    /// The JSON Schema of each added push service's `device_token`, by platform: the served
+    /// OpenAPI document's `Registration` gets a branch per platform (the built-in three are in the file).
+    public var addedPlatformTokenSchemas: [String: String] = [:]
     public init() {}
 
     /// The registration use case under these settings.

@@ -49,6 +49,11 @@ struct FourthServiceTests {
                         let (status, answer) = try await http("POST", api + "/v1/push/register", body)
                         #expect(status == 200, "\(platform): \(String(decoding: answer, as: UTF8.self))")
                     }
+                    // The served document describes its registrations.
+                    let document = Self.json(try await http("GET", api + "/openapi.json").1)
+                    let registration = ((document["components"] as? [String: Any])?["schemas"] as? [String: Any])?["Registration"] as? [String: Any]
+                    let branches = String(decoding: try JSONSerialization.data(withJSONObject: registration?["oneOf"] ?? []), as: UTF8.self)
+                    #expect(branches.contains(#""const":"recorder""#) && branches.contains("^rec-[A-Za-z0-9]{1,64}$"), "\(branches)")
                     // The fourth service's token rule is its own.
                     let (refused, refusal) = try await http(
                         "POST", api + "/v1/push/register", #"{"device_token":"rec-!","platform":"recorder","watched_addresses":["session:four"]}"#)

@@ -20,6 +20,8 @@ struct RecordingService: PushService {
         return DeviceToken(checked: text, platform: platform, kind: kind)
     }
 
+    var openAPITokenSchema: String? { #"{"type":"string","pattern":"^rec-[A-Za-z0-9]{1,64}$"}"# }
+
     func makeProvider(for app: PushServiceApp, context: PushServiceContext) throws -> any PushProvider {
         RecordingProvider(platform: platform, sent: sent)
     }
