@@ -187,11 +187,11 @@ public final class PostgresStore: Store {
                     try await db.query("DELETE FROM dead_tokens WHERE app_id = \(r.app) AND token = \(r.token.value)", logger: logger)
                     let rows = try await db.query(
                         """
-                        INSERT INTO devices (app_id, platform, token, environment, device_id, created_at, updated_at, last_seen, token_kind, web_keys)
-                        VALUES (\(r.app), \(r.token.platform.rawValue), \(r.token.value), \(r.environment.rawValue), \(r.deviceID), \(ms), \(ms), \(ms),
-                          \(r.token.kind.rawValue), \(r.webKeys?.storedForm))
-                        ON CONFLICT (app_id, token) DO UPDATE SET platform = excluded.platform, token_kind = excluded.token_kind, web_keys = excluded.web_keys,
-                          environment = excluded.environment, device_id = excluded.device_id,
+                        INSERT INTO devices (app_id, platform, token, attributes, device_id, created_at, updated_at, last_seen)
+                        VALUES (\(r.app), \(r.token.platform.rawValue), \(r.token.value),
+                          \(DeviceAttributes(environment: r.environment, tokenKind: r.token.kind, webKeys: r.webKeys).storedForm), \(r.deviceID), \(ms), \(ms), \(ms))
+                        ON CONFLICT (app_id, token) DO UPDATE SET platform = excluded.platform, attributes = excluded.attributes,
+                          device_id = excluded.device_id,
                           updated_at = excluded.updated_at, last_seen = excluded.last_seen, disabled_reason = NULL, registered_by = NULL
                         RETURNING \(unescaped: Self.deviceColumns)
                         """, logger: logger)
@@ -223,8 +223,8 @@ public final class PostgresStore: Store {
                 var decided: DeviceRecord?? = nil
                 for try await row in rows {
                     let cells = Array(row)
-                    let byMatrix = try cells[12].decode(String?.self) == "matrix"
-                    let deadAt = try cells[13].decode(Int64?.self)
+                    let byMatrix = try cells[10].decode(String?.self) == "matrix"
+                    let deadAt = try cells[11].decode(Int64?.self)
                     let device = try cells[0].decode(Int64?.self) == nil ? nil : try Self.device(row, from: 0)
                     decided = d.admittedWithoutWrite(device, deadAt: deadAt, now: now, ownedElsewhere: device != nil && !byMatrix)
                 }
@@ -251,11 +251,11 @@ public final class PostgresStore: Store {
                         "INSERT INTO apps (id, created_at) VALUES (\(d.app), \(ms)) ON CONFLICT (id) DO NOTHING", logger: logger)
                     let rows = try await db.query(
                         """
-                        INSERT INTO devices (app_id, platform, token, environment, device_id, created_at, updated_at, last_seen, token_kind, web_keys, registered_by)
-                        VALUES (\(d.app), \(d.token.platform.rawValue), \(d.token.value), \(d.environment.rawValue), NULL, \(ms), \(registered), \(ms),
-                          \(d.token.kind.rawValue), \(d.webKeys?.storedForm), 'matrix')
-                        ON CONFLICT (app_id, token) DO UPDATE SET platform = excluded.platform, token_kind = excluded.token_kind,
-                          web_keys = excluded.web_keys, environment = excluded.environment,
+                        INSERT INTO devices (app_id, platform, token, attributes, device_id, created_at, updated_at, last_seen, registered_by)
+                        VALUES (\(d.app), \(d.token.platform.rawValue), \(d.token.value),
+                          \(DeviceAttributes(environment: d.environment, tokenKind: d.token.kind, webKeys: d.webKeys).storedForm), NULL, \(ms), \(registered), \(ms),
+                          'matrix')
+                        ON CONFLICT (app_id, token) DO UPDATE SET platform = excluded.platform, attributes = excluded.attributes,
                           updated_at = GREATEST(devices.updated_at, excluded.updated_at), last_seen = excluded.last_seen,
                           disabled_reason = CASE WHEN \(revived) THEN NULL ELSE devices.disabled_reason END
                         WHERE devices.registered_by = 'matrix'
@@ -804,16 +804,16 @@ public final class PostgresStore: Store {
     // MARK: Rows
 
     static let deviceColumns =
-        "id, app_id, platform, token, environment, device_id, created_at, updated_at, last_seen, disabled_reason, token_kind, web_keys"
+        "id, app_id, platform, token, device_id, created_at, updated_at, last_seen, disabled_reason, attributes"
 
     private static func device(_ row: PostgresRow, from first: Int) throws -> DeviceRecord {
         let cells = Array(row)
         func cell<T: PostgresDecodable>(_ i: Int, _ type: T.Type) throws -> T { try cells[first + i].decode(T.self) }
         return StoreRows.device(
             rowID: try cell(0, Int64.self), app: try cell(1, String.self), platform: try cell(2, String.self),
-            token: try cell(3, String.self), environment: try cell(4, String.self), deviceID: try cell(5, String?.self),
-            createdAt: try cell(6, Int64.self), updatedAt: try cell(7, Int64.self), lastSeen: try cell(8, Int64.self),
-            disabledReason: try cell(9, String?.self), tokenKind: try cell(10, String.self), webKeys: try cell(11, String?.self))
+            token: try cell(3, String.self), deviceID: try cell(4, String?.self),
+            createdAt: try cell(5, Int64.self), updatedAt: try cell(6, Int64.self), lastSeen: try cell(7, Int64.self),
+            disabledReason: try cell(8, String?.self), attributes: try cell(9, String.self))
     }
 
     private static func devices(_ rows: PostgresRowSequence) async throws -> [DeviceRecord] {

@@ -80,10 +80,10 @@ public final class SQLiteStore: Store {
             let app = try db.cachedStatement(sql: "INSERT INTO apps (id, created_at) VALUES (?, ?) ON CONFLICT (id) DO NOTHING")
             let upsert = try db.cachedStatement(
                 sql: """
-                    INSERT INTO devices (app_id, platform, token, environment, device_id, created_at, updated_at, last_seen, token_kind, web_keys)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    ON CONFLICT (app_id, token) DO UPDATE SET platform = excluded.platform, token_kind = excluded.token_kind, web_keys = excluded.web_keys,
-                      environment = excluded.environment, device_id = excluded.device_id,
+                    INSERT INTO devices (app_id, platform, token, attributes, device_id, created_at, updated_at, last_seen)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (app_id, token) DO UPDATE SET platform = excluded.platform, attributes = excluded.attributes,
+                      device_id = excluded.device_id,
                       updated_at = excluded.updated_at, last_seen = excluded.last_seen, disabled_reason = NULL, registered_by = NULL
                     """)
             // A token registered again is alive, whatever a push service said of it before.
@@ -93,8 +93,8 @@ public final class SQLiteStore: Store {
                 if apps.insert(r.app).inserted { try app.execute(arguments: [r.app, ms]) }
                 try revive.execute(arguments: [r.app, r.token.value])
                 try upsert.execute(arguments: [
-                    r.app, r.token.platform.rawValue, r.token.value, r.environment.rawValue, r.deviceID, ms, ms, ms, r.token.kind.rawValue,
-                    r.webKeys?.storedForm,
+                    r.app, r.token.platform.rawValue, r.token.value,
+                    DeviceAttributes(environment: r.environment, tokenKind: r.token.kind, webKeys: r.webKeys).storedForm, r.deviceID, ms, ms, ms,
                 ])
                 let device = try Self.device(db, app: r.app, token: r.token.value)!
                 try Self.replaceWatchSet(db, deviceRowID: device.rowID, with: r.watchSet)
@@ -110,7 +110,7 @@ public final class SQLiteStore: Store {
 
     /// When a push service called a token dead, if it did.
     private static let deadAtSQL = "SELECT dead_at FROM dead_tokens WHERE app_id = ? AND token = ?"
-    /// One row: the device's columns (NULL when there is none; `registered_by` last), then `dead_at`.
+    /// One row: the device's columns (NULL when there is none; `registered_by` then `attributes` last), then `dead_at`.
     private static let admitSQL = """
         SELECT d.*, (\(deadAtSQL)) FROM (SELECT 1) LEFT JOIN devices d ON d.app_id = ? AND d.token = ?
         """
@@ -123,8 +123,8 @@ public final class SQLiteStore: Store {
             try devices.map { d -> DeviceRecord?? in
                 // The device and when its token died, in one statement: one read transaction.
                 let found = try db.rows(Self.admitSQL, [d.app, d.token.value, d.app, d.token.value]) { row in
-                    (device: row.isNull(0) ? nil : Self.deviceRecord(row), byMatrix: row.optionalText(12) == Self.matrixRoute,
-                     deadAt: row.optionalInteger(13))
+                    (device: row.isNull(0) ? nil : Self.deviceRecord(row), byMatrix: row.optionalText(9) == Self.matrixRoute,
+                     deadAt: row.optionalInteger(11))
                 }.first
                 return d.admittedWithoutWrite(
                     found?.device, deadAt: found?.deadAt, now: now, ownedElsewhere: found?.device != nil && found?.byMatrix == false)
@@ -138,10 +138,9 @@ public final class SQLiteStore: Store {
             let revive = try db.cachedStatement(sql: "DELETE FROM dead_tokens WHERE app_id = ? AND token = ?")
             let upsert = try db.cachedStatement(
                 sql: """
-                    INSERT INTO devices (app_id, platform, token, environment, device_id, created_at, updated_at, last_seen, token_kind, web_keys, registered_by)
-                    VALUES (?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, 'matrix')
-                    ON CONFLICT (app_id, token) DO UPDATE SET platform = excluded.platform, token_kind = excluded.token_kind,
-                      web_keys = excluded.web_keys, environment = excluded.environment,
+                    INSERT INTO devices (app_id, platform, token, attributes, device_id, created_at, updated_at, last_seen, registered_by)
+                    VALUES (?, ?, ?, ?, NULL, ?, ?, ?, 'matrix')
+                    ON CONFLICT (app_id, token) DO UPDATE SET platform = excluded.platform, attributes = excluded.attributes,
                       updated_at = MAX(devices.updated_at, excluded.updated_at), last_seen = excluded.last_seen,
                       disabled_reason = CASE WHEN ? THEN NULL ELSE devices.disabled_reason END
                     WHERE devices.registered_by = 'matrix'
@@ -157,8 +156,8 @@ public final class SQLiteStore: Store {
                 }
                 if apps.insert(d.app).inserted { try app.execute(arguments: [d.app, ms]) }
                 try upsert.execute(arguments: [
-                    d.app, d.token.platform.rawValue, d.token.value, d.environment.rawValue, ms, registered, ms, d.token.kind.rawValue,
-                    d.webKeys?.storedForm, revived,
+                    d.app, d.token.platform.rawValue, d.token.value,
+                    DeviceAttributes(environment: d.environment, tokenKind: d.token.kind, webKeys: d.webKeys).storedForm, ms, registered, ms, revived,
                 ])
                 guard let device = try Self.device(db, app: d.app, token: d.token.value), device.disabledReason == nil else { return nil }
                 return device
@@ -807,9 +806,9 @@ public final class SQLiteStore: Store {
     /// reads 100,000 devices.
     private static func deviceRecord(_ row: Row, from first: Int) -> DeviceRecord {
         StoreRows.device(
-            rowID: row[first], app: row[first + 1], platform: row[first + 2], token: row[first + 3], environment: row[first + 4],
-            deviceID: row[first + 5], createdAt: row[first + 6], updatedAt: row[first + 7], lastSeen: row[first + 8],
-            disabledReason: row[first + 9], tokenKind: row[first + 10], webKeys: row[first + 11])
+            rowID: row[first], app: row[first + 1], platform: row[first + 2], token: row[first + 3], deviceID: row[first + 4],
+            createdAt: row[first + 5], updatedAt: row[first + 6], lastSeen: row[first + 7], disabledReason: row[first + 8],
+            attributes: row[first + 10])
     }
 
     private static func deviceRecord(_ row: Row) -> DeviceRecord { deviceRecord(row, from: 0) }
@@ -817,9 +816,9 @@ public final class SQLiteStore: Store {
     /// The same from a reader's row (`SELECT devices.*`).
     private static func deviceRecord(_ row: SQLiteRow) -> DeviceRecord {
         StoreRows.device(
-            rowID: row.integer(0), app: row.text(1), platform: row.text(2), token: row.text(3), environment: row.text(4),
-            deviceID: row.optionalText(5), createdAt: row.integer(6), updatedAt: row.integer(7), lastSeen: row.integer(8),
-            disabledReason: row.optionalText(9), tokenKind: row.text(10), webKeys: row.optionalText(11))
+            rowID: row.integer(0), app: row.text(1), platform: row.text(2), token: row.text(3), deviceID: row.optionalText(4),
+            createdAt: row.integer(5), updatedAt: row.integer(6), lastSeen: row.integer(7), disabledReason: row.optionalText(8),
+            attributes: row.text(10))
     }
 
     private static func setState(

@@ -174,7 +174,7 @@ enum Schema {
         """
 
     /// Versions after each store's own, the same SQL on both, applied last.
-    static let routeVersions: [(String, String)] = [("v12", v12), ("v13", v13), ("v14", v14), ("v15", v15)]
+    static let routeVersions: [(String, String)] = [("v12", v12), ("v13", v13), ("v14", v14), ("v15", v15), ("v16", v16)]
 
     /// Which route made a device: NULL for the registration API (native and the apps' routes),
     /// `matrix` for a Matrix notify's pushkey. A notify refreshes only devices it made: it names
@@ -218,6 +218,19 @@ enum Schema {
           SELECT 'fcm', client_email, access_token, issued_at, expires_at FROM fcm_access_tokens;
         DROP TABLE apns_provider_tokens;
         DROP TABLE fcm_access_tokens;
+        """
+
+    /// A device's per-service values in one `attributes` column (`DeviceAttributes`: a JSON object
+    /// of strings) instead of a typed column per service: the APNs environment, the FCM token kind
+    /// and the Web Push keys move into it, every device keeping its values.
+    static let v16 = """
+        ALTER TABLE devices ADD COLUMN attributes TEXT NOT NULL DEFAULT '{}';
+        UPDATE devices SET attributes = '{"environment":"' || environment || '"'
+          || CASE WHEN token_kind <> 'token' THEN ',"token_kind":"' || token_kind || '"' ELSE '' END
+          || CASE WHEN web_keys IS NOT NULL THEN ',"web_keys":"' || web_keys || '"' ELSE '' END || '}';
+        ALTER TABLE devices DROP COLUMN environment;
+        ALTER TABLE devices DROP COLUMN token_kind;
+        ALTER TABLE devices DROP COLUMN web_keys;
         """
 
     /// Versions only SQLite applies, after `laterVersions`.

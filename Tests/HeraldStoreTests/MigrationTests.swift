@@ -9,10 +9,10 @@ import HeraldTestSupport
 import HeraldWebPushCore
 import Testing
 
-/// A database an older Herald left (schema v14: one credential table per push service) opens
-/// under this version's schema with nothing lost: every device's environment, FCM token kind and
-/// Web Push keys, and the shared APNs provider token and FCM access token, now rows of the one
-/// credential ledger.
+/// A database an older Herald left (schema v14: one credential table per push service, a typed
+/// device column per service) opens under this version's schema with nothing lost: every
+/// device's environment, FCM token kind and Web Push keys, now its `attributes`, and the shared
+/// APNs provider token and FCM access token, now rows of the one credential ledger.
 @Suite("Store migrations from an older Herald's database (SQLite, and PostgreSQL when configured)")
 struct MigrationTests {
     static let now = Date(timeIntervalSince1970: 1_800_000_000)
@@ -28,14 +28,17 @@ struct MigrationTests {
         "INSERT INTO fcm_access_tokens (client_email, access_token, issued_at, expires_at) VALUES ('a@p.iam.gserviceaccount.com', 'ya29.old', 1799999000000, 1800003000000)",
     ]
 
-    /// Devices of every platform, registered through the v14 store.
-    static func registerDevices(_ store: any Store) async throws {
-        _ = try await store.register(
-            [
-                Registration(app: "a", token: try DeviceToken(iPhone, platform: .ios), environment: .production, watchSet: .empty),
-                Registration(app: "a", token: try DeviceToken(fid, platform: .android, kind: .fid), environment: .sandbox, watchSet: .empty),
-                Registration(app: "a", token: try DeviceToken(endpoint, platform: .web), environment: .production, watchSet: .empty, webKeys: keys),
-            ], now: now)
+    /// Devices of every platform as the v14 store wrote them: the APNs environment, the FCM token
+    /// kind and the Web Push keys each in a typed column.
+    static var oldDeviceRows: [String] {
+        let ms = Int64(now.timeIntervalSince1970 * 1000)
+        let columns = "app_id, platform, token, environment, device_id, created_at, updated_at, last_seen, token_kind, web_keys"
+        return [
+            "INSERT INTO apps (id, created_at) VALUES ('a', \(ms))",
+            "INSERT INTO devices (\(columns)) VALUES ('a', 'ios', '\(iPhone)', 'production', NULL, \(ms), \(ms), \(ms), 'token', NULL)",
+            "INSERT INTO devices (\(columns)) VALUES ('a', 'android', '\(fid)', 'sandbox', NULL, \(ms), \(ms), \(ms), 'fid', NULL)",
+            "INSERT INTO devices (\(columns)) VALUES ('a', 'web', '\(endpoint)', 'production', NULL, \(ms), \(ms), \(ms), 'token', '\(keys.storedForm)')",
+        ]
     }
 
     /// What the migrated store must still say.
@@ -65,10 +68,9 @@ struct MigrationTests {
         do {
             let old = try SQLiteStore(path: path)
             try await old.migrate(upTo: "v14")
-            try await Self.registerDevices(old)
         }
         try await DatabaseQueue(path: path).write { db in
-            for statement in Self.oldLedgerRows { try db.execute(sql: statement) }
+            for statement in Self.oldDeviceRows + Self.oldLedgerRows { try db.execute(sql: statement) }
         }
         let store = try SQLiteStore(path: path)
         try await store.migrate()
@@ -87,8 +89,7 @@ struct MigrationTests {
             }
             let old = try open()
             try await old.migrate(upTo: "v14")
-            try await Self.registerDevices(old)
-            try await TestPostgres.execute(Self.oldLedgerRows, databaseURL: url)
+            try await TestPostgres.execute(Self.oldDeviceRows + Self.oldLedgerRows, databaseURL: url)
             let store = try open()
             try await store.migrate()
             try await Self.expectIntact(store)
