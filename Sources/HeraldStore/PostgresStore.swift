@@ -23,13 +23,22 @@ public final class PostgresStore: Store {
     /// long as the pool does (its connect timeout, which an outage can outlast). `herald serve`
     /// sets it so an API caller gets a 503 instead of a hung request.
     public let connectionWait: Duration?
+    /// How long an outbox call (claim, outcome, expiry) waits for the database's answer once it has
+    /// a connection; then the connection is closed and the call is `StoreUnavailable`, to be tried
+    /// again on another. A connection opened while the server restarted can stay open and never
+    /// answer: without this, the lane that sent on it waited for ever.
+    public let laneAnswerDeadline: Duration
     /// When a call last had its answer from the database: a busy pool is one that still answers.
     private let progress = DatabaseProgress()
 
     /// - Parameter url: `postgres://user:password@host:port/database[?sslmode=…&sslrootcert=…]`,
     ///   TLS as libpq reads it (`PostgresTLSMode`; default `prefer`).
-    public init(url: String, connectionWait: Duration? = nil, logger: Logger = Logger(label: "herald.postgres")) throws {
+    public init(
+        url: String, connectionWait: Duration? = nil, laneAnswerDeadline: Duration = .seconds(30),
+        logger: Logger = Logger(label: "herald.postgres")
+    ) throws {
         self.connectionWait = connectionWait
+        self.laneAnswerDeadline = laneAnswerDeadline
         guard let components = URLComponents(string: url), ["postgres", "postgresql"].contains(components.scheme ?? ""),
             let host = components.host, !host.isEmpty, let user = components.user
         else {
@@ -59,6 +68,9 @@ public final class PostgresStore: Store {
     static let busyCeiling: Duration = .seconds(10)
     /// A pool whose calls had an answer this recently is answering.
     static let progressWindow: Duration = .milliseconds(500)
+    /// How long a cancelled call with a connection may finish its query before the connection is
+    /// closed under it: shutdown must end within ServiceLifecycle's grace.
+    static let cancellationGrace: Duration = .seconds(2)
 
     /// `body` on a pooled connection. A failure before the connection was handed out (the pool
     /// could not reach the database: refused, timed out, its circuit breaker open) is
@@ -68,9 +80,11 @@ public final class PostgresStore: Store {
     /// connections took longer than 1.5 s on a loaded 2-core machine), up to `busyCeiling`.
     /// Without, it waits as long as the pool does (its connect timeout). A wait can still starve
     /// a connection slower than it to open, by cancelling the request that waited for it: the
-    /// default is none, and `herald serve` chooses.
+    /// default is none, and `herald serve` chooses. With `answering`, a call that has its
+    /// connection gives up when the database has not answered within it, and closes the
+    /// connection. A cancelled call with a connection closes it after `cancellationGrace`.
     func leased<R: Sendable>(
-        waiting: Duration? = nil, _ body: @escaping @Sendable (PostgresConnection) async throws -> R
+        waiting: Duration? = nil, answering: Duration? = nil, _ body: @escaping @Sendable (PostgresConnection) async throws -> R
     ) async throws -> R {
         let wait = waiting ?? connectionWait
         let (client, address, progress) = (client, address, progress)
@@ -99,7 +113,7 @@ public final class PostgresStore: Store {
                     do {
                         let value = try await client.withConnection { connection in
                             // Given up on already: the body never runs after its caller was told no.
-                            guard race.connected() else { throw CancellationError() }
+                            guard race.connected(connection) else { throw CancellationError() }
                             let value = try await body(connection)
                             progress.answered()
                             return value
@@ -122,12 +136,14 @@ public final class PostgresStore: Store {
                     } catch {
                         return
                     }
-                    // Without a connection by now, give up; with one, let it finish.
+                    // Without a connection by now, give up; with one, let it finish within `answering`.
                     race.giveUpUnlessConnected(StoreUnavailable(address: address, cause: "no connection, and no answer from the database, within \(wait)"))
+                    guard let answering, (try? await Task.sleep(for: answering)) != nil else { return }
+                    await race.abandon(StoreUnavailable(address: address, cause: "no answer from the database within \(answering)"))
                 })
             }
         } onCancel: {
-            race.cancel()
+            race.cancel(grace: Self.cancellationGrace)
         }
     }
 
@@ -530,7 +546,7 @@ public final class PostgresStore: Store {
     // MARK: Outbox
 
     public func claimDue(app: String, platform: Platform, limit: Int, now: Date, lease: Duration) async throws -> [ClaimedDelivery] {
-        return try await leased(waiting: Self.laneConnectionWait) { [self] client in
+        return try await leased(waiting: Self.laneConnectionWait, answering: laneAnswerDeadline) { [self] client in
             let ms = now.milliseconds
             let leaseUntil = ms + Int64(lease.seconds * 1000)
             return try await client.withTransaction(logger: logger) { db in
@@ -578,7 +594,7 @@ public final class PostgresStore: Store {
     }
 
     public func complete(_ outcomes: [DeliveryOutcome], now: Date) async throws {
-        return try await leased(waiting: Self.laneConnectionWait) { [self] client in
+        return try await leased(waiting: Self.laneConnectionWait, answering: laneAnswerDeadline) { [self] client in
             guard !outcomes.isEmpty else { return }
             let ms = now.milliseconds
             try await client.withTransaction(logger: logger) { db in
@@ -641,7 +657,7 @@ public final class PostgresStore: Store {
     }
 
     public func expire(now: Date) async throws -> Int {
-        return try await leased(waiting: Self.laneConnectionWait) { [self] client in
+        return try await leased(waiting: Self.laneConnectionWait, answering: laneAnswerDeadline) { [self] client in
             try await Self.count(client.query(
                 """
                 UPDATE deliveries SET state = 'expired', last_reason = 'expired', lease_until = NULL, updated_at = \(now.milliseconds)
@@ -867,7 +883,7 @@ private final class LeaseRace<R: Sendable>: Sendable {
         var continuation: CheckedContinuation<R, any Error>?
         var result: Result<R, any Error>?
         var settled = false
-        var connected = false
+        var connection: PostgresConnection?
         var tasks: [Task<Void, Never>] = []
     }
     private let state = Mutex(State())
@@ -889,22 +905,37 @@ private final class LeaseRace<R: Sendable>: Sendable {
         if settled { task.cancel() }
     }
 
-    /// The connection came: true when the call still waits for it (then no deadline applies).
-    func connected() -> Bool {
+    /// The connection came: true when the call still waits for it (then the connection
+    /// deadline no longer applies).
+    func connected(_ connection: PostgresConnection) -> Bool {
         state.withLock { s in
             guard !s.settled else { return false }
-            s.connected = true
+            s.connection = connection
             return true
         }
     }
 
-    var isConnected: Bool { state.withLock { $0.connected } }
+    var isConnected: Bool { state.withLock { $0.connection != nil } }
 
     /// The caller was cancelled: without a connection the call ends now; with one, its body is
-    /// told and ends the call itself (what it wrote is not left half-known).
-    func cancel() {
+    /// told and may end the call itself (what it wrote is not left half-known), within `grace`.
+    func cancel(grace: Duration) {
         settle(.failure(CancellationError()), unlessConnected: true)
         for task in state.withLock({ $0.tasks }) { task.cancel() }
+        guard isConnected else { return }
+        Task {
+            try? await Task.sleep(for: grace)
+            await self.abandon(CancellationError())
+        }
+    }
+
+    /// Ends a call still unsettled with `error` and closes its connection, so a query the
+    /// database never answers neither holds the caller nor keeps the connection.
+    func abandon(_ error: any Error) async {
+        let connection = state.withLock { s in s.settled ? nil : s.connection }
+        guard let connection else { return }
+        settle(.failure(error))
+        try? await connection.close()
     }
 
     func giveUpUnlessConnected(_ error: any Error) {
@@ -914,7 +945,7 @@ private final class LeaseRace<R: Sendable>: Sendable {
 
     func settle(_ result: Result<R, any Error>, unlessConnected: Bool = false) {
         let (continuation, tasks): (CheckedContinuation<R, any Error>?, [Task<Void, Never>]) = state.withLock { s in
-            guard !s.settled, !(unlessConnected && s.connected) else { return (nil, []) }
+            guard !s.settled, !(unlessConnected && s.connection != nil) else { return (nil, []) }
             s.settled = true
             s.result = result
             defer { (s.continuation, s.tasks) = (nil, []) }
