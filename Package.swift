@@ -182,36 +182,49 @@ let package = Package(
         .target(
             name: "HeraldCore",
             dependencies: [
-                "HeraldAPNsCore", "HeraldFCMCore", "HeraldWebPushCore", .product(name: "KasiaProtocol", package: "HeraldKit"), .product(name: "Crypto", package: "swift-crypto"),
+                "HeraldAPNsCore", "HeraldFCMCore", "HeraldPushCore", "HeraldWebPushCore", .product(name: "KasiaProtocol", package: "HeraldKit"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         // Durable state behind a `Store` protocol; SQLite (one file, WAL) here.
         .target(
             name: "HeraldStore",
             dependencies: [
-                "HeraldCore", "HeraldAPNsCore", .product(name: "GRDB", package: "GRDB.swift"),
+                "HeraldCore", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                "HeraldWebPushCore", "HeraldPushCore", .product(name: "KasiaProtocol", package: "HeraldKit"), .product(name: "NIOCore", package: "swift-nio"),
+                "HeraldPushCore", .product(name: "KasiaProtocol", package: "HeraldKit"), .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
         // The delivery core: the publish use case (`EventPublisher`), the outbox lanes, the
         // provider-neutral `PushProvider` seam and its providers (APNs), as lifecycle services.
         // The Matrix Push Gateway API as values, no I/O: the notify body, the app_id map, pushkeys as
         // devices, and Sygnal-shaped payloads for APNs, FCM and Web Push.
-        .target(name: "HeraldMatrix", dependencies: ["HeraldCore", "HeraldAPNsCore", "HeraldFCMCore", "HeraldWebPushCore", .product(name: "KasiaProtocol", package: "HeraldKit")]),
+        .target(name: "HeraldMatrix", dependencies: ["HeraldCore", "HeraldFCMCore", "HeraldWebPushCore", .product(name: "KasiaProtocol", package: "HeraldKit")]),
         .target(
             name: "HeraldDelivery",
             dependencies: [
-                "HeraldCore", "HeraldStore", "HeraldAPNs", "HeraldFCM", "HeraldWebPush", "HeraldMatrix",
+                "HeraldCore", "HeraldStore", "HeraldWebPush", "HeraldMatrix",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "CoreMetrics", package: "swift-metrics"), .product(name: "Crypto", package: "swift-crypto"), "HeraldAPNsCore", "HeraldPushCore", "HeraldWebPushCore", .product(name: "KasiaProtocol", package: "HeraldKit"),
+                .product(name: "CoreMetrics", package: "swift-metrics"), .product(name: "Crypto", package: "swift-crypto"), "HeraldPushCore", "HeraldWebPushCore", .product(name: "KasiaProtocol", package: "HeraldKit"),
                 .product(name: "KasiaCrypto", package: "HeraldKit"),
                 .product(name: "JWTKit", package: "jwt-kit"),
             ]
+        ),
+        // Each push service's side of the delivery core: its `PushProvider` over its client.
+        .target(
+            name: "HeraldAPNsService",
+            dependencies: [
+                "HeraldAPNs", "HeraldAPNsCore", "HeraldCore", "HeraldDelivery", "HeraldStore",
+            ]
+        ),
+        .target(name: "HeraldFCMService", dependencies: ["HeraldCore", "HeraldDelivery", "HeraldFCM", "HeraldStore"]),
+        .target(
+            name: "HeraldWebPushService",
+            dependencies: ["HeraldCore", "HeraldDelivery", "HeraldStore", "HeraldWebPush", "HeraldWebPushCore"]
         ),
         // Reading Kasia off a Kaspa node: its RPC JSON and the classification into Kasia events.
         .target(
@@ -256,7 +269,8 @@ let package = Package(
         .target(
             name: "HeraldApp",
             dependencies: [
-                "HeraldAPNs", "HeraldAPNsCore", "HeraldAPNsSimulator", "HeraldCore", "HeraldDelivery", "HeraldFCM", "HeraldFCMCore",
+                "HeraldAPNs", "HeraldAPNsCore", "HeraldAPNsService", "HeraldAPNsSimulator", "HeraldCore", "HeraldDelivery", "HeraldFCM",
+                "HeraldFCMCore", "HeraldFCMService", "HeraldWebPushService",
                 "HeraldFCMSimulator", "HeraldKaspa", "HeraldMatrix", "HeraldPushCore", "HeraldServer", "HeraldStore", "HeraldWebPush",
                 "HeraldWebPushCore", "HeraldWebPushSimulator", "HeraldSimulatorSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -295,6 +309,7 @@ let package = Package(
         .executableTarget(
             name: "HeraldBench",
             dependencies: [
+                "HeraldWebPushService",
                 "HeraldAPNs", "HeraldAPNsSimulator", "HeraldCore", "HeraldStore", "HeraldKaspa", "KaspaNodeSimulator", "HeraldDelivery",
                 "HeraldWebPush",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -303,7 +318,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                "HeraldAPNsCore", "HeraldWebPushCore", .product(name: "KasiaProtocol", package: "HeraldKit"),
+                "HeraldAPNsCore", "HeraldPushCore", "HeraldWebPushCore", .product(name: "KasiaProtocol", package: "HeraldKit"),
             ],
             path: "Benchmarks/HeraldBench"
         ),
@@ -325,7 +340,7 @@ let package = Package(
         ),
         // Tests that start the `herald` binary as separate processes.
         .testTarget(
-            name: "HeraldCLITests", dependencies: ["HeraldCLI", "HeraldStore", "HeraldCore", "HeraldAPNs", "HeraldWebPushCore", "HeraldTestSupport", "KaspaNodeSimulator", .product(name: "Logging", package: "swift-log")]),
+            name: "HeraldCLITests", dependencies: ["HeraldCLI", "HeraldStore", "HeraldCore", "HeraldPushCore", "HeraldAPNs", "HeraldWebPushCore", "HeraldTestSupport", "KaspaNodeSimulator", .product(name: "Logging", package: "swift-log")]),
         // `herald serve`'s settings and composition root, in-process.
         .testTarget(
             name: "HeraldAppTests",
@@ -338,12 +353,13 @@ let package = Package(
         .testTarget(name: "HeraldMatrixTests", dependencies: ["HeraldMatrix", "HeraldCore", "HeraldFCMCore"]),
         .testTarget(
             name: "HeraldFCMTests",
-            dependencies: ["HeraldFCM", "HeraldFCMSimulator", "HeraldDelivery", "HeraldStore", "HeraldCore", "HeraldAPNsCore", .product(name: "HeraldKit", package: "HeraldKit"), "HeraldTestSupport", .product(name: "NIOPosix", package: "swift-nio")],
+            dependencies: ["HeraldFCMService", "HeraldFCM", "HeraldFCMSimulator", "HeraldDelivery", "HeraldStore", "HeraldCore", "HeraldAPNsCore", "HeraldPushCore", .product(name: "HeraldKit", package: "HeraldKit"), "HeraldTestSupport", .product(name: "NIOPosix", package: "swift-nio")],
             exclude: ["Fixtures"]
         ),
         .testTarget(
             name: "HeraldWebPushTests",
             dependencies: [
+                "HeraldWebPushService",
                 "HeraldWebPushCore", "HeraldWebPush", "HeraldWebPushSimulator", "HeraldDelivery", "HeraldStore", "HeraldCore", "HeraldAPNsCore", .product(name: "HeraldKit", package: "HeraldKit"),
                 "HeraldTestSupport", .product(name: "Crypto", package: "swift-crypto"), .product(name: "NIOPosix", package: "swift-nio"),
                 "HeraldPushCore",
@@ -376,7 +392,7 @@ let package = Package(
         .testTarget(
             name: "HeraldDeliveryTests",
             dependencies: [
-                "HeraldDelivery", "HeraldServer", "HeraldStore", "HeraldCore", "HeraldTestSupport",
+                "HeraldDelivery", "HeraldServer", "HeraldStore", "HeraldCore", "HeraldPushCore", "HeraldTestSupport",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
@@ -387,6 +403,7 @@ let package = Package(
         .testTarget(
             name: "HeraldServerTests",
             dependencies: [
+                "HeraldAPNsService",
                 "HeraldWebPush",
                 "HeraldServer", "HeraldDelivery", "HeraldStore", "HeraldCore", "HeraldAPNs", "HeraldAPNsSimulator", "HeraldTestSupport",
                 "HeraldMatrix", .product(name: "Prometheus", package: "swift-prometheus"),

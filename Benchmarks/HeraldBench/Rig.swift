@@ -5,6 +5,7 @@ import HeraldAPNs
 import HeraldAPNsCore
 import HeraldAPNsSimulator
 import HeraldCore
+import HeraldPushCore
 import HeraldStore
 import NIOCore
 import NIOPosix
@@ -87,7 +88,7 @@ final class Rig: @unchecked Sendable {
             for start in stride(from: 0, to: count, by: 10_000) {
                 let batch = try (start..<min(count, start + 10_000)).map { i in
                     Registration(
-                        app: "default", token: try DeviceToken(Self.token(i), platform: .ios), environment: .sandbox,
+                        app: "default", token: try DeviceToken(Self.token(i), platform: .ios), attributes: DeviceAttributes(apnsEnvironment: .sandbox),
                         watchSet: try WatchSet(watched: watch(i)))
                 }
                 _ = try await store.register(batch, now: now)

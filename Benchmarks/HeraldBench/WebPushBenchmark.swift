@@ -3,8 +3,10 @@ import Crypto
 import Foundation
 import HeraldCore
 import HeraldDelivery
+import HeraldPushCore
 import HeraldStore
 import HeraldWebPush
+import HeraldWebPushService
 import NIOPosix
 
 #if canImport(FoundationNetworking)
@@ -58,8 +60,9 @@ struct WebPushThroughput: AsyncParsableCommand {
             let keys = sub["keys"] as! [String: String]
             let now = Date()
             devices.append(DeviceRecord(
-                rowID: Int64(i), app: "bench", platform: .web, token: sub["endpoint"] as! String, environment: .production, createdAt: now,
-                updatedAt: now, lastSeen: now, webKeys: try WebPushKeys(p256dh: keys["p256dh"]!, auth: keys["auth"]!)))
+                rowID: Int64(i), app: "bench", platform: .web, token: sub["endpoint"] as! String,
+                attributes: DeviceAttributes(production: true).setting(webPushKeys: try WebPushKeys(p256dh: keys["p256dh"]!, auth: keys["auth"]!)),
+                createdAt: now, updatedAt: now, lastSeen: now))
         }
         var configuration = WebPushClientConfiguration(
             endpointGuard: WebPushEndpointGuard(policy: WebPushAddressPolicy(allowedHosts: ["127.0.0.1:\(port)"])),
@@ -98,7 +101,7 @@ struct WebPushThroughput: AsyncParsableCommand {
         try await group.shutdownGracefully()
 
         // Encryption alone, on this thread.
-        let keys = devices[0].webKeys!
+        let keys = devices[0].attributes.webPushKeys!
         let encryptCount = 5_000
         let encryptCPU = Self.cpuSeconds()
         for _ in 0..<encryptCount { _ = try WebPushEncryption.encrypt(payload, to: keys) }

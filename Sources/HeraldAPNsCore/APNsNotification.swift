@@ -69,3 +69,15 @@ public struct APNsNotification: Sendable, Hashable {
         self.payload = payload
     }
 }
+
+extension DeviceAttributes {
+    /// The APNs environment a device's token belongs to (`environment`; sandbox when absent).
+    public var apnsEnvironment: APNsEnvironment {
+        self["environment"].flatMap(APNsEnvironment.init(rawValue:)) ?? .sandbox
+    }
+
+    /// A device of `environment`'s builds.
+    public init(apnsEnvironment environment: APNsEnvironment) {
+        self.init(production: environment == .production)
+    }
+}

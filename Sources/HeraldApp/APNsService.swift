@@ -5,6 +5,7 @@ import HeraldAPNsCore
 import HeraldCore
 import HeraldAPNsSimulator
 import HeraldDelivery
+import HeraldAPNsService
 import HeraldServer
 import Logging
 import NIOPosix

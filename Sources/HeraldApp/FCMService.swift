@@ -1,5 +1,6 @@
 import HeraldCore
 import HeraldDelivery
+import HeraldFCMService
 import HeraldServer
 import HeraldFCM
 import HeraldFCMCore

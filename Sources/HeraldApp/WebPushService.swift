@@ -1,5 +1,6 @@
 import HeraldCore
 import HeraldDelivery
+import HeraldWebPushService
 import HeraldServer
 import HeraldWebPush
 import HeraldWebPushCore

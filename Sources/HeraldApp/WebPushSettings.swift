@@ -1,5 +1,4 @@
 import Foundation
-import HeraldAPNsCore
 import HeraldCore
 import HeraldPushCore
 import HeraldWebPushCore

@@ -26,6 +26,14 @@ public enum CustomTemplate {
     ///   - priority: given, or 5 for background and 10 otherwise.
     ///   - fcm: `{"data": {…}}`: the FCM data map Android devices get verbatim instead of the one
     ///     derived from `aps` and `data` (strings only, FCM's reserved keys refused, 4,096 bytes).
+    /// A custom event's `fields.push_type`: one of Apple's `apns-push-type` values.
+    public static func pushType(_ value: JSONValue) throws(TemplateError) -> APNsPushType {
+        guard case .string(let text) = value, let parsed = APNsPushType(rawValue: text) else {
+            throw TemplateError(field: "fields.push_type", message: "push_type is one of Apple's apns-push-type values")
+        }
+        return parsed
+    }
+
     public static func render(
         aps: JSONValue, data: JSONValue? = nil, pushType: APNsPushType? = nil, priority: APNsPriority? = nil,
         collapseID: String? = nil, fcm: JSONValue? = nil

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldAPNsCore
+import HeraldPushCore
 import HeraldWebPushCore
 import KasiaProtocol
 
@@ -210,4 +211,17 @@ public struct BuiltInTokenRule: DeviceTokenRule {
 
     /// The rules of `Platform.builtIn`, by platform.
     public static let all: [Platform: any DeviceTokenRule] = Dictionary(uniqueKeysWithValues: Platform.builtIn.map { ($0, BuiltInTokenRule($0)) })
+}
+
+extension DeviceAttributes {
+    /// What an Android device's token is (`token_kind`: `fid` for a Firebase Installation ID;
+    /// a plain token when absent).
+    public var tokenKind: DeviceToken.Kind {
+        self["token_kind"].flatMap(DeviceToken.Kind.init(rawValue:)) ?? .token
+    }
+
+    /// These attributes with `kind` (a plain token is kept as no value).
+    public func setting(tokenKind kind: DeviceToken.Kind) -> DeviceAttributes {
+        setting("token_kind", to: kind == .token ? nil : kind.rawValue)
+    }
 }

@@ -101,3 +101,11 @@ extension APNsPushType {
     /// for VoIP pushes and nothing for any other type, so other suffixed types stay refused.
     var stubTopic: String { self == .voip ? "herald.check.voip" : "herald.check" }
 }
+
+extension EventOptions {
+    /// A publisher's `priority` (10, 5 or 1) as the push's.
+    public static func priority(_ value: Int) throws(TemplateError) -> APNsPriority {
+        guard let parsed = APNsPriority(rawValue: value) else { throw TemplateError(field: "priority", message: "priority is 10, 5 or 1") }
+        return parsed
+    }
+}

@@ -53,8 +53,6 @@ public enum KasiaTemplate {
 
     /// The payload travels inline only up to this many hex characters (reference: ≤ 3.5 KB).
     public static let maximumInlinePayloadCharacters = 3_500
-    /// The APNs limit for an alert push.
-    public static let maximumPushSize = APNsPushType.alert.maximumPayloadSize
 
     /// Renders the push; pure.
     ///
@@ -86,7 +84,7 @@ public enum KasiaTemplate {
         var bytes = payload(inline: false)
         if let hex = event.payloadHex, hex.utf8.count <= maximumInlinePayloadCharacters {
             let inline = payload(inline: true)
-            if inline.count <= maximumPushSize { bytes = inline }
+            if inline.count <= RenderedPush.maximumAlertSize { bytes = inline }
         }
         return RenderedPush(pushType: .alert, priority: .immediate, collapseID: event.txID, payload: bytes)
     }

@@ -20,6 +20,18 @@ public struct RenderedPush: Hashable, Sendable {
         self.fcmData = fcmData
     }
 
+    /// The largest alert push document, in bytes: APNs's limit for an alert, the smallest of the
+    /// services'. Templates that fit what they can inline fit it to this.
+    public static let maximumAlertSize = APNsPushType.alert.maximumPayloadSize
+
+    /// A push as the stores keep it: the type and priority as their raw values (one the store
+    /// does not know reads as an alert sent at once).
+    public init(storedPushType: String, storedPriority: Int, collapseID: String?, payload: [UInt8], fcmData: [String: String]? = nil) {
+        self.init(
+            pushType: APNsPushType(rawValue: storedPushType) ?? .alert, priority: APNsPriority(rawValue: storedPriority) ?? .immediate,
+            collapseID: collapseID, payload: payload, fcmData: fcmData)
+    }
+
     /// `fcmData` as the stores keep it (JSON, keys sorted), or nil.
     public var fcmDataJSON: String? {
         guard let fcmData else { return nil }

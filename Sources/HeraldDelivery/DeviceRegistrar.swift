@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
-import HeraldAPNsCore
 import HeraldCore
+import HeraldPushCore
 import HeraldStore
 import HeraldWebPush
 import HeraldWebPushCore
@@ -150,7 +150,7 @@ public struct DeviceRegistrar: Sendable {
             guard let text = request.deviceToken else { throw Refusal.missing("device_token") }
             do { token = try tokenRule.token(text, kind: kind) } catch { throw Refusal.invalid("device_token", error.description) }
         }
-        let environment = try self.environment(request.environment, app: app)
+        let attributes = try self.attributes(environment: request.environment, app: app).setting(webPushKeys: webKeys)
         // No control characters: a NUL would end the stored text early, and the device would
         // answer to another id than the one registered.
         if let id = request.deviceID, id.isEmpty || id.unicodeScalars.count > 256 || id.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
@@ -162,7 +162,7 @@ public struct DeviceRegistrar: Sendable {
         // A token registered under one identity moves to another only with that identity's token.
         try await requireOwned(token.value, app: app, grant: grant)
         let registration = Registration(
-            app: app, token: token, environment: environment, deviceID: request.deviceID, watchSet: watchSet, webKeys: webKeys)
+            app: app, token: token, attributes: attributes, deviceID: request.deviceID, watchSet: watchSet)
         if let settings = apps[app] { try await admit(token, app: settings, field: "device_token") }
         _ = try await store.register(registration, now: clock.now())
         return watchSet
@@ -225,12 +225,12 @@ public struct DeviceRegistrar: Sendable {
 
     // MARK: Checks
 
-    /// The environment named, or without one the app's own: its builds are production or sandbox
-    /// as it is configured.
-    private func environment(_ text: String?, app: String) throws -> APNsEnvironment {
-        guard let text else { return apps[app]?.production == true ? .production : .sandbox }
-        guard let parsed = APNsEnvironment(rawValue: text) else { throw Refusal.invalid("environment", "environment is production or sandbox") }
-        return parsed
+    /// The device's builds as named (`environment`), or without a name the app's own: production
+    /// or sandbox as it is configured.
+    private func attributes(environment text: String?, app: String) throws -> DeviceAttributes {
+        guard let text else { return DeviceAttributes(production: apps[app]?.production == true) }
+        guard text == "production" || text == "sandbox" else { throw Refusal.invalid("environment", "environment is production or sandbox") }
+        return DeviceAttributes(production: text == "production")
     }
 
     /// Under a signed policy, a device watches only what its token grants: its own identity's keys

@@ -1,5 +1,4 @@
 import Foundation
-import HeraldAPNsCore
 import HeraldCore
 import HeraldStore
 import KasiaProtocol
@@ -153,6 +152,11 @@ public struct EventPublisher: Sendable {
         return now.addingTimeInterval(asked <= 0 ? nowOrNeverLifetime : min(asked, maximumLifetime))
     }
 
+    /// An option read by its template's rule; a bad one is the request's `invalid` at its field.
+    private static func option<T>(_ prefix: String, _ read: () throws(TemplateError) -> T) throws -> T {
+        do { return try read() } catch { throw Refusal.invalid(prefix + error.field, error.message) }
+    }
+
     /// Validates and renders one event (no I/O).
     func validate(_ body: Request, field prefix: String, publisherKey: String, now: Date) throws -> Draft {
         let settings = try apps.publisherApp(key: publisherKey, requested: body.app, field: prefix + "app")
@@ -164,11 +168,7 @@ public struct EventPublisher: Sendable {
         guard let fields = body.fields, fields.objectFields != nil else {
             throw Refusal.invalid(prefix + "fields", "fields is a JSON object")
         }
-        var priority: APNsPriority?
-        if let value = body.priority {
-            guard let parsed = APNsPriority(rawValue: value) else { throw Refusal.invalid(prefix + "priority", "priority is 10, 5 or 1") }
-            priority = parsed
-        }
+        let priority = try Self.option(prefix) { () throws(TemplateError) in try body.priority.map(EventOptions.priority) }
         let expiresAt = Self.expiry(of: body.expiration, now: now)
 
         var push: RenderedPush
@@ -182,13 +182,7 @@ public struct EventPublisher: Sendable {
             for key in ["aps", "data", "fcm"] where map[key].map({ $0.objectFields == nil }) == true {
                 throw Refusal.invalid(prefix + "fields." + key, "\(key) is a JSON object")
             }
-            var pushType: APNsPushType?
-            if let value = map["push_type"] {
-                guard case .string(let text) = value, let parsed = APNsPushType(rawValue: text) else {
-                    throw Refusal.invalid(prefix + "fields.push_type", "push_type is one of Apple's apns-push-type values")
-                }
-                pushType = parsed
-            }
+            let pushType = try Self.option(prefix) { () throws(TemplateError) in try map["push_type"].map(CustomTemplate.pushType) }
             do {
                 push = try CustomTemplate.render(
                     aps: aps, data: map["data"], pushType: pushType, priority: priority, collapseID: body.collapseID, fcm: map["fcm"])

@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
-import HeraldAPNsCore
 import HeraldCore
+import HeraldPushCore
 import HeraldMatrix
 import HeraldStore
 import HeraldWebPushCore
@@ -90,7 +90,7 @@ public struct MatrixNotifier: Sendable {
                 continue
             }
             named.append((i, app, NamedDevice(
-                app: app.app, token: token, environment: settings.production ? .production : .sandbox, webKeys: keys,
+                app: app.app, token: token, attributes: DeviceAttributes(production: settings.production).setting(webPushKeys: keys),
                 registeredAt: Date(timeIntervalSince1970: TimeInterval(ts)))))
         }
         try await admitWithinLimits(named.map { ($0.device, "notification.devices[\($0.index)].pushkey") })

@@ -1,5 +1,4 @@
 import Foundation
-import HeraldAPNsCore
 import HeraldCore
 import HeraldFCMCore
 import HeraldWebPushCore
@@ -57,7 +56,7 @@ public enum MatrixPushBuilder {
             put(&aps, "content-available", .int(1))
             put(&root, "aps", .object(aps))
         }
-        guard let payload = fitted(root, limit: APNsPushType.alert.maximumPayloadSize) else { return nil }
+        guard let payload = fitted(root, limit: RenderedPush.maximumAlertSize) else { return nil }
         return RenderedPush(
             pushType: visible ? .alert : .background, priority: visible && !n.isLowPriority ? .immediate : .considerate,
             collapseID: nil, payload: payload)

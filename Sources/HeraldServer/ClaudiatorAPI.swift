@@ -1,6 +1,7 @@
 import Foundation
 import HeraldDelivery
 import HeraldCore
+import HeraldPushCore
 import HeraldStore
 import Hummingbird
 
@@ -48,7 +49,7 @@ public struct ClaudiatorAPI: Sendable {
         let token = try DeviceRegistrar.token(body.token, platform: platform, field: "token")
         try AppDirectory.require(grant, covers: token.value, field: "token")
         _ = try await registrar.register(
-            Registration(app: app.id, token: token, environment: app.production ? .production : .sandbox, watchSet: .empty),
+            Registration(app: app.id, token: token, attributes: DeviceAttributes(production: app.production), watchSet: .empty),
             app: app, field: "token")
         return RegistrationAPI.json(["registered": true])
     }

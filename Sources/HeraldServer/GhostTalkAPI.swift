@@ -1,6 +1,7 @@
 import Foundation
 import HeraldDelivery
 import HeraldCore
+import HeraldPushCore
 import HeraldStore
 import Hummingbird
 
@@ -54,7 +55,7 @@ public struct GhostTalkAPI: Sendable {
         try AppDirectory.require(grant, covers: body.session_id, field: "session_id")
         let token = try DeviceRegistrar.token(body.device_token, platform: .ios)
         _ = try await registrar.register(
-            Registration(app: app.id, token: token, environment: app.production ? .production : .sandbox,
+            Registration(app: app.id, token: token, attributes: DeviceAttributes(production: app.production),
                          watchSet: try WatchSet(watched: [session])),
             app: app, field: "device_token")
         return RegistrationAPI.json(["success": true, "message": "Device registered successfully"])

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import HeraldDelivery
 import HeraldCore
+import HeraldPushCore
 import HTTPTypes
 import HeraldStore
 import Hummingbird
@@ -47,7 +48,7 @@ public struct SafeWhisperAPI: Sendable {
         let body = try await JSONBody.decode(TokenBody.self, from: request, limit: configuration.maximumBodySize)
         let token = try DeviceRegistrar.token(body.apnsToken, platform: .ios, field: "apnsToken")
         let device = try await registrar.register(
-            Registration(app: app.id, token: token, environment: app.production ? .production : .sandbox, deviceID: deviceID, watchSet: .empty,
+            Registration(app: app.id, token: token, attributes: DeviceAttributes(production: app.production), deviceID: deviceID, watchSet: .empty,
                          replacesDeviceTokens: true),
             app: app, field: "apnsToken")
         return RegistrationAPI.json(["id": .string(Self.recordID(app: device.app, token: device.token))], status: .created)

@@ -1,5 +1,4 @@
 import Foundation
-import HeraldAPNsCore
 import HeraldCore
 import HeraldPushCore
 import Logging
@@ -205,7 +204,7 @@ public final class PostgresStore: Store {
                         """
                         INSERT INTO devices (app_id, platform, token, attributes, device_id, created_at, updated_at, last_seen)
                         VALUES (\(r.app), \(r.token.platform.rawValue), \(r.token.value),
-                          \(DeviceAttributes(environment: r.environment, tokenKind: r.token.kind, webKeys: r.webKeys).storedForm), \(r.deviceID), \(ms), \(ms), \(ms))
+                          \(r.storedAttributes.storedForm), \(r.deviceID), \(ms), \(ms), \(ms))
                         ON CONFLICT (app_id, token) DO UPDATE SET platform = excluded.platform, attributes = excluded.attributes,
                           device_id = excluded.device_id,
                           updated_at = excluded.updated_at, last_seen = excluded.last_seen, disabled_reason = NULL, registered_by = NULL
@@ -269,7 +268,7 @@ public final class PostgresStore: Store {
                         """
                         INSERT INTO devices (app_id, platform, token, attributes, device_id, created_at, updated_at, last_seen, registered_by)
                         VALUES (\(d.app), \(d.token.platform.rawValue), \(d.token.value),
-                          \(DeviceAttributes(environment: d.environment, tokenKind: d.token.kind, webKeys: d.webKeys).storedForm), NULL, \(ms), \(registered), \(ms),
+                          \(d.storedAttributes.storedForm), NULL, \(ms), \(registered), \(ms),
                           'matrix')
                         ON CONFLICT (app_id, token) DO UPDATE SET platform = excluded.platform, attributes = excluded.attributes,
                           updated_at = GREATEST(devices.updated_at, excluded.updated_at), last_seen = excluded.last_seen,
@@ -425,7 +424,7 @@ public final class PostgresStore: Store {
                     var eventIDs: [String] = [], deviceRows: [Int64] = [], apnsIDs: [String] = [], appIDs: [String] = [], expires: [Int64] = []
                     for event in events where inserted.contains(event.id) {
                         let rows = Array(Set(event.deviceRowIDs)).sorted()
-                        let sequence = APNsIDSequence()
+                        let sequence = DeliveryIDSequence()
                         for row in rows {
                             eventIDs.append(event.id)
                             deviceRows.append(row)
@@ -583,7 +582,7 @@ public final class PostgresStore: Store {
                     out.append(ClaimedDelivery(
                         id: id, eventID: eventID, device: device,
                         push: RenderedPush(
-                            pushType: APNsPushType(rawValue: pushType) ?? .alert, priority: APNsPriority(rawValue: Int(priority)) ?? .immediate,
+                            storedPushType: pushType, storedPriority: Int(priority),
                             collapseID: collapseID, payload: Array(payload.readableBytesView), fcmData: RenderedPush.fcmData(json: fcmData)),
                         apnsID: UUID(uuidString: apnsID) ?? UUID(), attempt: Int(attempts), expiresAt: Date(milliseconds: expiresAt),
                         acceptedAt: Date(milliseconds: createdAt), requestID: requestID))

@@ -3,7 +3,6 @@ import GRDB
 #if canImport(Glibc)
 import Glibc
 #endif
-import HeraldAPNsCore
 import HeraldCore
 import HeraldPushCore
 
@@ -94,7 +93,7 @@ public final class SQLiteStore: Store {
                 try revive.execute(arguments: [r.app, r.token.value])
                 try upsert.execute(arguments: [
                     r.app, r.token.platform.rawValue, r.token.value,
-                    DeviceAttributes(environment: r.environment, tokenKind: r.token.kind, webKeys: r.webKeys).storedForm, r.deviceID, ms, ms, ms,
+                    r.storedAttributes.storedForm, r.deviceID, ms, ms, ms,
                 ])
                 let device = try Self.device(db, app: r.app, token: r.token.value)!
                 try Self.replaceWatchSet(db, deviceRowID: device.rowID, with: r.watchSet)
@@ -157,7 +156,7 @@ public final class SQLiteStore: Store {
                 if apps.insert(d.app).inserted { try app.execute(arguments: [d.app, ms]) }
                 try upsert.execute(arguments: [
                     d.app, d.token.platform.rawValue, d.token.value,
-                    DeviceAttributes(environment: d.environment, tokenKind: d.token.kind, webKeys: d.webKeys).storedForm, ms, registered, ms, revived,
+                    d.storedAttributes.storedForm, ms, registered, ms, revived,
                 ])
                 guard let device = try Self.device(db, app: d.app, token: d.token.value), device.disabledReason == nil else { return nil }
                 return device
@@ -407,7 +406,7 @@ public final class SQLiteStore: Store {
             try eventValues.text(12, event.requestID)
             try insertEvent.execute()
             guard db.changesCount == 1 else { continue }
-            let apnsIDs = APNsIDSequence()
+            let apnsIDs = DeliveryIDSequence()
             let expiresAt = event.expiresAt.milliseconds
             let rows = Set(event.deviceRowIDs).sorted()
             let routed = event.devices.count == rows.count ? event.devices : []
@@ -566,8 +565,7 @@ public final class SQLiteStore: Store {
             return ClaimedDelivery(
                 id: id, eventID: row[1], device: Self.deviceRecord(row, from: 13),
                 push: RenderedPush(
-                    pushType: APNsPushType(rawValue: row[5]) ?? .alert,
-                    priority: APNsPriority(rawValue: row[6]) ?? .immediate,
+                    storedPushType: row[5], storedPriority: row[6],
                     collapseID: row[7], payload: Array(data), fcmData: RenderedPush.fcmData(json: row[9])),
                 apnsID: UUID(uuidString: row[2]) ?? UUID(),
                 attempt: (row[3] as Int) + 1,
@@ -891,7 +889,7 @@ extension Date {
 /// The apns-ids of one event's deliveries: one random UUID per event whose last 48 bits are
 /// replaced by each device's row id. As unique as a random UUID per delivery, without a
 /// random draw and a formatted string per device (a fan-out to 100,000 devices).
-struct APNsIDSequence {
+struct DeliveryIDSequence {
     private let base: [UInt8]
 
     init() {

@@ -1,8 +1,6 @@
 import Foundation
-import HeraldAPNsCore
 import HeraldCore
 import HeraldPushCore
-import HeraldWebPushCore
 
 /// A registered device as stored.
 public struct DeviceRecord: Hashable, Sendable {
@@ -12,32 +10,26 @@ public struct DeviceRecord: Hashable, Sendable {
     public var platform: Platform
     /// Normalised (APNs: lowercase hex).
     public var token: String
-    public var environment: APNsEnvironment
+    /// What its push service keeps for it (environment, token kind, subscription keys).
+    public var attributes: DeviceAttributes
     /// An app-chosen stable id (SafeWhisper's X-Device-ID).
     public var deviceID: String?
-    /// An FCM registration token or a Firebase Installation ID (`.token` for every APNs device).
-    public var tokenKind: DeviceToken.Kind
     public var createdAt: Date
     /// The last registration; a 410 older than this keeps the device.
     public var updatedAt: Date
     public var lastSeen: Date
     /// Set when the push service called the token bad for its app and environment.
     public var disabledReason: String?
-    /// A Web Push subscription's keys (nil for APNs and FCM devices).
-    public var webKeys: WebPushKeys?
 
     public init(
-        rowID: Int64, app: String, platform: Platform, token: String, environment: APNsEnvironment, deviceID: String? = nil,
-        tokenKind: DeviceToken.Kind = .token, createdAt: Date, updatedAt: Date, lastSeen: Date, disabledReason: String? = nil,
-        webKeys: WebPushKeys? = nil
+        rowID: Int64, app: String, platform: Platform, token: String, attributes: DeviceAttributes, deviceID: String? = nil,
+        createdAt: Date, updatedAt: Date, lastSeen: Date, disabledReason: String? = nil
     ) {
         self.rowID = rowID
-        self.webKeys = webKeys
-        self.tokenKind = tokenKind
         self.app = app
         self.platform = platform
         self.token = token
-        self.environment = environment
+        self.attributes = attributes
         self.deviceID = deviceID
         self.createdAt = createdAt
         self.updatedAt = updatedAt
@@ -50,27 +42,30 @@ public struct DeviceRecord: Hashable, Sendable {
 public struct Registration: Sendable {
     public var app: String
     public var token: DeviceToken
-    public var environment: APNsEnvironment
+    /// What its push service keeps for it: the environment of its builds, and the service's own
+    /// values (a Web Push subscription's keys; its endpoint is `token`). The token's kind is
+    /// added from `token` when stored.
+    public var attributes: DeviceAttributes
     public var deviceID: String?
     public var watchSet: WatchSet
     /// The token is now the only one of `deviceID` (SafeWhisper's device switch): other devices
     /// of the app with that device id are removed in the same transaction.
     public var replacesDeviceTokens: Bool
-    /// A Web Push subscription's keys (its endpoint is `token`).
-    public var webKeys: WebPushKeys?
 
     public init(
-        app: String, token: DeviceToken, environment: APNsEnvironment, deviceID: String? = nil, watchSet: WatchSet,
-        replacesDeviceTokens: Bool = false, webKeys: WebPushKeys? = nil
+        app: String, token: DeviceToken, attributes: DeviceAttributes, deviceID: String? = nil, watchSet: WatchSet,
+        replacesDeviceTokens: Bool = false
     ) {
         self.app = app
-        self.webKeys = webKeys
         self.token = token
-        self.environment = environment
+        self.attributes = attributes
         self.deviceID = deviceID
         self.watchSet = watchSet
         self.replacesDeviceTokens = replacesDeviceTokens
     }
+
+    /// The attributes as stored: with the token's kind.
+    var storedAttributes: DeviceAttributes { attributes.setting(tokenKind: token.kind) }
 }
 
 /// A device a request names itself, with no registration step (a Matrix pusher's pushkey): what
@@ -79,17 +74,19 @@ public struct Registration: Sendable {
 public struct NamedDevice: Sendable {
     public var app: String
     public var token: DeviceToken
-    public var environment: APNsEnvironment
-    public var webKeys: WebPushKeys?
+    /// As a registration's (`Registration.attributes`).
+    public var attributes: DeviceAttributes
     public var registeredAt: Date
 
-    public init(app: String, token: DeviceToken, environment: APNsEnvironment, webKeys: WebPushKeys? = nil, registeredAt: Date) {
+    public init(app: String, token: DeviceToken, attributes: DeviceAttributes, registeredAt: Date) {
         self.app = app
         self.token = token
-        self.environment = environment
-        self.webKeys = webKeys
+        self.attributes = attributes
         self.registeredAt = registeredAt
     }
+
+    /// The attributes as stored: with the token's kind.
+    var storedAttributes: DeviceAttributes { attributes.setting(tokenKind: token.kind) }
 }
 
 extension NamedDevice {
@@ -107,8 +104,7 @@ extension NamedDevice {
         guard let device else { return nil }
         if device.disabledReason != nil { return .some(nil) }
         let current =
-            device.updatedAt >= registeredAt && device.webKeys == webKeys && device.platform == token.platform
-            && device.environment == environment && device.tokenKind == token.kind
+            device.updatedAt >= registeredAt && device.platform == token.platform && device.attributes == storedAttributes
             && now.timeIntervalSince(device.lastSeen) < Self.seenGranularity
         return current ? .some(device) : nil
     }

@@ -1,7 +1,6 @@
 import Foundation
-import HeraldAPNsCore
 import HeraldCore
-import HeraldWebPushCore
+import HeraldPushCore
 import KasiaProtocol
 
 /// What both stores read back from their rows, built in one place.
@@ -12,12 +11,11 @@ enum StoreRows {
         rowID: Int64, app: String, platform: String, token: String, deviceID: String?,
         createdAt: Int64, updatedAt: Int64, lastSeen: Int64, disabledReason: String?, attributes: String
     ) -> DeviceRecord {
-        let attributes = DeviceAttributes(storedForm: attributes)
-        return DeviceRecord(
+        DeviceRecord(
             rowID: rowID, app: app, platform: Platform(platform), token: token,
-            environment: attributes.environment, deviceID: deviceID, tokenKind: attributes.tokenKind,
+            attributes: DeviceAttributes(storedForm: attributes), deviceID: deviceID,
             createdAt: Date(milliseconds: createdAt), updatedAt: Date(milliseconds: updatedAt),
-            lastSeen: Date(milliseconds: lastSeen), disabledReason: disabledReason, webKeys: attributes.webKeys)
+            lastSeen: Date(milliseconds: lastSeen), disabledReason: disabledReason)
     }
 
     /// Watch sets from `watch_keys` rows (device, role, key) and `contextual_routes` rows
@@ -44,46 +42,5 @@ enum StoreRows {
             out[id] = try? WatchSet(watched: watched[id] ?? [], own: own[id] ?? [], routes: deviceRoutes, maximumKeys: .max)
         }
         return out
-    }
-}
-
-/// What a device carries for its push service, kept in the one `attributes` column as a JSON
-/// object of strings: `environment` (APNs: production or sandbox), `token_kind` (FCM: `fid`;
-/// absent for a plain token), `web_keys` (Web Push: the subscription's keys, `p256dh.auth`).
-/// Schema v16 built it from the typed columns it replaced, in this key order, so the stored
-/// form of the common devices is one of a few exact strings, read without a JSON parse.
-struct DeviceAttributes: Hashable, Sendable {
-    var environment: APNsEnvironment
-    var tokenKind: DeviceToken.Kind
-    var webKeys: WebPushKeys?
-
-    init(environment: APNsEnvironment, tokenKind: DeviceToken.Kind, webKeys: WebPushKeys?) {
-        self.environment = environment
-        self.tokenKind = tokenKind
-        self.webKeys = webKeys
-    }
-
-    /// The stored form: keys in a fixed order, values without characters JSON would escape
-    /// (the environment and kind are enum names, the keys base64url).
-    var storedForm: String {
-        var text = #"{"environment":""# + environment.rawValue + #"""#
-        if tokenKind != .token { text += #","token_kind":""# + tokenKind.rawValue + #"""# }
-        if let webKeys { text += #","web_keys":""# + webKeys.storedForm + #"""# }
-        return text + "}"
-    }
-
-    /// Reads the stored form; what is missing or unreadable takes the defaults (sandbox, a plain
-    /// token, no keys), as the typed columns' readers did.
-    init(storedForm text: String) {
-        switch text {
-        case #"{"environment":"sandbox"}"#: self.init(environment: .sandbox, tokenKind: .token, webKeys: nil)
-        case #"{"environment":"production"}"#: self.init(environment: .production, tokenKind: .token, webKeys: nil)
-        default:
-            let fields = (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]) ?? [:]
-            self.init(
-                environment: (fields["environment"] as? String).flatMap(APNsEnvironment.init(rawValue:)) ?? .sandbox,
-                tokenKind: (fields["token_kind"] as? String).flatMap(DeviceToken.Kind.init(rawValue:)) ?? .token,
-                webKeys: (fields["web_keys"] as? String).flatMap(WebPushKeys.init(storedForm:)))
-        }
     }
 }

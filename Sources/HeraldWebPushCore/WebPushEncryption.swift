@@ -221,3 +221,15 @@ public enum WebPushEncryption {
     private static let cekInfo = Array("Content-Encoding: aes128gcm".utf8) + [0, 1]
     private static let nonceInfo = Array("Content-Encoding: nonce".utf8) + [0, 1]
 }
+
+extension DeviceAttributes {
+    /// A Web Push subscription's keys (`web_keys`, as `WebPushKeys.storedForm`).
+    public var webPushKeys: WebPushKeys? {
+        self["web_keys"].flatMap(WebPushKeys.init(storedForm:))
+    }
+
+    /// These attributes with the subscription's keys (removed when nil).
+    public func setting(webPushKeys keys: WebPushKeys?) -> DeviceAttributes {
+        setting("web_keys", to: keys?.storedForm)
+    }
+}

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldPushCore
 import HeraldStore
 import HeraldTestSupport
 import Testing
@@ -30,7 +31,7 @@ struct MultiInstanceTests {
             for start in stride(from: 0, to: devices, by: 5_000) {
                 _ = try await store.register(try (start..<start + 5_000).map { i in
                     Registration(app: "default", token: Self.isAndroid(i) ? try DeviceToken(Self.fcmToken(i), platform: .android)
-                                     : try DeviceToken(hexToken(i), platform: .ios), environment: .sandbox,
+                                     : try DeviceToken(hexToken(i), platform: .ios), attributes: DeviceAttributes(production: false),
                                  watchSet: try WatchSet(watched: [WatchKey.session("s\(i)")]))
                 }, now: Date())
             }

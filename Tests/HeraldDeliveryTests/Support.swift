@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
 import HeraldDelivery
+import HeraldPushCore
 import HeraldStore
 import Synchronization
 
@@ -45,7 +46,7 @@ final class InMemoryDeliveryQueue: DeliveryQueue {
                 let hex = String(id, radix: 16)
                 let device = DeviceRecord(
                     rowID: id, app: app, platform: platform, token: String(repeating: "0", count: 64 - hex.count) + hex,
-                    environment: .sandbox, createdAt: now, updatedAt: now, lastSeen: now)
+                    attributes: DeviceAttributes(production: false), createdAt: now, updatedAt: now, lastSeen: now)
                 s.devices[id] = device
                 return device
             }

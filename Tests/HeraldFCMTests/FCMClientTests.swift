@@ -4,6 +4,8 @@ import HeraldCore
 import HeraldDelivery
 import HeraldFCM
 import HeraldFCMSimulator
+import HeraldFCMService
+import HeraldPushCore
 import HeraldKit
 import HeraldStore
 import HeraldTestSupport
@@ -253,7 +255,7 @@ import FoundationNetworking
         let now = Date(timeIntervalSince1970: 1_800_000_000)
         return ClaimedDelivery(
             id: 1, eventID: "e",
-            device: DeviceRecord(rowID: 1, app: "kasia", platform: .android, token: "fcm-token", environment: .production, createdAt: now, updatedAt: now, lastSeen: now),
+            device: DeviceRecord(rowID: 1, app: "kasia", platform: .android, token: "fcm-token", attributes: DeviceAttributes(production: true), createdAt: now, updatedAt: now, lastSeen: now),
             push: RenderedPush(pushType: pushType, priority: priority, collapseID: "tx1", payload: Array(payload.utf8)), apnsID: UUID(), attempt: 1,
             expiresAt: now.addingTimeInterval(expiresIn))
     }

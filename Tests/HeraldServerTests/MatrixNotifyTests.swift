@@ -144,7 +144,7 @@ struct MatrixNotifyTests {
             #expect(n.status == .ok)
             #expect(try json(n)["rejected"] as? [String] == [])
             let after = try #require(try await store.devices(app: "default", tokens: [hexToken]).first)
-            #expect(after.environment == .production && after.platform == before.platform && after.updatedAt == before.updatedAt)
+            #expect(after.attributes.apnsEnvironment == .production && after.platform == before.platform && after.updatedAt == before.updatedAt)
             // The push went to the device as registered.
             #expect(try await store.stats().deliveries == [.pending: 1])
         }

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldAPNs
+import HeraldAPNsService
 import HeraldAPNsSimulator
 import HeraldCore
 import HeraldDelivery

@@ -2,9 +2,11 @@ import Crypto
 import Foundation
 import HeraldAPNs
 import HeraldAPNsCore
+import HeraldAPNsService
 import HeraldAPNsSimulator
 import HeraldCore
 import HeraldDelivery
+import HeraldPushCore
 import HeraldServer
 import HeraldStore
 import NIOPosix
@@ -60,7 +62,7 @@ struct OutboxHarness {
             let token = String(repeating: "0", count: 64 - hex.count) + hex
             tokens.append(token)
             rows.append(try await store.register(
-                Registration(app: app, token: try DeviceToken(token, platform: .ios), environment: .sandbox, watchSet: .empty),
+                Registration(app: app, token: try DeviceToken(token, platform: .ios), attributes: DeviceAttributes(apnsEnvironment: .sandbox), watchSet: .empty),
                 now: Date()).rowID)
         }
         return (rows, tokens)
@@ -144,7 +146,7 @@ struct OutboxIntegrationTests {
             var rows: [Int64] = []
             for (token, environment) in [(production, APNsEnvironment.production), (sandbox, .sandbox)] {
                 rows.append(try await h.store.register(
-                    Registration(app: "default", token: try DeviceToken(token, platform: .ios), environment: environment, watchSet: .empty),
+                    Registration(app: "default", token: try DeviceToken(token, platform: .ios), attributes: DeviceAttributes(apnsEnvironment: environment), watchSet: .empty),
                     now: Date()).rowID)
             }
             try await h.enqueue(app: "default", rows: rows)
@@ -169,7 +171,7 @@ struct OutboxIntegrationTests {
             var rows: [Int64] = []
             for token in [keep, gone] {
                 rows.append(try await store.register(
-                    Registration(app: "default", token: try DeviceToken(token, platform: .ios), environment: .sandbox,
+                    Registration(app: "default", token: try DeviceToken(token, platform: .ios), attributes: DeviceAttributes(apnsEnvironment: .sandbox),
                                  watchSet: try WatchSet(watched: [WatchKey.session("s")])),
                     now: registered).rowID)
             }

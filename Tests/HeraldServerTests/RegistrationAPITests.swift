@@ -110,7 +110,7 @@ struct RegistrationShapeTests {
             // Status keeps SPEC §3.1's shape: {registered, watched_addresses, last_seen}.
             let status = try json(try await send(client, .get, "/v1/push/status?device_token=\(fid)"))
             #expect(Set(status.keys) == ["registered", "watched_addresses", "last_seen"] && status["registered"] as? Bool == true)
-            #expect(try await store.devices(app: "default", watching: "session:s1").map(\.tokenKind).sorted { $0.rawValue < $1.rawValue } == [.fid, .token])
+            #expect(try await store.devices(app: "default", watching: "session:s1").map(\.attributes.tokenKind).sorted { $0.rawValue < $1.rawValue } == [.fid, .token])
         }
     }
 
@@ -123,7 +123,7 @@ struct RegistrationShapeTests {
                 """#)
             #expect(r.status == .ok)
             let (device, set) = try #require(try await store.status(app: "default", token: token1, now: Date()))
-            #expect(device.environment == .production && device.deviceID == "phone-1")
+            #expect(device.attributes.apnsEnvironment == .production && device.deviceID == "phone-1")
             #expect(set.own.map(\.string) == [kaspaA])
             #expect(set.routes.first?.value == ["abc", "def"])
         }

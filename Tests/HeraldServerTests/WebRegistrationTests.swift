@@ -47,7 +47,7 @@ struct WebRegistrationTests {
             let devices = try await store.devices(app: "default", tokens: [Self.endpoint])
             #expect(devices.count == 1)
             #expect(devices.first?.platform == .web)
-            #expect(devices.first?.webKeys == (try WebPushKeys(p256dh: Self.p256dh, auth: Self.auth)))
+            #expect(devices.first?.attributes.webPushKeys == (try WebPushKeys(p256dh: Self.p256dh, auth: Self.auth)))
             #expect(try await store.devices(app: "default", watching: "session:w1").isEmpty)
             #expect(try await store.devices(app: "default", watching: "session:w2").count == 1)
             // Update and unregister name the subscription by its endpoint.

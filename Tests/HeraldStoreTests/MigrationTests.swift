@@ -45,9 +45,9 @@ struct MigrationTests {
     static func expectIntact(_ store: any Store) async throws {
         let devices = try await store.devices(app: "a", tokens: [iPhone, fid, endpoint])
         let byToken = Dictionary(uniqueKeysWithValues: devices.map { ($0.token, $0) })
-        #expect(byToken[iPhone]?.environment == .production && byToken[iPhone]?.platform == .ios)
-        #expect(byToken[fid]?.tokenKind == .fid && byToken[fid]?.environment == .sandbox)
-        #expect(byToken[endpoint]?.webKeys == keys)
+        #expect(byToken[iPhone]?.attributes.apnsEnvironment == .production && byToken[iPhone]?.platform == .ios)
+        #expect(byToken[fid]?.attributes.tokenKind == .fid && byToken[fid]?.attributes.apnsEnvironment == .sandbox)
+        #expect(byToken[endpoint]?.attributes.webPushKeys == keys)
         // The shared APNs token is still the one every instance sends (10 minutes old: kept).
         let apns = try await store.providerToken(
             teamID: "TEAM123456", keyID: "ABC1234567", now: now, refreshAfter: .seconds(3000), minimumAge: .seconds(1200), rejected: nil,

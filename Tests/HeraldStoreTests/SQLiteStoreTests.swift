@@ -58,7 +58,7 @@ private func token(_ i: Int) -> DeviceToken {
 
 private func registration(_ i: Int, app: String = "kasia", watching keys: [WatchKey], own: [KaspaAddress] = [],
                           routes: [ContextualRoute] = []) throws -> Registration {
-    Registration(app: app, token: token(i), environment: .sandbox, deviceID: "device-\(i)",
+    Registration(app: app, token: token(i), attributes: DeviceAttributes(apnsEnvironment: .sandbox), deviceID: "device-\(i)",
                  watchSet: try WatchSet(watched: keys, own: own, routes: routes))
 }
 
@@ -101,7 +101,7 @@ struct StoreRegistrationTests {
     func lifecycle() async throws {
         try await withEachStore { store, _ in
             let d = try await store.register(try registration(1, watching: [.kaspaAddress(address(1)), .kaspaAddress(address(2))]), now: t0)
-            #expect(d.token == token(1).value && d.deviceID == "device-1" && d.environment == .sandbox)
+            #expect(d.token == token(1).value && d.deviceID == "device-1" && d.attributes.apnsEnvironment == .sandbox)
             var status = try #require(try await store.status(app: "kasia", token: token(1).value, now: t0.addingTimeInterval(5)))
             #expect(status.1.watched == [.kaspaAddress(address(1)), .kaspaAddress(address(2))])
             #expect(status.0.lastSeen == t0.addingTimeInterval(5))
@@ -236,7 +236,7 @@ struct StoreOutboxTests {
             let android = try await store.register(
                 [Registration(
                     app: "kasia", token: try DeviceToken("fcm-direct:" + String(repeating: "K", count: 140), platform: .android),
-                    environment: .production, deviceID: nil, watchSet: .empty)], now: t0)[0]
+                    attributes: DeviceAttributes(apnsEnvironment: .production), deviceID: nil, watchSet: .empty)], now: t0)[0]
             let ios = LaneKey(app: "kasia", platform: .ios)
             let result = try await store.enqueue(
                 [event("e1", rows: phones.map(\.rowID) + [android.rowID])], checkpoint: nil, now: t0,
@@ -562,20 +562,20 @@ struct FCMLedgerAndLaneTests {
         try await withEachStore { store, _ in
             let now = Date(timeIntervalSince1970: 1_800_000_000)
             let phone = try await store.register(
-                Registration(app: "mixed", token: try DeviceToken(String(repeating: "ab", count: 32), platform: .ios), environment: .sandbox, watchSet: .empty),
+                Registration(app: "mixed", token: try DeviceToken(String(repeating: "ab", count: 32), platform: .ios), attributes: DeviceAttributes(apnsEnvironment: .sandbox), watchSet: .empty),
                 now: now)
             let fid = try await store.register(
-                Registration(app: "mixed", token: try DeviceToken("cXyZ0123456789_-abcdeF", platform: .android, kind: .fid), environment: .sandbox, watchSet: .empty),
+                Registration(app: "mixed", token: try DeviceToken("cXyZ0123456789_-abcdeF", platform: .android, kind: .fid), attributes: DeviceAttributes(apnsEnvironment: .sandbox), watchSet: .empty),
                 now: now)
-            #expect(fid.tokenKind == .fid)
-            #expect(phone.tokenKind == .token)
+            #expect(fid.attributes.tokenKind == .fid)
+            #expect(phone.attributes.tokenKind == .token)
             let push = RenderedPush(pushType: .alert, priority: .immediate, collapseID: nil, payload: Array(#"{"aps":{"alert":"hi"}}"#.utf8))
             _ = try await store.enqueue(
                 [NewEvent(id: "e1", app: "mixed", template: "custom", push: push, expiresAt: now.addingTimeInterval(3600), deviceRowIDs: [phone.rowID, fid.rowID])],
                 checkpoint: nil, now: now)
             let android = try await store.claimDue(app: "mixed", platform: .android, limit: 10, now: now, lease: .seconds(30))
             #expect(android.map(\.device.rowID) == [fid.rowID])
-            #expect(android.first?.device.tokenKind == .fid)
+            #expect(android.first?.device.attributes.tokenKind == .fid)
             let ios = try await store.claimDue(app: "mixed", platform: .ios, limit: 10, now: now, lease: .seconds(30))
             #expect(ios.map(\.device.rowID) == [phone.rowID])
         }
@@ -588,17 +588,17 @@ struct FCMLedgerAndLaneTests {
             let keys = try WebPushKeys(p256dh: "BCVxsr7N_eNgVRqvHtD0zTZsEc6-VV-JvLexhqUzORcxaOzi6-AYWXvTBHm4bjyPjs7Vd8pZGH6SRpkNtoIAiw4", auth: "BTBZMqHH6r4Tts7J_aSIgg")
             let endpoint = "https://push.example.com/wpush/v2/gAAAA"
             let browser = try await store.register(
-                Registration(app: "web", token: try DeviceToken(endpoint, platform: .web), environment: .production, watchSet: .empty, webKeys: keys),
+                Registration(app: "web", token: try DeviceToken(endpoint, platform: .web), attributes: DeviceAttributes(apnsEnvironment: .production).setting(webPushKeys: keys), watchSet: .empty),
                 now: now)
-            #expect(browser.platform == .web && browser.webKeys == keys)
-            #expect(try await store.devices(app: "web", tokens: [endpoint]).first?.webKeys == keys)
+            #expect(browser.platform == .web && browser.attributes.webPushKeys == keys)
+            #expect(try await store.devices(app: "web", tokens: [endpoint]).first?.attributes.webPushKeys == keys)
             let push = RenderedPush(pushType: .alert, priority: .immediate, collapseID: nil, payload: Array(#"{"aps":{"alert":"hi"}}"#.utf8))
             _ = try await store.enqueue(
                 [NewEvent(id: "w1", app: "web", template: "custom", push: push, expiresAt: now.addingTimeInterval(3600), deviceRowIDs: [browser.rowID])],
                 checkpoint: nil, now: now)
             let claimed = try await store.claimDue(app: "web", platform: .web, limit: 10, now: now, lease: .seconds(30))
             #expect(claimed.map(\.device.token) == [endpoint])
-            #expect(claimed.first?.device.webKeys == keys)
+            #expect(claimed.first?.device.attributes.webPushKeys == keys)
             #expect(try await store.claimDue(app: "web", platform: .ios, limit: 10, now: now, lease: .seconds(30)).isEmpty)
         }
     }
@@ -690,7 +690,7 @@ struct StoreCounterTests {
             // A token registered again as another platform's: moved between platforms, not added.
             _ = try await store.register(try registration(8, watching: []), now: t0)
             let android = try DeviceToken(token(8).value, platform: .android)
-            _ = try await store.register([Registration(app: "kasia", token: android, environment: .sandbox, watchSet: .empty)], now: t0)
+            _ = try await store.register([Registration(app: "kasia", token: android, attributes: DeviceAttributes(apnsEnvironment: .sandbox), watchSet: .empty)], now: t0)
             #expect(try await store.stats().devices == ["kasia": ["ios": 4, "android": 1], "other": ["ios": 1]])
 
             // Pruning every finished event empties the delivery counters; a restarted process reads the same.
@@ -709,7 +709,7 @@ struct StoreCounterTests {
 @Suite("Store: devices a request names itself (Matrix pushkeys), and the tokens a push service called dead")
 struct NamedDeviceTests {
     func named(_ i: Int, registeredAt: Date) -> NamedDevice {
-        NamedDevice(app: "kasia", token: token(i), environment: .sandbox, registeredAt: registeredAt)
+        NamedDevice(app: "kasia", token: token(i), attributes: DeviceAttributes(apnsEnvironment: .sandbox), registeredAt: registeredAt)
     }
 
     @Test("admitted once, marked seen; a 410 deletes it and remembers the token; an older pusher stays dead, a newer one revives it")

@@ -3,10 +3,12 @@ import Foundation
 import HeraldCore
 import HeraldDelivery
 import HeraldKit
+import HeraldPushCore
 import HeraldStore
 import HeraldTestSupport
 import HeraldWebPush
 import HeraldWebPushCore
+import HeraldWebPushService
 import HeraldWebPushSimulator
 import NIOPosix
 import Testing
@@ -42,8 +44,8 @@ import Testing
     ) throws -> ClaimedDelivery {
         let keys = try WebPushKeys(p256dh: subscription.keys.p256dh, auth: subscription.keys.auth)
         let device = DeviceRecord(
-            rowID: 1, app: "kasia", platform: .web, token: subscription.endpoint, environment: .production, createdAt: now, updatedAt: now,
-            lastSeen: now, webKeys: keys)
+            rowID: 1, app: "kasia", platform: .web, token: subscription.endpoint, attributes: DeviceAttributes(production: true).setting(webPushKeys: keys),
+            createdAt: now, updatedAt: now, lastSeen: now)
         return ClaimedDelivery(
             id: id, eventID: "e\(id)", device: device,
             push: RenderedPush(pushType: .alert, priority: .immediate, collapseID: collapseID, payload: Array(payload.utf8)),
@@ -251,7 +253,7 @@ import Testing
 
         let subscription = sim.subscribe()
         let delivery = try Self.delivery(to: subscription, payload: "{}")
-        let keys = try #require(delivery.device.webKeys)
+        let keys = try #require(delivery.device.attributes.webPushKeys)
         var message = try WebPushProvider.message(
             for: delivery, keys: keys, endpoint: try WebPushEndpoint(subscription.endpoint), signer: Self.signer, now: Date())
         message.authorization = VAPID.authorization(

@@ -2,6 +2,7 @@ import Foundation
 import HeraldAPNs
 import HeraldAPNsCore
 import HeraldCore
+import HeraldDelivery
 import HeraldStore
 import Synchronization
 
@@ -48,7 +49,7 @@ public final class APNsPushProvider: PushProvider {
 
     public func send(_ delivery: ClaimedDelivery) async -> PushOutcome {
         do {
-            return try await client(for: delivery.device.environment).send(notification(for: delivery)).outcome
+            return try await client(for: delivery.device.attributes.apnsEnvironment).send(notification(for: delivery)).outcome
         } catch let error as APNsValidationError {
             return .failed(reason: error.reason.rawValue)
         } catch {
@@ -66,7 +67,7 @@ public final class APNsPushProvider: PushProvider {
             let notification = notification(for: delivery)
             do throws(APNsValidationError) {
                 _ = try notification.validate()
-                byEnvironment[delivery.device.environment, default: []].append((index, notification))
+                byEnvironment[delivery.device.attributes.apnsEnvironment, default: []].append((index, notification))
             } catch {
                 outcomes[index] = .failed(reason: error.reason.rawValue)
             }

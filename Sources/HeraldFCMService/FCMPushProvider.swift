@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldDelivery
 import HeraldFCM
 import HeraldStore
 import Synchronization
@@ -91,7 +92,7 @@ public final class FCMPushProvider: PushProvider {
         let remaining = delivery.expiresAt.timeIntervalSince(now)
         let ttl = remaining.isFinite ? Int(min(max(remaining, 0), Double(FCMMessage.maximumTTLSeconds))) : FCMMessage.maximumTTLSeconds
         let message = FCMMessage(
-            target: delivery.device.tokenKind == .fid ? .fid(delivery.device.token) : .token(delivery.device.token), data: data, priority: seen && push.priority == .immediate ? .high : .normal,
+            target: delivery.device.attributes.tokenKind == .fid ? .fid(delivery.device.token) : .token(delivery.device.token), data: data, priority: seen && push.priority == .immediate ? .high : .normal,
             ttlSeconds: ttl, collapseKey: push.collapseID)
         try message.validate()
         return message

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldDelivery
 import HeraldStore
 import HeraldWebPush
 import HeraldWebPushCore
@@ -102,7 +103,7 @@ public final class WebPushProvider: PushProvider {
     }
 
     private func prepare(_ delivery: ClaimedDelivery) -> Prepared {
-        guard let keys = delivery.device.webKeys, let endpoint = endpoint(delivery.device.token) else {
+        guard let keys = delivery.device.attributes.webPushKeys, let endpoint = endpoint(delivery.device.token) else {
             return .settled(.failed(reason: "not a Web Push subscription"))
         }
         let start = now()

@@ -1,0 +1,67 @@
+import Foundation
+
+/// What a device carries for its push service, opaque to the store and the delivery core: string
+/// values under keys each service names and reads for itself (APNs `environment`, FCM
+/// `token_kind`, Web Push `web_keys`), kept in one `attributes` column as a JSON object of strings
+/// with its keys in ascending order. Every device keeps an `environment`, the builds it came from.
+/// The common forms (an environment alone) are read without a JSON parse.
+public struct DeviceAttributes: Hashable, Sendable, CustomStringConvertible {
+    /// The stored form: a JSON object of strings, keys in ascending order, no spaces.
+    public let storedForm: String
+
+    private static let sandbox = #"{"environment":"sandbox"}"#
+    private static let production = #"{"environment":"production"}"#
+
+    /// A device of an app's production builds, or of its development (sandbox) builds.
+    public init(production: Bool) {
+        storedForm = production ? Self.production : Self.sandbox
+    }
+
+    public init(_ values: [String: String]) {
+        if values == ["environment": "sandbox"] {
+            storedForm = Self.sandbox
+        } else if values == ["environment": "production"] {
+            storedForm = Self.production
+        } else {
+            let data = (try? JSONSerialization.data(withJSONObject: values, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
+            storedForm = String(decoding: data, as: UTF8.self)
+        }
+    }
+
+    /// Reads a stored form; one that is not a JSON object of strings reads as no values.
+    public init(storedForm text: String) {
+        if text == Self.sandbox || text == Self.production {
+            self.init(production: text == Self.production)
+        } else {
+            self.init(Self.parse(text))
+        }
+    }
+
+    /// The value under `key`, if the device has one.
+    public subscript(key: String) -> String? {
+        if storedForm == Self.sandbox { return key == "environment" ? "sandbox" : nil }
+        if storedForm == Self.production { return key == "environment" ? "production" : nil }
+        return values[key]
+    }
+
+    /// Every value.
+    public var values: [String: String] { Self.parse(storedForm) }
+
+    /// These attributes with `key` set to `value` (removed when nil).
+    public func setting(_ key: String, to value: String?) -> DeviceAttributes {
+        if self[key] == value { return self }
+        var values = values
+        values[key] = value
+        return DeviceAttributes(values)
+    }
+
+    /// Whether the device is of production builds (`environment` is `production`).
+    public var isProduction: Bool { self["environment"] == "production" }
+
+    public var description: String { storedForm }
+
+    private static func parse(_ text: String) -> [String: String] {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else { return [:] }
+        return object.compactMapValues { $0 as? String }
+    }
+}
