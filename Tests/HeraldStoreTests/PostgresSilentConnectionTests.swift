@@ -4,6 +4,7 @@ import HeraldCore
 import HeraldPushCore
 import HeraldStore
 import HeraldTestSupport
+import Synchronization
 import Testing
 
 /// A connection the database never answers (a partition, or one left half-open by a server
@@ -14,17 +15,17 @@ struct PostgresSilentConnectionTests {
     private static let t0 = Date(timeIntervalSince1970: 1_760_000_000)
 
     /// The call's result, or nil when it is still waiting after `guardTime` (a hang, not a slow
-    /// machine: the store's own deadlines are a fraction of it).
+    /// machine: the store's own deadlines are a fraction of it). Waits on the task from outside
+    /// any task group, so a call that never ends fails the test instead of hanging it.
     private static func outcome<T: Sendable>(of task: Task<T, any Error>, guardTime: Duration = .seconds(90)) async -> Result<T, any Error>? {
-        await withTaskGroup(of: Result<T, any Error>?.self) { group in
-            group.addTask { await task.result }
-            group.addTask {
+        let first = FirstAnswer<Result<T, any Error>?>()
+        return await withCheckedContinuation { continuation in
+            first.start(continuation)
+            Task { first.answer(await task.result) }
+            Task {
                 try? await Task.sleep(for: guardTime)
-                return nil
+                first.answer(nil)
             }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first
         }
     }
 
@@ -65,7 +66,11 @@ struct PostgresSilentConnectionTests {
             // few seconds for a peer that never answers), as a lane tries again after a pause.
             var claimed: [ClaimedDelivery] = []
             for _ in 0..<60 where claimed.isEmpty {
-                claimed = (try? await claim()) ?? []
+                guard let answer = await Self.outcome(of: Task { try await claim() }) else {
+                    Issue.record("a claim after the silence still waits")
+                    break
+                }
+                claimed = (try? answer.get()) ?? []
                 if claimed.isEmpty { try await Task.sleep(for: .milliseconds(500)) }
             }
             #expect(claimed.map(\.device.rowID) == [device.rowID])
@@ -80,5 +85,30 @@ struct PostgresSilentConnectionTests {
             #expect(ended != nil, "a cancelled call still waits on a silent connection")
             await relay.close()
         }
+    }
+}
+
+/// The first of several answers resumes the waiting continuation; the rest are dropped.
+private final class FirstAnswer<Value: Sendable>: Sendable {
+    private let state = Mutex<(CheckedContinuation<Value, Never>?, Value?, Bool)>((nil, nil, false))
+
+    func start(_ continuation: CheckedContinuation<Value, Never>) {
+        let early: Value?? = state.withLock { s in
+            if s.2 { return .some(s.1) }
+            s.0 = continuation
+            return nil
+        }
+        if let early { continuation.resume(returning: early!) }
+    }
+
+    func answer(_ value: Value) {
+        let continuation: CheckedContinuation<Value, Never>? = state.withLock { s in
+            guard !s.2 else { return nil }
+            s.2 = true
+            s.1 = value
+            defer { s.0 = nil }
+            return s.0
+        }
+        continuation?.resume(returning: value)
     }
 }
