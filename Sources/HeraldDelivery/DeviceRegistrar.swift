@@ -229,8 +229,10 @@ public struct DeviceRegistrar: Sendable {
     /// or sandbox as it is configured.
     private func attributes(environment text: String?, app: String) throws -> DeviceAttributes {
         guard let text else { return DeviceAttributes(production: apps[app]?.production == true) }
-        guard text == "production" || text == "sandbox" else { throw Refusal.invalid("environment", "environment is production or sandbox") }
-        return DeviceAttributes(production: text == "production")
+        guard let attributes = DeviceAttributes(environment: text) else {
+            throw Refusal.invalid("environment", "environment is production or sandbox")
+        }
+        return attributes
     }
 
     /// Under a signed policy, a device watches only what its token grants: its own identity's keys

@@ -17,6 +17,12 @@ public struct DeviceAttributes: Hashable, Sendable, CustomStringConvertible {
         storedForm = production ? Self.production : Self.sandbox
     }
 
+    /// A device of the builds `environment` names (`production` or `sandbox`); nil for any other name.
+    public init?(environment: String) {
+        guard environment == "production" || environment == "sandbox" else { return nil }
+        self.init(production: environment == "production")
+    }
+
     public init(_ values: [String: String]) {
         if values == ["environment": "sandbox"] {
             storedForm = Self.sandbox
@@ -28,13 +34,10 @@ public struct DeviceAttributes: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    /// Reads a stored form; one that is not a JSON object of strings reads as no values.
+    /// A stored form as it was stored (written by `init(_:)`, or by the schema's migration in the
+    /// same form), read lazily: one that is not a JSON object of strings reads as no values.
     public init(storedForm text: String) {
-        if text == Self.sandbox || text == Self.production {
-            self.init(production: text == Self.production)
-        } else {
-            self.init(Self.parse(text))
-        }
+        storedForm = text
     }
 
     /// The value under `key`, if the device has one.
@@ -45,7 +48,11 @@ public struct DeviceAttributes: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Every value.
-    public var values: [String: String] { Self.parse(storedForm) }
+    public var values: [String: String] {
+        if storedForm == Self.sandbox { return ["environment": "sandbox"] }
+        if storedForm == Self.production { return ["environment": "production"] }
+        return Self.parse(storedForm)
+    }
 
     /// These attributes with `key` set to `value` (removed when nil).
     public func setting(_ key: String, to value: String?) -> DeviceAttributes {
@@ -54,9 +61,6 @@ public struct DeviceAttributes: Hashable, Sendable, CustomStringConvertible {
         values[key] = value
         return DeviceAttributes(values)
     }
-
-    /// Whether the device is of production builds (`environment` is `production`).
-    public var isProduction: Bool { self["environment"] == "production" }
 
     public var description: String { storedForm }
 

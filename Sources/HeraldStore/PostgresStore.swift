@@ -79,9 +79,9 @@ public final class PostgresStore: Store {
     /// connections took longer than 1.5 s on a loaded 2-core machine), up to `busyCeiling`.
     /// Without, it waits as long as the pool does (its connect timeout). A wait can still starve
     /// a connection slower than it to open, by cancelling the request that waited for it: the
-    /// default is none, and `herald serve` chooses. With `answering`, a call that has its
-    /// connection gives up when the database has not answered within it, and closes the
-    /// connection. A cancelled call with a connection closes it after `cancellationGrace`.
+    /// default is none, and `herald serve` chooses. With `answering`, a call that got its
+    /// connection gives up when the database has not answered `answering` after the connection
+    /// wait ended, and closes the connection. A cancelled call with a connection closes it after `cancellationGrace`.
     func leased<R: Sendable>(
         waiting: Duration? = nil, answering: Duration? = nil, _ body: @escaping @Sendable (PostgresConnection) async throws -> R
     ) async throws -> R {
