@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "HeraldStore", targets: ["HeraldStore"]),
         .library(name: "HeraldMatrix", targets: ["HeraldMatrix"]),
         .library(name: "HeraldDelivery", targets: ["HeraldDelivery"]),
+        .library(name: "HeraldPushService", targets: ["HeraldPushService"]),
         .library(name: "HeraldServer", targets: ["HeraldServer"]),
         .library(name: "HeraldKaspa", targets: ["HeraldKaspa"]),
         .executable(name: "kasia", targets: ["KasiaCLI"]),
@@ -205,7 +206,7 @@ let package = Package(
         .target(
             name: "HeraldDelivery",
             dependencies: [
-                "HeraldCore", "HeraldStore", "HeraldWebPush", "HeraldMatrix",
+                "HeraldCore", "HeraldStore", "HeraldMatrix",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -214,17 +215,34 @@ let package = Package(
                 .product(name: "JWTKit", package: "jwt-kit"),
             ]
         ),
-        // Each push service's side of the delivery core: its `PushProvider` over its client.
+        // The seam every push service plugs into: `PushService` (token rule, settings, shared
+        // state, provider and simulator factories, direct send) and its registry.
+        .target(
+            name: "HeraldPushService",
+            dependencies: ["HeraldCore", "HeraldDelivery", "HeraldPushCore", "HeraldSimulatorSupport", "HeraldStore", .product(name: "NIOPosix", package: "swift-nio")]
+        ),
+        // Each push service in one module: its `PushService`, settings, `PushProvider` and direct send.
         .target(
             name: "HeraldAPNsService",
             dependencies: [
-                "HeraldAPNs", "HeraldAPNsCore", "HeraldCore", "HeraldDelivery", "HeraldStore",
+                "HeraldAPNs", "HeraldAPNsCore", "HeraldAPNsSimulator", "HeraldCore", "HeraldDelivery", "HeraldPushCore", "HeraldPushService",
+                "HeraldStore", .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
-        .target(name: "HeraldFCMService", dependencies: ["HeraldCore", "HeraldDelivery", "HeraldFCM", "HeraldStore"]),
+        .target(
+            name: "HeraldFCMService",
+            dependencies: [
+                "HeraldCore", "HeraldDelivery", "HeraldFCM", "HeraldFCMCore", "HeraldFCMSimulator", "HeraldPushCore", "HeraldPushService", "HeraldStore",
+                .product(name: "Logging", package: "swift-log"), .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
         .target(
             name: "HeraldWebPushService",
-            dependencies: ["HeraldCore", "HeraldDelivery", "HeraldStore", "HeraldWebPush", "HeraldWebPushCore"]
+            dependencies: [
+                "HeraldCore", "HeraldDelivery", "HeraldPushCore", "HeraldPushService", "HeraldStore", "HeraldWebPush", "HeraldWebPushCore",
+                "HeraldWebPushSimulator", .product(name: "Logging", package: "swift-log"), .product(name: "NIOPosix", package: "swift-nio"),
+            ]
         ),
         // Reading Kasia off a Kaspa node: its RPC JSON and the classification into Kasia events.
         .target(
@@ -252,7 +270,7 @@ let package = Package(
         .target(
             name: "HeraldServer",
             dependencies: [
-                "HeraldCore", "HeraldStore", "HeraldDelivery", "HeraldMatrix", .product(name: "KasiaCrypto", package: "HeraldKit"), "HeraldWebPush",
+                "HeraldCore", "HeraldStore", "HeraldDelivery", "HeraldMatrix", .product(name: "KasiaCrypto", package: "HeraldKit"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -269,10 +287,8 @@ let package = Package(
         .target(
             name: "HeraldApp",
             dependencies: [
-                "HeraldAPNs", "HeraldAPNsCore", "HeraldAPNsService", "HeraldAPNsSimulator", "HeraldCore", "HeraldDelivery", "HeraldFCM",
-                "HeraldFCMCore", "HeraldFCMService", "HeraldWebPushService",
-                "HeraldFCMSimulator", "HeraldKaspa", "HeraldMatrix", "HeraldPushCore", "HeraldServer", "HeraldStore", "HeraldWebPush",
-                "HeraldWebPushCore", "HeraldWebPushSimulator", "HeraldSimulatorSupport",
+                "HeraldAPNsService", "HeraldCore", "HeraldDelivery", "HeraldFCMService", "HeraldKaspa", "HeraldMatrix", "HeraldPushCore",
+                "HeraldPushService", "HeraldServer", "HeraldSimulatorSupport", "HeraldStore", "HeraldWebPushService",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "KasiaProtocol", package: "HeraldKit"),
@@ -288,18 +304,13 @@ let package = Package(
         .executableTarget(
             name: "HeraldCLI",
             dependencies: [
-                "HeraldApp",
-                "HeraldAPNs",
-                "HeraldAPNsSimulator", "HeraldFCM", "HeraldFCMSimulator", "HeraldWebPushCore", "HeraldWebPushSimulator",
-                "HeraldCore",
-                "HeraldStore",
-                "HeraldDelivery",
-                "HeraldServer",
+                "HeraldApp", "HeraldAPNsSimulator", "HeraldCore", "HeraldDelivery", "HeraldFCM", "HeraldFCMSimulator", "HeraldPushCore",
+                "HeraldPushService", "HeraldServer", "HeraldStore", "HeraldWebPushCore", "HeraldWebPushSimulator",
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "Crypto", package: "swift-crypto"), "HeraldAPNsCore", "HeraldPushCore", .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"), .product(name: "NIOCore", package: "swift-nio"),
             ],
             plugins: ["BuildInfo"]
         ),
@@ -310,7 +321,7 @@ let package = Package(
             name: "HeraldBench",
             dependencies: [
                 "HeraldWebPushService",
-                "HeraldAPNs", "HeraldAPNsSimulator", "HeraldCore", "HeraldStore", "HeraldKaspa", "KaspaNodeSimulator", "HeraldDelivery",
+                "HeraldAPNsSimulator", "HeraldCore", "HeraldStore", "HeraldKaspa", "KaspaNodeSimulator", "HeraldDelivery",
                 "HeraldWebPush",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -318,7 +329,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                "HeraldAPNsCore", "HeraldPushCore", "HeraldWebPushCore", .product(name: "KasiaProtocol", package: "HeraldKit"),
+                "HeraldPushCore", "HeraldWebPushCore", .product(name: "KasiaProtocol", package: "HeraldKit"),
             ],
             path: "Benchmarks/HeraldBench"
         ),
@@ -345,7 +356,7 @@ let package = Package(
         .testTarget(
             name: "HeraldAppTests",
             dependencies: [
-                "HeraldApp", "HeraldCore", "HeraldDelivery", "HeraldPushCore", "HeraldStore", "HeraldTestSupport",
+                "HeraldApp", "HeraldCore", "HeraldDelivery", "HeraldPushCore", "HeraldPushService", "HeraldStore", "HeraldTestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -360,7 +371,7 @@ let package = Package(
             name: "HeraldWebPushTests",
             dependencies: [
                 "HeraldWebPushService",
-                "HeraldWebPushCore", "HeraldWebPush", "HeraldWebPushSimulator", "HeraldDelivery", "HeraldStore", "HeraldCore", "HeraldAPNsCore", .product(name: "HeraldKit", package: "HeraldKit"),
+                "HeraldWebPushCore", "HeraldWebPush", "HeraldWebPushSimulator", "HeraldDelivery", "HeraldStore", "HeraldCore", .product(name: "HeraldKit", package: "HeraldKit"),
                 "HeraldTestSupport", .product(name: "Crypto", package: "swift-crypto"), .product(name: "NIOPosix", package: "swift-nio"),
                 "HeraldPushCore",
             ],
@@ -403,7 +414,7 @@ let package = Package(
         .testTarget(
             name: "HeraldServerTests",
             dependencies: [
-                "HeraldAPNsService",
+                "HeraldAPNsService", "HeraldWebPushService",
                 "HeraldWebPush",
                 "HeraldServer", "HeraldDelivery", "HeraldStore", "HeraldCore", "HeraldAPNs", "HeraldAPNsSimulator", "HeraldTestSupport",
                 "HeraldMatrix", .product(name: "Prometheus", package: "swift-prometheus"),

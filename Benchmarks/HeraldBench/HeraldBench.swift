@@ -1,6 +1,5 @@
 import ArgumentParser
 import Foundation
-import HeraldAPNs
 import HeraldCore
 
 /// `herald-bench`: the gateway's benchmarks (README → Performance). Each runs a release

@@ -1,8 +1,6 @@
 import AsyncHTTPClient
 import Crypto
 import Foundation
-import HeraldAPNs
-import HeraldAPNsCore
 import HeraldAPNsSimulator
 import HeraldCore
 import HeraldPushCore
@@ -23,7 +21,7 @@ final class Rig: @unchecked Sendable {
     let http: HTTPClient
     private let heraldPath: String
     private let keyPath: String
-    private let key: APNsSigningKey
+    private static let keyID = "BENCH00001", teamID = "BENCHTEAM1"
     /// `postgres://…` for a PostgreSQL database (it must be empty); nil for a fresh SQLite file.
     let postgresURL: String?
     let instances: Int
@@ -48,13 +46,12 @@ final class Rig: @unchecked Sendable {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
         let privateKey = P256.Signing.PrivateKey()
-        key = APNsSigningKey(privateKey: privateKey, keyID: "BENCH00001", teamID: "BENCHTEAM1")
         keyPath = directory.appendingPathComponent("AuthKey_BENCH00001.p8").path
         try Data(privateKey.pemRepresentation.utf8).write(to: URL(fileURLWithPath: keyPath))
         var configuration = APNsSimulatorConfiguration()
         configuration.port = 0
         configuration.controlPort = 0
-        configuration.keys = [SimulatorKey(keyID: key.keyID, teamID: key.teamID, publicKey: key.publicKey)]
+        configuration.keys = [SimulatorKey(keyID: Self.keyID, teamID: Self.teamID, publicKey: privateKey.publicKey)]
         simulator = try await APNsSimulator.start(configuration: configuration, eventLoopGroup: group)
         databasePath = directory.appendingPathComponent("herald.sqlite").path
         var httpConfiguration = HTTPClient.Configuration()
@@ -88,7 +85,7 @@ final class Rig: @unchecked Sendable {
             for start in stride(from: 0, to: count, by: 10_000) {
                 let batch = try (start..<min(count, start + 10_000)).map { i in
                     Registration(
-                        app: "default", token: try DeviceToken(Self.token(i), platform: .ios), attributes: DeviceAttributes(apnsEnvironment: .sandbox),
+                        app: "default", token: try DeviceToken(Self.token(i), platform: .ios), attributes: DeviceAttributes(production: false),
                         watchSet: try WatchSet(watched: watch(i)))
                 }
                 _ = try await store.register(batch, now: now)
@@ -122,7 +119,7 @@ final class Rig: @unchecked Sendable {
         var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("HERALD_") }
         env.merge([
             "HERALD_DATABASE_URL": postgresURL ?? "sqlite:" + databasePath, "HERALD_HTTP_PORT": "0", "HERALD_ADMIN_PORT": "0", "HERALD_PUBLISH_KEYS": Self.publishKey,
-            "HERALD_APNS_KEY_PATH": keyPath, "HERALD_APNS_KEY_ID": key.keyID, "HERALD_APNS_TEAM_ID": key.teamID,
+            "HERALD_APNS_KEY_PATH": keyPath, "HERALD_APNS_KEY_ID": Self.keyID, "HERALD_APNS_TEAM_ID": Self.teamID,
             "HERALD_APNS_TOPIC": Self.topic, "HERALD_APNS_ENVIRONMENT": "sandbox",
             "HERALD_APNS_URL": simulator.url.absoluteString,
             "HERALD_APNS_CA_FILE": try simulator.writeCA(to: directory.path),

@@ -1,10 +1,9 @@
 import Foundation
-import HeraldAPNs
 import HeraldCore
 import HeraldDelivery
-import HeraldFCM
 import HeraldMatrix
 import HeraldPushCore
+import HeraldPushService
 import HeraldServer
 import Yams
 
@@ -27,25 +26,41 @@ import Yams
 ///   - {app_id: im.example.web, app: kasia, type: webpush, allowed_endpoints: ["*.push.example.org"]}
 /// ```
 public struct ConfigFile: Sendable {
-    /// One app: who may use it, and its APNs credentials (none: the built-in simulator).
+    /// One app: who may use it, and each push service's settings of it.
     public struct App: Sendable {
         public var settings: AppSettings
-        var apns: APNsSettings?
-        /// The FCM service account (none: the built-in FCM simulator).
-        var fcm: FCMSettings?
-        /// The VAPID key and subject (none: an ephemeral key and the built-in Web Push simulator).
-        var vapid: VAPIDSettings?
-        /// The `apns-topic` used with the built-in simulator (no `apns` block).
-        var simulatorTopic: String {
-            didSet { if apns == nil { settings.topic = simulatorTopic } }
+        /// Each push service's settings of the app, by platform (none: the service's built-in simulator).
+        var serviceSettings: [Platform: any Sendable] = [:]
+
+        init(settings: AppSettings) {
+            self.settings = settings
         }
 
-        init(settings: AppSettings, apns: APNsSettings?) {
-            self.settings = settings
-            self.apns = apns
-            simulatorTopic = "com.example." + settings.id
-            self.settings.topic = apns?.topic ?? simulatorTopic
-            self.settings.production = apns?.environment == .production
+        /// The app as `platform`'s service sees it.
+        func forService(_ platform: Platform) -> PushServiceApp {
+            PushServiceApp(settings: settings, serviceSettings: serviceSettings[platform])
+        }
+
+        /// Reads each of `pushServices`' settings of the app from the variables `variables` gives
+        /// for it (nil: none, as for a file's app without the service's block), and lets each set
+        /// what the app's neutral settings take from them; a setting a
+        /// service refuses is reported as `refusal` names it (a file: the block's key).
+        mutating func readServiceSettings(
+            _ pushServices: PushServiceRegistry, source: PushServiceSettingsSource,
+            variables: (any PushService) throws -> [String: String]?,
+            refusal: (any PushService, HeraldConfigurationError) -> any Error = { $1 }
+        ) throws {
+            for service in pushServices.services {
+                let given = try variables(service)
+                let values = given ?? [:]
+                do {
+                    let read = try given.flatMap { try service.appSettings(from: $0, source: source) }
+                    serviceSettings[service.platform] = read
+                    try service.configure(&settings, settings: read, variables: values, source: source)
+                } catch let failure as HeraldConfigurationError {
+                    throw refusal(service, failure)
+                }
+            }
         }
     }
 
@@ -79,20 +94,13 @@ public struct ConfigFile: Sendable {
     static let limitKeys: Set<String> = ["watch_keys", "aliases", "body_bytes", "batch_body_bytes"]
     /// The shortest publisher or registration key accepted.
     static let minimumKeyLength = 16
-    static let appKeys: Set<String> = ["id", "apns", "fcm", "vapid", "publish_keys", "registration", "agent_event", "ghosttalk", "max_devices", "privacy"]
+    /// An app's own keys; each push service adds its block's (`apns`, `fcm`, `vapid`).
+    static let appKeys: Set<String> = ["id", "publish_keys", "registration", "agent_event", "ghosttalk", "max_devices", "privacy"]
     static let agentEventKeys: Set<String> = ["stop", "permission_prompt", "idle_prompt", "other", "other_without_message"]
     static let textKeys: Set<String> = ["title", "body"]
-    static let apnsKeys: Set<String> = ["key_path", "key_id", "team_id", "topic", "environment", "url", "sandbox_url", "ca_file"]
     static let registrationKeys: Set<String> = ["policy", "keys", "hs256_secret", "es256_public_key_path"]
-    /// The `HERALD_APNS_*` variable each `apns` key stands for (their checks are shared).
-    static let apnsVariables = [
-        "key_path": "HERALD_APNS_KEY_PATH", "key_id": "HERALD_APNS_KEY_ID", "team_id": "HERALD_APNS_TEAM_ID",
-        "topic": "HERALD_APNS_TOPIC", "environment": "HERALD_APNS_ENVIRONMENT", "url": "HERALD_APNS_URL",
-        "sandbox_url": "HERALD_APNS_SANDBOX_URL", "ca_file": "HERALD_APNS_CA_FILE",
-    ]
-
-    /// Reads and checks the file at `path`.
-    static func load(path: String) throws -> ConfigFile {
+    /// Reads and checks the file at `path`, with `pushServices`' blocks in each app.
+    static func load(path: String, pushServices: PushServiceRegistry) throws -> ConfigFile {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
             throw HeraldConfigurationError(field: "HERALD_CONFIG", message: "\(path) is not a readable file")
         }
@@ -123,9 +131,11 @@ public struct ConfigFile: Sendable {
             throw reader.error(at: "apps", "is a list of one or more apps")
         }
         var seen = Set<String>()
+        let blocks = pushServices.services.compactMap(\.settingsBlock)
+        let keys = appKeys.union(blocks.map(\.key))
         for (i, value) in apps.enumerated() {
             let at = "apps[\(i)]"
-            let app = try reader.map(value, at: at, keys: appKeys)
+            let app = try reader.map(value, at: at, keys: keys)
             guard let id = try reader.string(app["id"], at: at + ".id"), !id.isEmpty, id.utf8.count <= 64 else {
                 throw reader.error(at: at + ".id", "is required: 1 to 64 characters")
             }
@@ -174,16 +184,12 @@ public struct ConfigFile: Sendable {
                     settings.ghostTalkSendEnabled = flag
                 }
             }
-            var apns: APNsSettings?
-            if let value = app["apns"] {
-                apns = try reader.apns(value, at: at + ".apns")
-            }
-            var entry = App(settings: settings, apns: apns)
-            if let value = app["fcm"] {
-                entry.fcm = try reader.fcm(value, at: at + ".fcm")
-            }
-            if let value = app["vapid"] {
-                entry.vapid = try reader.vapid(value, at: at + ".vapid")
+            var entry = App(settings: settings)
+            try entry.readServiceSettings(pushServices, source: .file) { service in
+                guard let block = service.settingsBlock, let value = app[block.key] else { return nil }
+                return try reader.variables(value, at: at + "." + block.key, block: block)
+            } refusal: { service, failure in
+                reader.refusal(failure, at: at, block: service.settingsBlock)
             }
             file.apps.append(entry)
         }
@@ -294,60 +300,23 @@ public struct ConfigFile: Sendable {
             return texts
         }
 
-        /// The `fcm` block, checked like the `HERALD_FCM_*` variables, and its service account loaded.
-        func fcm(_ value: Any, at field: String) throws -> FCMSettings {
-            let block = try map(value, at: field, keys: Set(FCMSettings.fileKeys.keys))
-            var env: [String: String] = [:]
-            for (key, variable) in FCMSettings.fileKeys {
-                if let text = try string(block[key], at: field + "." + key) { env[variable] = text }
-            }
-            do {
-                guard let settings = try FCMSettings.fromEnvironment(env) else {
-                    throw error(at: field + ".credentials_file", "is required")
-                }
-                return settings
-            } catch let failure as HeraldConfigurationError {
-                let key = FCMSettings.fileKeys.first { $0.value == failure.field }?.key ?? "credentials_file"
-                throw error(at: field + "." + key, failure.message.replacingOccurrences(of: "HERALD_FCM_CREDENTIALS_FILE", with: "credentials_file"))
-            }
+        /// A service's refusal of a variable, named as the block's key that stands for it, with
+        /// every variable in the message named so too.
+        func refusal(_ failure: HeraldConfigurationError, at app: String, block: PushServiceSettingsBlock?) -> HeraldConfigurationError {
+            guard let block else { return error(at: app, failure.field + " " + failure.message) }
+            var message = failure.message
+            for (key, variable) in block.variables { message = message.replacingOccurrences(of: variable, with: key) }
+            return error(at: app + "." + block.key + "." + (block.key(for: failure.field) ?? failure.field), message)
         }
 
-        /// The `vapid` block, checked like the `HERALD_VAPID_*` variables, and its key loaded.
-        func vapid(_ value: Any, at field: String) throws -> VAPIDSettings {
-            let block = try map(value, at: field, keys: Set(VAPIDSettings.fileKeys.keys))
-            var env: [String: String] = [:]
-            for (key, variable) in VAPIDSettings.fileKeys {
-                if let text = try string(block[key], at: field + "." + key) { env[variable] = text }
+        /// A push service's block, read as the `HERALD_*` variables its keys stand for.
+        func variables(_ value: Any, at field: String, block: PushServiceSettingsBlock) throws -> [String: String] {
+            let map = try map(value, at: field, keys: Set(block.variables.keys))
+            var variables: [String: String] = [:]
+            for (key, variable) in block.variables {
+                if let text = try string(map[key], at: field + "." + key) { variables[variable] = text }
             }
-            do {
-                guard let settings = try VAPIDSettings.fromEnvironment(env) else { throw error(at: field + ".private_key_path", "is required") }
-                return settings
-            } catch let failure as HeraldConfigurationError {
-                let key = VAPIDSettings.fileKeys.first { $0.value == failure.field }?.key ?? "private_key_path"
-                throw error(at: field + "." + key, failure.message.replacingOccurrences(of: "HERALD_VAPID_PRIVATE_KEY_PATH", with: "private_key_path"))
-            }
-        }
-
-        /// The `apns` block, checked like the `HERALD_APNS_*` variables, and its key loaded.
-        func apns(_ value: Any, at field: String) throws -> APNsSettings {
-            let block = try map(value, at: field, keys: ConfigFile.apnsKeys)
-            var env: [String: String] = [:]
-            for (key, variable) in ConfigFile.apnsVariables {
-                if let text = try string(block[key], at: field + "." + key) { env[variable] = text }
-            }
-            func yamlField(_ variable: String) -> String {
-                field + "." + (ConfigFile.apnsVariables.first { $0.value == variable }?.key ?? variable)
-            }
-            do {
-                guard let settings = try APNsSettings.fromEnvironment(env) else {
-                    throw error(at: field + ".key_path", "is required (with key_id, team_id and topic)")
-                }
-                _ = try settings.loadSigningKey()
-                return settings
-            } catch let failure as HeraldConfigurationError {
-                let message = failure.message.replacingOccurrences(of: "HERALD_APNS_* credentials", with: "apns keys")
-                throw error(at: yamlField(failure.field), message)
-            }
+            return variables
         }
     }
 }

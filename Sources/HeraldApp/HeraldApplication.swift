@@ -3,10 +3,11 @@ import HeraldCore
 import HeraldDelivery
 import HeraldKaspa
 import HeraldMatrix
+import HeraldPushService
 import HeraldServer
 import HeraldSimulatorSupport
 import HeraldStore
-import HeraldWebPush
+import HeraldWebPushService
 import Hummingbird
 import Logging
 import NIOCore
@@ -71,8 +72,8 @@ public func buildApplication(
     let allProviders = push.providers.flatMap(\.providers)
     services.append(StopAtShutdown { for provider in allProviders { await provider.shutdown() } })
     services += outbox.services
-    var api = settings.apiConfiguration(webPushGuard: push.webPushGuard, vapidPublicKeys: push.vapidPublicKeys)
-    api.registration.tokenRules = pushServices.tokenRules
+    var api = settings.apiConfiguration(webPush: push.contexts[.web]?.shared as? WebPushShared)
+    api.registration.tokenRules = pushServices.registrationRules(contexts: push.contexts)
     api.addedPlatformTokenSchemas = pushServices.openAPITokenSchemas
     let publisher = EventPublisher(
         store: store, apps: api.apps, outbox: outbox, metrics: metrics.0, platforms: Set(pushServices.platforms),
@@ -88,7 +89,7 @@ public func buildApplication(
     }
     let listeners = Listeners(
         settings: settings, store: store, api: api, publisher: publisher, metrics: metrics, sources: sources, lanes: outbox.lanes,
-        simulators: simulators, onListening: onListening)
+        simulators: simulators, pushServices: pushServices, onListening: onListening)
     services += listeners.services(eventLoopGroup: group, logger: logger)
     settings.warnAboutOpenDoors(logger: logger)
     logger.info("herald serve", metadata: [
@@ -127,8 +128,8 @@ struct BuiltInSimulators: Sendable {
         for settings: ServeSettings, pushServices: PushServiceRegistry, eventLoopGroup: MultiThreadedEventLoopGroup, logger: Logger
     ) async throws -> BuiltInSimulators {
         var simulators = BuiltInSimulators()
-        let apps = settings.apps.map(PushServiceApp.init(configuration:))
         for service in pushServices.services {
+            let apps = settings.apps.map { $0.forService(service.platform) }
             guard let simulator = try await service.startSimulator(for: apps, eventLoopGroup: eventLoopGroup) else { continue }
             simulators.running[service.platform] = simulator
             simulators.announce(simulator, logger: logger)
@@ -149,7 +150,12 @@ struct BuiltInSimulators: Sendable {
     }
 
     /// `/readyz`: the built-in simulators still accept connections.
-    var readiness: [ReadinessCheck] { running.values.sorted { $0.name < $1.name }.map(\.readiness) }
+    var readiness: [ReadinessCheck] {
+        running.values.sorted { $0.name < $1.name }.map { simulator in
+            let isListening = simulator.isListening
+            return ReadinessCheck(simulator.readinessName) { isListening() }
+        }
+    }
 
     /// Their control APIs, for the operator beside /metrics (SPEC §12).
     var controls: [String: SimulatorControlRoute] {
@@ -165,35 +171,37 @@ struct BuiltInSimulators: Sendable {
     }
 }
 
-/// Each app's providers, one per push service of the registry, and what Web Push registrations
-/// need from the composition (the SSRF rule, each app's VAPID public key).
+/// Each app's providers, one per push service of the registry, and each service's context (what
+/// its providers share, which Web Push registrations need too: the SSRF rule, the VAPID keys).
 struct PushServices {
     var providers: [(app: String, providers: [any PushProvider])] = []
     let registry: PushServiceRegistry
-    let context: PushServiceContext
+    var contexts: [Platform: PushServiceContext] = [:]
 
     init(
         registry: PushServiceRegistry, settings: ServeSettings, store: any Store, simulators: BuiltInSimulators,
         eventLoopGroup group: MultiThreadedEventLoopGroup
     ) throws {
         self.registry = registry
-        context = PushServiceContext(
-            store: store, eventLoopGroup: group, simulators: simulators,
-            webPush: try WebPushShared(settings: settings, simulators: simulators, eventLoopGroup: group))
+        for service in registry.services {
+            let platform = service.platform
+            let shared = try service.makeShared(
+                for: settings.apps.map { $0.forService(platform) }, instanceSettings: settings.pushServiceSettings[platform],
+                simulator: simulators.running[platform], eventLoopGroup: group)
+            contexts[platform] = PushServiceContext(store: store, eventLoopGroup: group, simulator: simulators.running[platform], shared: shared)
+        }
         for app in settings.apps {
-            let serviceApp = PushServiceApp(configuration: app)
-            providers.append((app.settings.id, try registry.services.map { try $0.makeProvider(for: serviceApp, context: context) }))
+            providers.append((app.settings.id, try registry.services.map { service in
+                try service.makeProvider(for: app.forService(service.platform), context: contexts[service.platform]!)
+            }))
         }
     }
-
-    var webPushGuard: WebPushEndpointGuard { context.webPush.endpointGuard }
-    var vapidPublicKeys: [String: String] { context.webPush.vapid.mapValues(\.key.applicationServerKey) }
 
     /// Read at every scrape: each app's queue, the push services' connections and token refreshes.
     func collectMetrics(into metrics: HeraldMetrics, store: any Store, apps: [String]) {
         let readings = providers
         let registry = registry
-        let context = context
+        let contexts = contexts
         metrics.addCollector { m in
             if let queues = try? await store.queues() {
                 let now = Date()
@@ -207,7 +215,7 @@ struct PushServices {
             }
             for service in registry.services {
                 let providers = readings.flatMap(\.providers).filter { $0.platform == service.platform }
-                m.connectionsOpen(platform: service.platform, service.connectionsOpen(providers, context: context))
+                m.connectionsOpen(platform: service.platform, service.connectionsOpen(providers, context: contexts[service.platform]!))
             }
         }
     }
@@ -223,6 +231,7 @@ struct Listeners {
     let sources: [SourceReport]
     let lanes: [OutboxLane]
     let simulators: BuiltInSimulators
+    let pushServices: PushServiceRegistry
     let onListening: @Sendable (ListeningAddresses) -> Void
 
     /// The admin listener, then the API last in the group, so it stops first: no new requests
@@ -260,28 +269,28 @@ struct Listeners {
         return [PortNamingService(admin, field: "HERALD_ADMIN_PORT", port: settings.adminPort), app]
     }
 
-    /// Each app's way of sending, per push service, for `/readyz` and `/v1/stats`.
+    /// Each app's way of sending, per push service with settings, for `/readyz` and `/v1/stats`.
     var sending: [String: [String: String]] {
         var sending: [String: [String: String]] = [:]
         for app in settings.apps {
-            sending[app.settings.id] = [
-                "ios": app.apns == nil ? "simulator" : "credentials", "android": app.fcm == nil ? "simulator" : "credentials",
-                "web": app.vapid == nil ? "simulator (ephemeral VAPID key)" : "credentials",
-            ]
+            var ways: [String: String] = [:]
+            for service in pushServices.services where service.settingsBlock != nil {
+                ways[service.platform.rawValue] = app.serviceSettings[service.platform] == nil ? service.sendingWithoutSettings : "credentials"
+            }
+            sending[app.settings.id] = ways
         }
         return sending
     }
 }
 
 extension ServeSettings {
-    /// The HTTP API's settings.
-    func apiConfiguration(webPushGuard: WebPushEndpointGuard, vapidPublicKeys: [String: String]) -> APIConfiguration {
+    /// The HTTP API's settings; Web Push registrations are answered with `webPush`'s VAPID keys.
+    func apiConfiguration(webPush: WebPushShared?) -> APIConfiguration {
         var api = APIConfiguration()
         api.apps = AppDirectory(apps.map(\.settings))
         api.rateLimits = rateLimits
         api.registration.kaspaNetwork = kaspaNetwork?.prefix
-        api.registration.webPushGuard = webPushGuard
-        api.vapidPublicKeys = vapidPublicKeys
+        api.vapidPublicKeys = webPush?.vapidPublicKeys ?? [:]
         api.browserOrigins = BrowserOrigins(browserOrigins)
         if let value = limits.watchKeys { api.registration.maximumWatchKeys = value }
         if let value = limits.aliases { api.registration.maximumAliases = value }

@@ -3,6 +3,7 @@ import HeraldCore
 import HeraldDelivery
 import HeraldMatrix
 import HeraldPushCore
+import HeraldPushService
 import HeraldServer
 import HeraldStore
 import KasiaProtocol
@@ -112,22 +113,27 @@ public struct ServeSettings: Sendable {
     /// `HERALD_KASPA_NETWORK`: the network served — the chain source checks the node's, and
     /// registrations of another network's addresses are refused.
     var kaspaNetwork: (id: String, prefix: KaspaAddress.Prefix)?
-    /// `HERALD_WEBPUSH_*`: where Web Push may be sent and which extra roots to trust.
-    var webPush = WebPushSettings()
+    /// Each push service's settings for every app (`HERALD_WEBPUSH_*`: where Web Push may be
+    /// sent and which extra roots to trust), by platform.
+    var pushServiceSettings: [Platform: any Sendable] = [:]
     /// `HERALD_SHUTDOWN_GRACE_SECONDS`: how long a SIGTERM/SIGINT waits for sends in flight and
     /// their outcomes before the rest is cancelled (default 20).
     var shutdownGrace: Duration = .seconds(20)
 
     /// Reads `HERALD_*` from `env` and, when `HERALD_CONFIG` names one, the config file (its
-    /// settings win); a value Herald cannot use throws `HeraldConfigurationError` naming it.
-    public init(environment env: [String: String]) throws {
-        let file = try env["HERALD_CONFIG"].flatMap { $0.isEmpty ? nil : $0 }.map(ConfigFile.load(path:))
+    /// settings win), with `pushServices`' settings; a value Herald cannot use throws
+    /// `HeraldConfigurationError` naming it.
+    public init(environment env: [String: String], pushServices: PushServiceRegistry = .builtIn) throws {
+        let file = try env["HERALD_CONFIG"].flatMap { $0.isEmpty ? nil : $0 }.map { try ConfigFile.load(path: $0, pushServices: pushServices) }
         try readListenersAndStore(env, file: file)
         try readOutboxAndChain(env)
         try readTransport(env)
+        for service in pushServices.services {
+            pushServiceSettings[service.platform] = try service.instanceSettings(from: env)
+        }
         try readLimits(env, file: file)
         try readRateLimits(env)
-        try readApps(env, file: file)
+        try readApps(env, file: file, pushServices: pushServices)
     }
 
     /// Where it listens, its database, and how long it keeps devices and events.
@@ -204,9 +210,8 @@ public struct ServeSettings: Sendable {
         }
     }
 
-    /// Web Push, HTTP deadlines, connection and delivery caps.
+    /// HTTP deadlines, connection and delivery caps.
     private mutating func readTransport(_ env: [String: String]) throws {
-        webPush = try WebPushSettings(environment: env)
         if let value = try Self.integer(env, "HERALD_HTTP_IDLE_TIMEOUT_SECONDS", in: 1...3_600, "is a whole number of seconds from 1 to 3600") { httpIdleTimeoutSeconds = value }
         if let value = try Self.integer(env, "HERALD_HTTP_REQUEST_TIMEOUT_SECONDS", in: 1...600, "is a whole number of seconds from 1 to 600") {
             httpRequestTimeoutSeconds = value
@@ -297,7 +302,7 @@ public struct ServeSettings: Sendable {
     }
 
     /// The apps: the config file's, or the single app "default" of the `HERALD_*` variables.
-    private mutating func readApps(_ env: [String: String], file: ConfigFile?) throws {
+    private mutating func readApps(_ env: [String: String], file: ConfigFile?, pushServices: PushServiceRegistry) throws {
         if let file {
             apps = file.apps
             matrix = file.matrix
@@ -336,13 +341,8 @@ public struct ServeSettings: Sendable {
             }
             // GhostTalk's testing-only /apns/send.
             settings.ghostTalkSendEnabled = ["1", "true", "yes"].contains(env["HERALD_GHOSTTALK_SEND_ENABLED"]?.lowercased() ?? "")
-            var app = ConfigFile.App(settings: settings, apns: try APNsSettings.fromEnvironment(env))
-            // On the built-in simulator too, the app's builds are of one environment: its
-            // registrations default to it, and its pushes go to that environment's host.
-            if app.apns == nil { app.settings.production = try APNsSettings.environment(env) == .production }
-            app.fcm = try FCMSettings.fromEnvironment(env)
-            app.vapid = try VAPIDSettings.fromEnvironment(env)
-            app.simulatorTopic = env["HERALD_APNS_TOPIC"].flatMap { $0.isEmpty ? nil : $0 } ?? "com.example.herald"
+            var app = ConfigFile.App(settings: settings)
+            try app.readServiceSettings(pushServices, source: .environment) { _ in env }
             apps = [app]
         }
     }

@@ -1,7 +1,6 @@
 import ArgumentParser
 import Crypto
 import Foundation
-import HeraldAPNs
 import HeraldAPNsSimulator
 import HeraldPushCore
 import Logging

@@ -1,11 +1,9 @@
 import ArgumentParser
 import Foundation
-import HeraldAPNs
-import HeraldAPNsCore
 import HeraldApp
-import HeraldFCM
+import HeraldCore
 import HeraldPushCore
-import Logging
+import HeraldPushService
 import NIOCore
 import NIOPosix
 import Synchronization
@@ -33,201 +31,50 @@ struct SendCommand: AsyncParsableCommand {
 
     func run() async throws {
         CLILogging.bootstrap()
-        switch platform {
-        case "ios": try await runAPNs()
-        case "android": try await runFCM()
-        default: throw CLIOutput.invalid(field: "--platform", message: "is ios or android")
-        }
-    }
-
-    private func runAPNs() async throws {
-        let notification: APNsNotification
-        let settings: APNsSettings
-        let key: APNsSigningKey
-        var environmentOverride: APNsEnvironment?
+        let registry = PushServiceRegistry.builtIn
+        let push = DirectPush(
+            token: token, tokenKind: tokenKind, title: title, body: body, payloadJSON: payloadJSON, pushType: pushType, priority: priority,
+            collapseID: collapseID, environment: environment, connections: connections)
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
+        let sender: any DirectSender
         do {
-            guard let loaded = try APNsSettings.fromEnvironment(ProcessInfo.processInfo.environment) else {
-                throw HeraldConfigurationError(field: "HERALD_APNS_KEY_PATH", message: "set the HERALD_APNS_* credentials")
-            }
-            settings = loaded
-            key = try settings.loadSigningKey()
-            if let environment {
-                guard let parsed = APNsEnvironment(rawValue: environment) else {
-                    throw HeraldConfigurationError(field: "--environment", message: "is sandbox or production")
-                }
-                environmentOverride = parsed
-            }
-            notification = try makeNotification(topic: settings.topic)
-            try notification.validate()
             if let n = `repeat`, n < 1 { throw HeraldConfigurationError(field: "--repeat", message: "is at least 1") }
             guard concurrency >= 1 else { throw HeraldConfigurationError(field: "--concurrency", message: "is at least 1") }
             guard connections >= 1 else { throw HeraldConfigurationError(field: "--connections", message: "is at least 1") }
-        } catch let error as APNsValidationError {
-            throw CLIOutput.invalid(field: error.field, message: error.message, reason: error.reason.rawValue)
-        } catch let error as HeraldConfigurationError {
-            throw CLIOutput.invalid(field: error.field, message: error.message)
-        } catch let error as HeraldConfigurationError {
-            throw CLIOutput.invalid(field: error.field, message: error.message)
-        }
-
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
-        var clientConfiguration = settings.clientConfiguration(environment: environmentOverride)
-        clientConfiguration.connections = connections
-        let client = try APNsClient(
-            configuration: clientConfiguration, tokens: APNsProviderTokenSource(key: key), eventLoopGroup: group,
-            logger: Logger(label: "herald.apns"))
-        let allAccepted: Bool
-        if let n = `repeat` {
-            allAccepted = await sendRepeatedly(count: n) {
-                var copy = notification
-                copy.apnsID = UUID()
-                return SendOutcome(await client.sendValidated(copy))
-            }
-        } else {
-            allAccepted = await sendOnce(client: client, notification: notification)
-        }
-        await client.shutdown()
-        try await group.shutdownGracefully()
-        if !allAccepted { throw ExitCode(1) }
-    }
-
-    /// `--platform android`: one data-only FCM message (title and body as data, as Herald sends
-    /// them), through the HERALD_FCM_* service account.
-    private func runFCM() async throws {
-        let settings: FCMSettings
-        let message: FCMMessage
-        do {
-            guard let loaded = try FCMSettings.fromEnvironment(ProcessInfo.processInfo.environment) else {
-                throw HeraldConfigurationError(field: "HERALD_FCM_CREDENTIALS_FILE", message: "set the HERALD_FCM_* credentials")
-            }
-            settings = loaded
-            message = try makeMessage()
-            try message.validate()
-            if let n = `repeat`, n < 1 { throw HeraldConfigurationError(field: "--repeat", message: "is at least 1") }
-            guard concurrency >= 1 else { throw HeraldConfigurationError(field: "--concurrency", message: "is at least 1") }
-            guard connections >= 1 else { throw HeraldConfigurationError(field: "--connections", message: "is at least 1") }
-        } catch let error as FCMValidationError {
-            throw CLIOutput.invalid(field: error.field, message: error.reason)
-        } catch let error as HeraldConfigurationError {
-            throw CLIOutput.invalid(field: error.field, message: error.message)
-        } catch let error as HeraldConfigurationError {
-            throw CLIOutput.invalid(field: error.field, message: error.message)
-        }
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
-        var configuration = settings.clientConfiguration
-        configuration.connections = connections
-        let client: FCMClient
-        do {
-            client = try FCMClient(
-                configuration: configuration, account: settings.account, projectID: settings.projectID, eventLoopGroup: group,
-                logger: Logger(label: "herald.fcm"))
+            // The services that send one push directly (`herald send`): APNs and FCM.
+            guard let service = registry.service(of: Platform(platform)),
+                let made = try service.directSender(for: push, environment: ProcessInfo.processInfo.environment, eventLoopGroup: group)
+            else { throw HeraldConfigurationError(field: "--platform", message: "is ios or android") }
+            sender = made
+        } catch let error as DirectPushRefusal {
+            try await group.shutdownGracefully()
+            throw CLIOutput.invalid(field: error.field, message: error.message, reason: error.reason)
         } catch let error as HeraldConfigurationError {
             try await group.shutdownGracefully()
             throw CLIOutput.invalid(field: error.field, message: error.message)
         }
         let allAccepted: Bool
         if let n = `repeat` {
-            allAccepted = await sendRepeatedly(count: n) {
-                do { return SendOutcome(try await client.send(message)) } catch { return .failed("\(error)") }
-            }
+            allAccepted = await sendRepeatedly(count: n) { await sender.send().outcome }
         } else {
-            let result: FCMResult
-            do { result = try await client.send(message) } catch { result = .transportFailure("\(error)") }
-            switch result {
-            case .accepted(let name): CLIOutput.printJSON(["status": "accepted", "name": name])
-            case .rejected(let answer):
-                CLIOutput.printJSON(["status": "rejected", "http_status": answer.httpStatus, "reason": answer.reason, "message": answer.message ?? NSNull()])
-            case .transportFailure(let text): CLIOutput.printJSON(["status": "failed", "error": text])
-            }
-            allAccepted = if case .accepted = result { true } else { false }
+            let result = await sender.send()
+            CLIOutput.printJSON(result.report.mapValues { value -> Any in
+                switch value {
+                case .string(let text): text
+                case .int(let number): number
+                case .null: NSNull()
+                }
+            })
+            allAccepted = result.outcome == .accepted
         }
-        await client.shutdown()
+        await sender.shutdown()
         try await group.shutdownGracefully()
         if !allAccepted { throw ExitCode(1) }
     }
 
-    private func makeMessage() throws -> FCMMessage {
-        let target: FCMMessage.Target
-        switch tokenKind {
-        case "token": target = .token(token)
-        case "fid": target = .fid(token)
-        default: throw HeraldConfigurationError(field: "--token-kind", message: "is token or fid")
-        }
-        guard let type = APNsPushType(rawValue: pushType), [.alert, .background, .voip].contains(type) else {
-            throw HeraldConfigurationError(field: "--push-type", message: "is alert, background or voip")
-        }
-        let high: Bool
-        if let priority {
-            guard [10, 5, 1].contains(priority) else { throw HeraldConfigurationError(field: "--priority", message: "is 10, 5 or 1") }
-            high = priority == 10 && type != .background
-        } else {
-            high = type != .background
-        }
-        let data: [String: String]
-        if let payloadJSON {
-            guard let parsed = try? JSONDecoder().decode([String: String].self, from: Data(payloadJSON.utf8)) else {
-                throw HeraldConfigurationError(field: "--payload-json", message: "is the FCM data map: a JSON object of strings")
-            }
-            data = parsed
-        } else if type == .background {
-            data = [:]
-        } else {
-            data = ["title": title ?? "Herald", "body": body ?? "Test push from herald send"]
-        }
-        return FCMMessage(target: target, data: data, priority: high ? .high : .normal, ttlSeconds: nil, collapseKey: collapseID)
-    }
-
-    private func makeNotification(topic: String) throws -> APNsNotification {
-        guard let type = APNsPushType(rawValue: pushType), [.alert, .background, .voip].contains(type) else {
-            throw HeraldConfigurationError(field: "--push-type", message: "is alert, background or voip")
-        }
-        let resolvedPriority: APNsPriority
-        if let priority {
-            guard let p = APNsPriority(rawValue: priority) else { throw HeraldConfigurationError(field: "--priority", message: "is 10, 5 or 1") }
-            resolvedPriority = p
-        } else {
-            resolvedPriority = type == .background ? .considerate : .immediate
-        }
-        let payload: Data
-        if let payloadJSON {
-            payload = Data(payloadJSON.utf8)
-        } else {
-            var aps: [String: Any]
-            switch type {
-            case .background: aps = ["content-available": 1]
-            default: aps = ["alert": ["title": title ?? "Herald", "body": body ?? "Test push from herald send"], "sound": "default"]
-            }
-            if type == .voip { aps = [:] }
-            var object: [String: Any] = ["aps": aps]
-            if type == .voip { object["herald"] = ["title": title ?? "Herald", "body": body ?? "Test push"] }
-            payload = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
-        }
-        let resolvedTopic = type == .voip && !topic.hasSuffix(".voip") ? topic + ".voip" : topic
-        return APNsNotification(
-            deviceToken: token.lowercased(), topic: resolvedTopic, pushType: type, priority: resolvedPriority,
-            collapseID: collapseID, payload: Array(payload))
-    }
-
-    private func sendOnce(client: APNsClient, notification: APNsNotification) async -> Bool {
-        let result = await client.sendValidated(notification)
-        switch result {
-        case .accepted(let id):
-            CLIOutput.printJSON(["status": "accepted", "apns_id": id.uuidString.lowercased()])
-            return true
-        case .rejected(let status, let reason, let timestamp, _):
-            var out: [String: Any] = ["status": "rejected", "http_status": status, "reason": reason.rawValue]
-            out["timestamp"] = timestamp.map { Int64($0.timeIntervalSince1970 * 1000) } ?? NSNull()
-            CLIOutput.printJSON(out)
-            return false
-        case .transportFailure(let failure):
-            CLIOutput.printJSON(["status": "failed", "error": failure.description])
-            return false
-        }
-    }
-
     /// Sends `count` pushes, `send()` each, with `concurrency` in flight; prints the rate and the
     /// CPU time per push (so figures compare across machines).
-    private func sendRepeatedly(count: Int, send: @escaping @Sendable () async -> SendOutcome) async -> Bool {
+    private func sendRepeatedly(count: Int, send: @escaping @Sendable () async -> DirectSendResult.Outcome) async -> Bool {
         let next = Counter()
         let start = ContinuousClock.now
         let cpuStart = ProcessCPU.seconds()
@@ -263,29 +110,6 @@ private final class Counter: Sendable {
     func take() -> Int { value.add(1, ordering: .relaxed).oldValue }
 }
 
-/// One push's result, whichever the service.
-enum SendOutcome: Sendable {
-    case accepted
-    case rejected(reason: String)
-    case failed(String)
-
-    init(_ result: APNsResult) {
-        switch result {
-        case .accepted: self = .accepted
-        case .rejected(_, let reason, _, _): self = .rejected(reason: reason.rawValue)
-        case .transportFailure(let f): self = .failed(f.description)
-        }
-    }
-
-    init(_ result: FCMResult) {
-        switch result {
-        case .accepted: self = .accepted
-        case .rejected(let answer): self = .rejected(reason: answer.reason)
-        case .transportFailure(let text): self = .failed(text)
-        }
-    }
-}
-
 /// This process's CPU time (user + system), in seconds.
 enum ProcessCPU {
     static func seconds() -> Double {
@@ -301,7 +125,7 @@ private struct Tally: Sendable {
     var rejected: [String: Int] = [:]
     var failed: [String: Int] = [:]
 
-    mutating func add(_ outcome: SendOutcome) {
+    mutating func add(_ outcome: DirectSendResult.Outcome) {
         switch outcome {
         case .accepted: accepted += 1
         case .rejected(let reason): rejected[reason, default: 0] += 1

@@ -199,6 +199,12 @@ public protocol DeviceTokenRule: Sendable {
     var platform: Platform { get }
     /// The token `text` names, normalised, or why it is not one of this service's tokens.
     func token(_ text: String, kind: DeviceToken.Kind) throws(DeviceTokenError) -> DeviceToken
+    /// The kinds of token its devices register with (`token_kind`); a plain token only by default.
+    var tokenKinds: Set<DeviceToken.Kind> { get }
+}
+
+extension DeviceTokenRule {
+    public var tokenKinds: Set<DeviceToken.Kind> { [.token] }
 }
 
 /// A built-in platform's token rule (`DeviceToken.init`).
@@ -208,6 +214,9 @@ public struct BuiltInTokenRule: DeviceTokenRule {
     public func token(_ text: String, kind: DeviceToken.Kind) throws(DeviceTokenError) -> DeviceToken {
         try DeviceToken(text, platform: platform, kind: kind)
     }
+
+    /// Android devices register a token or a Firebase Installation ID.
+    public var tokenKinds: Set<DeviceToken.Kind> { platform == .android ? [.token, .fid] : [.token] }
 
     /// The rules of `Platform.builtIn`, by platform.
     public static let all: [Platform: any DeviceTokenRule] = Dictionary(uniqueKeysWithValues: Platform.builtIn.map { ($0, BuiltInTokenRule($0)) })

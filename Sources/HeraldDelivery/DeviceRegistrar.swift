@@ -3,8 +3,6 @@ import Foundation
 import HeraldCore
 import HeraldPushCore
 import HeraldStore
-import HeraldWebPush
-import HeraldWebPushCore
 import KasiaCrypto
 import KasiaProtocol
 
@@ -24,10 +22,10 @@ public struct DeviceRegistrar: Sendable {
         /// Checks the wallet policy's signatures (libsecp256k1 where the build has it); nil
         /// refuses wallet-policy registrations (unavailable).
         public var schnorrVerifier: (any SchnorrVerifier)? = DeviceRegistrar.defaultVerifier
-        /// Where a Web Push endpoint may lead (the SSRF rule); nil refuses `platform: "web"`.
-        public var webPushGuard: WebPushEndpointGuard?
-        /// The platforms registrations may name, each with its push service's token rule.
-        public var tokenRules: [Platform: any DeviceTokenRule] = BuiltInTokenRule.all
+        /// The platforms registrations may name, each with its push service's token rule (a
+        /// `DeviceRegistrationRule` for a service whose devices register otherwise). By default
+        /// the built-in platforms, Web Push refused (`NoWebPushRule`: no VAPID key, no SSRF rule).
+        public var tokenRules: [Platform: any DeviceTokenRule] = BuiltInTokenRule.all.merging([.web: NoWebPushRule()]) { $1 }
         public init() {}
     }
 
@@ -138,19 +136,23 @@ public struct DeviceRegistrar: Sendable {
         var kind = DeviceToken.Kind.token
         if let text = request.tokenKind {
             guard let parsed = DeviceToken.Kind(rawValue: text) else { throw Refusal.invalid("token_kind", "token_kind is token or fid") }
-            guard parsed == .token || platform == .android else { throw Refusal.invalid("token_kind", "token_kind fid is for android devices") }
+            guard tokenRule.tokenKinds.contains(parsed) else {
+                throw Refusal.invalid("token_kind", "token_kind \(parsed.rawValue) is for \(platforms { $0.tokenKinds.contains(parsed) }) devices")
+            }
             kind = parsed
         }
-        var webKeys: WebPushKeys?
+        var serviceValues = DeviceAttributes([:])
         let token: DeviceToken
-        if platform == .web {
-            (token, webKeys) = try await webSubscription(request.subscription, deviceToken: request.deviceToken)
+        if let rule = tokenRule as? any DeviceRegistrationRule {
+            (token, serviceValues) = try await rule.device(from: request)
         } else {
-            guard request.subscription == nil else { throw Refusal.unprocessable("subscription", "subscription is for platform web") }
+            guard request.subscription == nil else {
+                throw Refusal.unprocessable("subscription", "subscription is for platform \(platforms { $0 is any DeviceRegistrationRule })")
+            }
             guard let text = request.deviceToken else { throw Refusal.missing("device_token") }
             do { token = try tokenRule.token(text, kind: kind) } catch { throw Refusal.invalid("device_token", error.description) }
         }
-        let attributes = try self.attributes(environment: request.environment, app: app).setting(webPushKeys: webKeys)
+        let attributes = try self.attributes(environment: request.environment, app: app).merging(serviceValues)
         // No control characters: a NUL would end the stored text early, and the device would
         // answer to another id than the one registered.
         if let id = request.deviceID, id.isEmpty || id.unicodeScalars.count > 256 || id.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
@@ -252,38 +254,9 @@ public struct DeviceRegistrar: Sendable {
         try AppDirectory.require(grant, covers: device.deviceID, field: "device_token")
     }
 
-    /// A `platform: "web"` registration's subscription: a well-formed https endpoint that leads
-    /// outside (the SSRF rule), and its keys. `device_token`, when given too, is the endpoint.
-    private func webSubscription(_ subscription: Subscription?, deviceToken: String?) async throws -> (DeviceToken, WebPushKeys) {
-        guard let guardian = rules.webPushGuard else {
-            throw Refusal.unprocessable("platform", "this instance has no Web Push (no VAPID key)")
-        }
-        guard let subscription else { throw Refusal.missing("subscription") }
-        guard let endpoint = subscription.endpoint else { throw Refusal.missing("subscription.endpoint") }
-        let token: DeviceToken
-        do { token = try DeviceToken(endpoint, platform: .web) } catch { throw Refusal.unprocessable("subscription.endpoint", error.description) }
-        if let deviceToken, deviceToken != token.value {
-            throw Refusal.unprocessable("device_token", "device_token, when given, is the subscription's endpoint")
-        }
-        guard let p256dh = subscription.p256dh else { throw Refusal.missing("subscription.keys.p256dh") }
-        guard let auth = subscription.auth else { throw Refusal.missing("subscription.keys.auth") }
-        let keys: WebPushKeys
-        do {
-            keys = try WebPushKeys(p256dh: p256dh, auth: auth)
-        } catch {
-            throw Refusal.unprocessable(error == .p256dh ? "subscription.keys.p256dh" : "subscription.keys.auth", error.description)
-        }
-        do {
-            _ = try await guardian.addresses(for: WebPushEndpoint(token.value))
-        } catch .unavailable(let host) {
-            // DNS failed for now: the client tries again, as it would after any outage.
-            throw Refusal(
-                .unavailable, code: "dns_unavailable", message: "the endpoint's host \(host) could not be looked up now",
-                field: "subscription.endpoint", retryAfter: 30)
-        } catch {
-            throw Refusal.unprocessable("subscription.endpoint", error.description)
-        }
-        return (token, keys)
+    /// The platforms whose rules meet `condition`, as a refusal names them ("android").
+    private func platforms(_ condition: (any DeviceTokenRule) -> Bool) -> String {
+        rules.tokenRules.filter { condition($0.value) }.keys.map(\.rawValue).sorted().joined(separator: " or ")
     }
 
     /// The wallet policy: each own address must come with its owner's signature over this

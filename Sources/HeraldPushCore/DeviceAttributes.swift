@@ -54,6 +54,11 @@ public struct DeviceAttributes: Hashable, Sendable, CustomStringConvertible {
         return Self.parse(storedForm)
     }
 
+    /// These attributes with every value of `other` set (other's win).
+    public func merging(_ other: DeviceAttributes) -> DeviceAttributes {
+        other.values.reduce(self) { $0.setting($1.key, to: $1.value) }
+    }
+
     /// These attributes with `key` set to `value` (removed when nil).
     public func setting(_ key: String, to value: String?) -> DeviceAttributes {
         if self[key] == value { return self }

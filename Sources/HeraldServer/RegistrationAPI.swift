@@ -2,7 +2,6 @@ import Foundation
 import HeraldCore
 import HeraldDelivery
 import HeraldStore
-import HeraldWebPush
 import HTTPTypes
 import Hummingbird
 import KasiaCrypto

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldApp
+import HeraldPushService
 import HeraldTestSupport
 import Logging
 import Testing

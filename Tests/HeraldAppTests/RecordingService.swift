@@ -1,4 +1,5 @@
 import HeraldApp
+import HeraldPushService
 import HeraldCore
 import HeraldDelivery
 import HeraldStore

@@ -4,6 +4,7 @@ import HeraldServer
 import HeraldStore
 import HeraldWebPush
 import HeraldWebPushCore
+import HeraldWebPushService
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
@@ -29,7 +30,7 @@ struct WebRegistrationTests {
     static let endpoint = "https://push.example.com/wpush/v2/gAAAAABk"
 
     static func configure(_ configuration: inout APIConfiguration) {
-        configuration.registration.webPushGuard = WebPushEndpointGuard(resolver: Resolver())
+        configuration.registration.tokenRules[.web] = WebPushRegistrationRule(endpointGuard: WebPushEndpointGuard(resolver: Resolver()))
         configuration.vapidPublicKeys = ["default": "BPUBLICKEY"]
     }
 

@@ -1,5 +1,4 @@
 import Foundation
-import HeraldAPNsCore
 import HeraldCore
 import HeraldPushCore
 import HeraldStore
@@ -41,7 +40,7 @@ struct PostgresSilentConnectionTests {
             try await store.migrate()
             let token = try DeviceToken(String(repeating: "ab", count: 32), platform: .ios)
             let device = try await store.register(
-                Registration(app: "kasia", token: token, attributes: DeviceAttributes(apnsEnvironment: .sandbox), watchSet: try WatchSet(watched: [], own: [], routes: [])),
+                Registration(app: "kasia", token: token, attributes: DeviceAttributes(production: false), watchSet: try WatchSet(watched: [], own: [], routes: [])),
                 now: Self.t0)
             let push = RenderedPush(pushType: .alert, priority: .immediate, collapseID: nil, payload: Array(#"{"aps":{"alert":"hi"}}"#.utf8))
             _ = try await store.enqueue(

@@ -1,6 +1,5 @@
 import Crypto
 import Foundation
-import HeraldAPNsCore
 import HeraldWebPushCore
 import Testing
 

@@ -1,6 +1,5 @@
 import Crypto
 import Foundation
-import HeraldAPNsCore
 import HeraldPushCore
 @testable import HeraldWebPushCore
 import Testing

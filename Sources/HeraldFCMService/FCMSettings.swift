@@ -4,10 +4,10 @@ import HeraldPushCore
 
 /// One app's FCM service account and hosts, from the `HERALD_FCM_*` variables or an app's `fcm`
 /// block in `HERALD_CONFIG`.
-public struct FCMSettings: Sendable {
-    public var account: FCMServiceAccount
+struct FCMSettings: Sendable {
+    var account: FCMServiceAccount
     /// `HERALD_FCM_PROJECT_ID`; the file's `project_id` when nil.
-    public var projectID: String?
+    var projectID: String?
     /// `HERALD_FCM_URL`, `HERALD_FCM_TOKEN_URL`: other hosts (a simulator).
     var url: URL?
     var tokenURL: URL?
@@ -22,7 +22,7 @@ public struct FCMSettings: Sendable {
 
     /// Reads the settings; nil when no credentials file is named.
     /// - Throws: `HeraldConfigurationError` naming the variable at fault.
-    public static func fromEnvironment(_ env: [String: String]) throws -> FCMSettings? {
+    static func fromEnvironment(_ env: [String: String]) throws -> FCMSettings? {
         func value(_ name: String) -> String? { env[name].flatMap { $0.isEmpty ? nil : $0 } }
         guard let path = value("HERALD_FCM_CREDENTIALS_FILE") else {
             for name in ["HERALD_FCM_PROJECT_ID", "HERALD_FCM_URL", "HERALD_FCM_TOKEN_URL"] where value(name) != nil {
@@ -54,7 +54,7 @@ public struct FCMSettings: Sendable {
         return FCMSettings(account: account, projectID: projectID, url: try url("HERALD_FCM_URL"), tokenURL: try url("HERALD_FCM_TOKEN_URL"), caFile: caFile)
     }
 
-    public var clientConfiguration: FCMClientConfiguration {
+    var clientConfiguration: FCMClientConfiguration {
         FCMClientConfiguration(url: url, tokenURL: tokenURL, trustRootsPEMFile: caFile)
     }
 }

@@ -1,10 +1,10 @@
 import HeraldCore
 import HeraldDelivery
-import HeraldFCMService
-import HeraldServer
 import HeraldFCM
 import HeraldFCMCore
 import HeraldFCMSimulator
+import HeraldPushCore
+import HeraldPushService
 import Logging
 import NIOPosix
 
@@ -13,17 +13,30 @@ import NIOPosix
 public struct FCMService: PushService {
     public init() {}
     public var platform: Platform { .android }
+    /// A registration token, or a Firebase Installation ID (`token_kind: fid`).
+    public var tokenKinds: Set<DeviceToken.Kind> { [.token, .fid] }
+
+    public var settingsBlock: PushServiceSettingsBlock? { PushServiceSettingsBlock(key: "fcm", variables: FCMSettings.fileKeys) }
+
+    /// The `HERALD_FCM_*` variables, the service account loaded.
+    public func appSettings(from variables: [String: String], source: PushServiceSettingsSource) throws -> (any Sendable)? {
+        guard let settings = try FCMSettings.fromEnvironment(variables) else {
+            guard source == .file else { return nil }
+            throw HeraldConfigurationError(field: "HERALD_FCM_CREDENTIALS_FILE", message: "is required")
+        }
+        return settings
+    }
 
     public func makeProvider(for app: PushServiceApp, context: PushServiceContext) throws -> any PushProvider {
         let logger = Logger(label: "herald.fcm")
-        if let fcm = app.configuration.fcm {
+        if let fcm = app.serviceSettings(as: FCMSettings.self) {
             // The store is the ledger: every instance on this database uses one access token per account.
             return FCMPushProvider(
                 client: try FCMClient(
                     configuration: fcm.clientConfiguration, account: fcm.account, projectID: fcm.projectID,
                     eventLoopGroup: context.eventLoopGroup, ledger: context.store, logger: logger))
         }
-        let sim = context.simulator(of: .android, as: FCMSimulator.self)!
+        let sim = context.simulator!.handle as! FCMSimulator
         var configuration = FCMClientConfiguration(url: sim.url)
         configuration.trustRootsPEM = [sim.tls.caPEM]
         return FCMPushProvider(
@@ -34,7 +47,7 @@ public struct FCMService: PushService {
 
     /// Apps without FCM credentials share one simulator and its service account.
     public func startSimulator(for apps: [PushServiceApp], eventLoopGroup: MultiThreadedEventLoopGroup) async throws -> BuiltInSimulator? {
-        let apps = apps.filter { $0.configuration.fcm == nil }
+        let apps = apps.filter { $0.serviceSettings == nil }
         guard !apps.isEmpty else { return nil }
         var configuration = FCMSimulator.Configuration()
         configuration.controlPort = nil
@@ -42,7 +55,13 @@ public struct FCMService: PushService {
         return BuiltInSimulator(
             name: "fcm", address: "\(sim.url)",
             warning: "No FCM credentials (HERALD_FCM_*): Android pushes go to the built-in FCM SIMULATOR, not to Google", apps: apps.map(\.id),
-            readiness: ReadinessCheck("built-in FCM simulator listening") { sim.isListening }, control: sim.control,
+            readinessName: "built-in FCM simulator listening", isListening: { sim.isListening }, control: sim.control,
             stop: { await sim.shutdown() }, handle: sim)
+    }
+
+    /// `herald send --platform android`: one data-only message (title and body as data, as
+    /// Herald sends them) through the `HERALD_FCM_*` service account.
+    public func directSender(for push: DirectPush, environment: [String: String], eventLoopGroup: MultiThreadedEventLoopGroup) throws -> (any DirectSender)? {
+        try FCMDirectSender(push: push, environment: environment, eventLoopGroup: eventLoopGroup)
     }
 }

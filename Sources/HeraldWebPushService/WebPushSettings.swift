@@ -1,5 +1,4 @@
 import Foundation
-import HeraldCore
 import HeraldPushCore
 import HeraldWebPushCore
 
@@ -56,7 +55,7 @@ struct WebPushSettings: Sendable {
     init() {}
 
     init(environment env: [String: String]) throws {
-        allowHosts = Set(ServeSettings.list(env["HERALD_WEBPUSH_ALLOW_HOSTS"]).map { $0.lowercased() })
+        allowHosts = Set((env["HERALD_WEBPUSH_ALLOW_HOSTS"] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { !$0.isEmpty })
         for host in allowHosts where host.contains("/") || host.contains("@") || host.contains(" ") {
             throw HeraldConfigurationError(field: "HERALD_WEBPUSH_ALLOW_HOSTS", message: "is a comma-separated list of host or host:port, not \(host)")
         }

@@ -4,11 +4,11 @@ import HeraldAPNsCore
 import HeraldPushCore
 
 /// One app's APNs credentials and host, read from the `HERALD_APNS_*` variables or `HERALD_CONFIG`.
-public struct APNsSettings: Sendable {
+struct APNsSettings: Sendable {
     var keyPath: String
     var keyID: String
     var teamID: String
-    public var topic: String
+    var topic: String
     var environment: APNsEnvironment
     /// `HERALD_APNS_URL`: another host (a simulator); nil means Apple's.
     var url: URL?
@@ -18,14 +18,21 @@ public struct APNsSettings: Sendable {
     /// `HERALD_APNS_CA_FILE`: extra trust roots for that host.
     var caFile: String?
 
+    /// The variable each `apns` key of `HERALD_CONFIG` stands for (their checks are shared).
+    static let fileKeys = [
+        "key_path": "HERALD_APNS_KEY_PATH", "key_id": "HERALD_APNS_KEY_ID", "team_id": "HERALD_APNS_TEAM_ID",
+        "topic": "HERALD_APNS_TOPIC", "environment": "HERALD_APNS_ENVIRONMENT", "url": "HERALD_APNS_URL",
+        "sandbox_url": "HERALD_APNS_SANDBOX_URL", "ca_file": "HERALD_APNS_CA_FILE",
+    ]
+
     /// Reads the settings; nil when no credentials are configured at all.
     /// - Throws: `HeraldConfigurationError` naming the variable when they are incomplete or malformed.
-    public static func fromEnvironment(_ env: [String: String]) throws -> APNsSettings? {
+    static func fromEnvironment(_ env: [String: String]) throws -> APNsSettings? {
         let names = ["HERALD_APNS_KEY_PATH", "HERALD_APNS_KEY_ID", "HERALD_APNS_TEAM_ID", "HERALD_APNS_TOPIC"]
         let values = names.map { env[$0].flatMap { $0.isEmpty ? nil : $0 } }
         if values.allSatisfy({ $0 == nil }) { return nil }
         for (name, value) in zip(names, values) where value == nil {
-            throw HeraldConfigurationError(field: name, message: "is required with the other HERALD_APNS_* credentials")
+            throw HeraldConfigurationError(field: name, message: "is required with the other credentials (\(names.joined(separator: ", ")))")
         }
         let environment = try Self.environment(env)
         func parseURL(_ name: String) throws -> URL? {
@@ -57,7 +64,7 @@ public struct APNsSettings: Sendable {
     }
 
     /// Loads the `.p8` key.
-    public func loadSigningKey() throws -> APNsSigningKey {
+    func loadSigningKey() throws -> APNsSigningKey {
         do {
             return try APNsSigningKey(contentsOfFile: keyPath, keyID: keyID, teamID: teamID)
         } catch {
@@ -66,7 +73,7 @@ public struct APNsSettings: Sendable {
     }
 
     /// The client configuration for these settings (in `environment`, unless overridden).
-    public func clientConfiguration(environment override: APNsEnvironment? = nil) -> APNsClientConfiguration {
+    func clientConfiguration(environment override: APNsEnvironment? = nil) -> APNsClientConfiguration {
         let environment = override ?? environment
         return APNsClientConfiguration(environment: environment, url: environment == .sandbox ? sandboxURL ?? url : url, trustRootsPEMFile: caFile)
     }

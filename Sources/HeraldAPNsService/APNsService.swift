@@ -2,11 +2,11 @@ import Crypto
 import Foundation
 import HeraldAPNs
 import HeraldAPNsCore
-import HeraldCore
 import HeraldAPNsSimulator
+import HeraldCore
 import HeraldDelivery
-import HeraldAPNsService
-import HeraldServer
+import HeraldPushCore
+import HeraldPushService
 import Logging
 import NIOPosix
 
@@ -16,10 +16,32 @@ public struct APNsService: PushService {
     public init() {}
     public var platform: Platform { .ios }
 
+    public var settingsBlock: PushServiceSettingsBlock? { PushServiceSettingsBlock(key: "apns", variables: APNsSettings.fileKeys) }
+
+    /// The `HERALD_APNS_*` variables; from a file, the `.p8` is loaded at once, so a file names it
+    /// wrong before anything starts.
+    public func appSettings(from variables: [String: String], source: PushServiceSettingsSource) throws -> (any Sendable)? {
+        guard let settings = try APNsSettings.fromEnvironment(variables) else {
+            guard source == .file else { return nil }
+            throw HeraldConfigurationError(field: "HERALD_APNS_KEY_PATH", message: "is required (with key_id, team_id and topic)")
+        }
+        if source == .file { _ = try settings.loadSigningKey() }
+        return settings
+    }
+
+    /// The app's topic, and its builds' environment: on the built-in simulator too, the app's
+    /// registrations default to it and its pushes go to that environment's host.
+    public func configure(_ app: inout AppSettings, settings: (any Sendable)?, variables: [String: String], source: PushServiceSettingsSource) throws {
+        let apns = settings as? APNsSettings
+        let simulatorTopic = source == .file ? "com.example." + app.id : "com.example.herald"
+        app.topic = apns?.topic ?? simulatorTopic
+        app.production = try (apns?.environment ?? APNsSettings.environment(variables)) == .production
+    }
+
     public func makeProvider(for app: PushServiceApp, context: PushServiceContext) throws -> any PushProvider {
         let logger = Logger(label: "herald.apns")
         let group = context.eventLoopGroup
-        if let apns = app.configuration.apns {
+        if let apns = app.serviceSettings(as: APNsSettings.self) {
             // The store is the ledger: every instance on this database sends the same JWT per key.
             let tokens = APNsProviderTokenSource(
                 key: try apns.loadSigningKey(), ledger: context.store,
@@ -29,10 +51,10 @@ public struct APNsService: PushService {
             }
         }
         // The simulator's two hosts, as Apple's: a client per environment, opened on first use.
-        let simulated = context.simulator(of: .ios, as: Simulated.self)!
+        let simulated = context.simulator!.handle as! Simulated
         let sim = simulated.simulator
         let tokens = APNsProviderTokenSource(key: simulated.keys[app.id]!)
-        return APNsPushProvider(topic: app.configuration.simulatorTopic) { environment in
+        return APNsPushProvider(topic: app.settings.topic) { environment in
             var configuration = APNsClientConfiguration(environment: environment, url: sim.url(for: environment))
             configuration.trustRootsPEM = [sim.tls.caPEM]
             return try APNsClient(configuration: configuration, tokens: tokens, eventLoopGroup: group, logger: logger)
@@ -47,7 +69,7 @@ public struct APNsService: PushService {
 
     /// Apps without Apple credentials share one simulator, each with its own ephemeral key.
     public func startSimulator(for apps: [PushServiceApp], eventLoopGroup: MultiThreadedEventLoopGroup) async throws -> BuiltInSimulator? {
-        let apps = apps.filter { $0.configuration.apns == nil }
+        let apps = apps.filter { $0.serviceSettings == nil }
         guard !apps.isEmpty else { return nil }
         var keys: [String: APNsSigningKey] = [:]
         for (i, app) in apps.enumerated() {
@@ -62,7 +84,12 @@ public struct APNsService: PushService {
         return BuiltInSimulator(
             name: "apns", address: "\(sim.url)",
             warning: "No APNs credentials (HERALD_APNS_*): pushes go to the built-in APNs SIMULATOR, not to Apple", apps: apps.map(\.id),
-            readiness: ReadinessCheck("built-in APNs simulator listening") { sim.isListening }, control: sim.control,
+            readinessName: "built-in APNs simulator listening", isListening: { sim.isListening }, control: sim.control,
             stop: { await sim.shutdown() }, handle: Simulated(simulator: sim, keys: keys))
+    }
+
+    /// `herald send`: the push to Apple (or `HERALD_APNS_URL`) with the `HERALD_APNS_*` credentials.
+    public func directSender(for push: DirectPush, environment: [String: String], eventLoopGroup: MultiThreadedEventLoopGroup) throws -> (any DirectSender)? {
+        try APNsDirectSender(push: push, environment: environment, eventLoopGroup: eventLoopGroup)
     }
 }

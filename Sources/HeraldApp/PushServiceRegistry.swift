@@ -1,0 +1,9 @@
+import HeraldAPNsService
+import HeraldFCMService
+import HeraldPushService
+import HeraldWebPushService
+
+extension PushServiceRegistry {
+    /// APNs, FCM and Web Push.
+    public static let builtIn = PushServiceRegistry([APNsService(), FCMService(), WebPushService()])
+}

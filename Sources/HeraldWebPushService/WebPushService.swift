@@ -1,0 +1,111 @@
+import HeraldCore
+import HeraldDelivery
+import HeraldPushCore
+import HeraldPushService
+import HeraldWebPush
+import HeraldWebPushCore
+import HeraldWebPushSimulator
+import Logging
+import NIOPosix
+
+/// Web Push: `platform: "web"`, a subscription's endpoint as the token, a provider per app signing
+/// with its VAPID key, all on one client (connections are per push service, not per app).
+public struct WebPushService: PushService {
+    public init() {}
+    public var platform: Platform { .web }
+
+    public var settingsBlock: PushServiceSettingsBlock? { PushServiceSettingsBlock(key: "vapid", variables: VAPIDSettings.fileKeys) }
+
+    /// The `HERALD_VAPID_*` variables, the key loaded.
+    public func appSettings(from variables: [String: String], source: PushServiceSettingsSource) throws -> (any Sendable)? {
+        guard let settings = try VAPIDSettings.fromEnvironment(variables) else {
+            guard source == .file else { return nil }
+            throw HeraldConfigurationError(field: "HERALD_VAPID_PRIVATE_KEY_PATH", message: "is required")
+        }
+        return settings
+    }
+
+    /// `HERALD_WEBPUSH_*`: where Web Push may be sent and which extra roots to trust.
+    public func instanceSettings(from environment: [String: String]) throws -> (any Sendable)? {
+        try WebPushSettings(environment: environment)
+    }
+
+    /// One client for every app, and each app's VAPID key (an ephemeral one for an app without).
+    public func makeShared(
+        for apps: [PushServiceApp], instanceSettings: (any Sendable)?, simulator: BuiltInSimulator?, eventLoopGroup: MultiThreadedEventLoopGroup
+    ) throws -> (any Sendable)? {
+        try WebPushShared(
+            apps: apps, settings: instanceSettings as? WebPushSettings ?? WebPushSettings(), simulated: simulator?.handle as? Simulated,
+            eventLoopGroup: eventLoopGroup)
+    }
+
+    /// A browser registers its subscription, checked by the shared SSRF rule.
+    public func registrationRule(context: PushServiceContext) -> any DeviceTokenRule {
+        guard let shared = context.shared as? WebPushShared else { return NoWebPushRule() }
+        return WebPushRegistrationRule(endpointGuard: shared.endpointGuard)
+    }
+
+    public func makeProvider(for app: PushServiceApp, context: PushServiceContext) throws -> any PushProvider {
+        let shared = context.shared as! WebPushShared
+        let vapid = shared.vapid[app.id]!
+        return WebPushProvider(client: shared.client, signer: VAPIDSigner(key: vapid.key, subject: vapid.subject))
+    }
+
+    /// Every app's provider shares one client: its connections, counted once.
+    public func connectionsOpen(_ providers: [any PushProvider], context: PushServiceContext) -> Int {
+        (context.shared as? WebPushShared)?.client.connectionsOpen ?? 0
+    }
+
+    public var sendingWithoutSettings: String { "simulator (ephemeral VAPID key)" }
+
+    /// The built-in simulator and its own address: the one inside address Herald sends to
+    /// without being told.
+    struct Simulated: Sendable {
+        let simulator: WebPushSimulator
+        let host: String
+    }
+
+    /// Apps without a VAPID key sign with an ephemeral one and get a Web Push simulator.
+    public func startSimulator(for apps: [PushServiceApp], eventLoopGroup: MultiThreadedEventLoopGroup) async throws -> BuiltInSimulator? {
+        let apps = apps.filter { $0.serviceSettings == nil }
+        guard !apps.isEmpty else { return nil }
+        var configuration = WebPushSimulator.Configuration()
+        configuration.controlPort = nil
+        let sim = try await WebPushSimulator.start(configuration: configuration)
+        return BuiltInSimulator(
+            name: "webpush", address: "\(sim.origin)",
+            warning:
+                "No VAPID key (HERALD_VAPID_*): these apps sign Web Push with an EPHEMERAL key, so browser subscriptions made with it end when Herald restarts; a built-in Web Push simulator is running",
+            apps: apps.map(\.id), readinessName: "built-in Web Push simulator listening", isListening: { sim.isListening },
+            control: sim.control, stop: { await sim.shutdown() }, handle: Simulated(simulator: sim, host: "\(configuration.host):\(sim.port)"))
+    }
+}
+
+/// What every app's Web Push provider shares, and what registration needs of it: the SSRF rule
+/// (the built-in simulator's address allowed), the client, and each app's VAPID key (an ephemeral
+/// one for an app without).
+public struct WebPushShared: Sendable {
+    let endpointGuard: WebPushEndpointGuard
+    let client: WebPushClient
+    let vapid: [String: VAPIDSettings]
+
+    init(apps: [PushServiceApp], settings: WebPushSettings, simulated: WebPushService.Simulated?, eventLoopGroup group: MultiThreadedEventLoopGroup) throws {
+        var allowHosts = settings.allowHosts
+        if let simulated { allowHosts.insert(simulated.host) }
+        endpointGuard = WebPushEndpointGuard(policy: WebPushAddressPolicy(allowedHosts: allowHosts))
+        var configuration = WebPushClientConfiguration(endpointGuard: endpointGuard)
+        configuration.trustRootsPEMFiles = settings.caFile.map { [$0] } ?? []
+        // The built-in simulators' CAs are trusted from memory: nothing is written to the temporary directory.
+        configuration.trustRootsPEM = simulated.map { [$0.simulator.tls.caPEM] } ?? []
+        client = try WebPushClient(configuration: configuration, eventLoopGroup: group, logger: Logger(label: "herald.webpush"))
+        var vapid: [String: VAPIDSettings] = [:]
+        for app in apps {
+            vapid[app.id] = try app.serviceSettings(as: VAPIDSettings.self)
+                ?? VAPIDSettings(key: VAPIDKey(privateKey: .init()), subject: VAPIDSubject(VAPIDSettings.developmentSubject))
+        }
+        self.vapid = vapid
+    }
+
+    /// Each app's VAPID public key, as browsers take it (`applicationServerKey`).
+    public var vapidPublicKeys: [String: String] { vapid.mapValues(\.key.applicationServerKey) }
+}
