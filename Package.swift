@@ -202,7 +202,7 @@ let package = Package(
         // provider-neutral `PushProvider` seam and its providers (APNs), as lifecycle services.
         // The Matrix Push Gateway API as values, no I/O: the notify body, the app_id map, pushkeys as
         // devices, and Sygnal-shaped payloads for APNs, FCM and Web Push.
-        .target(name: "HeraldMatrix", dependencies: ["HeraldCore", "HeraldFCMCore", "HeraldWebPushCore", .product(name: "KasiaProtocol", package: "HeraldKit")]),
+        .target(name: "HeraldMatrix", dependencies: ["HeraldCore", "HeraldFCMCore", "HeraldPushCore", "HeraldWebPushCore", .product(name: "KasiaProtocol", package: "HeraldKit")]),
         .target(
             name: "HeraldDelivery",
             dependencies: [
@@ -210,7 +210,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "CoreMetrics", package: "swift-metrics"), .product(name: "Crypto", package: "swift-crypto"), "HeraldPushCore", "HeraldWebPushCore", .product(name: "KasiaProtocol", package: "HeraldKit"),
+                .product(name: "CoreMetrics", package: "swift-metrics"), .product(name: "Crypto", package: "swift-crypto"), "HeraldPushCore", .product(name: "KasiaProtocol", package: "HeraldKit"),
                 .product(name: "KasiaCrypto", package: "HeraldKit"),
                 .product(name: "JWTKit", package: "jwt-kit"),
             ]
@@ -219,13 +219,16 @@ let package = Package(
         // state, provider and simulator factories, direct send) and its registry.
         .target(
             name: "HeraldPushService",
-            dependencies: ["HeraldCore", "HeraldDelivery", "HeraldPushCore", "HeraldSimulatorSupport", "HeraldStore", .product(name: "NIOPosix", package: "swift-nio")]
+            dependencies: [
+                "HeraldCore", "HeraldDelivery", "HeraldMatrix", "HeraldPushCore", "HeraldSimulatorSupport", "HeraldStore",
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
         ),
         // Each push service in one module: its `PushService`, settings, `PushProvider` and direct send.
         .target(
             name: "HeraldAPNsService",
             dependencies: [
-                "HeraldAPNs", "HeraldAPNsCore", "HeraldAPNsSimulator", "HeraldCore", "HeraldDelivery", "HeraldPushCore", "HeraldPushService",
+                "HeraldAPNs", "HeraldAPNsCore", "HeraldAPNsSimulator", "HeraldCore", "HeraldDelivery", "HeraldMatrix", "HeraldPushCore", "HeraldPushService",
                 "HeraldStore", .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
@@ -233,14 +236,14 @@ let package = Package(
         .target(
             name: "HeraldFCMService",
             dependencies: [
-                "HeraldCore", "HeraldDelivery", "HeraldFCM", "HeraldFCMCore", "HeraldFCMSimulator", "HeraldPushCore", "HeraldPushService", "HeraldStore",
+                "HeraldCore", "HeraldDelivery", "HeraldFCM", "HeraldFCMCore", "HeraldFCMSimulator", "HeraldMatrix", "HeraldPushCore", "HeraldPushService", "HeraldStore",
                 .product(name: "Logging", package: "swift-log"), .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
         .target(
             name: "HeraldWebPushService",
             dependencies: [
-                "HeraldCore", "HeraldDelivery", "HeraldPushCore", "HeraldPushService", "HeraldStore", "HeraldWebPush", "HeraldWebPushCore",
+                "HeraldCore", "HeraldDelivery", "HeraldMatrix", "HeraldPushCore", "HeraldPushService", "HeraldStore", "HeraldWebPush", "HeraldWebPushCore",
                 "HeraldWebPushSimulator", .product(name: "Logging", package: "swift-log"), .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),

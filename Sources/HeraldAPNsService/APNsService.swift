@@ -5,6 +5,7 @@ import HeraldAPNsCore
 import HeraldAPNsSimulator
 import HeraldCore
 import HeraldDelivery
+import HeraldMatrix
 import HeraldPushCore
 import HeraldPushService
 import Logging
@@ -37,6 +38,9 @@ public struct APNsService: PushService {
         app.topic = apns?.topic ?? simulatorTopic
         app.production = try (apns?.environment ?? APNsSettings.environment(variables)) == .production
     }
+
+    /// Matrix pushers of `type: apns`.
+    public var matrixPusher: (any MatrixPusher)? { BuiltInMatrixPusher.apns }
 
     public func makeProvider(for app: PushServiceApp, context: PushServiceContext) throws -> any PushProvider {
         let logger = Logger(label: "herald.apns")

@@ -196,7 +196,7 @@ public struct ConfigFile: Sendable {
         if let value = top["matrix"] {
             guard let entries = value as? [Any] else { throw reader.error(at: "matrix", "is a list of Matrix apps") }
             for (i, entry) in entries.enumerated() {
-                file.matrix.append(try reader.matrixApp(entry, at: "matrix[\(i)]", apps: seen))
+                file.matrix.append(try reader.matrixApp(entry, at: "matrix[\(i)]", apps: seen, pushers: pushServices.matrixPushers))
             }
         }
         return file
@@ -256,7 +256,7 @@ public struct ConfigFile: Sendable {
         }
 
         /// One `matrix` entry: an `app_id` (or glob), the Herald app it pushes as, the push service.
-        func matrixApp(_ value: Any, at field: String, apps: Set<String>) throws -> MatrixApp {
+        func matrixApp(_ value: Any, at field: String, apps: Set<String>, pushers: [any MatrixPusher]) throws -> MatrixApp {
             let block = try map(value, at: field, keys: ConfigFile.matrixKeys)
             guard let appID = try string(block["app_id"], at: field + ".app_id"), !appID.isEmpty, appID.utf8.count <= 256 else {
                 throw error(at: field + ".app_id", "is required: 1 to 256 characters")
@@ -264,16 +264,19 @@ public struct ConfigFile: Sendable {
             guard let app = try string(block["app"], at: field + ".app"), apps.contains(app) else {
                 throw error(at: field + ".app", "names one of apps (\(apps.sorted().joined(separator: ", ")))")
             }
-            guard let type = try string(block["type"], at: field + ".type"), let kind = MatrixApp.Kind(rawValue: type) else {
-                throw error(at: field + ".type", "is apns, fcm or webpush")
+            guard let type = try string(block["type"], at: field + ".type"), let pusher = pushers.first(where: { $0.kind.rawValue == type }) else {
+                throw error(at: field + ".type", "is \(MatrixApp.Kind.names(pushers))")
             }
+            let kind = pusher.kind
             func flag(_ key: String, _ fallback: Bool) throws -> Bool {
                 guard let value = block[key] else { return fallback }
                 guard let flag = value as? Bool else { throw error(at: field + "." + key, "is true or false") }
                 return flag
             }
             let allowed = block["allowed_endpoints"] == nil ? nil : try strings(block["allowed_endpoints"], at: field + ".allowed_endpoints")
-            if allowed != nil, kind != .webpush { throw error(at: field + ".allowed_endpoints", "is for type webpush") }
+            if allowed != nil, !pusher.takesAllowedEndpoints {
+                throw error(at: field + ".allowed_endpoints", "is for type \(MatrixApp.Kind.names(pushers.filter(\.takesAllowedEndpoints)))")
+            }
             return MatrixApp(
                 pattern: appID, app: app, kind: kind, convertTokenToHex: try flag("convert_device_token_to_hex", true),
                 allowedEndpoints: allowed?.map { $0.lowercased() }, encryptedRoomDetails: try flag("encrypted_room_details", false))

@@ -252,7 +252,7 @@ struct Listeners {
             eventLoopGroupProvider: .shared(group), logger: logger)
         let router = Gateway.router(
             store: store, configuration: api, publisher: publisher, metrics: metrics, sources: sources, readiness: readiness,
-            sending: sending, matrix: MatrixApps(settings.matrix), lanes: lanes, operations: false)
+            sending: sending, matrix: MatrixApps(settings.matrix, pushers: pushServices.matrixPushers), lanes: lanes, operations: false)
         // Every client connection is counted and held to its deadlines; past the cap, the longest
         // waiting one without a request in hand makes room (ConnectionTable).
         let connections = ConnectionTable(limits: ConnectionLimits(

@@ -307,7 +307,7 @@ public struct ServeSettings: Sendable {
             apps = file.apps
             matrix = file.matrix
         } else {
-            matrix = try Self.matrixApps(env["HERALD_MATRIX_APPS"] ?? "")
+            matrix = try Self.matrixApps(env["HERALD_MATRIX_APPS"] ?? "", pushers: pushServices.matrixPushers)
             let registrationKeys = try Self.keys(env, "HERALD_REGISTRATION_KEYS")
             var registration: RegistrationPolicy = registrationKeys.isEmpty ? .open : .bearer(registrationKeys)
             let secret = env["HERALD_REGISTRATION_JWT_SECRET"].flatMap { $0.isEmpty ? nil : $0 }
@@ -352,13 +352,13 @@ public struct ServeSettings: Sendable {
 
     /// `HERALD_MATRIX_APPS`: `app_id=type` pairs (type apns, fcm or webpush), comma-separated, in
     /// order, for the app "default" with Sygnal's defaults (the config file's `matrix:` has the rest).
-    static func matrixApps(_ text: String) throws -> [MatrixApp] {
+    static func matrixApps(_ text: String, pushers: [any MatrixPusher]) throws -> [MatrixApp] {
         try text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }.map { entry in
             let parts = entry.split(separator: "=", maxSplits: 1).map(String.init)
-            guard parts.count == 2, !parts[0].isEmpty, let kind = MatrixApp.Kind(rawValue: parts[1]) else {
-                throw HeraldConfigurationError(field: "HERALD_MATRIX_APPS", message: "is app_id=type pairs (type apns, fcm or webpush), not \(entry)")
+            guard parts.count == 2, !parts[0].isEmpty, let pusher = pushers.first(where: { $0.kind.rawValue == parts[1] }) else {
+                throw HeraldConfigurationError(field: "HERALD_MATRIX_APPS", message: "is app_id=type pairs (type \(MatrixApp.Kind.names(pushers))), not \(entry)")
             }
-            return MatrixApp(pattern: parts[0], app: "default", kind: kind)
+            return MatrixApp(pattern: parts[0], app: "default", kind: pusher.kind)
         }
     }
 

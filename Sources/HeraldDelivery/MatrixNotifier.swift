@@ -4,7 +4,6 @@ import HeraldCore
 import HeraldPushCore
 import HeraldMatrix
 import HeraldStore
-import HeraldWebPushCore
 import KasiaProtocol
 
 /// The Matrix Push Gateway use case (`POST /_matrix/push/v1/notify`): each device of a
@@ -82,15 +81,16 @@ public struct MatrixNotifier: Sendable {
                 continue
             }
             let token: DeviceToken
-            let keys: WebPushKeys?
+            let values: DeviceAttributes
             do {
-                (token, keys) = try app.token(of: device)
+                guard let pusher = apps.pusher(for: app) else { throw MatrixPushkeyRefusal(description: "no pusher of type \(app.kind.rawValue)") }
+                (token, values) = try pusher.device(of: device, app: app)
             } catch {
                 rejected.append(pushkey)
                 continue
             }
             named.append((i, app, NamedDevice(
-                app: app.app, token: token, attributes: DeviceAttributes(production: settings.production).setting(webPushKeys: keys),
+                app: app.app, token: token, attributes: DeviceAttributes(production: settings.production).merging(values),
                 registeredAt: Date(timeIntervalSince1970: TimeInterval(ts)))))
         }
         try await admitWithinLimits(named.map { ($0.device, "notification.devices[\($0.index)].pushkey") })
@@ -105,7 +105,7 @@ public struct MatrixNotifier: Sendable {
                 continue
             }
             perApp[app.pattern, default: (0, 0, [])].devices += 1
-            guard publisher.platforms.contains(record.platform), let push = MatrixPushBuilder.push(n, device: device, app: app) else { continue }
+            guard publisher.platforms.contains(record.platform), let push = apps.pusher(for: app)?.push(n, device: device, app: app) else { continue }
             var event = NewEvent(
                 id: UUID.timeOrdered(at: now).lowercasedString, app: app.app, template: "matrix", push: push,
                 expiresAt: now.addingTimeInterval(EventPublisher.defaultLifetime), devices: [record],

@@ -1,5 +1,6 @@
 import HeraldCore
 import HeraldDelivery
+import HeraldMatrix
 import HeraldFCM
 import HeraldFCMCore
 import HeraldFCMSimulator
@@ -26,6 +27,9 @@ public struct FCMService: PushService {
         }
         return settings
     }
+
+    /// Matrix pushers of `type: fcm`.
+    public var matrixPusher: (any MatrixPusher)? { BuiltInMatrixPusher.fcm }
 
     public func makeProvider(for app: PushServiceApp, context: PushServiceContext) throws -> any PushProvider {
         let logger = Logger(label: "herald.fcm")

@@ -3,14 +3,18 @@ import Foundation
 /// Where a Matrix `app_id` goes: a Herald app, the push service of its pushers, and how its
 /// pushkeys and payloads are read (Sygnal's per-app settings, in Herald's terms).
 public struct MatrixApp: Sendable, Hashable {
-    /// The push service a Matrix app's pushkeys belong to.
-    public enum Kind: String, Sendable, Hashable, CaseIterable {
+    /// The push service a Matrix app's pushkeys belong to (a `matrix` entry's `type`): a
+    /// `MatrixPusher` of that kind reads them.
+    public struct Kind: RawRepresentable, Sendable, Hashable {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+
         /// The pushkey is an APNs token, base64 (Sygnal's default) or hex.
-        case apns
+        public static let apns = Kind(rawValue: "apns")
         /// The pushkey is an FCM registration token.
-        case fcm
+        public static let fcm = Kind(rawValue: "fcm")
         /// The pushkey is a subscription's p256dh; `data.endpoint` and `data.auth` complete it.
-        case webpush
+        public static let webpush = Kind(rawValue: "webpush")
     }
 
     /// The `app_id` as configured: exact, or a glob (`*`, `?`).
@@ -45,14 +49,16 @@ public struct MatrixApp: Sendable, Hashable {
 }
 
 /// The configured Matrix apps: an `app_id` matches its exact entry first, else the first glob
-/// that matches it in configuration order (as Sygnal does).
+/// that matches it in configuration order (as Sygnal does); and the pusher of each kind.
 public struct MatrixApps: Sendable {
     public let apps: [MatrixApp]
     private let exact: [String: MatrixApp]
     private let globs: [MatrixApp]
+    private let pushers: [MatrixApp.Kind: any MatrixPusher]
 
-    public init(_ apps: [MatrixApp]) {
+    public init(_ apps: [MatrixApp], pushers: [any MatrixPusher] = BuiltInMatrixPusher.all) {
         self.apps = apps
+        self.pushers = Dictionary(pushers.map { ($0.kind, $0) }) { first, _ in first }
         var exact: [String: MatrixApp] = [:]
         var globs: [MatrixApp] = []
         for app in apps {
@@ -68,6 +74,9 @@ public struct MatrixApps: Sendable {
     }
 
     public var isEmpty: Bool { apps.isEmpty }
+
+    /// The pusher that reads `app`'s pushkeys and builds its pushes; nil when none is of its kind.
+    public func pusher(for app: MatrixApp) -> (any MatrixPusher)? { pushers[app.kind] }
 }
 
 /// Shell-style globs: `*` any run of characters, `?` any one; everything else itself.

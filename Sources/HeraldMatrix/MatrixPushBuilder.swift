@@ -21,6 +21,7 @@ public enum MatrixPushBuilder {
         case .apns: apns(n, device: device, app: app)
         case .fcm: fcm(n, device: device, app: app)
         case .webpush: webPush(n, device: device, app: app)
+        default: nil
         }
     }
 

@@ -6,18 +6,10 @@ import KasiaProtocol
 /// Why a pushkey cannot be a device of its app's platform: the homeserver is told to drop it.
 public struct MatrixPushkeyRefusal: Error, Hashable, Sendable, CustomStringConvertible {
     public var description: String
+    public init(description: String) { self.description = description }
 }
 
 extension MatrixApp {
-    /// The platform its pushers' devices are on.
-    public var platform: Platform {
-        switch kind {
-        case .apns: .ios
-        case .fcm: .android
-        case .webpush: .web
-        }
-    }
-
     /// The device token (and a subscription's keys) a pusher names: an APNs token from base64
     /// (or hex), an FCM registration token as it is, a Web Push subscription from `data.endpoint`,
     /// the pushkey (p256dh) and `data.auth`, its host one `allowed_endpoints` names.
@@ -38,7 +30,8 @@ extension MatrixApp {
                 return (try DeviceToken(hex, platform: .ios), nil)
             case .fcm:
                 return (try DeviceToken(pushkey, platform: .android), nil)
-            case .webpush:
+            default:
+                guard kind == .webpush else { throw MatrixPushkeyRefusal(description: "no pusher reads \(kind.rawValue) pushkeys here") }
                 guard let endpoint = device.string("endpoint") else {
                     throw MatrixPushkeyRefusal(description: "a Web Push pusher's data has its endpoint")
                 }

@@ -1,5 +1,6 @@
 import HeraldCore
 import HeraldDelivery
+import HeraldMatrix
 import HeraldPushCore
 import NIOPosix
 
@@ -40,6 +41,9 @@ public protocol PushService: DeviceTokenRule {
 
     /// Connections open to the service across its apps' `providers` (`herald_connections_open`).
     func connectionsOpen(_ providers: [any PushProvider], context: PushServiceContext) -> Int
+
+    /// Its side of the Matrix push gateway (the `type` of a `matrix` entry), or nil for none.
+    var matrixPusher: (any MatrixPusher)? { get }
 
     /// The JSON Schema of its `device_token` for the served OpenAPI document's `Registration`
     /// (nil: the built-in three, whose branches are in the document's file).
@@ -89,6 +93,8 @@ extension PushService {
 
     public var openAPITokenSchema: String? { nil }
 
+    public var matrixPusher: (any MatrixPusher)? { nil }
+
     public var sendingWithoutSettings: String { "simulator" }
 
     public func directSender(for push: DirectPush, environment: [String: String], eventLoopGroup: MultiThreadedEventLoopGroup) throws -> (any DirectSender)? {
@@ -115,6 +121,9 @@ public struct PushServiceRegistry: Sendable {
     public var openAPITokenSchemas: [String: String] {
         Dictionary(services.compactMap { service in service.openAPITokenSchema.map { (service.platform.rawValue, $0) } }) { first, _ in first }
     }
+
+    /// The Matrix pushers of its services, in order.
+    public var matrixPushers: [any MatrixPusher] { services.compactMap(\.matrixPusher) }
 
     /// Each platform's registration rule, given each service's context.
     public func registrationRules(contexts: [Platform: PushServiceContext]) -> [Platform: any DeviceTokenRule] {

@@ -1,5 +1,6 @@
 import HeraldCore
 import HeraldDelivery
+import HeraldMatrix
 import HeraldPushCore
 import HeraldPushService
 import HeraldWebPush
@@ -44,6 +45,9 @@ public struct WebPushService: PushService {
         guard let shared = context.shared as? WebPushShared else { return NoWebPushRule() }
         return WebPushRegistrationRule(endpointGuard: shared.endpointGuard)
     }
+
+    /// Matrix pushers of `type: webpush`.
+    public var matrixPusher: (any MatrixPusher)? { BuiltInMatrixPusher.webPush }
 
     public func makeProvider(for app: PushServiceApp, context: PushServiceContext) throws -> any PushProvider {
         let shared = context.shared as! WebPushShared
