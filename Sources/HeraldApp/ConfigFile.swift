@@ -131,66 +131,10 @@ public struct ConfigFile: Sendable {
             throw reader.error(at: "apps", "is a list of one or more apps")
         }
         var seen = Set<String>()
-        let blocks = pushServices.services.compactMap(\.settingsBlock)
-        let keys = appKeys.union(blocks.map(\.key))
+        let keys = appKeys.union(pushServices.services.compactMap(\.settingsBlock).map(\.key))
         for (i, value) in apps.enumerated() {
-            let at = "apps[\(i)]"
-            let app = try reader.map(value, at: at, keys: keys)
-            guard let id = try reader.string(app["id"], at: at + ".id"), !id.isEmpty, id.utf8.count <= 64 else {
-                throw reader.error(at: at + ".id", "is required: 1 to 64 characters")
-            }
-            guard seen.insert(id).inserted else { throw reader.error(at: at + ".id", "\(id) is used by an earlier app") }
-            var settings = AppSettings(id: id, publishKeys: Set(try reader.secrets(app["publish_keys"], at: at + ".publish_keys")))
-            if let registration = app["registration"] {
-                let r = try reader.map(registration, at: at + ".registration", keys: registrationKeys)
-                let keys = try reader.secrets(r["keys"], at: at + ".registration.keys")
-                let secret = try reader.string(r["hs256_secret"], at: at + ".registration.hs256_secret")
-                let publicKey = try reader.string(r["es256_public_key_path"], at: at + ".registration.es256_public_key_path")
-                let policy = try reader.string(r["policy"], at: at + ".registration.policy")
-                if policy != "signed", secret != nil || publicKey != nil {
-                    throw reader.error(at: at + ".registration.policy", "signing keys need policy: signed")
-                }
-                switch policy {
-                case "open", nil:
-                    guard keys.isEmpty else { throw reader.error(at: at + ".registration.keys", "only with policy: bearer") }
-                case "bearer":
-                    guard !keys.isEmpty else { throw reader.error(at: at + ".registration.keys", "policy bearer needs one or more keys") }
-                    settings.registration = .bearer(Set(keys))
-                case "signed":
-                    guard keys.isEmpty else { throw reader.error(at: at + ".registration.keys", "only with policy: bearer") }
-                    settings.registration = .signed(try RegistrationSigning.keys(
-                        secret: secret, publicKeyPath: publicKey, secretField: at + ".registration.hs256_secret",
-                        publicKeyField: at + ".registration.es256_public_key_path", policyField: at + ".registration.policy",
-                        error: { field, message in reader.error(at: field, message) }))
-                case "wallet":
-                    guard keys.isEmpty else { throw reader.error(at: at + ".registration.keys", "only with policy: bearer") }
-                    settings.registration = .wallet
-                case let other?:
-                    throw reader.error(at: at + ".registration.policy", "is open, bearer, signed or wallet, not \(other)")
-                }
-            }
-            settings.maximumDevices = try reader.int(app["max_devices"], at: at + ".max_devices", in: 1...100_000_000)
-            if let text = try reader.string(app["privacy"], at: at + ".privacy") {
-                guard let privacy = PushPrivacy(rawValue: text) else { throw reader.error(at: at + ".privacy", "is standard or minimal") }
-                settings.privacy = privacy
-            }
-            if let value = app["agent_event"] {
-                settings.agentEventTexts = try reader.agentEventTexts(value, at: at + ".agent_event")
-            }
-            if let value = app["ghosttalk"] {
-                let ghost = try reader.map(value, at: at + ".ghosttalk", keys: ["send_enabled"])
-                if let enabled = ghost["send_enabled"] {
-                    guard let flag = enabled as? Bool else { throw reader.error(at: at + ".ghosttalk.send_enabled", "is true or false") }
-                    settings.ghostTalkSendEnabled = flag
-                }
-            }
-            var entry = App(settings: settings)
-            try entry.readServiceSettings(pushServices, source: .file) { service in
-                guard let block = service.settingsBlock, let value = app[block.key] else { return nil }
-                return try reader.variables(value, at: at + "." + block.key, block: block)
-            } refusal: { service, failure in
-                reader.refusal(failure, at: at, block: service.settingsBlock)
-            }
+            let entry = try reader.app(value, at: "apps[\(i)]", keys: keys, pushServices: pushServices)
+            guard seen.insert(entry.settings.id).inserted else { throw reader.error(at: "apps[\(i)].id", "\(entry.settings.id) is used by an earlier app") }
             file.apps.append(entry)
         }
         if let value = top["matrix"] {
@@ -253,6 +197,71 @@ public struct ConfigFile: Sendable {
                 throw error(at: field, "is a whole number from \(range.lowerBound) to \(range.upperBound)")
             }
             return number
+        }
+
+        /// One app: its id, keys, policy and texts, and each push service's block.
+        func app(_ value: Any, at: String, keys: Set<String>, pushServices: PushServiceRegistry) throws -> App {
+            let app = try map(value, at: at, keys: keys)
+            guard let id = try string(app["id"], at: at + ".id"), !id.isEmpty, id.utf8.count <= 64 else {
+                throw error(at: at + ".id", "is required: 1 to 64 characters")
+            }
+            var settings = AppSettings(id: id, publishKeys: Set(try secrets(app["publish_keys"], at: at + ".publish_keys")))
+            if let registration = app["registration"] {
+                settings.registration = try registrationPolicy(registration, at: at + ".registration")
+            }
+            settings.maximumDevices = try int(app["max_devices"], at: at + ".max_devices", in: 1...100_000_000)
+            if let text = try string(app["privacy"], at: at + ".privacy") {
+                guard let privacy = PushPrivacy(rawValue: text) else { throw error(at: at + ".privacy", "is standard or minimal") }
+                settings.privacy = privacy
+            }
+            if let value = app["agent_event"] {
+                settings.agentEventTexts = try agentEventTexts(value, at: at + ".agent_event")
+            }
+            if let value = app["ghosttalk"] {
+                let ghost = try map(value, at: at + ".ghosttalk", keys: ["send_enabled"])
+                if let enabled = ghost["send_enabled"] {
+                    guard let flag = enabled as? Bool else { throw error(at: at + ".ghosttalk.send_enabled", "is true or false") }
+                    settings.ghostTalkSendEnabled = flag
+                }
+            }
+            var entry = App(settings: settings)
+            try entry.readServiceSettings(pushServices, source: .file) { service in
+                guard let block = service.settingsBlock, let value = app[block.key] else { return nil }
+                return try variables(value, at: at + "." + block.key, block: block)
+            } refusal: { service, failure in
+                refusal(failure, at: at, block: service.settingsBlock)
+            }
+            return entry
+        }
+
+        /// An app's `registration` block: open (the default), bearer with its keys, signed with its
+        /// signing keys, or wallet.
+        func registrationPolicy(_ value: Any, at field: String) throws -> RegistrationPolicy {
+            let r = try map(value, at: field, keys: ConfigFile.registrationKeys)
+            let keys = try secrets(r["keys"], at: field + ".keys")
+            let secret = try string(r["hs256_secret"], at: field + ".hs256_secret")
+            let publicKey = try string(r["es256_public_key_path"], at: field + ".es256_public_key_path")
+            let policy = try string(r["policy"], at: field + ".policy")
+            if policy != "signed", secret != nil || publicKey != nil {
+                throw error(at: field + ".policy", "signing keys need policy: signed")
+            }
+            if ["open", "signed", "wallet", nil].contains(policy), !keys.isEmpty { throw error(at: field + ".keys", "only with policy: bearer") }
+            switch policy {
+            case "open", nil:
+                return .open
+            case "bearer":
+                guard !keys.isEmpty else { throw error(at: field + ".keys", "policy bearer needs one or more keys") }
+                return .bearer(Set(keys))
+            case "signed":
+                return .signed(try RegistrationSigning.keys(
+                    secret: secret, publicKeyPath: publicKey, secretField: field + ".hs256_secret",
+                    publicKeyField: field + ".es256_public_key_path", policyField: field + ".policy",
+                    error: { field, message in error(at: field, message) }))
+            case "wallet":
+                return .wallet
+            case let other?:
+                throw error(at: field + ".policy", "is open, bearer, signed or wallet, not \(other)")
+            }
         }
 
         /// One `matrix` entry: an `app_id` (or glob), the Herald app it pushes as, the push service.
