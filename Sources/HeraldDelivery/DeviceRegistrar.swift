@@ -141,7 +141,7 @@ public struct DeviceRegistrar: Sendable {
             }
             kind = parsed
         }
-        var serviceValues = DeviceAttributes([:])
+        var serviceValues = DeviceAttributes.empty
         let token: DeviceToken
         if let rule = tokenRule as? any DeviceRegistrationRule {
             (token, serviceValues) = try await rule.device(from: request)

@@ -59,7 +59,7 @@ public struct MatrixNotifier: Sendable {
         }
         // Each device checked before anything is written.
         let now = publisher.clock.now()
-        var named: [(index: Int, app: MatrixApp, device: NamedDevice)] = []
+        var named: [(index: Int, app: MatrixApp, pusher: any MatrixPusher, device: NamedDevice)] = []
         var rejected: [String] = []
         for (i, device) in devices.enumerated() {
             let field = "notification.devices[\(i)]"
@@ -76,20 +76,19 @@ public struct MatrixNotifier: Sendable {
             // token's death (compare-and-delete by time) or bring a dead token back.
             let seconds = Int64(now.timeIntervalSince1970)
             let ts = (device.pushkeyTS ?? 0) > seconds + Self.pushkeyTSLeeway ? 0 : device.pushkeyTS ?? 0
-            guard let app = apps.app(for: appID), let settings = publisher.apps[app.app] else {
+            guard let app = apps.app(for: appID), let settings = publisher.apps[app.app], let pusher = apps.pusher(for: app) else {
                 rejected.append(pushkey)
                 continue
             }
             let token: DeviceToken
             let values: DeviceAttributes
             do {
-                guard let pusher = apps.pusher(for: app) else { throw MatrixPushkeyRefusal(description: "no pusher of type \(app.kind.rawValue)") }
                 (token, values) = try pusher.device(of: device, app: app)
             } catch {
                 rejected.append(pushkey)
                 continue
             }
-            named.append((i, app, NamedDevice(
+            named.append((i, app, pusher, NamedDevice(
                 app: app.app, token: token, attributes: DeviceAttributes(production: settings.production).merging(values),
                 registeredAt: Date(timeIntervalSince1970: TimeInterval(ts)))))
         }
@@ -97,7 +96,7 @@ public struct MatrixNotifier: Sendable {
         let admitted = named.isEmpty ? [] : try await publisher.store.admit(named.map(\.device), now: now)
         var events: [NewEvent] = []
         var perApp: [String: (devices: Int, rejected: Int, events: [String])] = [:]
-        for ((index, app, _), record) in zip(named, admitted) {
+        for ((index, app, pusher, _), record) in zip(named, admitted) {
             let device = devices[index]
             guard let record else {
                 rejected.append(device.pushkey!)
@@ -105,7 +104,7 @@ public struct MatrixNotifier: Sendable {
                 continue
             }
             perApp[app.pattern, default: (0, 0, [])].devices += 1
-            guard publisher.platforms.contains(record.platform), let push = apps.pusher(for: app)?.push(n, device: device, app: app) else { continue }
+            guard publisher.platforms.contains(record.platform), let push = pusher.push(n, device: device, app: app) else { continue }
             var event = NewEvent(
                 id: UUID.timeOrdered(at: now).lowercasedString, app: app.app, template: "matrix", push: push,
                 expiresAt: now.addingTimeInterval(EventPublisher.defaultLifetime), devices: [record],

@@ -14,8 +14,6 @@ import NIOPosix
 public struct FCMService: PushService {
     public init() {}
     public var platform: Platform { .android }
-    /// A registration token, or a Firebase Installation ID (`token_kind: fid`).
-    public var tokenKinds: Set<DeviceToken.Kind> { [.token, .fid] }
 
     public var settingsBlock: PushServiceSettingsBlock? { PushServiceSettingsBlock(key: "fcm", variables: FCMSettings.fileKeys) }
 

@@ -46,7 +46,7 @@ public struct BuiltInMatrixPusher: MatrixPusher {
 
     public func device(of device: MatrixNotification.Device, app: MatrixApp) throws(MatrixPushkeyRefusal) -> (token: DeviceToken, attributes: DeviceAttributes) {
         let (token, keys) = try app.token(of: device)
-        return (token, DeviceAttributes([:]).setting(webPushKeys: keys))
+        return (token, DeviceAttributes.empty.setting(webPushKeys: keys))
     }
 
     public func push(_ n: MatrixNotification, device: MatrixNotification.Device, app: MatrixApp) -> RenderedPush? {

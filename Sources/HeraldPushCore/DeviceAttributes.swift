@@ -12,6 +12,9 @@ public struct DeviceAttributes: Hashable, Sendable, CustomStringConvertible {
     private static let sandbox = #"{"environment":"sandbox"}"#
     private static let production = #"{"environment":"production"}"#
 
+    /// No values: what a service adds when it keeps nothing of a registration.
+    public static let empty = DeviceAttributes(storedForm: "{}")
+
     /// A device of an app's production builds, or of its development (sandbox) builds.
     public init(production: Bool) {
         storedForm = production ? Self.production : Self.sandbox
@@ -24,7 +27,9 @@ public struct DeviceAttributes: Hashable, Sendable, CustomStringConvertible {
     }
 
     public init(_ values: [String: String]) {
-        if values == ["environment": "sandbox"] {
+        if values.isEmpty {
+            storedForm = Self.empty.storedForm
+        } else if values == ["environment": "sandbox"] {
             storedForm = Self.sandbox
         } else if values == ["environment": "production"] {
             storedForm = Self.production
@@ -51,12 +56,14 @@ public struct DeviceAttributes: Hashable, Sendable, CustomStringConvertible {
     public var values: [String: String] {
         if storedForm == Self.sandbox { return ["environment": "sandbox"] }
         if storedForm == Self.production { return ["environment": "production"] }
+        if storedForm == Self.empty.storedForm { return [:] }
         return Self.parse(storedForm)
     }
 
     /// These attributes with every value of `other` set (other's win).
     public func merging(_ other: DeviceAttributes) -> DeviceAttributes {
-        other.values.reduce(self) { $0.setting($1.key, to: $1.value) }
+        if other == Self.empty { return self }
+        return other.values.reduce(self) { $0.setting($1.key, to: $1.value) }
     }
 
     /// These attributes with `key` set to `value` (removed when nil).

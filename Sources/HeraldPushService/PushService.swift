@@ -69,6 +69,10 @@ extension PushService {
         try DeviceToken(text, platform: platform, kind: kind)
     }
 
+    /// A built-in platform's token kinds (`BuiltInTokenRule`: Android's take a Firebase
+    /// Installation ID too); a plain token for another platform unless its service says more.
+    public var tokenKinds: Set<DeviceToken.Kind> { BuiltInTokenRule(platform).tokenKinds }
+
     public var settingsBlock: PushServiceSettingsBlock? { nil }
 
     public func appSettings(from variables: [String: String], source: PushServiceSettingsSource) throws -> (any Sendable)? { nil }

@@ -47,6 +47,6 @@ public struct WebPushRegistrationRule: DeviceRegistrationRule {
         } catch {
             throw Refusal.unprocessable("subscription.endpoint", error.description)
         }
-        return (token, DeviceAttributes([:]).setting(webPushKeys: keys))
+        return (token, DeviceAttributes.empty.setting(webPushKeys: keys))
     }
 }

@@ -1,5 +1,7 @@
 import Foundation
 import HeraldApp
+import HeraldCore
+import HeraldPushService
 import HeraldPushCore
 import HeraldStore
 import HeraldTestSupport
@@ -40,6 +42,15 @@ struct HeraldAppTests {
             try await Task.sleep(for: .milliseconds(100))
         }
         return 0
+    }
+
+    @Test("registration takes the token kinds each service's rule names: FIDs on Android only")
+    func tokenKindsPerService() {
+        let rules = PushServiceRegistry.builtIn.services
+        #expect(rules.first { $0.platform == .android }?.tokenKinds == [.token, .fid])
+        #expect(rules.first { $0.platform == .ios }?.tokenKinds == [.token])
+        #expect(rules.first { $0.platform == .web }?.tokenKinds == [.token])
+        #expect(RecordingService().tokenKinds == [.token])
     }
 
     @Test("a value Herald cannot use is refused naming its variable")
