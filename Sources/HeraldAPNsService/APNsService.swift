@@ -39,6 +39,9 @@ public struct APNsService: PushService {
         app.production = try (apns?.environment ?? APNsSettings.environment(variables)) == .production
     }
 
+    /// Apple's rules for every published push (size, an `aps` dictionary, what the push type requires).
+    public var publishLimits: (any PushLimits)? { APNsPushLimits() }
+
     /// Matrix pushers of `type: apns`.
     public var matrixPusher: (any MatrixPusher)? { BuiltInMatrixPusher.apns }
 

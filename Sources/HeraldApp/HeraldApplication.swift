@@ -77,7 +77,7 @@ public func buildApplication(
     api.addedPlatformTokenSchemas = pushServices.openAPITokenSchemas
     let publisher = EventPublisher(
         store: store, apps: api.apps, outbox: outbox, metrics: metrics.0, platforms: Set(pushServices.platforms),
-        maximumDeliveriesPerRequest: settings.maximumDeliveriesPerRequest)
+        pushLimits: pushServices.publishLimits, maximumDeliveriesPerRequest: settings.maximumDeliveriesPerRequest)
     services += try await maintenance(settings: settings, store: store, logger: logger)
     // The Kaspa chain source, when a node is configured: its events take the publish path, and
     // /v1/stats, /readyz and /metrics read its state when asked.

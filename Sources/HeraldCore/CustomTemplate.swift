@@ -20,23 +20,17 @@ public struct TemplateError: Error, Hashable, Sendable, CustomStringConvertible 
 
 /// The `custom` template: the caller's `aps` dictionary and top-level keys.
 public enum CustomTemplate {
-    /// Renders `{"aps": aps, <data keys>…}` and checks it the way Apple would.
+    /// Renders `{"aps": aps, <data keys>…}` and checks it against `limits` (Apple's by default: the
+    /// `aps` dictionary is Apple's form).
     /// - Parameters:
     ///   - pushType: given, or inferred: `background` for a content-available-only `aps`, else `alert`.
     ///   - priority: given, or 5 for background and 10 otherwise.
     ///   - fcm: `{"data": {…}}`: the FCM data map Android devices get verbatim instead of the one
     ///     derived from `aps` and `data` (strings only, FCM's reserved keys refused, 4,096 bytes).
-    /// A custom event's `fields.push_type`: one of Apple's `apns-push-type` values.
-    public static func pushType(_ value: JSONValue) throws(TemplateError) -> APNsPushType {
-        guard case .string(let text) = value, let parsed = APNsPushType(rawValue: text) else {
-            throw TemplateError(field: "fields.push_type", message: "push_type is one of Apple's apns-push-type values")
-        }
-        return parsed
-    }
-
+    ///   - limits: the push services' publish-time limits the push is checked against.
     public static func render(
         aps: JSONValue, data: JSONValue? = nil, pushType: APNsPushType? = nil, priority: APNsPriority? = nil,
-        collapseID: String? = nil, fcm: JSONValue? = nil
+        collapseID: String? = nil, fcm: JSONValue? = nil, checkedBy limits: [any PushLimits] = [APNsPushLimits()]
     ) throws(TemplateError) -> RenderedPush {
         guard let apsFields = aps.objectFields else {
             throw TemplateError(field: "fields.aps", message: "is a JSON object")
@@ -57,10 +51,18 @@ public enum CustomTemplate {
         let contentAvailable = apsFields.contains { $0.key == "content-available" && $0.value == .int(1) }
         let type = pushType ?? (contentAvailable && !visible ? .background : .alert)
         let resolvedPriority = priority ?? (type == .background ? .considerate : .immediate)
-        // Apple's checks, on a stand-in device and topic (those are checked where they are known).
-        var push = try RenderedPush(pushType: type, priority: resolvedPriority, collapseID: collapseID, payload: payload).validated()
+        var push = RenderedPush(pushType: type, priority: resolvedPriority, collapseID: collapseID, payload: payload)
+        try limits.check(push)
         if let fcm { push.fcmData = try fcmData(fcm) }
         return push
+    }
+
+    /// A custom event's `fields.push_type`: one of Apple's `apns-push-type` values.
+    public static func pushType(_ value: JSONValue) throws(TemplateError) -> APNsPushType {
+        guard case .string(let text) = value, let parsed = APNsPushType(rawValue: text) else {
+            throw TemplateError(field: "fields.push_type", message: "push_type is one of Apple's apns-push-type values")
+        }
+        return parsed
     }
 
     /// Checks `fields.fcm`: only a `data` object of strings, no key FCM reserves, within 4,096 bytes.

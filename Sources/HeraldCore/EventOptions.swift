@@ -67,15 +67,29 @@ extension RenderedPush {
         }
         return push
     }
+}
 
-    /// Checks the push the way Apple would (size for its push type, an `aps` dictionary, what the
-    /// push type requires), on a stand-in device and topic.
-    /// - Throws: `TemplateError` naming `fields` (the payload), `priority` or `collapse_id`;
-    ///   `isTooLarge` tells a payload over the size limit apart.
-    public func validated() throws(TemplateError) -> RenderedPush {
+/// What a push service refuses in a rendered push, checked when an event is published, before
+/// anything is committed: each `PushService` gives its own (none: the service fits what it
+/// carries when it sends, as FCM's and Web Push's providers shrink a push over their limits).
+public protocol PushLimits: Sendable {
+    /// - Throws: `TemplateError` naming the field at fault (`fields`, `priority`, …);
+    ///   `isTooLarge` tells a push over a size limit apart.
+    func check(_ push: RenderedPush) throws(TemplateError)
+}
+
+/// Apple's rules, as APNs answers them (size for the push type, an `aps` dictionary, what the push
+/// type requires), on a stand-in device and topic: the device and the app's topic are checked
+/// where they are known.
+public struct APNsPushLimits: PushLimits {
+    public init() {}
+
+    /// - Throws: `TemplateError` naming `fields` (the payload), `fields.push_type`, `priority` or
+    ///   `collapse_id`.
+    public func check(_ push: RenderedPush) throws(TemplateError) {
         let probe = APNsNotification(
-            deviceToken: Self.standInToken, topic: pushType.stubTopic, pushType: pushType, priority: priority,
-            collapseID: collapseID, apnsID: Self.standInID, payload: payload)
+            deviceToken: Self.standInToken, topic: push.pushType.stubTopic, pushType: push.pushType, priority: push.priority,
+            collapseID: push.collapseID, apnsID: Self.standInID, payload: push.payload)
         do {
             try probe.validate()
         } catch {
@@ -87,13 +101,19 @@ extension RenderedPush {
             }
             throw TemplateError(field: field, message: error.message, isTooLarge: error.reason == .payloadTooLarge)
         }
-        return self
     }
 
-    /// The stand-in device of `validated()`, made once: building it and drawing a random apns-id
-    /// per event were a twentieth of a batched event's CPU.
+    /// The stand-in device, made once: building it and drawing a random apns-id per event were a
+    /// twentieth of a batched event's CPU.
     private static let standInToken = String(repeating: "0", count: APNsDeviceToken.minimumLength)
     private static let standInID = UUID(uuid: (0, 0, 0, 0, 0, 0, 0x40, 0, 0x80, 0, 0, 0, 0, 0, 0, 0))
+}
+
+extension [any PushLimits] {
+    /// Checks `push` against each service's limits in turn; the first refusal is thrown.
+    public func check(_ push: RenderedPush) throws(TemplateError) {
+        for limits in self { try limits.check(push) }
+    }
 }
 
 extension APNsPushType {

@@ -17,6 +17,9 @@ public struct EventPublisher: Sendable {
     public let metrics: HeraldMetrics?
     /// The platforms that have a push provider: devices of other platforms get no delivery.
     public let platforms: Set<Platform>
+    /// Their services' publish-time limits: every push is checked against each before anything
+    /// is committed.
+    public let pushLimits: [any PushLimits]
     /// The most deliveries one publish request may create (refused as `tooLarge` over it).
     public let maximumDeliveriesPerRequest: Int
     /// The default cap on deliveries per request.
@@ -38,7 +41,7 @@ public struct EventPublisher: Sendable {
     public init(
         store: any DeviceRegistry & DeliveryQueue, apps: AppDirectory,
         outbox: Outbox? = nil, clock: any HeraldClock = SystemClock(),
-        metrics: HeraldMetrics? = nil, platforms: Set<Platform> = [.ios],
+        metrics: HeraldMetrics? = nil, platforms: Set<Platform> = [.ios], pushLimits: [any PushLimits] = [APNsPushLimits()],
         maximumDeliveriesPerRequest: Int = EventPublisher.defaultMaximumDeliveriesPerRequest
     ) {
         self.maximumDeliveriesPerRequest = maximumDeliveriesPerRequest
@@ -48,6 +51,7 @@ public struct EventPublisher: Sendable {
         self.clock = clock
         self.metrics = metrics
         self.platforms = platforms
+        self.pushLimits = pushLimits
     }
 
     /// Where the routes note which request created each event, for the outbox's log lines.
@@ -185,7 +189,8 @@ public struct EventPublisher: Sendable {
             let pushType = try Self.option(prefix) { () throws(TemplateError) in try map["push_type"].map(CustomTemplate.pushType) }
             do {
                 push = try CustomTemplate.render(
-                    aps: aps, data: map["data"], pushType: pushType, priority: priority, collapseID: body.collapseID, fcm: map["fcm"])
+                    aps: aps, data: map["data"], pushType: pushType, priority: priority, collapseID: body.collapseID, fcm: map["fcm"],
+                    checkedBy: pushLimits)
             } catch {
                 if error.isTooLarge {
                     throw Refusal(.tooLarge, code: "push_too_large", message: error.message, field: prefix + error.field)
@@ -225,12 +230,14 @@ public struct EventPublisher: Sendable {
         }
         // Every template honours the event's options where its push type allows them (`custom`
         // took priority and collapse id while rendering), and every push is checked against the
-        // push service's rules, size included, before anything is committed.
+        // push services' limits, size included, before anything is committed.
         do {
             if template != "custom" {
-                push = try push.applying(EventOptions(priority: priority, collapseID: body.collapseID, threadID: body.threadID)).validated()
+                push = try push.applying(EventOptions(priority: priority, collapseID: body.collapseID, threadID: body.threadID))
+                try pushLimits.check(push)
             } else if body.threadID != nil {
-                push = try push.applying(EventOptions(threadID: body.threadID)).validated()
+                push = try push.applying(EventOptions(threadID: body.threadID))
+                try pushLimits.check(push)
             }  // else `custom` was checked while rendering
         } catch {
             if error.isTooLarge {

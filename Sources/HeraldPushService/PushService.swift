@@ -42,6 +42,10 @@ public protocol PushService: DeviceTokenRule {
     /// Connections open to the service across its apps' `providers` (`herald_connections_open`).
     func connectionsOpen(_ providers: [any PushProvider], context: PushServiceContext) -> Int
 
+    /// What it refuses in a rendered push when an event is published (APNs: Apple's rules); nil
+    /// when it fits what it carries as it sends.
+    var publishLimits: (any PushLimits)? { get }
+
     /// Its side of the Matrix push gateway (the `type` of a `matrix` entry), or nil for none.
     var matrixPusher: (any MatrixPusher)? { get }
 
@@ -99,6 +103,8 @@ extension PushService {
 
     public var matrixPusher: (any MatrixPusher)? { nil }
 
+    public var publishLimits: (any PushLimits)? { nil }
+
     public var sendingWithoutSettings: String { "simulator" }
 
     public func directSender(for push: DirectPush, environment: [String: String], eventLoopGroup: MultiThreadedEventLoopGroup) throws -> (any DirectSender)? {
@@ -125,6 +131,9 @@ public struct PushServiceRegistry: Sendable {
     public var openAPITokenSchemas: [String: String] {
         Dictionary(services.compactMap { service in service.openAPITokenSchema.map { (service.platform.rawValue, $0) } }) { first, _ in first }
     }
+
+    /// Its services' publish-time limits, in order.
+    public var publishLimits: [any PushLimits] { services.compactMap(\.publishLimits) }
 
     /// The Matrix pushers of its services, in order.
     public var matrixPushers: [any MatrixPusher] { services.compactMap(\.matrixPusher) }

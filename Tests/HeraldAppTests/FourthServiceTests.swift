@@ -82,6 +82,14 @@ struct FourthServiceTests {
                     let payloads = try await Self.eventually { recorder.sent.payloads(to: recorded) }
                     #expect(payloads.count == 1)
                     #expect(payloads.first?.contains(#""title":"Four""#) == true, "\(payloads)")
+                    // Its publish-time limit is checked with Apple's: a push Apple takes but the
+                    // recorder cannot carry is refused before anything is committed.
+                    let long = String(repeating: "x", count: 2_000)
+                    let tooLong = #"{"template":"custom","targets":{"keys":["session:four"]},"fields":{"aps":{"alert":"\#(long)"}}}"#
+                    let (status, answer) = try await http("POST", api + "/v1/events", tooLong, bearer: "fourth-service-publisher-key")
+                    let error = Self.json(answer)["error"] as? [String: Any]
+                    #expect(status == 413 && error?["field"] as? String == "fields", "\(String(decoding: answer, as: UTF8.self))")
+                    #expect((error?["message"] as? String)?.contains("recorder") == true)
                     await application.serviceGroup.triggerGracefulShutdown()
                     try await group.waitForAll()
                 }

@@ -53,6 +53,21 @@ struct HeraldAppTests {
         #expect(RecordingService().tokenKinds == [.token])
     }
 
+    @Test("a published push meets the limits of the services the instance has, and only theirs")
+    func publishLimitsPerService() throws {
+        // Apple takes a 2,000-byte alert; the recorder refuses it. An alert push without an alert
+        // is Apple's refusal, which a registry without APNs does not make.
+        let long = try CustomTemplate.render(aps: .object([.init("alert", .string(String(repeating: "x", count: 2_000)))]), checkedBy: [])
+        let silentAlert = try CustomTemplate.render(aps: .object([.init("content-available", .int(1))]), pushType: .alert, checkedBy: [])
+        let builtIn = PushServiceRegistry.builtIn.publishLimits
+        let withRecorder = PushServiceRegistry(PushServiceRegistry.builtIn.services + [RecordingService()]).publishLimits
+        let recorderOnly = PushServiceRegistry([RecordingService()]).publishLimits
+        #expect(throws: Never.self) { try builtIn.check(long) }
+        #expect { try withRecorder.check(long) } throws: { ($0 as? TemplateError).map { $0.field == "fields" && $0.isTooLarge } == true }
+        #expect { try builtIn.check(silentAlert) } throws: { ($0 as? TemplateError)?.field == "fields.push_type" }
+        #expect(throws: Never.self) { try recorderOnly.check(silentAlert) }
+    }
+
     @Test("a value Herald cannot use is refused naming its variable")
     func refusesNamingTheVariable() {
         #expect(Self.refusal(["HERALD_HTTP_PORT": "70000"])?.field == "HERALD_HTTP_PORT")

@@ -6,7 +6,7 @@ import HeraldStore
 import Synchronization
 
 /// A push service of the tests' own: `platform: "recorder"`, tokens `rec-` and 1 to 64 letters
-/// or digits, and a provider that keeps what it is asked to send. It plugs in as any fourth
+/// or digits, pushes of at most 1,024 bytes, and a provider that keeps what it is asked to send. It plugs in as any fourth
 /// service would: this file and one line in the registry.
 struct RecordingService: PushService {
     /// What every app's provider was asked to send, by token.
@@ -19,6 +19,18 @@ struct RecordingService: PushService {
         guard kind == .token, text.hasPrefix("rec-"), (1...64).contains(name.count), name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) })
         else { throw .refused("a recorder token is rec- and 1 to 64 letters or digits") }
         return DeviceToken(checked: text, platform: platform, kind: kind)
+    }
+
+    /// Its own limit when an event is published: a recorder push carries at most 1,024 bytes.
+    var publishLimits: (any PushLimits)? { Limits() }
+
+    struct Limits: PushLimits {
+        static let maximumPayload = 1_024
+        func check(_ push: RenderedPush) throws(TemplateError) {
+            guard push.payload.count <= Self.maximumPayload else {
+                throw TemplateError(field: "fields", message: "is \(push.payload.count) bytes; a recorder push carries at most \(Self.maximumPayload)", isTooLarge: true)
+            }
+        }
     }
 
     var openAPITokenSchema: String? { #"{"type":"string","pattern":"^rec-[A-Za-z0-9]{1,64}$"}"# }
