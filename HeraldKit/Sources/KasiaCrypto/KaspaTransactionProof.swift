@@ -1,0 +1,179 @@
+import KasiaProtocol
+
+/// What a phone needs to check, itself, that a Kasia transaction was signed by the address it
+/// claims as sender: the transaction's signed fields and the output its input 0 spends (amount
+/// and script, which Kaspa's signature hash commits to). The sender of a Kaspa transaction is the
+/// owner of the coin input 0 spends; its key signs the hash of the whole transaction, payload
+/// included, so neither the gateway nor the push service can re-attribute or rewrite it.
+///
+/// The JSON form (hex strings for bytes, numbers for integers):
+/// `{"version", "inputs": [{"transaction_id", "index", "sequence", "sig_op_count",
+/// "signature_script"}], "outputs": [{"value", "script_version", "script"}], "lock_time",
+/// "subnetwork_id", "gas", "payload", "spent": {"value", "script_version", "script"}}`.
+public struct KaspaTransactionProof: Hashable, Sendable, Codable {
+    public struct Input: Hashable, Sendable, Codable {
+        /// The spent output's transaction id (32 bytes, in the order its hex is written).
+        public var transactionID: HexBytes
+        public var index: UInt32
+        public var sequence: UInt64
+        public var sigOpCount: UInt8
+        public var signatureScript: HexBytes
+
+        public init(transactionID: [UInt8], index: UInt32, sequence: UInt64, sigOpCount: UInt8, signatureScript: [UInt8]) {
+            self.transactionID = HexBytes(transactionID)
+            self.index = index
+            self.sequence = sequence
+            self.sigOpCount = sigOpCount
+            self.signatureScript = HexBytes(signatureScript)
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case transactionID = "transaction_id", index, sequence, sigOpCount = "sig_op_count", signatureScript = "signature_script"
+        }
+    }
+
+    /// An output: of the transaction, or the one input 0 spends.
+    public struct Output: Hashable, Sendable, Codable {
+        public var value: UInt64
+        public var scriptVersion: UInt16
+        public var script: HexBytes
+
+        public init(value: UInt64, scriptVersion: UInt16, script: [UInt8]) {
+            self.value = value
+            self.scriptVersion = scriptVersion
+            self.script = HexBytes(script)
+        }
+
+        enum CodingKeys: String, CodingKey { case value, scriptVersion = "script_version", script }
+    }
+
+    public var version: UInt16
+    public var inputs: [Input]
+    public var outputs: [Output]
+    public var lockTime: UInt64
+    /// 20 bytes (zero for native transactions).
+    public var subnetworkID: HexBytes
+    public var gas: UInt64
+    public var payload: HexBytes
+    /// The output input 0 spends.
+    public var spent: Output
+
+    public init(
+        version: UInt16, inputs: [Input], outputs: [Output], lockTime: UInt64, subnetworkID: [UInt8], gas: UInt64, payload: [UInt8],
+        spent: Output
+    ) {
+        self.version = version
+        self.inputs = inputs
+        self.outputs = outputs
+        self.lockTime = lockTime
+        self.subnetworkID = HexBytes(subnetworkID)
+        self.gas = gas
+        self.payload = HexBytes(payload)
+        self.spent = spent
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case version, inputs, outputs, lockTime = "lock_time", subnetworkID = "subnetwork_id", gas, payload, spent
+    }
+
+    /// Why a proof does not prove its sender.
+    public enum Failure: Error, Hashable, Sendable {
+        /// Not a Schnorr (P2PK) address: nothing to verify against.
+        case notASchnorrAddress
+        /// The transaction has no input, or its fields are not the sizes Kaspa's are.
+        case malformed
+        /// Input 0's signature script is not one 65-byte push (signature and SigHashAll).
+        case unsupportedSignatureScript
+        /// The spent output is not the claimed address's pay-to-public-key script.
+        case spentOutputNotTheSender
+        /// The signature does not sign this transaction for that key.
+        case badSignature
+    }
+
+    /// Kaspa's sighash type for "all inputs and outputs", the only one Kasia wallets sign with.
+    public static let sigHashAll: UInt8 = 0x01
+    static let hashKey = Array("TransactionSigningHash".utf8)
+
+    /// Checks that input 0 was signed by `sender`'s key over this whole transaction (Kaspa's
+    /// Schnorr signature hash, SigHashAll), and that the coin it spends is `sender`'s.
+    /// - Throws: `Failure` saying why not.
+    public func verify(sender: KaspaAddress, verifier: any SchnorrVerifier) throws(Failure) {
+        guard sender.version == .publicKey, sender.payload.count == 32 else { throw .notASchnorrAddress }
+        guard let first = inputs.first, subnetworkID.bytes.count == 20, inputs.allSatisfy({ $0.transactionID.bytes.count == 32 }) else {
+            throw .malformed
+        }
+        let script = first.signatureScript.bytes
+        guard script.count == 66, script[0] == 0x41, script[65] == Self.sigHashAll else { throw .unsupportedSignatureScript }
+        guard spent.scriptVersion == 0, spent.script.bytes == [0x20] + sender.payload + [0xAC] else { throw .spentOutputNotTheSender }
+        guard verifier.verifySchnorr(signature: Array(script[1..<65]), message32: signatureHash(), publicKey: sender.payload) else {
+            throw .badSignature
+        }
+    }
+
+    /// Kaspa's Schnorr signature hash of input 0 with SigHashAll (rusty-kaspa's
+    /// `calc_schnorr_signature_hash`): BLAKE2b-256 keyed `TransactionSigningHash`, integers
+    /// little-endian, variable bytes as a u64 length and the bytes.
+    public func signatureHash() -> [UInt8] {
+        var writer = Writer()
+        writer.u16(version)
+        writer.bytes(Self.hash { w in for input in inputs { w.bytes(input.transactionID.bytes); w.u32(input.index) } })
+        writer.bytes(Self.hash { w in for input in inputs { w.u64(input.sequence) } })
+        writer.bytes(Self.hash { w in for input in inputs { w.u8(input.sigOpCount) } })
+        let first = inputs[0]
+        writer.bytes(first.transactionID.bytes)
+        writer.u32(first.index)
+        writer.u16(spent.scriptVersion)
+        writer.varBytes(spent.script.bytes)
+        writer.u64(spent.value)
+        writer.u64(first.sequence)
+        writer.u8(first.sigOpCount)
+        writer.bytes(Self.hash { w in for output in outputs { w.u64(output.value); w.u16(output.scriptVersion); w.varBytes(output.script.bytes) } })
+        writer.u64(lockTime)
+        writer.bytes(subnetworkID.bytes)
+        writer.u64(gas)
+        // An empty payload hashes as 32 zero bytes; any other as the hash of its var bytes.
+        writer.bytes(payload.bytes.isEmpty ? [UInt8](repeating: 0, count: 32) : Self.hash { $0.varBytes(payload.bytes) })
+        writer.u8(Self.sigHashAll)
+        return Blake2b.hash(writer.data, key: Self.hashKey, outputLength: 32)
+    }
+
+    private static func hash(_ write: (inout Writer) -> Void) -> [UInt8] {
+        var writer = Writer()
+        write(&writer)
+        return Blake2b.hash(writer.data, key: hashKey, outputLength: 32)
+    }
+
+    /// Little-endian integers and length-prefixed bytes, as Kaspa's hashers take them.
+    struct Writer {
+        var data: [UInt8] = []
+        mutating func u8(_ value: UInt8) { data.append(value) }
+        mutating func u16(_ value: UInt16) { little(UInt64(value), 2) }
+        mutating func u32(_ value: UInt32) { little(UInt64(value), 4) }
+        mutating func u64(_ value: UInt64) { little(value, 8) }
+        mutating func bytes(_ bytes: [UInt8]) { data += bytes }
+        mutating func varBytes(_ bytes: [UInt8]) { u64(UInt64(bytes.count)); data += bytes }
+        private mutating func little(_ value: UInt64, _ count: Int) {
+            for i in 0..<count { data.append(UInt8(truncatingIfNeeded: value >> (8 * UInt64(i)))) }
+        }
+    }
+}
+
+/// Bytes that travel in JSON as a hex string.
+public struct HexBytes: Hashable, Sendable, Codable {
+    public var bytes: [UInt8]
+
+    public init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    public init(from decoder: any Decoder) throws {
+        let text = try decoder.singleValueContainer().decode(String.self)
+        guard let bytes = Hex.decode(text) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "is a hex string"))
+        }
+        self.bytes = bytes
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(Hex.encode(bytes))
+    }
+}
