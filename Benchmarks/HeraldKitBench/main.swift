@@ -2,8 +2,10 @@
 //
 //   heraldkit-bench [--seconds 3]
 //
-// Prints one JSON line: Kasia decrypts/s of a 200-byte message, and whole extension runs/s
-// (decode the push JSON, open the inline payload, build title/body and the record).
+// Prints one JSON line: Kasia decrypts/s of a 200-byte message, whole extension runs/s
+// (decode the push JSON, open the inline payload, build title/body and the record), and Kasia
+// sender proofs checked/s (Kaspa's signature hash of a one-input, two-output transaction with
+// that message as its payload, then its Schnorr signature).
 // Bounded: each loop stops after `--seconds` or 1,000,000 iterations.
 import Foundation
 import HeraldKit
@@ -43,4 +45,19 @@ let extensionRuns = try measure {
     let outcome = resolver.resolve(try HeraldPush(json: pushJSON), contacts: contacts, privateKey: key)
     return outcome.body == message
 }
-print(#"{"decrypts_per_second":\#(Int(decrypts)),"extension_runs_per_second":\#(Int(extensionRuns)),"message_bytes":200}"#)
+// A transaction from `sender`'s key carrying the sealed message, signed as a wallet signs it.
+let curve = LibSecp256k1()
+let senderKey = try cipher.randomPrivateKey()
+let senderAddress = try cipher.address(of: senderKey)
+let p2pk = [0x20] + senderAddress.payload + [0xAC]
+var proof = KaspaTransactionProof(
+    version: 0, inputs: [.init(transactionID: [UInt8](repeating: 0x11, count: 32), index: 0, sequence: 0, sigOpCount: 1, signatureScript: [])],
+    outputs: [.init(value: 20_000_000, scriptVersion: 0, script: [0x20] + address.payload + [0xAC]), .init(value: 979_990_000, scriptVersion: 0, script: p2pk)],
+    lockTime: 0, subnetworkID: [UInt8](repeating: 0, count: 20), gas: 0,
+    payload: KasiaPayload.contextualMessagePayload(alias: "a1b2c3d4e5f6", sealed: sealed), spent: .init(value: 1_000_000_000, scriptVersion: 0, script: p2pk))
+let signature = try curve.signSchnorr(message32: proof.signatureHash(), privateKey: senderKey.bytes, auxiliaryRandom: nil)
+proof.inputs[0].signatureScript = HexBytes([0x41] + signature + [KaspaTransactionProof.sigHashAll])
+let proofs = measure {
+    (try? proof.verify(sender: senderAddress, verifier: curve)) != nil
+}
+print(#"{"decrypts_per_second":\#(Int(decrypts)),"extension_runs_per_second":\#(Int(extensionRuns)),"sender_proofs_per_second":\#(Int(proofs)),"message_bytes":200}"#)
