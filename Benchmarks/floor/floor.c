@@ -101,8 +101,8 @@ static void open_store(const char *path) {
     for (int i = 0; i < 5000; i++) {
         char sql[300];
         snprintf(sql, sizeof sql,
-                 "INSERT INTO devices (app_id, platform, token, environment, created_at, updated_at, last_seen) "
-                 "VALUES ('floor', 'ios', '%064x', 'production', 0, 0, 0) ON CONFLICT DO NOTHING", i);
+                 "INSERT INTO devices (app_id, platform, token, attributes, created_at, updated_at, last_seen) "
+                 "VALUES ('floor', 'ios', '%064x', '{\"environment\":\"production\"}', 0, 0, 0) ON CONFLICT DO NOTHING", i);
         sqlite3_exec(db, sql, 0, 0, 0);
     }
     sqlite3_exec(db, "COMMIT", 0, 0, 0);
