@@ -367,7 +367,7 @@ let package = Package(
         .testTarget(name: "HeraldMatrixTests", dependencies: ["HeraldMatrix", "HeraldCore", "HeraldFCMCore"]),
         .testTarget(
             name: "HeraldFCMTests",
-            dependencies: ["HeraldFCMService", "HeraldFCM", "HeraldFCMSimulator", "HeraldDelivery", "HeraldStore", "HeraldCore", "HeraldAPNsCore", "HeraldPushCore", .product(name: "HeraldKit", package: "HeraldKit"), "HeraldTestSupport", .product(name: "NIOPosix", package: "swift-nio")],
+            dependencies: ["HeraldFCMService", "HeraldFCM", "HeraldFCMSimulator", "HeraldDelivery", "HeraldStore", "HeraldCore", "HeraldPushCore", .product(name: "HeraldKit", package: "HeraldKit"), "HeraldTestSupport", .product(name: "NIOPosix", package: "swift-nio")],
             exclude: ["Fixtures"]
         ),
         .testTarget(

@@ -1,5 +1,4 @@
 import Foundation
-import HeraldAPNsCore
 import HeraldCore
 import HeraldDelivery
 import HeraldFCM
@@ -251,12 +250,13 @@ import FoundationNetworking
 
 /// The data-only message each rendered push becomes.
 @Suite struct FCMMessageMappingTests {
-    static func delivery(_ payload: String, pushType: APNsPushType = .alert, priority: APNsPriority = .immediate, expiresIn: TimeInterval = 600) -> ClaimedDelivery {
+    /// A delivery of `payload`; the push type and priority as the store keeps them.
+    static func delivery(_ payload: String, pushType: String = "alert", priority: Int = 10, expiresIn: TimeInterval = 600) -> ClaimedDelivery {
         let now = Date(timeIntervalSince1970: 1_800_000_000)
         return ClaimedDelivery(
             id: 1, eventID: "e",
             device: DeviceRecord(rowID: 1, app: "kasia", platform: .android, token: "fcm-token", attributes: DeviceAttributes(production: true), createdAt: now, updatedAt: now, lastSeen: now),
-            push: RenderedPush(pushType: pushType, priority: priority, collapseID: "tx1", payload: Array(payload.utf8)), apnsID: UUID(), attempt: 1,
+            push: RenderedPush(storedPushType: pushType, storedPriority: priority, collapseID: "tx1", payload: Array(payload.utf8)), apnsID: UUID(), attempt: 1,
             expiresAt: now.addingTimeInterval(expiresIn))
     }
 
@@ -296,7 +296,7 @@ import FoundationNetworking
     @Test("a silent push goes at normal priority")
     func silent() throws {
         let message = try FCMPushProvider.message(
-            for: Self.delivery(#"{"aps":{"content-available":1},"conversation":"c"}"#, pushType: .background, priority: .considerate),
+            for: Self.delivery(#"{"aps":{"content-available":1},"conversation":"c"}"#, pushType: "background", priority: 5),
             now: Date(timeIntervalSince1970: 1_800_000_000))
         #expect(message.priority == .normal)
         #expect(message.data == ["conversation": "c"])
