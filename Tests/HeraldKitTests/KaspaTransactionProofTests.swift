@@ -112,6 +112,9 @@ struct KaspaTransactionProofTests {
         for changed in [amount, output, signature] {
             #expect(throws: KaspaTransactionProof.Failure.badSignature) { try changed.verify(sender: alice, verifier: Self.curve) }
         }
+        var noInputs = proof
+        noInputs.inputs = []
+        #expect(throws: KaspaTransactionProof.Failure.malformed) { try noInputs.verify(sender: alice, verifier: Self.curve) }
         var otherType = proof
         otherType.inputs[0].signatureScript.bytes[65] = 0x02
         #expect(throws: KaspaTransactionProof.Failure.unsupportedSignatureScript) { try otherType.verify(sender: alice, verifier: Self.curve) }

@@ -105,7 +105,7 @@ public struct KaspaTransactionProof: Hashable, Sendable, Codable {
         let script = first.signatureScript.bytes
         guard script.count == 66, script[0] == 0x41, script[65] == Self.sigHashAll else { throw .unsupportedSignatureScript }
         guard spent.scriptVersion == 0, spent.script.bytes == [0x20] + sender.payload + [0xAC] else { throw .spentOutputNotTheSender }
-        guard verifier.verifySchnorr(signature: Array(script[1..<65]), message32: signatureHash(), publicKey: sender.payload) else {
+        guard verifier.verifySchnorr(signature: Array(script[1..<65]), message32: try signatureHash(), publicKey: sender.payload) else {
             throw .badSignature
         }
     }
@@ -113,13 +113,14 @@ public struct KaspaTransactionProof: Hashable, Sendable, Codable {
     /// Kaspa's Schnorr signature hash of input 0 with SigHashAll (rusty-kaspa's
     /// `calc_schnorr_signature_hash`): BLAKE2b-256 keyed `TransactionSigningHash`, integers
     /// little-endian, variable bytes as a u64 length and the bytes.
-    public func signatureHash() -> [UInt8] {
+    /// - Throws: `Failure.malformed` for a transaction without inputs.
+    public func signatureHash() throws(Failure) -> [UInt8] {
+        guard let first = inputs.first else { throw .malformed }
         var writer = Writer()
         writer.u16(version)
         writer.bytes(Self.hash { w in for input in inputs { w.bytes(input.transactionID.bytes); w.u32(input.index) } })
         writer.bytes(Self.hash { w in for input in inputs { w.u64(input.sequence) } })
         writer.bytes(Self.hash { w in for input in inputs { w.u8(input.sigOpCount) } })
-        let first = inputs[0]
         writer.bytes(first.transactionID.bytes)
         writer.u32(first.index)
         writer.u16(spent.scriptVersion)
