@@ -83,7 +83,7 @@ let package = Package(
             dependencies: ["HeraldPushCore", .product(name: "_CryptoExtras", package: "swift-crypto")]
         ),
         // Web Push's value core: RFC 8291 message encryption (aes128gcm) and subscription keys.
-        .target(name: "HeraldWebPushCore", dependencies: ["HeraldPushCore", .product(name: "Crypto", package: "swift-crypto")]),
+        .target(name: "HeraldWebPushCore", dependencies: ["HeraldPushCore", .product(name: "Crypto", package: "swift-crypto"), .product(name: "WebPushCrypto", package: "HeraldKit")]),
         // The FCM transport: OAuth access tokens and messages:send on the HTTP/2 pool.
         .target(
             name: "HeraldFCM",
@@ -128,7 +128,7 @@ let package = Package(
         .target(
             name: "HeraldWebPushSimulator",
             dependencies: [
-                "HeraldWebPushCore", "HeraldSimulatorSupport",
+                "HeraldWebPushCore", "HeraldSimulatorSupport", .product(name: "WebPushCrypto", package: "HeraldKit"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdHTTP2", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "HTTPTypes", package: "swift-http-types"), "HeraldPushCore", .product(name: "Logging", package: "swift-log"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -202,7 +202,7 @@ let package = Package(
         // provider-neutral `PushProvider` seam and its providers (APNs), as lifecycle services.
         // The Matrix Push Gateway API as values, no I/O: the notify body, the app_id map, pushkeys as
         // devices, and Sygnal-shaped payloads for APNs, FCM and Web Push.
-        .target(name: "HeraldMatrix", dependencies: ["HeraldCore", "HeraldFCMCore", "HeraldPushCore", "HeraldWebPushCore", .product(name: "KasiaProtocol", package: "HeraldKit")]),
+        .target(name: "HeraldMatrix", dependencies: ["HeraldCore", "HeraldFCMCore", "HeraldPushCore", "HeraldWebPushCore", .product(name: "KasiaProtocol", package: "HeraldKit"), .product(name: "WebPushCrypto", package: "HeraldKit")]),
         .target(
             name: "HeraldDelivery",
             dependencies: [
@@ -243,7 +243,7 @@ let package = Package(
         .target(
             name: "HeraldWebPushService",
             dependencies: [
-                "HeraldCore", "HeraldDelivery", "HeraldMatrix", "HeraldPushCore", "HeraldPushService", "HeraldStore", "HeraldWebPush", "HeraldWebPushCore",
+                "HeraldCore", "HeraldDelivery", "HeraldMatrix", "HeraldPushCore", "HeraldPushService", "HeraldStore", "HeraldWebPush", "HeraldWebPushCore", .product(name: "WebPushCrypto", package: "HeraldKit"),
                 "HeraldWebPushSimulator", .product(name: "Logging", package: "swift-log"), .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
@@ -332,7 +332,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                "HeraldPushCore", "HeraldWebPushCore", .product(name: "KasiaProtocol", package: "HeraldKit"),
+                "HeraldPushCore", "HeraldWebPushCore", .product(name: "WebPushCrypto", package: "HeraldKit"), .product(name: "KasiaProtocol", package: "HeraldKit"),
             ],
             path: "Benchmarks/HeraldBench"
         ),
@@ -374,7 +374,7 @@ let package = Package(
             name: "HeraldWebPushTests",
             dependencies: [
                 "HeraldWebPushService",
-                "HeraldWebPushCore", "HeraldWebPush", "HeraldWebPushSimulator", "HeraldDelivery", "HeraldStore", "HeraldCore", .product(name: "HeraldKit", package: "HeraldKit"),
+                "HeraldWebPushCore", "HeraldWebPush", "HeraldWebPushSimulator", "HeraldDelivery", "HeraldStore", "HeraldCore", .product(name: "HeraldKit", package: "HeraldKit"), .product(name: "WebPushCrypto", package: "HeraldKit"),
                 "HeraldTestSupport", .product(name: "Crypto", package: "swift-crypto"), .product(name: "NIOPosix", package: "swift-nio"),
                 "HeraldPushCore",
             ],
@@ -387,7 +387,10 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldKitTests",
-            dependencies: [.product(name: "HeraldKit", package: "HeraldKit"), .product(name: "KasiaProtocol", package: "HeraldKit"), .product(name: "KasiaCrypto", package: "HeraldKit"), "HeraldTestSupport"],
+            dependencies: [
+                .product(name: "HeraldKit", package: "HeraldKit"), .product(name: "KasiaProtocol", package: "HeraldKit"), .product(name: "KasiaCrypto", package: "HeraldKit"),
+                "HeraldTestSupport", "HeraldPushCore", "HeraldWebPushCore", .product(name: "WebPushCrypto", package: "HeraldKit"),
+            ],
             exclude: ["Fixtures"]
         ),
         // Writes to a HeraldKit shared store from a second process (the cross-process test).

@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "HeraldKit", targets: ["HeraldKit"]),
         .library(name: "KasiaProtocol", targets: ["KasiaProtocol"]),
         .library(name: "KasiaCrypto", targets: ["KasiaCrypto"]),
+        .library(name: "WebPushCrypto", targets: ["WebPushCrypto"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0")
@@ -31,7 +32,10 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // RFC 8291 message encryption (aes128gcm): Herald's Web Push encrypts with it, HeraldKit
+        // opens sealed pushes with it.
+        .target(name: "WebPushCrypto", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
         // The client library: registration, decoding and decrypting pushes, reliability, polling.
-        .target(name: "HeraldKit", dependencies: ["KasiaProtocol", "KasiaCrypto", .product(name: "Crypto", package: "swift-crypto")]),
+        .target(name: "HeraldKit", dependencies: ["KasiaProtocol", "KasiaCrypto", "WebPushCrypto", .product(name: "Crypto", package: "swift-crypto")]),
     ]
 )

@@ -13,6 +13,7 @@ import NIOPosix
 import FoundationNetworking
 import HeraldWebPushCore
 #endif
+import WebPushCrypto
 
 /// Web Push: encrypt (RFC 8291) + sign (VAPID, cached per origin) + send over TLS to `herald
 /// mock-webpush` in its own process, which checks and decrypts every message, in batches as an

@@ -2,6 +2,7 @@ import Foundation
 import HeraldCore
 import HeraldFCMCore
 import HeraldWebPushCore
+import WebPushCrypto
 
 /// A Matrix notification as each push service's push, shaped as Sygnal shapes it so the clients
 /// that exist (Element and its kin) decode it unchanged. README "Matrix push gateway" has the

@@ -5,6 +5,7 @@ import HeraldStore
 import HeraldWebPush
 import HeraldWebPushCore
 import Synchronization
+import WebPushCrypto
 
 /// Web Push for one app's browser and UnifiedPush subscriptions: the push's JSON document (what an
 /// APNs push carries) encrypted to the subscription (RFC 8291), signed with the app's VAPID key

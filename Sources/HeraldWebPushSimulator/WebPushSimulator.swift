@@ -9,6 +9,7 @@ import Logging
 import NIOCore
 import NIOSSL
 import Synchronization
+import WebPushCrypto
 
 /// A Web Push service look-alike (RFC 8030, 8291, 8292) held to what Mozilla's, Google's and
 /// Apple's push services check: it hands out subscriptions (`POST /subscribe`, keeping each

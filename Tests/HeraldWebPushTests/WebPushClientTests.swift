@@ -12,6 +12,7 @@ import HeraldWebPushService
 import HeraldWebPushSimulator
 import NIOPosix
 import Testing
+import WebPushCrypto
 
 /// Herald's Web Push sender against its simulator: real TLS, real VAPID, real RFC 8291
 /// encryption, decrypted on the other side with the subscription's private key.

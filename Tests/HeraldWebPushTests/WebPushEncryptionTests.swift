@@ -3,6 +3,7 @@ import Foundation
 import HeraldPushCore
 @testable import HeraldWebPushCore
 import Testing
+@testable import WebPushCrypto
 
 /// RFC 8291 message encryption: the RFC's own example byte for byte, round trips, refusals, and
 /// Mozilla's independent `http_ece` package decrypting what Herald sends (and the reverse).
