@@ -20,6 +20,8 @@ struct SealedPushKeysTests {
         let body = try WebPushEncryption.encrypt(Self.document, to: registered)
         let kept = try SealedPushKeys(privateKeyBytes: keys.privateKeyBytes, auth: keys.auth)
         #expect(try kept.open(body) == Self.document)
+        // Printed (a log line, an interpolation), the keys say nothing of themselves.
+        #expect("\(keys)" == "SealedPushKeys(…)" && String(reflecting: keys) == "SealedPushKeys(…)")
 
         var changed = body
         changed[changed.count - 20] ^= 1

@@ -7,7 +7,7 @@ import WebPushCrypto
 /// where its notification extension reads them (the keychain or the App Group) and registers
 /// `p256dh` and `authSecret` as `push_keys`. A body sealed to them (RFC 8291 `aes128gcm`, one
 /// record) opens with `open(_:)`.
-public struct SealedPushKeys: Sendable {
+public struct SealedPushKeys: Sendable, CustomStringConvertible {
     public let privateKey: P256.KeyAgreement.PrivateKey
     /// The 16-byte auth secret.
     public let auth: [UInt8]
@@ -28,6 +28,9 @@ public struct SealedPushKeys: Sendable {
         privateKey = key
         self.auth = auth
     }
+
+    /// Never prints the keys.
+    public var description: String { "SealedPushKeys(…)" }
 
     /// The private key's 32 raw bytes, for the app to keep.
     public var privateKeyBytes: [UInt8] { Array(privateKey.rawRepresentation) }
