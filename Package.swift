@@ -212,6 +212,7 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "CoreMetrics", package: "swift-metrics"), .product(name: "Crypto", package: "swift-crypto"), "HeraldPushCore", .product(name: "KasiaProtocol", package: "HeraldKit"),
                 .product(name: "KasiaCrypto", package: "HeraldKit"),
+                .product(name: "PushSigning", package: "HeraldKit"), .product(name: "WebPushCrypto", package: "HeraldKit"),
                 .product(name: "JWTKit", package: "jwt-kit"),
             ]
         ),
@@ -390,6 +391,8 @@ let package = Package(
             dependencies: [
                 .product(name: "HeraldKit", package: "HeraldKit"), .product(name: "KasiaProtocol", package: "HeraldKit"), .product(name: "KasiaCrypto", package: "HeraldKit"),
                 "HeraldTestSupport", "HeraldPushCore", "HeraldWebPushCore", .product(name: "WebPushCrypto", package: "HeraldKit"),
+                .product(name: "PushSigning", package: "HeraldKit"), "HeraldCore", "HeraldDelivery",
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             exclude: ["Fixtures"]
         ),

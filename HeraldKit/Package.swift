@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "KasiaProtocol", targets: ["KasiaProtocol"]),
         .library(name: "KasiaCrypto", targets: ["KasiaCrypto"]),
         .library(name: "WebPushCrypto", targets: ["WebPushCrypto"]),
+        .library(name: "PushSigning", targets: ["PushSigning"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0")
@@ -35,7 +36,9 @@ let package = Package(
         // RFC 8291 message encryption (aes128gcm): Herald's Web Push encrypts with it, HeraldKit
         // opens sealed pushes with it.
         .target(name: "WebPushCrypto", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
+        // Signed pushes (Ed25519 over a push document and its issue time): Herald signs, HeraldKit verifies.
+        .target(name: "PushSigning", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
         // The client library: registration, decoding and decrypting pushes, reliability, polling.
-        .target(name: "HeraldKit", dependencies: ["KasiaProtocol", "KasiaCrypto", "WebPushCrypto", .product(name: "Crypto", package: "swift-crypto")]),
+        .target(name: "HeraldKit", dependencies: ["KasiaProtocol", "KasiaCrypto", "WebPushCrypto", "PushSigning", .product(name: "Crypto", package: "swift-crypto")]),
     ]
 )

@@ -95,7 +95,7 @@ public struct ConfigFile: Sendable {
     /// The shortest publisher or registration key accepted.
     static let minimumKeyLength = 16
     /// An app's own keys; each push service adds its block's (`apns`, `fcm`, `vapid`).
-    static let appKeys: Set<String> = ["id", "publish_keys", "registration", "agent_event", "ghosttalk", "max_devices", "privacy"]
+    static let appKeys: Set<String> = ["id", "publish_keys", "registration", "agent_event", "ghosttalk", "max_devices", "privacy", "signing_key_path", "sealed", "sealed_alert"]
     static let agentEventKeys: Set<String> = ["stop", "permission_prompt", "idle_prompt", "other", "other_without_message"]
     static let textKeys: Set<String> = ["title", "body"]
     static let registrationKeys: Set<String> = ["policy", "keys", "hs256_secret", "es256_public_key_path"]
@@ -213,6 +213,14 @@ public struct ConfigFile: Sendable {
             if let text = try string(app["privacy"], at: at + ".privacy") {
                 guard let privacy = PushPrivacy(rawValue: text) else { throw error(at: at + ".privacy", "is standard or minimal") }
                 settings.privacy = privacy
+            }
+            for key in SealingSettings.fileKeys.keys { _ = try string(app[key], at: at + "." + key) }
+            do {
+                settings.sealing = try SealingSettings.read({ variable in
+                    SealingSettings.fileKeys.first { $0.value == variable }.flatMap { app[$0.key] as? String }
+                }, field: { variable in at + "." + (SealingSettings.fileKeys.first { $0.value == variable }?.key ?? variable) })
+            } catch let failure as HeraldConfigurationError {
+                throw error(at: failure.field, failure.message)
             }
             if let value = app["agent_event"] {
                 settings.agentEventTexts = try agentEventTexts(value, at: at + ".agent_event")

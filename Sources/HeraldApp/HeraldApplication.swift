@@ -66,7 +66,7 @@ public func buildApplication(
     var outboxSettings = OutboxSettings()
     outboxSettings.lease = settings.outboxLease
     let outbox = Outbox(
-        queue: store, providers: push.providers, settings: outboxSettings, logger: Logger(label: "herald.outbox"), metrics: metrics.0)
+        queue: store, providers: push.signedProviders(apps: settings.apps.map(\.settings)), settings: outboxSettings, logger: Logger(label: "herald.outbox"), metrics: metrics.0)
     // Stops after the lanes and before the simulators: the providers' connections close
     // first, so a simulator's graceful stop has none left to wait for.
     let allProviders = push.providers.flatMap(\.providers)
@@ -197,6 +197,18 @@ struct PushServices {
         }
     }
 
+    /// The providers as the outbox uses them: each app's pushes signed, and sealed to devices with
+    /// keys, before its provider sends them (`connectionsOpen` reads the providers themselves).
+    func signedProviders(apps: [AppSettings]) -> [(app: String, providers: [any PushProvider])] {
+        providers.map { entry in
+            guard let sealing = apps.first(where: { $0.id == entry.app })?.sealing else { return entry }
+            return (entry.app, entry.providers.map { provider in
+                let platform = provider.platform
+                return SealingPushProvider(base: provider, sealing: sealing, limit: { PushSealing.limit(platform: platform, pushType: $0) }, now: { Date() })
+            })
+        }
+    }
+
     /// Read at every scrape: each app's queue, the push services' connections and token refreshes.
     func collectMetrics(into metrics: HeraldMetrics, store: any Store, apps: [String]) {
         let readings = providers
@@ -314,6 +326,11 @@ extension ServeSettings {
         for app in apps where app.settings.publishKeys.isEmpty {
             logger.warning(
                 "publishing is off for this app: it has no publisher key (HERALD_PUBLISH_KEYS, or publish_keys in HERALD_CONFIG); POST /v1/events answers 401",
+                metadata: ["app": "\(app.settings.id)"])
+        }
+        for app in apps where app.settings.sealing?.keyIsEphemeral == true {
+            logger.warning(
+                "pushes are signed with a key made at this start: a phone that pinned the last one refuses them; make one with herald signing-key and set HERALD_SIGNING_KEY_PATH (or signing_key_path in HERALD_CONFIG)",
                 metadata: ["app": "\(app.settings.id)"])
         }
         for app in apps where app.settings.registration == .open {

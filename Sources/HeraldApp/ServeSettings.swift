@@ -339,6 +339,7 @@ public struct ServeSettings: Sendable {
                 guard let privacy = PushPrivacy(rawValue: text) else { throw HeraldConfigurationError(field: "HERALD_PRIVACY", message: "is standard or minimal") }
                 settings.privacy = privacy
             }
+            settings.sealing = try SealingSettings.read({ env[$0].flatMap { $0.isEmpty ? nil : $0 } }, field: { $0 })
             // GhostTalk's testing-only /apns/send.
             settings.ghostTalkSendEnabled = ["1", "true", "yes"].contains(env["HERALD_GHOSTTALK_SEND_ENABLED"]?.lowercased() ?? "")
             var app = ConfigFile.App(settings: settings)

@@ -14,7 +14,7 @@ struct Herald: AsyncParsableCommand {
         abstract: "Herald: a self-hosted push gateway for end-to-end-encrypted messaging apps.",
         subcommands: [
             ServeCommand.self, MigrateCommand.self, CleanupCommand.self, MockAPNsCommand.self, MockFCMCommand.self, MockWebPushCommand.self, SendCommand.self,
-            VAPIDKeysCommand.self, VersionCommand.self,
+            VAPIDKeysCommand.self, SigningKeyCommand.self, VersionCommand.self,
         ]
     )
 

@@ -76,6 +76,16 @@ public struct DeviceRegistrar: Sendable {
         }
     }
 
+    /// A device's keys for sealed pushes as sent (`push_keys`).
+    public struct PushKeys: Sendable {
+        public var p256dh: String?
+        public var auth: String?
+        public init(p256dh: String?, auth: String?) {
+            self.p256dh = p256dh
+            self.auth = auth
+        }
+    }
+
     /// A native registration (`POST /v1/push/register`) as sent.
     public struct Request: Sendable {
         public var platform: String?
@@ -85,10 +95,12 @@ public struct DeviceRegistrar: Sendable {
         public var environment: String?
         public var deviceID: String?
         public var watch: WatchRequest
+        public var pushKeys: PushKeys?
         public init(
             platform: String?, tokenKind: String?, deviceToken: String?, subscription: Subscription?, environment: String?,
-            deviceID: String?, watch: WatchRequest
+            deviceID: String?, watch: WatchRequest, pushKeys: PushKeys? = nil
         ) {
+            self.pushKeys = pushKeys
             self.platform = platform
             self.tokenKind = tokenKind
             self.deviceToken = deviceToken
@@ -152,7 +164,15 @@ public struct DeviceRegistrar: Sendable {
             guard let text = request.deviceToken else { throw Refusal.missing("device_token") }
             do { token = try tokenRule.token(text, kind: kind) } catch { throw Refusal.invalid("device_token", error.description) }
         }
-        let attributes = try self.attributes(environment: request.environment, app: app).merging(serviceValues)
+        var attributes = try self.attributes(environment: request.environment, app: app).merging(serviceValues)
+        if let keys = request.pushKeys {
+            guard !(tokenRule is any DeviceRegistrationRule) else {
+                throw Refusal.unprocessable("push_keys", "push_keys is for devices with a token: a subscription brings its own keys")
+            }
+            attributes = try DevicePushKeys(p256dh: keys.p256dh, auth: keys.auth).stored(in: attributes)
+        } else if !(tokenRule is any DeviceRegistrationRule) {
+            try Self.requireUnsealedAllowed(apps[app], field: "push_keys")
+        }
         // No control characters: a NUL would end the stored text early, and the device would
         // answer to another id than the one registered.
         if let id = request.deviceID, id.isEmpty || id.unicodeScalars.count > 256 || id.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
@@ -201,6 +221,9 @@ public struct DeviceRegistrar: Sendable {
 
     /// Stores a registration a compatibility route built, once the app's device limit admits it.
     public func register(_ registration: Registration, app: AppSettings, field: String) async throws -> DeviceRecord {
+        if DevicePushKeys(registration.attributes) == nil, registration.token.platform != .web {
+            try Self.requireUnsealedAllowed(app, field: field)
+        }
         try await admit(registration.token, app: app, field: field)
         return try await store.register(registration, now: clock.now())
     }
@@ -226,6 +249,12 @@ public struct DeviceRegistrar: Sendable {
     }
 
     // MARK: Checks
+
+    /// An app that seals every push (`sealed: required`) takes no device without keys for it.
+    static func requireUnsealedAllowed(_ app: AppSettings?, field: String) throws {
+        guard let app, app.sealing?.mode == .required else { return }
+        throw Refusal.unprocessable(field, "app \(app.id) seals every push (sealed: required): register push_keys (p256dh and auth)")
+    }
 
     /// The device's builds as named (`environment`), or without a name the app's own: production
     /// or sandbox as it is configured.

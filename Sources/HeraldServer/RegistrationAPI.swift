@@ -90,7 +90,13 @@ public struct RegistrationAPI: Sendable {
         }
     }
 
+    struct PushKeysBody: Decodable {
+        var p256dh: String?
+        var auth: String?
+    }
+
     struct RegisterBody: Decodable {
+        var push_keys: PushKeysBody?
         var device_token: String?
         var subscription: SubscriptionBody?
         var platform: String?
@@ -123,6 +129,21 @@ public struct RegistrationAPI: Sendable {
         router.delete("/v1/push/unregister") { request, _ in try await unregister(request) }
         router.get("/v1/push/status") { request, _ in try await status(request) }
         router.get("/v1/push/vapid-public-key") { request, _ in try vapidPublicKey(request) }
+        router.get("/v1/push/signing-key") { request, _ in try signingKey(request) }
+    }
+
+    /// The app's Ed25519 public key, which every push it sends is signed with (SPEC §13).
+    func signingKey(_ request: Request) throws -> Response {
+        let app = try configuration.apps.resolve(request.uri.queryParameters.get("app").map { String($0) })
+        guard let key = app.sealing?.signingKey.publicKeyBase64URL else {
+            throw APIError(.notFound, code: "no_signing_key", message: "app \(app.id) signs no pushes", field: "app")
+        }
+        return Self.json(["app": .string(app.id), "algorithm": "Ed25519", "public_key": .string(key)])
+    }
+
+    /// The registration answer's `signing_key`: the key the app pins to check its pushes.
+    private func signingKeyMember(_ app: String) -> [String: JSONValue] {
+        configuration.apps[app]?.sealing.map { ["signing_key": .string($0.signingKey.publicKeyBase64URL)] } ?? [:]
     }
 
     /// The app's VAPID application server key, which a web app passes to `pushManager.subscribe`.
@@ -141,9 +162,10 @@ public struct RegistrationAPI: Sendable {
             DeviceRegistrar.Request(
                 platform: body.platform, tokenKind: body.token_kind, deviceToken: body.device_token,
                 subscription: body.subscription.map(\.value), environment: body.environment, deviceID: body.device_id,
-                watch: Self.watch(body.watched_addresses, body.addresses, body.contextual_routes)),
+                watch: Self.watch(body.watched_addresses, body.addresses, body.contextual_routes),
+                pushKeys: body.push_keys.map { DeviceRegistrar.PushKeys(p256dh: $0.p256dh, auth: $0.auth) }),
             app: app, grant: grant)
-        return Self.json(["registered": true, "watched_addresses": .int(Int64(watchSet.watched.count))])
+        return Self.json(["registered": true, "watched_addresses": .int(Int64(watchSet.watched.count))].merging(signingKeyMember(app)) { $1 })
     }
 
     func update(_ request: Request) async throws -> Response {
@@ -152,7 +174,7 @@ public struct RegistrationAPI: Sendable {
         let watchSet = try await registrar.update(
             token: body.device_token, subscriptionEndpoint: body.subscription?.endpoint,
             watch: Self.watch(body.watched_addresses, body.addresses, body.contextual_routes), app: app, grant: grant)
-        return Self.json(["updated": true, "watched_addresses": .int(Int64(watchSet.watched.count))])
+        return Self.json(["updated": true, "watched_addresses": .int(Int64(watchSet.watched.count))].merging(signingKeyMember(app)) { $1 })
     }
 
     func unregister(_ request: Request) async throws -> Response {

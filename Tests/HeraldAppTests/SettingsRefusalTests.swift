@@ -41,6 +41,10 @@ let badConfigs: [BadConfig] = [
     BadConfig(name: "a batch body over 64 MiB", yaml: "limits: {batch_body_bytes: 100000000}\napps: [{id: a}]", field: "limits.batch_body_bytes"),
     BadConfig(name: "an unknown limit", yaml: "limits: {devices: 5}\napps: [{id: a}]", field: "limits.devices"),
     BadConfig(name: "an unknown privacy", yaml: "apps: [{id: a, privacy: secret}]", field: "apps[0].privacy"),
+    BadConfig(name: "an unknown sealing", yaml: "apps: [{id: a, sealed: always}]", field: "apps[0].sealed"),
+    BadConfig(name: "sealing not a word", yaml: "apps: [{id: a, sealed: [required]}]", field: "apps[0].sealed"),
+    BadConfig(name: "a signing key that is not one", yaml: "apps: [{id: a, signing_key_path: /nonexistent/signing-key.pem}]", field: "apps[0].signing_key_path"),
+    BadConfig(name: "a sealed alert with a line break", yaml: "apps: [{id: a, sealed_alert: \"two\\nlines\"}]", field: "apps[0].sealed_alert"),
     BadConfig(name: "matrix not a list", yaml: "apps: [{id: a}]\nmatrix: {im.x: apns}", field: "matrix"),
     BadConfig(name: "matrix app_id missing", yaml: "apps: [{id: a}]\nmatrix: [{app: a, type: apns}]", field: "matrix[0].app_id"),
     BadConfig(name: "matrix app not among apps", yaml: "apps: [{id: a}]\nmatrix: [{app_id: im.x, app: b, type: apns}]", field: "matrix[0].app"),
@@ -66,6 +70,8 @@ let badVariables: [([String: String], String)] = [
         (["HERALD_FCM_CREDENTIALS_FILE": "/nonexistent/service-account.json"], "HERALD_FCM_CREDENTIALS_FILE"),
         (["HERALD_FCM_URL": "https://127.0.0.1:1"], "HERALD_FCM_URL"),
         (["HERALD_FCM_PROJECT_ID": "my-project"], "HERALD_FCM_PROJECT_ID"),
+        (["HERALD_SEALED": "yes"], "HERALD_SEALED"),
+        (["HERALD_SIGNING_KEY_PATH": "/nonexistent/signing-key.pem"], "HERALD_SIGNING_KEY_PATH"),
     ]
 
 /// What `herald serve` refuses at start, refused by the settings in this process: each refusal

@@ -106,7 +106,7 @@ struct CompatibilityProcessTests {
         #expect(Set(pushes.compactMap { $0["token"] as? String }) == [bob, carol])
         for push in pushes {
             // SHA-256("conv-42") = 49933ea253b58d70fdf1ca26f4b1bca8…: its first 32 hex characters, nothing else.
-            #expect(push["payload"] as? String == #"{"aps":{"content-available":1},"c":"49933ea253b58d70fdf1ca26f4b1bca8"}"#)
+            #expect((push["payload"] as? String).map(withoutSignature) == #"{"aps":{"content-available":1},"c":"49933ea253b58d70fdf1ca26f4b1bca8"}"#)
             #expect(push["push_type"] as? String == "background" && push["priority"] as? Int == 5)
             // A second push about the conversation replaces the first on the device.
             #expect(push["collapse_id"] as? String == "49933ea253b58d70fdf1ca26f4b1bca8")
@@ -175,7 +175,7 @@ struct CompatibilityProcessTests {
 
         let pushes = try await gateway.waitForNotifications(2)
         #expect(pushes.count == 2 && pushes.allSatisfy { $0["token"] as? String == phone })
-        let payloads = Set(pushes.compactMap { $0["payload"] as? String })
+        let payloads = Set(pushes.compactMap { ($0["payload"] as? String).map(withoutSignature) })
         #expect(payloads == [
             #"{"aps":{"alert":{"title":"New Message","body":"You have a new message"},"badge":1,"sound":"default","mutable-content":1,"content-available":1},"session_id":"\#(session)","message_id":"msg-123","timestamp":1697192400,"encrypted":true,"has_attachment":false}"#,
             #"{"aps":{"alert":{"title":"New Message","body":"You have a new message"},"badge":1,"sound":"default","mutable-content":1,"content-available":1},"session_id":"\#(session)","message_id":"msg-124","timestamp":1760351400,"encrypted":true,"has_attachment":true}"#,
@@ -231,7 +231,7 @@ struct CompatibilityProcessTests {
         for (fields, title, body) in events {
             let event = fields.contains("Stop") ? "Stop" : "Notification"
             let expected = #"{"aps":{"alert":{"title":"\#(title)","body":"\#(body)"},"sound":"default"},"session_id":"abc123","device_name":"shahads-macbook","event_type":"\#(event)"}"#
-            #expect(Set(pushes.filter { $0["payload"] as? String == expected }.compactMap { $0["token"] as? String }) == [phone, pad], "\(title)")
+            #expect(Set(pushes.filter { ($0["payload"] as? String).map(withoutSignature) == expected }.compactMap { $0["token"] as? String }) == [phone, pad], "\(title)")
         }
         #expect(pushes.allSatisfy { $0["topic"] as? String == "com.example.herald" && $0["priority"] as? Int == 10 })
         (status, _) = try await post(gateway.api + "/apns/send", #"{"session_id":"s","payload":{}}"#, headers: ["Authorization": "Bearer claude-server-key-001"])

@@ -43,7 +43,9 @@ struct ServeProcessTests {
         for device in [token, gone] {
             let (status, body) = try await http("POST", api + "/v1/push/register",
                 #"{"device_token":"\#(device)","platform":"ios","watched_addresses":["\#(Self.sender)"]}"#)
-            #expect(status == 200 && String(decoding: body, as: UTF8.self) == #"{"registered":true,"watched_addresses":1}"#)
+            let answer = try JSONSerialization.jsonObject(with: body) as? [String: Any]
+            #expect(status == 200 && answer?["registered"] as? Bool == true && answer?["watched_addresses"] as? Int == 1)
+            #expect((answer?["signing_key"] as? String)?.count == 43, "the answer names the app's signing key")
         }
         // APNs says the second device's token is gone.
         _ = try await http("POST", control + "/faults", #"{"kind":"unregistered","token":"\#(gone)","timestamp_ms":\#(Int64(Date().timeIntervalSince1970 * 1000) + 60_000)}"#)
@@ -81,8 +83,11 @@ struct ServeProcessTests {
             try await Task.sleep(for: .milliseconds(100))
         }
         #expect(notifications.count == 6)
+        // Each push is the rendered document with the app's signature attached (docs/signed-pushes.md).
         func payload(_ collapseID: String) throws -> String {
-            try #require(notifications.first { $0["collapse_id"] as? String == collapseID }?["payload"] as? String)
+            let signed = try #require(notifications.first { $0["collapse_id"] as? String == collapseID }?["payload"] as? String)
+            #expect(signed != withoutSignature(signed), "no signature attached")
+            return withoutSignature(signed)
         }
         func expected(_ id: String, _ inline: String) -> String {
             #"{"aps":{"alert":{"title":"New Message","body":"From kaspa:qp...70xmfj"},"mutable-content":1,"content-available":1,"thread-id":"\#(Self.sender)"},"kasia":{"type":"contextual_message","txId":"\#(id)","sender":"\#(Self.sender)","payload":\#(inline),"timestamp":1704067200,"daaScore":12345678}}"#

@@ -334,3 +334,9 @@ private func readyLine(_ pipe: Pipe, of command: String) throws -> (json: [Strin
     else { throw CLIError("\(command) printed no ports") }
     return (ready, port, controlPort)
 }
+
+/// A push payload as received, without the app's signature attached as its last member
+/// (docs/signed-pushes.md): the document Herald rendered, for tests that compare it exactly.
+public func withoutSignature(_ payload: String) -> String {
+    payload.replacing(/,?"herald_signature":"[0-9]+\.[A-Za-z0-9_-]+"\}$/, with: "}")
+}

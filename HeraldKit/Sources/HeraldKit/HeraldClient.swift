@@ -14,6 +14,9 @@ public enum HeraldClientError: Error, Hashable, Sendable, CustomStringConvertibl
     case transport(String)
     /// An answer HeraldKit does not understand.
     case invalidResponse(String)
+    /// Herald answered with another signing key than the one the app pinned: it is not replaced
+    /// (pushes signed with it are refused) until the app decides (`SigningKeyPin.replace(with:)`).
+    case signingKeyChanged(pinned: String, answered: String)
 
     /// `update` on a token Herald does not know: register instead.
     public var isNotRegistered: Bool {
@@ -27,6 +30,7 @@ public enum HeraldClientError: Error, Hashable, Sendable, CustomStringConvertibl
         case .server(let status, let code, let message, let field): "HTTP \(status) \(code)\(field.map { " (\($0))" } ?? ""): \(message)"
         case .transport(let m): "transport: \(m)"
         case .invalidResponse(let m): "invalid response: \(m)"
+        case .signingKeyChanged(let pinned, let answered): "signing key changed: pinned \(pinned.prefix(8))…, Herald answered \(answered.prefix(8))…"
         }
     }
 }
@@ -53,6 +57,10 @@ public struct HeraldClient: Sendable {
         public var maximumAttempts = 3
         /// The first retry's delay; doubled each time, capped at 30 s like `Retry-After`.
         public var retryDelay: TimeInterval = 0.5
+        /// The device's keys for sealed pushes, registered as `push_keys` (nil: pushes come unsealed).
+        public var pushKeys: SealedPushKeys?
+        /// Where the app's signing key is pinned; each registration answer's key is checked against it.
+        public var signingKeyPin: SigningKeyPin?
 
         public init(baseURL: URL, registrationKey: String? = nil, app: String? = nil) {
             self.baseURL = baseURL
@@ -84,8 +92,17 @@ public struct HeraldClient: Sendable {
         body["platform"] = platform
         if let environment { body["environment"] = environment }
         if let deviceID { body["device_id"] = deviceID }
+        if let keys = configuration.pushKeys { body["push_keys"] = ["p256dh": keys.p256dh, "auth": keys.authSecret] }
         let answer = try await send("POST", "v1/push/register", body: body)
+        try checkSigningKey(answer)
         return try Self.int(answer["watched_addresses"], "watched_addresses")
+    }
+
+    /// Pins the answer's signing key on first use, or checks it against the pinned one.
+    func checkSigningKey(_ answer: [String: Any]) throws(HeraldClientError) {
+        guard let pin = configuration.signingKeyPin else { return }
+        guard let key = answer["signing_key"] as? String else { throw .invalidResponse("no signing_key") }
+        try pin.check(key)
     }
 
     /// Replaces a registered device's watch set; `isNotRegistered` when Herald does not know it.

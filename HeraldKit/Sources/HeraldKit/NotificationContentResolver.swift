@@ -98,6 +98,22 @@ public struct NotificationContentResolver: Sendable {
         }
     }
 
+    /// The extension's path for a push it authenticated first (`PushAuthenticator`): a verified
+    /// document is resolved as its push; anything else shows `genericText` alone, stores nothing,
+    /// and gives the reason for the reliability tracker. A push that failed is never shown as a
+    /// contact's message.
+    public func resolve(
+        verified document: Result<[UInt8], PushRejection>, contacts: [Contact], privateKey: KasiaPrivateKey?, genericText: String = "New message"
+    ) -> (outcome: NotificationOutcome, rejection: PushRejection?) {
+        let generic = NotificationOutcome(title: "", body: genericText, record: nil)
+        switch document {
+        case .failure(let rejection): return (generic, rejection)
+        case .success(let bytes):
+            guard let push = try? HeraldPush(json: Data(bytes)) else { return (generic, .malformed) }
+            return (resolve(push, contacts: contacts, privateKey: privateKey), nil)
+        }
+    }
+
     /// Resolves a Kasia push: the contact's name (or the short address), the decrypted text
     /// when the inline payload opens with `privateKey`, else a pending-fetch entry. A push without
     /// a sender (`privacy: minimal`) is matched to a contact by its message's alias; failing that,

@@ -38,6 +38,8 @@ public struct PushReliabilityTracker: Sendable {
     /// Pushes received before the app saw their transaction another way.
     private var pushedEarly: [String: Date] = [:]
     private var lastCatchUp: Date?
+    /// Pushes not shown as they came, by reason (`PushAuthenticator`).
+    public private(set) var rejectedPushes: [PushRejection: Int] = [:]
 
     public init(clock: any WallClock = SystemWallClock(), grace: TimeInterval = 60, missesToUnreliable: Int = 3, catchUpDebounce: TimeInterval = 600) {
         self.clock = clock
@@ -66,6 +68,11 @@ public struct PushReliabilityTracker: Sendable {
             pushedEarly[txID] = clock.now
         }
         return actions
+    }
+
+    /// A push failed its checks and was shown as the app's generic text.
+    public mutating func rejected(_ reason: PushRejection) {
+        rejectedPushes[reason, default: 0] += 1
     }
 
     /// Counts the transactions whose grace ran out; call it from a timer as well.

@@ -46,6 +46,9 @@ public struct SealedPushKeys: Sendable, CustomStringConvertible {
     /// - Throws: `SealedPushError.authentication` when it was sealed to other keys or changed
     ///   on the way; `.malformed` when it is not one `aes128gcm` record.
     public func open(_ body: [UInt8]) throws(SealedPushError) -> [UInt8] {
+        // Herald writes one record size, 4,096; RFC 8188 leaves it unauthenticated, so any other
+        // is a changed body even where it would still decrypt.
+        guard body.count > 20, body[16..<20].elementsEqual([0, 0, 0x10, 0]) else { throw .malformed }
         do {
             return try WebPushEncryption.decrypt(body, privateKey: privateKey, auth: auth)
         } catch {

@@ -29,6 +29,8 @@ public struct SharedStore: Sendable {
         public var contacts: [Contact] = []
         public var messages: [StoredMessage] = []
         public var pendingFetches: [PendingFetch] = []
+        /// The app's signing key, trusted at the first registration (`SigningKeyPin.trustOnFirstUse`).
+        public var pinnedSigningKey: String?
         public init() {}
     }
 

@@ -1,0 +1,41 @@
+import Foundation
+import HeraldDelivery
+import HeraldPushCore
+
+/// An app's signing key and sealing (SPEC §13), from `HERALD_SIGNING_KEY_PATH`, `HERALD_SEALED`
+/// and `HERALD_SEALED_ALERT`, or the app's `signing_key_path`, `sealed` and `sealed_alert` in
+/// `HERALD_CONFIG`. Without a key file the app signs with a key made at start (development: a
+/// phone that pinned it refuses pushes after a restart), and the start says so.
+enum SealingSettings {
+    /// The variable each app key of `HERALD_CONFIG` stands for.
+    static let fileKeys = ["signing_key_path": "HERALD_SIGNING_KEY_PATH", "sealed": "HERALD_SEALED", "sealed_alert": "HERALD_SEALED_ALERT"]
+
+    /// - Parameter field: the name a refusal gives each setting (the variable, or the file's key path).
+    static func read(_ value: (String) -> String?, field: (String) -> String) throws -> PushSealing {
+        var key = PushSigningKey()
+        var configured = false
+        if let path = value("HERALD_SIGNING_KEY_PATH") {
+            guard let text = try? String(contentsOfFile: path, encoding: .utf8), let read = PushSigningKey(pem: text) else {
+                throw HeraldConfigurationError(
+                    field: field("HERALD_SIGNING_KEY_PATH"), message: "\(path) is not a readable Ed25519 private key in PEM (herald signing-key makes one)")
+            }
+            key = read
+            configured = true
+        }
+        var sealing = PushSealing(signingKey: key)
+        sealing.keyIsEphemeral = !configured
+        if let text = value("HERALD_SEALED") {
+            guard let mode = SealingMode(rawValue: text) else {
+                throw HeraldConfigurationError(field: field("HERALD_SEALED"), message: "is required, when-registered or off")
+            }
+            sealing.mode = mode
+        }
+        if let text = value("HERALD_SEALED_ALERT") {
+            guard !text.isEmpty, text.count <= 200, !text.unicodeScalars.contains(where: { $0.value < 0x20 }) else {
+                throw HeraldConfigurationError(field: field("HERALD_SEALED_ALERT"), message: "is 1 to 200 characters, no control characters")
+            }
+            sealing.genericAlert = text
+        }
+        return sealing
+    }
+}

@@ -1,0 +1,208 @@
+import Crypto
+import Foundation
+import HeraldCore
+import HeraldPushCore
+import HeraldStore
+import PushSigning
+import WebPushCrypto
+
+/// Whether an app seals its pushes to its devices' `push_keys` (SPEC §13).
+public enum SealingMode: String, Sendable, CaseIterable {
+    /// Every iOS and Android registration must bring `push_keys`; every push to them is sealed.
+    case required
+    /// A device that registered `push_keys` gets sealed pushes; one without gets them in clear.
+    case whenRegistered = "when-registered"
+    /// Nothing is sealed (pushes are still signed).
+    case off
+}
+
+/// An app's Ed25519 key for signed pushes, kept as PKCS#8 PEM (`openssl pkey` reads it).
+public struct PushSigningKey: Sendable {
+    public let privateKey: Curve25519.Signing.PrivateKey
+
+    /// A fresh key.
+    public init() { privateKey = Curve25519.Signing.PrivateKey() }
+
+    public init(privateKey: Curve25519.Signing.PrivateKey) { self.privateKey = privateKey }
+
+    /// RFC 8410's PKCS#8 form of an Ed25519 private key is this prefix and the 32-byte seed.
+    private static let pkcs8Prefix: [UInt8] = [0x30, 0x2E, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2B, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20]
+
+    /// Reads a `-----BEGIN PRIVATE KEY-----` PEM holding an Ed25519 key (`herald signing-key`, or
+    /// `openssl genpkey -algorithm ed25519`); nil for anything else.
+    public init?(pem: String) {
+        let lines = pem.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+        guard let begin = lines.firstIndex(of: "-----BEGIN PRIVATE KEY-----"), let end = lines.firstIndex(of: "-----END PRIVATE KEY-----"),
+            begin < end, let der = Data(base64Encoded: lines[(begin + 1)..<end].joined()).map(Array.init),
+            der.count == 48, Array(der.prefix(16)) == Self.pkcs8Prefix,
+            let key = try? Curve25519.Signing.PrivateKey(rawRepresentation: der.suffix(32))
+        else { return nil }
+        privateKey = key
+    }
+
+    public var pem: String {
+        let body = Data(Self.pkcs8Prefix + Array(privateKey.rawRepresentation)).base64EncodedString()
+        return "-----BEGIN PRIVATE KEY-----\n\(body)\n-----END PRIVATE KEY-----\n"
+    }
+
+    /// The public key as registrations and `GET /v1/push/signing-key` give it: its 32 raw bytes, base64url.
+    public var publicKeyBase64URL: String { Base64URLText.encode(Array(privateKey.publicKey.rawRepresentation)) }
+}
+
+/// A device's keys for sealed pushes, as it registered them (`push_keys`), kept in its attributes.
+public struct DevicePushKeys: Sendable, Hashable {
+    /// The 65-byte uncompressed P-256 point.
+    public let p256dh: [UInt8]
+    public let auth: [UInt8]
+    let publicKey: P256.KeyAgreement.PublicKey
+
+    static let p256dhAttribute = "push_p256dh"
+    static let authAttribute = "push_auth"
+
+    /// - Throws: a `Refusal` naming `push_keys.p256dh` or `push_keys.auth`.
+    public init(p256dh: String?, auth: String?) throws {
+        guard let p256dh else { throw Refusal.missing("push_keys.p256dh") }
+        guard let auth else { throw Refusal.missing("push_keys.auth") }
+        guard let point = Base64URLText.decode(p256dh), point.count == 65, point[0] == 0x04,
+            let key = try? P256.KeyAgreement.PublicKey(x963Representation: point)
+        else { throw Refusal.unprocessable("push_keys.p256dh", "push_keys.p256dh is a P-256 public key: 65 bytes, uncompressed, base64url") }
+        guard let secret = Base64URLText.decode(auth), secret.count == 16 else {
+            throw Refusal.unprocessable("push_keys.auth", "push_keys.auth is 16 bytes, base64url")
+        }
+        self.p256dh = point
+        self.auth = secret
+        publicKey = key
+    }
+
+    /// The keys a device's attributes hold, if it registered some.
+    public init?(_ attributes: DeviceAttributes) {
+        guard let point = attributes[Self.p256dhAttribute], let secret = attributes[Self.authAttribute],
+            let keys = try? DevicePushKeys(p256dh: point, auth: secret)
+        else { return nil }
+        self = keys
+    }
+
+    /// `attributes` with these keys.
+    public func stored(in attributes: DeviceAttributes) -> DeviceAttributes {
+        attributes.setting(Self.p256dhAttribute, to: Base64URLText.encode(p256dh)).setting(Self.authAttribute, to: Base64URLText.encode(auth))
+    }
+
+    public static func == (a: Self, b: Self) -> Bool { a.p256dh == b.p256dh && a.auth == b.auth }
+    public func hash(into hasher: inout Hasher) { hasher.combine(p256dh) }
+}
+
+/// What an app's pushes become on their way out: signed always, sealed to devices that gave keys.
+public struct PushSealing: Sendable {
+    public var mode = SealingMode.whenRegistered
+    /// The text a sealed alert shows before the app's extension opens it.
+    public var genericAlert = "New message"
+    /// The app's signing key.
+    public var signingKey: PushSigningKey
+    /// The key was made at start, not read from a file: phones that pinned it refuse the pushes
+    /// of the next start.
+    public var keyIsEphemeral = false
+
+    public init(signingKey: PushSigningKey, mode: SealingMode = .whenRegistered, genericAlert: String = "New message") {
+        self.signingKey = signingKey
+        self.mode = mode
+        self.genericAlert = genericAlert
+    }
+
+    /// The member of a sealed APNs payload (and the only key of a sealed FCM data message)
+    /// holding the ciphertext, base64url.
+    public static let sealedMember = "herald_sealed"
+
+    /// The push `device` gets for `push`, signed at `issuedAt` and sealed when the device has keys
+    /// and the app seals; shrunk (Kasia's inline payload first) until it fits `limit` bytes.
+    /// - Parameter signatures: signatures already made for documents of this batch.
+    public func prepare(
+        _ push: RenderedPush, for device: DeviceAttributes, issuedAt: Int64, limit: Int, signatures: inout [[UInt8]: SignedPush]
+    ) -> RenderedPush {
+        let keys = mode == .off ? nil : DevicePushKeys(device)
+        var document = push
+        while true {
+            let signed: SignedPush
+            if let known = signatures[document.payload] {
+                signed = known
+            } else {
+                signed = SignedPush(signing: document.payload, issuedAt: issuedAt, with: signingKey.privateKey)
+                signatures[document.payload] = signed
+            }
+            var out = document
+            if let keys, let sealed = try? WebPushEncryption.encrypt(signed.envelope, to: keys.publicKey, receiverBytes: keys.p256dh, auth: keys.auth) {
+                let text = Base64URLText.encode(sealed)
+                out.payload = sealedPayload(text, pushType: document.pushType.rawValue)
+                out.fcmData = [Self.sealedMember: text]
+            } else if let attached = signed.attached {
+                // A `custom` event's own FCM data map stays verbatim: FCM's data cannot carry the
+                // document's bytes, so an unsealed Android push is not checkable either way.
+                out.payload = attached
+            }
+            guard out.payload.count > limit, let smaller = document.shrunk() else { return out }
+            document = smaller
+        }
+    }
+
+    /// The largest payload a built-in service carries: a Web Push record's plaintext, else
+    /// Apple's limit for the push type (FCM's data takes the same 4 KiB).
+    public static func limit(platform: Platform, pushType: String) -> Int {
+        if platform == .web { return WebPushEncryption.maximumPlaintext }
+        return pushType == "voip" ? 5_120 : 4_096
+    }
+
+    /// What Apple sees of a sealed push: the generic alert (or a silent push's wake-up) and the ciphertext.
+    private func sealedPayload(_ ciphertext: String, pushType: String) -> [UInt8] {
+        let aps: JSONValue = switch pushType {
+        case "background": .object([.init("content-available", .int(1))])
+        case "voip": .object([])
+        default: .object([.init("alert", .object([.init("body", .string(genericAlert))])), .init("mutable-content", .int(1))])
+        }
+        return JSONValue.object([.init("aps", aps), .init(Self.sealedMember, .string(ciphertext))]).encoded
+    }
+}
+
+/// A provider whose pushes its app's `PushSealing` prepares first: signed, and sealed to the
+/// devices that registered keys. A batch signs each document once.
+public struct SealingPushProvider: PushProvider {
+    public let base: any PushProvider
+    public let sealing: PushSealing
+    /// The largest payload the service takes, in bytes, for a push type (APNs's raw values).
+    let limit: @Sendable (String) -> Int
+    let now: @Sendable () -> Date
+
+    public init(base: any PushProvider, sealing: PushSealing, limit: @escaping @Sendable (String) -> Int, now: @escaping @Sendable () -> Date) {
+        self.base = base
+        self.sealing = sealing
+        self.limit = limit
+        self.now = now
+    }
+
+    public var platform: Platform { base.platform }
+    public var stats: ProviderStats { base.stats }
+
+    public func send(_ delivery: ClaimedDelivery) async -> PushOutcome {
+        var signatures: [[UInt8]: SignedPush] = [:]
+        return await base.send(prepared(delivery, issuedAt: Self.seconds(now()), signatures: &signatures))
+    }
+
+    public func send(_ deliveries: [ClaimedDelivery]) async -> [PushOutcome] {
+        var signatures: [[UInt8]: SignedPush] = [:]
+        let issuedAt = Self.seconds(now())
+        return await base.send(deliveries.map { prepared($0, issuedAt: issuedAt, signatures: &signatures) })
+    }
+
+    public func shutdown() async { await base.shutdown() }
+
+    private func prepared(_ delivery: ClaimedDelivery, issuedAt: Int64, signatures: inout [[UInt8]: SignedPush]) -> ClaimedDelivery {
+        var prepared = delivery
+        prepared.push = sealing.prepare(
+            delivery.push, for: delivery.device.attributes, issuedAt: issuedAt, limit: limit(delivery.push.pushType.rawValue),
+            signatures: &signatures)
+        return prepared
+    }
+
+    private static func seconds(_ date: Date) -> Int64 {
+        let seconds = date.timeIntervalSince1970
+        return seconds.isFinite ? Int64(max(0, min(seconds, 1e15))) : 0
+    }
+}

@@ -1,0 +1,224 @@
+import Crypto
+import Foundation
+import HeraldCore
+import HeraldDelivery
+import HeraldKit
+import HeraldPushCore
+import HeraldTestSupport
+import PushSigning
+import Testing
+
+/// Signed and sealed pushes (SPEC §13): what Herald's `PushSealing` makes of a push, and what
+/// HeraldKit's `PushAuthenticator` and the independent Python verifier (Fixtures/verify_push.py,
+/// `cryptography` and `http_ece`) accept and refuse.
+@Suite("Signed and sealed pushes")
+struct SignedPushTests {
+    static let document = Array(#"{"aps":{"alert":{"title":"Kasia","body":"Grüße, 4 KAS"}},"kasia":{"txId":"ab","payload":null}}"#.utf8)
+    static let now: Int64 = 1_764_000_000
+    let signingKey = PushSigningKey()
+    var pinned: String { signingKey.publicKeyBase64URL }
+
+    func authenticator(_ keys: SealedPushKeys?, at time: Int64 = now) throws -> PushAuthenticator {
+        try PushAuthenticator(pinnedKey: pinned, keys: keys, clock: ManualClock(Date(timeIntervalSince1970: TimeInterval(time))))
+    }
+
+    /// What Herald's sealing makes of `push` for a device with `keys` (nil: unsealed).
+    func prepared(_ push: RenderedPush, keys: SealedPushKeys?, mode: SealingMode = .whenRegistered, at time: Int64 = now, limit: Int = 4_096) throws -> RenderedPush {
+        var attributes = DeviceAttributes(production: true)
+        if let keys { attributes = try DevicePushKeys(p256dh: keys.p256dh, auth: keys.authSecret).stored(in: attributes) }
+        var signatures: [[UInt8]: SignedPush] = [:]
+        return PushSealing(signingKey: signingKey, mode: mode).prepare(push, for: attributes, issuedAt: time, limit: limit, signatures: &signatures)
+    }
+
+    static func alert(_ payload: [UInt8] = document) -> RenderedPush {
+        RenderedPush(pushType: .alert, priority: .immediate, collapseID: nil, payload: payload)
+    }
+
+    static func object(_ bytes: [UInt8]) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any])
+    }
+
+    @Test("the envelope and the attached signature carry the document's exact bytes, and verify with the app's key")
+    func forms() throws {
+        let signed = SignedPush(signing: Self.document, issuedAt: Self.now, with: signingKey.privateKey)
+        let opened = try SignedPush(envelope: signed.envelope)
+        #expect(opened == signed)
+        let attached = try #require(signed.attached)
+        #expect(try SignedPush(attached: attached) == signed)
+        // Attached, it is still the JSON the app reads: the document's members and one more.
+        #expect(try Self.object(attached).keys.sorted() == ["aps", "herald_signature", "kasia"])
+        try SignedPush(attached: attached).verify(publicKey: signingKey.privateKey.publicKey, now: Self.now, window: 60)
+        // An empty document keeps its form too.
+        let empty = SignedPush(signing: Array("{}".utf8), issuedAt: 7, with: signingKey.privateKey)
+        #expect(try SignedPush(attached: try #require(empty.attached)).document == Array("{}".utf8))
+        #expect(SignedPush(signing: Array("[1]".utf8), issuedAt: 7, with: signingKey.privateKey).attached == nil)
+    }
+
+    @Test("a byte changed anywhere in a signed push, sealed or not, is refused")
+    func everyByte() throws {
+        let keys = SealedPushKeys()
+        let unsealed = try prepared(Self.alert(), keys: nil).payload
+        let sealedText = try #require(try Self.object(try prepared(Self.alert(), keys: keys).payload)["herald_sealed"] as? String)
+        let sealed = try #require(Base64URLText.decode(sealedText))
+        let open = try authenticator(keys)
+        #expect(try open.document(payload: unsealed) == Self.document)
+        #expect(try open.document(sealed: sealedText) == Self.document)
+        for index in unsealed.indices {
+            var changed = unsealed
+            changed[index] ^= 0x01
+            #expect(throws: PushRejection.self, "byte \(index) of the unsealed push") { try open.document(payload: changed) }
+        }
+        for index in sealed.indices {
+            var changed = sealed
+            changed[index] ^= 0x01
+            #expect(throws: PushRejection.self, "byte \(index) of the sealed push") { try open.document(sealed: Base64URLText.encode(changed)) }
+        }
+    }
+
+    @Test("another key, a replay past the window, a push from the future, and another device's sealed push are each refused with their reason")
+    func refusals() throws {
+        let keys = SealedPushKeys()
+        let forged = SignedPush(signing: Self.document, issuedAt: Self.now, with: PushSigningKey().privateKey)
+        #expect(throws: PushRejection.badSignature) { try authenticator(nil).document(payload: try #require(forged.attached)) }
+        let push = try prepared(Self.alert(), keys: nil).payload
+        #expect(throws: PushRejection.stale) { try authenticator(nil, at: Self.now + 86_401).document(payload: push) }
+        #expect(try authenticator(nil, at: Self.now + 86_400).document(payload: push) == Self.document)
+        #expect(throws: PushRejection.fromTheFuture) { try authenticator(nil, at: Self.now - 301).document(payload: push) }
+        let sealed = try Self.object(try prepared(Self.alert(), keys: keys).payload)
+        #expect(throws: PushRejection.notForThisDevice) { try authenticator(SealedPushKeys()).document(userInfo: sealed) }
+        #expect(throws: PushRejection.noKeys) { try authenticator(nil).document(userInfo: sealed) }
+        #expect(throws: PushRejection.notSealed) { try authenticator(keys).document(userInfo: try Self.object(push)) }
+        #expect(throws: PushRejection.unsigned) { try authenticator(nil).document(payload: Self.document) }
+    }
+
+    @Test("Apple sees the generic alert and the ciphertext, Google the ciphertext alone; the phone opens the same document")
+    func whatTheServicesSee() throws {
+        let keys = SealedPushKeys()
+        let sealed = try prepared(Self.alert(), keys: keys)
+        let apns = try Self.object(sealed.payload)
+        #expect(apns.keys.sorted() == ["aps", "herald_sealed"])
+        #expect(NSDictionary(dictionary: apns["aps"] as? [String: Any] ?? [:]) == ["alert": ["body": "New message"], "mutable-content": 1])
+        #expect(sealed.fcmData?.keys.sorted() == ["herald_sealed"])
+        #expect(!String(decoding: sealed.payload, as: UTF8.self).contains("Kasia"))
+        #expect(try authenticator(keys).document(userInfo: apns) == Self.document)
+        #expect(try authenticator(keys).document(fcmData: try #require(sealed.fcmData)) == Self.document)
+        // A silent push wakes the app without an alert.
+        let silent = try prepared(RenderedPush(pushType: .background, priority: .considerate, collapseID: nil, payload: Array(#"{"aps":{"content-available":1},"c":"x"}"#.utf8)), keys: keys)
+        #expect(NSDictionary(dictionary: try Self.object(silent.payload)["aps"] as? [String: Any] ?? [:]) == ["content-available": 1])
+        // Sealing off: the device's keys are not used, and the push is signed in clear.
+        let clear = try prepared(Self.alert(), keys: keys, mode: .off)
+        #expect(try authenticator(nil).document(payload: clear.payload) == Self.document)
+    }
+
+    @Test("over the service's limit, Kasia's inline payload goes first, then the push is sealed and signed again")
+    func shrinksBeforeSealing() throws {
+        let keys = SealedPushKeys()
+        let inline = String(repeating: "ab", count: 1_400)
+        let big = Array(#"{"aps":{"alert":{"title":"Kasia","body":"New message"}},"kasia":{"payload":"\#(inline)","txId":"ab"}}"#.utf8)
+        let sealed = try prepared(Self.alert(big), keys: keys)
+        #expect(sealed.payload.count <= 4_096)
+        let document = try authenticator(keys).document(userInfo: try Self.object(sealed.payload))
+        let kasia = try #require(try Self.object(document)["kasia"] as? [String: Any])
+        #expect(kasia["payload"] is NSNull && kasia["txId"] as? String == "ab")
+        // Small enough, it keeps its inline payload.
+        let small = try prepared(Self.alert(big), keys: keys, limit: 8_000)
+        #expect(try authenticator(keys).document(userInfo: try Self.object(small.payload)) == big)
+    }
+
+    @Test("the independent Python verifier (cryptography, http_ece) accepts what HeraldKit accepts and refuses the same forgeries")
+    func pythonVerifier() async throws {
+        let keys = SealedPushKeys()
+        let sealed = try prepared(Self.alert(), keys: keys)
+        let unsealed = try prepared(Self.alert(), keys: nil)
+        let forged = try #require(SignedPush(signing: Self.document, issuedAt: Self.now, with: PushSigningKey().privateKey).attached)
+        var flipped = unsealed.payload
+        flipped[20] ^= 0x01
+        let apns = String(decoding: sealed.payload, as: UTF8.self)
+        var tamperedSealed = try #require(sealed.fcmData)
+        let text = try #require(tamperedSealed["herald_sealed"])
+        var bytes = try #require(Base64URLText.decode(text))
+        bytes[bytes.count - 5] ^= 0x01
+        tamperedSealed["herald_sealed"] = Base64URLText.encode(bytes)
+        var resized = try #require(sealed.fcmData)
+        var header = try #require(Base64URLText.decode(text))
+        header[18] ^= 0x01  // the record size, which RFC 8188 leaves unauthenticated
+        resized["herald_sealed"] = Base64URLText.encode(header)
+        let cases: [(String, Any, Int64, String?)] = [
+            ("apns", apns, Self.now, nil), ("fcm", try #require(sealed.fcmData), Self.now, nil),
+            ("payload", String(decoding: unsealed.payload, as: UTF8.self), Self.now, nil),
+            ("payload", String(decoding: flipped, as: UTF8.self), Self.now, "badSignature"),
+            ("payload", String(decoding: forged, as: UTF8.self), Self.now, "badSignature"),
+            ("payload", String(decoding: unsealed.payload, as: UTF8.self), Self.now + 86_401, "stale"),
+            ("fcm", tamperedSealed, Self.now, "notForThisDevice"), ("fcm", resized, Self.now, "malformed"),
+        ]
+        for (form, push, now, expected) in cases {
+            let answer = try await Self.python(form: form, push: push, pinned: pinned, keys: keys, now: now)
+            if let expected {
+                #expect(answer["error"] as? String == expected, "\(form): \(answer)")
+            } else {
+                #expect((answer["document"] as? String).flatMap(Base64URLText.decode) == Self.document, "\(form): \(answer)")
+            }
+        }
+    }
+
+    /// Fixtures/verify_push.py's answer for one push.
+    static func python(form: String, push: Any, pinned: String, keys: SealedPushKeys?, now: Int64) async throws -> [String: Any] {
+        var request: [String: Any] = ["public_key": pinned, "form": form, "push": push, "now": now, "window": 86_400]
+        if let keys {
+            request["private_key"] = Base64URLText.encode(keys.privateKeyBytes)
+            request["auth"] = keys.authSecret
+        }
+        let input = FileManager.default.temporaryDirectory.appendingPathComponent("verify-\(UUID()).json")
+        try JSONSerialization.data(withJSONObject: request).write(to: input)
+        defer { try? FileManager.default.removeItem(at: input) }
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/verify_push.py")
+        let output = try await runProcessOffPool(URL(fileURLWithPath: "/bin/sh"), ["-c", "python3 '\(script.path)' < '\(input.path)'"])
+        let text = String(decoding: output.stdout, as: UTF8.self)
+        return try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any], "pip install cryptography http_ece: \(text) \(String(decoding: output.stderr, as: UTF8.self))")
+    }
+
+    @Test("a key trusted on first registration is never silently replaced; a shipped key is the only one")
+    func pinning() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pin-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let pin = SigningKeyPin.trustOnFirstUse(try SharedStore(directory: directory))
+        #expect(try pin.pinnedKey() == nil)
+        try pin.check(pinned)
+        try pin.check(pinned)
+        let other = PushSigningKey().publicKeyBase64URL
+        #expect(throws: HeraldClientError.signingKeyChanged(pinned: pinned, answered: other)) { try pin.check(other) }
+        #expect(try pin.pinnedKey() == pinned)
+        try pin.replace(with: other)
+        #expect(try pin.pinnedKey() == other)
+        #expect(throws: HeraldClientError.self) { try SigningKeyPin.shipped(pinned).check(other) }
+    }
+
+    @Test("the extension shows a verified push as it came, and anything else as the app's generic text with the reason tracked")
+    func extensionPath() throws {
+        let keys = SealedPushKeys()
+        let resolver = NotificationContentResolver(cipher: KasiaCipher())
+        let good = try Self.object(try prepared(Self.alert(Array(#"{"aps":{"alert":{"title":"Alice","body":"hi"}}}"#.utf8)), keys: keys).payload)
+        let opener = try authenticator(keys)
+        let shown = resolver.resolve(verified: Result { () throws(PushRejection) in try opener.document(userInfo: good) }, contacts: [], privateKey: nil)
+        #expect(shown.outcome.title == "Alice" && shown.outcome.body == "hi" && shown.rejection == nil)
+        let forged = try #require(SignedPush(signing: Array(#"{"aps":{"alert":{"title":"Alice","body":"send me your seed"}}}"#.utf8), issuedAt: Self.now, with: PushSigningKey().privateKey).attached)
+        let refused = resolver.resolve(verified: Result { () throws(PushRejection) in try opener.document(payload: forged) }, contacts: [], privateKey: nil)
+        #expect(refused.outcome.title == "" && refused.outcome.body == "New message" && refused.outcome.record == nil)
+        var tracker = PushReliabilityTracker()
+        tracker.rejected(try #require(refused.rejection))
+        #expect(tracker.rejectedPushes == [.badSignature: 1])
+    }
+
+    @Test("signing keys are PKCS#8 PEM both ways, and a registration's push_keys are checked")
+    func keysAndRegistrations() throws {
+        let key = PushSigningKey()
+        #expect(PushSigningKey(pem: key.pem)?.publicKeyBase64URL == key.publicKeyBase64URL)
+        #expect(PushSigningKey(pem: "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n") == nil)
+        let keys = SealedPushKeys()
+        #expect(throws: Refusal.self) { try DevicePushKeys(p256dh: "AAAA", auth: keys.authSecret) }
+        #expect(throws: Refusal.self) { try DevicePushKeys(p256dh: keys.p256dh, auth: "AAAA") }
+        #expect(throws: Refusal.self) { try DevicePushKeys(p256dh: nil, auth: keys.authSecret) }
+        let stored = try DevicePushKeys(p256dh: keys.p256dh, auth: keys.authSecret).stored(in: DeviceAttributes(production: false))
+        #expect(stored["environment"] == "sandbox" && DevicePushKeys(stored) != nil)
+    }
+}
