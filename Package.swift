@@ -338,7 +338,13 @@ let package = Package(
             path: "Benchmarks/HeraldBench"
         ),
         // `heraldkit-bench`: HeraldKit's hot paths (README → Performance).
-        .executableTarget(name: "HeraldKitBench", dependencies: [.product(name: "HeraldKit", package: "HeraldKit")], path: "Benchmarks/HeraldKitBench"),
+        .executableTarget(
+            name: "HeraldKitBench",
+            dependencies: [
+                .product(name: "HeraldKit", package: "HeraldKit"), .product(name: "PushSigning", package: "HeraldKit"),
+                .product(name: "WebPushCrypto", package: "HeraldKit"), .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            path: "Benchmarks/HeraldKitBench"),
         .testTarget(
             name: "HeraldAPNsTests",
             dependencies: [

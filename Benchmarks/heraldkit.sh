@@ -3,6 +3,7 @@
 #   decrypts/s   Kasia decrypt of a 200-byte message (one core)
 #   extension/s  the whole extension function: push JSON -> decrypt -> title/body/record
 #   sender_proofs/s  a Kasia sender proof: Kaspa's signature hash of a transaction, then Schnorr
+#   sealed_pushes_opened/s  a sealed push as Herald sends it: RFC 8291 decryption, then its Ed25519 signature
 #   kasia_decode_peak_rss_kb  peak RSS of `kasia decode --payload … --private-key …`
 # An extension has about 30 s and little memory; targets: >= 2,000 decrypts/s, <= 20 MB.
 set -euo pipefail

@@ -13,6 +13,7 @@ struct Cost: AsyncParsableCommand {
     @Option(help: "single, batch or fanout.") var scenario = "single"
     @Option(help: "single: events per second (open loop).") var rate = 500
     @Option(help: "Events to publish (fanout: events of 1,000 deliveries each).") var events = 5_000
+    @Flag(help: "Devices registered with push_keys: every push is sealed to its device (RFC 8291).") var sealed = false
 
     func run() async throws {
         guard ["single", "batch", "fanout"].contains(scenario) else { throw ValidationError("--scenario is single, batch or fanout") }
@@ -20,8 +21,8 @@ struct Cost: AsyncParsableCommand {
         let fanOut = 1_000
         try await Rig.with(heraldPath: self.rig.herald) { rig in
             switch scenario {
-            case "fanout": try await rig.prefill(devices: fanOut) { _ in .session("all") }
-            default: try await rig.prefill(devices: events) { .session("s\($0)") }
+            case "fanout": try await rig.prefill(devices: fanOut, sealed: sealed) { _ in .session("all") }
+            default: try await rig.prefill(devices: events, sealed: sealed) { .session("s\($0)") }
             }
             try await rig.launch()
             // Warm up (connections, JIT-free but lazy allocations, the first JWT): 200 pushes.
@@ -53,7 +54,7 @@ struct Cost: AsyncParsableCommand {
             answers.sort()
             func ms(_ seconds: Double, per n: Int) -> Double { (seconds * 1000 / Double(n) * 1000).rounded() / 1000 }
             var out: [String: Any] = [
-                "benchmark": "cost", "scenario": scenario, "events": events, "pushes": pushes, "refused": refused, "all_delivered": complete,
+                "benchmark": "cost", "scenario": scenario, "sealed": sealed, "events": events, "pushes": pushes, "refused": refused, "all_delivered": complete,
                 "events_per_second": Int(Double(events) / acceptSeconds),
                 "cpu_ms_per_event_until_202": ms(cpuAccepted, per: events), "cpu_ms_per_event_total": ms(cpuTotal, per: events),
                 "cpu_ms_per_push_total": ms(cpuTotal, per: pushes),

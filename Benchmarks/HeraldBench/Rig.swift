@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import HeraldAPNsSimulator
 import HeraldCore
+import HeraldDelivery
 import HeraldPushCore
 import HeraldStore
 import NIOCore
@@ -74,18 +75,31 @@ final class Rig: @unchecked Sendable {
 
     /// Registers `count` devices straight into the database file (before `herald serve` starts),
     /// in transactions of 10,000; device `i` has token `Rig.token(i)` and watches `watch(i)`.
-    func prefill(devices count: Int, watching watch: (Int) -> WatchKey) async throws {
-        try await prefill(devices: count, watchingAll: { [watch($0)] })
+    func prefill(devices count: Int, sealed: Bool = false, watching watch: (Int) -> WatchKey) async throws {
+        try await prefill(devices: count, watchingAll: { [watch($0)] }, attributes: { _ in try Self.attributes(sealed: sealed) })
+    }
+
+    /// A sandbox iPhone's attributes, with keys for sealed pushes (a fresh pair per device) when `sealed`.
+    static func attributes(sealed: Bool) throws -> DeviceAttributes {
+        guard sealed else { return DeviceAttributes(production: false) }
+        let key = P256.KeyAgreement.PrivateKey()
+        let auth = (0..<16).map { _ in UInt8.random(in: 0...255) }
+        return try DevicePushKeys(p256dh: Base64URL.encode(Array(key.publicKey.x963Representation)), auth: Base64URL.encode(auth))
+            .stored(in: DeviceAttributes(production: false))
     }
 
     /// As `prefill(devices:watching:)`, with several keys per device.
-    func prefill(devices count: Int, watchingAll watch: (Int) -> [WatchKey]) async throws {
+    /// - Parameter attributes: each device's attributes (a sandbox iPhone's by default; `sealed`
+    ///   adds keys for sealed pushes).
+    func prefill(
+        devices count: Int, watchingAll watch: (Int) -> [WatchKey], attributes: (Int) throws -> DeviceAttributes = { _ in DeviceAttributes(production: false) }
+    ) async throws {
         try await withStore { store in
             let now = Date()
             for start in stride(from: 0, to: count, by: 10_000) {
                 let batch = try (start..<min(count, start + 10_000)).map { i in
                     Registration(
-                        app: "default", token: try DeviceToken(Self.token(i), platform: .ios), attributes: DeviceAttributes(production: false),
+                        app: "default", token: try DeviceToken(Self.token(i), platform: .ios), attributes: try attributes(i),
                         watchSet: try WatchSet(watched: watch(i)))
                 }
                 _ = try await store.register(batch, now: now)

@@ -5,10 +5,15 @@
 // Prints one JSON line: Kasia decrypts/s of a 200-byte message, whole extension runs/s
 // (decode the push JSON, open the inline payload, build title/body and the record), and Kasia
 // sender proofs checked/s (Kaspa's signature hash of a one-input, two-output transaction with
-// that message as its payload, then its Schnorr signature).
+// that message as its payload, then its Schnorr signature), and sealed pushes opened per second
+// (that push sealed and signed as Herald sends it to a device with push_keys: base64url, RFC 8291
+// decryption, the envelope read, its Ed25519 signature and issue time checked).
 // Bounded: each loop stops after `--seconds` or 1,000,000 iterations.
+import Crypto
 import Foundation
 import HeraldKit
+import PushSigning
+import WebPushCrypto
 
 let seconds = CommandLine.arguments.firstIndex(of: "--seconds").flatMap { Double(CommandLine.arguments[$0 + 1]) } ?? 3
 let cipher = KasiaCipher()
@@ -60,4 +65,16 @@ proof.inputs[0].signatureScript = HexBytes([0x41] + signature + [KaspaTransactio
 let proofs = measure {
     (try? proof.verify(sender: senderAddress, verifier: curve)) != nil
 }
-print(#"{"decrypts_per_second":\#(Int(decrypts)),"extension_runs_per_second":\#(Int(extensionRuns)),"sender_proofs_per_second":\#(Int(proofs)),"message_bytes":200}"#)
+// The same push, sealed and signed as Herald sends it to a device that registered push_keys.
+let deviceKeys = SealedPushKeys()
+let signingKey = Curve25519.Signing.PrivateKey()
+let issued = Int64(Date().timeIntervalSince1970)
+let envelope = SignedPush(signing: Array(pushJSON), issuedAt: issued, with: signingKey).envelope
+let receiver = deviceKeys.privateKey.publicKey
+let sealedPush: [AnyHashable: Any] = [
+    "aps": ["alert": ["body": "New message"], "mutable-content": 1],
+    "herald_sealed": Base64URLText.encode(try WebPushEncryption.encrypt(envelope, to: receiver, receiverBytes: Array(receiver.x963Representation), auth: deviceKeys.auth)),
+]
+let authenticator = try PushAuthenticator(pinnedKey: Base64URLText.encode(Array(signingKey.publicKey.rawRepresentation)), keys: deviceKeys)
+let sealedOpens = measure { (try? authenticator.document(userInfo: sealedPush)) == Array(pushJSON) }
+print(#"{"decrypts_per_second":\#(Int(decrypts)),"extension_runs_per_second":\#(Int(extensionRuns)),"sender_proofs_per_second":\#(Int(proofs)),"sealed_pushes_opened_per_second":\#(Int(sealedOpens)),"message_bytes":200}"#)

@@ -4,6 +4,7 @@ import HeraldCore
 import HeraldPushCore
 import HeraldStore
 import PushSigning
+import Synchronization
 import WebPushCrypto
 
 /// Whether an app seals its pushes to its devices' `push_keys` (SPEC §13).
@@ -115,10 +116,14 @@ public struct PushSealing: Sendable {
     /// The push `device` gets for `push`, signed at `issuedAt` and sealed when the device has keys
     /// and the app seals; shrunk (Kasia's inline payload first) until it fits `limit` bytes.
     /// - Parameter signatures: signatures already made for documents of this batch.
+    /// - Parameter sessions: where each device's sealing key is kept between pushes (nil: a fresh
+    ///   key for every push, as RFC 8291 has it).
     public func prepare(
-        _ push: RenderedPush, for device: DeviceAttributes, issuedAt: Int64, limit: Int, signatures: inout [[UInt8]: SignedPush]
+        _ push: RenderedPush, for device: DeviceAttributes, issuedAt: Int64, limit: Int, signatures: inout [[UInt8]: SignedPush],
+        sessions: SealingSessions? = nil, now: Date = Date()
     ) -> RenderedPush {
         let keys = mode == .off ? nil : DevicePushKeys(device)
+        let session = keys.flatMap { keys in sessions?.session(for: keys, now: now) ?? (try? WebPushSession(to: keys.publicKey, receiverBytes: keys.p256dh, auth: keys.auth)) }
         var document = push
         while true {
             let signed: SignedPush
@@ -129,7 +134,7 @@ public struct PushSealing: Sendable {
                 signatures[document.payload] = signed
             }
             var out = document
-            if let keys, let sealed = try? WebPushEncryption.encrypt(signed.envelope, to: keys.publicKey, receiverBytes: keys.p256dh, auth: keys.auth) {
+            if let session, let sealed = try? session.encrypt(signed.envelope) {
                 let text = Base64URLText.encode(sealed)
                 out.payload = sealedPayload(text, pushType: document.pushType.rawValue)
                 out.fcmData = [Self.sealedMember: text]
@@ -169,6 +174,7 @@ public struct SealingPushProvider: PushProvider {
     /// The largest payload the service takes, in bytes, for a push type (APNs's raw values).
     let limit: @Sendable (String) -> Int
     let now: @Sendable () -> Date
+    let sessions = SealingSessions()
 
     public init(base: any PushProvider, sealing: PushSealing, limit: @escaping @Sendable (String) -> Int, now: @escaping @Sendable () -> Date) {
         self.base = base
@@ -197,7 +203,7 @@ public struct SealingPushProvider: PushProvider {
         var prepared = delivery
         prepared.push = sealing.prepare(
             delivery.push, for: delivery.device.attributes, issuedAt: issuedAt, limit: limit(delivery.push.pushType.rawValue),
-            signatures: &signatures)
+            signatures: &signatures, sessions: sessions, now: now())
         return prepared
     }
 
@@ -205,4 +211,32 @@ public struct SealingPushProvider: PushProvider {
         let seconds = date.timeIntervalSince1970
         return seconds.isFinite ? Int64(max(0, min(seconds, 1e15))) : 0
     }
+}
+
+/// Each device's sealing key, kept for an hour at most and for at most `capacity` devices: the
+/// ECDH of RFC 8291 is most of a sealed push's cost, and a device's pushes within the hour share
+/// it (each still has its own salt, so its own content key and nonce). A device that registers
+/// other keys gets a new one.
+public final class SealingSessions: Sendable {
+    public static let lifetime: TimeInterval = 3_600
+    public let capacity: Int
+    private let sessions = Mutex<[[UInt8]: (session: WebPushSession, made: Date)]>([:])
+
+    public init(capacity: Int = 100_000) { self.capacity = capacity }
+
+    /// The device's session, made now if it has none younger than `lifetime`.
+    func session(for keys: DevicePushKeys, now: Date) -> WebPushSession? {
+        let id = keys.p256dh + keys.auth
+        if let kept = sessions.withLock({ $0[id] }), now.timeIntervalSince(kept.made) < Self.lifetime, kept.made <= now { return kept.session }
+        guard let session = try? WebPushSession(to: keys.publicKey, receiverBytes: keys.p256dh, auth: keys.auth) else { return nil }
+        sessions.withLock { sessions in
+            // Full: start again (one ECDH more per device), rather than search for the oldest on every push.
+            if sessions.count >= capacity { sessions.removeAll(keepingCapacity: true) }
+            sessions[id] = (session, now)
+        }
+        return session
+    }
+
+    /// Devices with a kept session.
+    public var count: Int { sessions.withLock { $0.count } }
 }

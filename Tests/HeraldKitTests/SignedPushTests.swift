@@ -110,6 +110,36 @@ struct SignedPushTests {
         #expect(try authenticator(nil).document(payload: clear.payload) == Self.document)
     }
 
+    @Test("a device's sealing key is kept for an hour and for a bounded number of devices; each push still has its own salt, and opens")
+    func sealingSessions() throws {
+        let keys = SealedPushKeys()
+        let attributes = try DevicePushKeys(p256dh: keys.p256dh, auth: keys.authSecret).stored(in: DeviceAttributes(production: true))
+        let sealing = PushSealing(signingKey: signingKey)
+        let sessions = SealingSessions(capacity: 2)
+        let start = Date(timeIntervalSince1970: TimeInterval(Self.now))
+        func sealed(at date: Date) throws -> [UInt8] {
+            var signatures: [[UInt8]: SignedPush] = [:]
+            let push = sealing.prepare(Self.alert(), for: attributes, issuedAt: Self.now, limit: 4_096, signatures: &signatures, sessions: sessions, now: date)
+            let text = try #require(try Self.object(push.payload)["herald_sealed"] as? String)
+            #expect(try authenticator(keys).document(sealed: text) == Self.document)
+            return try #require(Base64URLText.decode(text))
+        }
+        let first = try sealed(at: start)
+        let second = try sealed(at: start + 3_599)
+        let later = try sealed(at: start + 3_601)
+        // The key id (the application server's public key) follows the salt and record size.
+        #expect(first[21..<86] == second[21..<86] && first[0..<16] != second[0..<16])
+        #expect(later[21..<86] != first[21..<86])
+        for _ in 0..<3 {
+            let other = SealedPushKeys()
+            var signatures: [[UInt8]: SignedPush] = [:]
+            _ = sealing.prepare(
+                Self.alert(), for: try DevicePushKeys(p256dh: other.p256dh, auth: other.authSecret).stored(in: DeviceAttributes(production: true)),
+                issuedAt: Self.now, limit: 4_096, signatures: &signatures, sessions: sessions, now: start)
+        }
+        #expect(sessions.count <= 2)
+    }
+
     @Test("over the service's limit, Kasia's inline payload goes first, then the push is sealed and signed again")
     func shrinksBeforeSealing() throws {
         let keys = SealedPushKeys()

@@ -42,34 +42,7 @@ public enum WebPushEncryption {
         ephemeral: P256.KeyAgreement.PrivateKey? = nil, salt: [UInt8]? = nil
     ) throws(WebPushCryptoError) -> [UInt8] {
         guard plaintext.count <= maximumPlaintext else { throw .tooLarge(bytes: plaintext.count) }
-        let ephemeral = ephemeral ?? freshKey()
-        let salt = salt ?? randomBytes(16)
-        guard salt.count == 16 else { throw .malformed("the salt is 16 bytes") }
-        guard auth.count == 16 else { throw .malformed("the auth secret is 16 bytes") }
-        guard let shared = try? ephemeral.sharedSecretFromKeyAgreement(with: receiver) else {
-            throw .malformed("p256dh is not a P-256 public key")
-        }
-        let senderPublic = Array(ephemeral.publicKey.x963Representation)
-        let (cek, nonce) = contentKeys(
-            ecdhSecret: shared.withUnsafeBytes { Array($0) }, auth: auth, receiverPublic: receiverBytes, senderPublic: senderPublic,
-            salt: salt)
-        // One record, the last: the plaintext and the 0x02 delimiter, no padding.
-        var record = [UInt8]()
-        record.reserveCapacity(plaintext.count + 1)
-        record += plaintext
-        record.append(0x02)
-        guard let sealed = try? AES.GCM.seal(record, using: SymmetricKey(data: cek), nonce: AES.GCM.Nonce(data: nonce)) else {
-            throw .malformed("AES-GCM refused the record")
-        }
-        var body = [UInt8]()
-        body.reserveCapacity(headerLength + record.count + 16)
-        body += salt
-        withUnsafeBytes(of: UInt32(recordSize).bigEndian) { body += $0 }
-        body.append(UInt8(senderPublic.count))
-        body += senderPublic
-        sealed.ciphertext.withUnsafeBytes { body += $0 }
-        sealed.tag.withUnsafeBytes { body += $0 }
-        return body
+        return try WebPushSession(to: receiver, receiverBytes: receiverBytes, auth: auth, ephemeral: ephemeral).encrypt(plaintext, salt: salt)
     }
 
     /// A fresh P-256 key from 32 bytes of the system's random source. swift-crypto's own
@@ -149,13 +122,22 @@ public enum WebPushEncryption {
     static func contentKeys(
         ecdhSecret: [UInt8], auth: [UInt8], receiverPublic: [UInt8], senderPublic: [UInt8], salt: [UInt8]
     ) -> (cek: [UInt8], nonce: [UInt8]) {
+        contentKeys(ikm: inputKeyingMaterial(ecdhSecret: ecdhSecret, auth: auth, receiverPublic: receiverPublic, senderPublic: senderPublic), salt: salt)
+    }
+
+    /// RFC 8291 §3.3: the key-combining step, which depends on the two keys and the auth secret only.
+    static func inputKeyingMaterial(ecdhSecret: [UInt8], auth: [UInt8], receiverPublic: [UInt8], senderPublic: [UInt8]) -> [UInt8] {
         let prkKey = hmac(auth, ecdhSecret)
         var keyInfo = webPushInfo
         keyInfo.reserveCapacity(webPushInfo.count + 65 + 65 + 1)
         keyInfo += receiverPublic
         keyInfo += senderPublic
         keyInfo.append(1)
-        let ikm = hmac(prkKey, keyInfo)
+        return hmac(prkKey, keyInfo)
+    }
+
+    /// RFC 8188 §2.2–2.3: the salt's content-encryption key and nonce.
+    static func contentKeys(ikm: [UInt8], salt: [UInt8]) -> (cek: [UInt8], nonce: [UInt8]) {
         let prk = hmac(salt, ikm)
         let cek = hmac(prk, cekInfo).prefix(16)
         let nonce = hmac(prk, nonceInfo).prefix(12)
@@ -166,4 +148,56 @@ public enum WebPushEncryption {
     private static let webPushInfo = Array("WebPush: info".utf8) + [0]
     private static let cekInfo = Array("Content-Encoding: aes128gcm".utf8) + [0, 1]
     private static let nonceInfo = Array("Content-Encoding: nonce".utf8) + [0, 1]
+}
+
+/// One application-server key agreed with one receiver (its ECDH and RFC 8291's key combining
+/// done once), sealing messages to it, each with a fresh 16-byte salt and so its own content key
+/// and nonce. `WebPushEncryption.encrypt` makes one per message, as RFC 8291 has it; Herald's
+/// sealed pushes keep one per device for a bounded time, which saves the ECDH on every push after
+/// the first, and readers cannot tell the difference.
+public struct WebPushSession: Sendable {
+    let ikm: [UInt8]
+    let senderPublic: [UInt8]
+
+    /// - Parameters:
+    ///   - receiver: the receiver's P-256 public key (`p256dh`), and `receiverBytes` its 65-byte point.
+    ///   - auth: the receiver's 16-byte auth secret.
+    ///   - ephemeral: the application server's key; a fresh one unless a test reproduces RFC 8291's example.
+    public init(
+        to receiver: P256.KeyAgreement.PublicKey, receiverBytes: [UInt8], auth: [UInt8], ephemeral: P256.KeyAgreement.PrivateKey? = nil
+    ) throws(WebPushCryptoError) {
+        guard auth.count == 16 else { throw .malformed("the auth secret is 16 bytes") }
+        let ephemeral = ephemeral ?? WebPushEncryption.freshKey()
+        guard let shared = try? ephemeral.sharedSecretFromKeyAgreement(with: receiver) else {
+            throw .malformed("p256dh is not a P-256 public key")
+        }
+        senderPublic = Array(ephemeral.publicKey.x963Representation)
+        ikm = WebPushEncryption.inputKeyingMaterial(
+            ecdhSecret: shared.withUnsafeBytes { Array($0) }, auth: auth, receiverPublic: receiverBytes, senderPublic: senderPublic)
+    }
+
+    /// One `aes128gcm` body: one record, the last, with a fresh salt unless one is given.
+    public func encrypt(_ plaintext: [UInt8], salt: [UInt8]? = nil) throws(WebPushCryptoError) -> [UInt8] {
+        guard plaintext.count <= WebPushEncryption.maximumPlaintext else { throw .tooLarge(bytes: plaintext.count) }
+        let salt = salt ?? WebPushEncryption.randomBytes(16)
+        guard salt.count == 16 else { throw .malformed("the salt is 16 bytes") }
+        let (cek, nonce) = WebPushEncryption.contentKeys(ikm: ikm, salt: salt)
+        // One record, the last: the plaintext and the 0x02 delimiter, no padding.
+        var record = [UInt8]()
+        record.reserveCapacity(plaintext.count + 1)
+        record += plaintext
+        record.append(0x02)
+        guard let sealed = try? AES.GCM.seal(record, using: SymmetricKey(data: cek), nonce: AES.GCM.Nonce(data: nonce)) else {
+            throw .malformed("AES-GCM refused the record")
+        }
+        var body = [UInt8]()
+        body.reserveCapacity(WebPushEncryption.headerLength + record.count + 16)
+        body += salt
+        withUnsafeBytes(of: UInt32(WebPushEncryption.recordSize).bigEndian) { body += $0 }
+        body.append(UInt8(senderPublic.count))
+        body += senderPublic
+        sealed.ciphertext.withUnsafeBytes { body += $0 }
+        sealed.tag.withUnsafeBytes { body += $0 }
+        return body
+    }
 }
