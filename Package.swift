@@ -334,6 +334,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 "HeraldPushCore", "HeraldWebPushCore", .product(name: "WebPushCrypto", package: "HeraldKit"), .product(name: "KasiaProtocol", package: "HeraldKit"),
+                .product(name: "PushSigning", package: "HeraldKit"),
             ],
             path: "Benchmarks/HeraldBench"
         ),

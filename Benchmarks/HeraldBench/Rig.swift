@@ -252,7 +252,7 @@ final class Rig: @unchecked Sendable {
     /// CPU seconds this process (the load generator and the in-process simulator) has used so far.
     func ownCPUSeconds() throws -> Double { try Self.cpuSeconds(of: "self") }
 
-    private static func cpuSeconds(of pid: String) throws -> Double {
+    static func cpuSeconds(of pid: String) throws -> Double {
         let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
         let stat = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
         // The command name (field 2) is in parentheses and may hold spaces: count after it.

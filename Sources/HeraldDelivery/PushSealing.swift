@@ -122,8 +122,11 @@ public struct PushSealing: Sendable {
         _ push: RenderedPush, for device: DeviceAttributes, issuedAt: Int64, limit: Int, signatures: inout [[UInt8]: SignedPush],
         sessions: SealingSessions? = nil, now: Date = Date()
     ) -> RenderedPush {
-        let keys = mode == .off ? nil : DevicePushKeys(device)
-        let session = keys.flatMap { keys in sessions?.session(for: keys, now: now) ?? (try? WebPushSession(to: keys.publicKey, receiverBytes: keys.p256dh, auth: keys.auth)) }
+        // Most devices have no keys: a substring test, not a parse of their attributes.
+        let session: WebPushSession? =
+            if mode == .off || !device.storedForm.contains(DevicePushKeys.p256dhAttribute) { nil }
+            else if let sessions { sessions.session(for: device, now: now) }
+            else { DevicePushKeys(device).flatMap { try? WebPushSession(to: $0.publicKey, receiverBytes: $0.p256dh, auth: $0.auth) } }
         var document = push
         while true {
             let signed: SignedPush
@@ -220,15 +223,19 @@ public struct SealingPushProvider: PushProvider {
 public final class SealingSessions: Sendable {
     public static let lifetime: TimeInterval = 3_600
     public let capacity: Int
-    private let sessions = Mutex<[[UInt8]: (session: WebPushSession, made: Date)]>([:])
+    private let sessions = Mutex<[String: (session: WebPushSession, made: Date)]>([:])
 
     public init(capacity: Int = 100_000) { self.capacity = capacity }
 
-    /// The device's session, made now if it has none younger than `lifetime`.
-    func session(for keys: DevicePushKeys, now: Date) -> WebPushSession? {
-        let id = keys.p256dh + keys.auth
+    /// The session of the device with these attributes (its keys among them), made now if it has
+    /// none younger than `lifetime`. Kept by the attributes' stored form, so a kept session costs
+    /// no parse of them and no check of the point.
+    func session(for attributes: DeviceAttributes, now: Date) -> WebPushSession? {
+        let id = attributes.storedForm
         if let kept = sessions.withLock({ $0[id] }), now.timeIntervalSince(kept.made) < Self.lifetime, kept.made <= now { return kept.session }
-        guard let session = try? WebPushSession(to: keys.publicKey, receiverBytes: keys.p256dh, auth: keys.auth) else { return nil }
+        guard let keys = DevicePushKeys(attributes),
+            let session = try? WebPushSession(to: keys.publicKey, receiverBytes: keys.p256dh, auth: keys.auth)
+        else { return nil }
         sessions.withLock { sessions in
             // Full: start again (one ECDH more per device), rather than search for the oldest on every push.
             if sessions.count >= capacity { sessions.removeAll(keepingCapacity: true) }

@@ -1,0 +1,75 @@
+import ArgumentParser
+import Crypto
+import Foundation
+import HeraldCore
+import HeraldDelivery
+import HeraldPushCore
+import PushSigning
+
+/// `herald-bench sealing`: Herald's CPU per push for signing and sealing alone (`PushSealing`, as
+/// each lane runs it before its provider), in this process, on a Kasia message push of about
+/// 700 bytes, over 1,000 devices. Signed only, and sealed to the device's kept key: one event per
+/// push (a signature per push), and one event fanned out in batches of 100 (a signature per batch);
+/// and fanned out to devices seen for the first time in the hour (an ECDH per push, as RFC 8291
+/// makes it).
+/// Bounded: `--pushes` per case (default 20,000), at most 60 s each.
+struct SealingBenchmark: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "sealing")
+    @Option(help: "Pushes per case.") var pushes = 20_000
+
+    func run() async throws {
+        guard (100...1_000_000).contains(pushes) else { throw ValidationError("--pushes is 100 to 1000000") }
+        let sealing = PushSealing(signingKey: PushSigningKey())
+        let inline = String(repeating: "ab", count: 120)
+        let push = RenderedPush(
+            pushType: .alert, priority: .immediate, collapseID: nil,
+            payload: Array(#"{"aps":{"alert":{"title":"New Message","body":"From kaspa:qp...70xmfj"},"mutable-content":1,"content-available":1,"thread-id":"kaspa:qpw8n7cnqcsmrvzkps6ue0pzqgmlyf2uay2t0kxvhq2wy6mq8sfz770xmfj"},"kasia":{"type":"contextual_message","txId":"\#(String(repeating: "5f", count: 32))","sender":"kaspa:qpw8n7cnqcsmrvzkps6ue0pzqgmlyf2uay2t0kxvhq2wy6mq8sfz770xmfj","payload":"\#(inline)","timestamp":1704067200,"daaScore":12345678}}"#.utf8))
+        let devices = 1_000
+        let sealedDevices = try (0..<devices).map { _ in try Rig.attributes(sealed: true) }
+        let plain = DeviceAttributes(production: false)
+        let sessions = SealingSessions()
+        let issuedAt = Int64(Date().timeIntervalSince1970)
+
+        /// CPU microseconds per push of `body(i)` over `pushes` pushes (or what 60 s allowed).
+        func measure(_ body: (Int, inout [[UInt8]: SignedPush]) -> RenderedPush) throws -> Double {
+            let start = try Rig.cpuSeconds(of: "self")
+            let clock = ContinuousClock.now
+            var done = 0
+            var signatures: [[UInt8]: SignedPush] = [:]
+            var bytes = 0
+            while done < pushes, ContinuousClock.now - clock < .seconds(60) {
+                if done % 100 == 0 { signatures.removeAll(keepingCapacity: true) }
+                bytes &+= body(done, &signatures).payload.count
+                done += 1
+            }
+            precondition(bytes > 0)
+            return ((try Rig.cpuSeconds(of: "self") - start) * 1e6 / Double(done) * 10).rounded() / 10
+        }
+        let signedSingle = try measure { i, _ in
+            var fresh: [[UInt8]: SignedPush] = [:]
+            return sealing.prepare(push, for: plain, issuedAt: issuedAt + Int64(i), limit: 4_096, signatures: &fresh)
+        }
+        let signedFanOut = try measure { _, signatures in sealing.prepare(push, for: plain, issuedAt: issuedAt, limit: 4_096, signatures: &signatures) }
+        // Every device's key once (the ECDH), then the kept key.
+        let sealedFirst = try measure { i, signatures in
+            sealing.prepare(push, for: sealedDevices[i % devices], issuedAt: issuedAt, limit: 4_096, signatures: &signatures, sessions: nil)
+        }
+        for device in sealedDevices {
+            var signatures: [[UInt8]: SignedPush] = [:]
+            _ = sealing.prepare(push, for: device, issuedAt: issuedAt, limit: 4_096, signatures: &signatures, sessions: sessions)
+        }
+        let sealedKept = try measure { i, signatures in
+            sealing.prepare(push, for: sealedDevices[i % devices], issuedAt: issuedAt, limit: 4_096, signatures: &signatures, sessions: sessions)
+        }
+        let sealedSingle = try measure { i, _ in
+            var fresh: [[UInt8]: SignedPush] = [:]
+            return sealing.prepare(push, for: sealedDevices[i % devices], issuedAt: issuedAt + Int64(i), limit: 4_096, signatures: &fresh, sessions: sessions)
+        }
+        report([
+            "benchmark": "sealing", "pushes": pushes, "document_bytes": push.payload.count,
+            "cpu_us_per_push_signed_one_event_each": signedSingle, "cpu_us_per_push_signed_fan_out": signedFanOut,
+            "cpu_us_per_push_sealed_fan_out": sealedKept, "cpu_us_per_push_sealed_fan_out_new_key": sealedFirst,
+            "cpu_us_per_push_sealed_one_event_each": sealedSingle,
+        ])
+    }
+}
