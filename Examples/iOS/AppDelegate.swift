@@ -4,10 +4,17 @@ import UserNotifications
 
 @main
 final class AppDelegate: UIResponder, UIApplicationDelegate {
-    let push = PushNotificationManager(
-        herald: HeraldClient(configuration: .init(baseURL: URL(string: "https://push.example.com")!)),
-        sharedStoreDirectory: FileManager.default.containerURL(forSecurityApplicationGroupIdentifier: "group.com.example.kasia")!,
-        curve: P256KCurve())
+    static let appGroup = FileManager.default.containerURL(forSecurityApplicationGroupIdentifier: "group.com.example.kasia")!
+    let push = PushNotificationManager(herald: AppDelegate.herald(), sharedStoreDirectory: AppDelegate.appGroup, curve: P256KCurve())
+
+    /// Herald's client: the device's keys for sealed pushes registered as `push_keys`, and the
+    /// app's signing key pinned at the first registration (or ship it: `.shipped("…")`).
+    static func herald() -> HeraldClient {
+        var configuration = HeraldClient.Configuration(baseURL: URL(string: "https://push.example.com")!)
+        configuration.pushKeys = SharedKeychain.sealedPushKeys()  // made once with SealedPushKeys(), kept in the keychain group
+        configuration.signingKeyPin = (try? SharedStore(directory: appGroup)).map(SigningKeyPin.trustOnFirstUse)
+        return HeraldClient(configuration: configuration)
+    }
 
     func application(_ application: UIApplication, didFinishLaunchingWithOptions options: [UIApplication.LaunchOptionsKey: Any]?) -> Bool {
         Task {

@@ -1,7 +1,8 @@
 import HeraldKit
 import UserNotifications
 
-/// The Notification Service Extension: HeraldKit's pure function does the work.
+/// The Notification Service Extension: HeraldKit opens and verifies the push, then its pure
+/// function does the work.
 final class NotificationService: UNNotificationServiceExtension {
     private var contentHandler: ((UNNotificationContent) -> Void)?
     private var bestAttempt: UNMutableNotificationContent?
@@ -18,9 +19,19 @@ final class NotificationService: UNNotificationServiceExtension {
         let contacts = (try? store?.contents().contacts) ?? []
         let key = try? KasiaPrivateKey(bytes: SharedKeychain.walletPrivateKey())  // the app's keychain access group
 
-        let push = HeraldPush(userInfo: request.content.userInfo)
-        let outcome = NotificationContentResolver(cipher: KasiaCipher(curve: P256KCurve()))
-            .resolve(push, contacts: contacts, privateKey: key)
+        // Open the sealed push and check its signature against the pinned key before anything is
+        // shown; anything that fails shows the generic text, and its reason is left for the app.
+        let verified: Result<[UInt8], PushRejection>
+        if let pinned = try? store?.contents().pinnedSigningKey,
+            let authenticator = try? PushAuthenticator(pinnedKey: pinned, keys: SharedKeychain.sealedPushKeys())
+        {
+            verified = Result { () throws(PushRejection) in try authenticator.document(userInfo: request.content.userInfo) }
+        } else {
+            verified = .failure(.unsigned)
+        }
+        let (outcome, rejection) = NotificationContentResolver(cipher: KasiaCipher(curve: P256KCurve()))
+            .resolve(verified: verified, contacts: contacts, privateKey: key)
+        if let rejection { SharedKeychain.noteRejectedPush(rejection) }  // the app feeds its PushReliabilityTracker
         if !outcome.title.isEmpty { content.title = outcome.title }
         if !outcome.body.isEmpty { content.body = outcome.body }
         if let record = outcome.record { try? store?.record(record) }
