@@ -137,7 +137,15 @@ public struct PushSealing: Sendable {
                 signatures[document.payload] = signed
             }
             var out = document
-            if let session, let sealed = try? session.encrypt(signed.envelope) {
+            if let session {
+                // A device with keys never gets its push in clear: what cannot be sealed whole
+                // shrinks, and what cannot shrink goes as the generic alert alone.
+                guard let sealed = try? session.encrypt(signed.envelope) else {
+                    if let smaller = document.shrunk() { document = smaller; continue }
+                    out.payload = sealedPayload(nil, pushType: document.pushType.rawValue)
+                    out.fcmData = [:]
+                    return out
+                }
                 let text = Base64URLText.encode(sealed)
                 out.payload = sealedPayload(text, pushType: document.pushType.rawValue)
                 out.fcmData = [Self.sealedMember: text]
@@ -159,13 +167,13 @@ public struct PushSealing: Sendable {
     }
 
     /// What Apple sees of a sealed push: the generic alert (or a silent push's wake-up) and the ciphertext.
-    private func sealedPayload(_ ciphertext: String, pushType: String) -> [UInt8] {
+    private func sealedPayload(_ ciphertext: String?, pushType: String) -> [UInt8] {
         let aps: JSONValue = switch pushType {
         case "background": .object([.init("content-available", .int(1))])
         case "voip": .object([])
         default: .object([.init("alert", .object([.init("body", .string(genericAlert))])), .init("mutable-content", .int(1))])
         }
-        return JSONValue.object([.init("aps", aps), .init(Self.sealedMember, .string(ciphertext))]).encoded
+        return JSONValue.object([.init("aps", aps)] + (ciphertext.map { [.init(Self.sealedMember, .string($0))] } ?? [])).encoded
     }
 }
 

@@ -150,6 +150,11 @@ struct SignedPushTests {
         let document = try authenticator(keys).document(userInfo: try Self.object(sealed.payload))
         let kasia = try #require(try Self.object(document)["kasia"] as? [String: Any])
         #expect(kasia["payload"] is NSNull && kasia["txId"] as? String == "ab")
+        // What cannot be sealed whole even shrunk never goes in clear: the generic alert alone.
+        let huge = Array(#"{"aps":{"alert":{"title":"Kasia","body":"hi"}},"data":"\#(String(repeating: "x", count: 5_000))"}"#.utf8)
+        let refused = try prepared(Self.alert(huge), keys: keys, limit: 8_000)
+        #expect(try Self.object(refused.payload).keys.sorted() == ["aps"] && refused.fcmData == [:])
+        #expect(throws: PushRejection.notSealed) { try authenticator(keys).document(userInfo: try Self.object(refused.payload)) }
         // Small enough, it keeps its inline payload.
         let small = try prepared(Self.alert(big), keys: keys, limit: 8_000)
         #expect(try authenticator(keys).document(userInfo: try Self.object(small.payload)) == big)
