@@ -146,9 +146,9 @@ public struct PushSealing: Sendable {
                     out.fcmData = [:]
                     return out
                 }
-                let text = Base64URLText.encode(sealed)
+                let text = Base64URLText.encodedBytes(sealed)
                 out.payload = sealedPayload(text, pushType: document.pushType.rawValue)
-                out.fcmData = [Self.sealedMember: text]
+                out.fcmData = [Self.sealedMember: String(decoding: text, as: UTF8.self)]
             } else if let attached = signed.attached {
                 // A `custom` event's own FCM data map stays verbatim: FCM's data cannot carry the
                 // document's bytes, so an unsealed Android push is not checkable either way.
@@ -167,13 +167,23 @@ public struct PushSealing: Sendable {
     }
 
     /// What Apple sees of a sealed push: the generic alert (or a silent push's wake-up) and the ciphertext.
-    private func sealedPayload(_ ciphertext: String?, pushType: String) -> [UInt8] {
+    /// The ciphertext (base64url: nothing to escape) is copied in as it is, not through a JSON encoder.
+    private func sealedPayload(_ ciphertext: [UInt8]?, pushType: String) -> [UInt8] {
         let aps: JSONValue = switch pushType {
         case "background": .object([.init("content-available", .int(1))])
         case "voip": .object([])
         default: .object([.init("alert", .object([.init("body", .string(genericAlert))])), .init("mutable-content", .int(1))])
         }
-        return JSONValue.object([.init("aps", aps)] + (ciphertext.map { [.init(Self.sealedMember, .string($0))] } ?? [])).encoded
+        var payload = Array(#"{"aps":"#.utf8)
+        payload.reserveCapacity(payload.count + 120 + (ciphertext?.count ?? 0))
+        payload += aps.encoded
+        if let ciphertext {
+            payload += Array(#","\#(Self.sealedMember)":""#.utf8)
+            payload += ciphertext
+            payload.append(UInt8(ascii: "\""))
+        }
+        payload.append(UInt8(ascii: "}"))
+        return payload
     }
 }
 

@@ -244,6 +244,18 @@ struct SignedPushTests {
         #expect(tracker.rejectedPushes == [.badSignature: 1])
     }
 
+    @Test("base64url without padding: Foundation's alphabet and lengths, both ways, and nothing else read")
+    func base64URL() {
+        for length in 0..<70 {
+            let bytes = (0..<length).map { _ in UInt8.random(in: 0...255) }
+            let foundation = Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+                .replacingOccurrences(of: "=", with: "")
+            #expect(Base64URLText.encode(bytes) == foundation)
+            #expect(Base64URLText.decode(foundation) == bytes)
+        }
+        #expect(Base64URLText.decode("ab+c") == nil && Base64URLText.decode("abc=") == nil && Base64URLText.decode("a") == nil)
+    }
+
     @Test("signing keys are PKCS#8 PEM both ways, and a registration's push_keys are checked")
     func keysAndRegistrations() throws {
         let key = PushSigningKey()

@@ -129,22 +129,38 @@ public enum Base64URLText {
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
     public static func encode(_ bytes: [UInt8]) -> String {
-        var out: [UInt8] = []
-        out.reserveCapacity((bytes.count * 4 + 2) / 3)
-        var i = 0
-        while i + 2 < bytes.count {
-            let n = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
-            out += [alphabet[Int(n >> 18 & 63)], alphabet[Int(n >> 12 & 63)], alphabet[Int(n >> 6 & 63)], alphabet[Int(n & 63)]]
-            i += 3
+        String(decoding: encodedBytes(bytes), as: UTF8.self)
+    }
+
+    /// The encoding as UTF-8 bytes, written in place (a sealed push's body is about a kilobyte).
+    public static func encodedBytes(_ bytes: [UInt8]) -> [UInt8] {
+        let length = bytes.count / 3 * 4 + [0, 2, 3][bytes.count % 3]
+        return [UInt8](unsafeUninitializedCapacity: length) { out, initialized in
+            alphabet.withUnsafeBufferPointer { table in
+                var i = 0
+                var o = 0
+                while i + 2 < bytes.count {
+                    let n = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
+                    out[o] = table[Int(n >> 18 & 63)]
+                    out[o + 1] = table[Int(n >> 12 & 63)]
+                    out[o + 2] = table[Int(n >> 6 & 63)]
+                    out[o + 3] = table[Int(n & 63)]
+                    i += 3
+                    o += 4
+                }
+                if bytes.count - i == 1 {
+                    let n = UInt32(bytes[i]) << 16
+                    out[o] = table[Int(n >> 18 & 63)]
+                    out[o + 1] = table[Int(n >> 12 & 63)]
+                } else if bytes.count - i == 2 {
+                    let n = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8
+                    out[o] = table[Int(n >> 18 & 63)]
+                    out[o + 1] = table[Int(n >> 12 & 63)]
+                    out[o + 2] = table[Int(n >> 6 & 63)]
+                }
+            }
+            initialized = length
         }
-        if bytes.count - i == 1 {
-            let n = UInt32(bytes[i]) << 16
-            out += [alphabet[Int(n >> 18 & 63)], alphabet[Int(n >> 12 & 63)]]
-        } else if bytes.count - i == 2 {
-            let n = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8
-            out += [alphabet[Int(n >> 18 & 63)], alphabet[Int(n >> 12 & 63)], alphabet[Int(n >> 6 & 63)]]
-        }
-        return String(decoding: out, as: UTF8.self)
     }
 
     /// The bytes of `text`, or nil when it is not base64url without padding.
