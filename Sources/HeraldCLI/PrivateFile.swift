@@ -26,4 +26,22 @@ enum PrivateFile {
             return true
         }
     }
+
+    /// A key command's output: `name` in `directory` (created 0700), a new file only.
+    /// - Parameter replacing: what a new key in place of an existing one would break, for the refusal.
+    /// - Returns: the file's path.
+    /// - Throws: `CLIOutput.invalid` naming `out`.
+    static func createKey(_ name: String, in directory: String, contents: Data, replacing: String) throws -> String {
+        let path = URL(fileURLWithPath: directory).appendingPathComponent(name).path
+        guard !FileManager.default.fileExists(atPath: path) else {
+            throw CLIOutput.invalid(field: "out", message: "\(path) exists: \(replacing); choose another folder")
+        }
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw CLIOutput.invalid(field: "out", message: "cannot create \(directory): \(error)")
+        }
+        guard create(path, contents: contents) else { throw CLIOutput.invalid(field: "out", message: "cannot write \(path)") }
+        return path
+    }
 }

@@ -12,20 +12,10 @@ struct SigningKeyCommand: ParsableCommand {
     @Option(help: "Folder for signing-key.pem (created if missing).") var out: String
 
     func run() throws {
-        let path = URL(fileURLWithPath: out).appendingPathComponent("signing-key.pem").path
-        guard !FileManager.default.fileExists(atPath: path) else {
-            throw CLIOutput.invalid(
-                field: "out", message: "\(path) exists: phones that pinned its public key would refuse pushes signed with a new one; choose another folder")
-        }
-        do {
-            try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        } catch {
-            throw CLIOutput.invalid(field: "out", message: "cannot create \(out): \(error)")
-        }
         let key = PushSigningKey()
-        guard PrivateFile.create(path, contents: Data(key.pem.utf8)) else {
-            throw CLIOutput.invalid(field: "out", message: "cannot write \(path)")
-        }
+        let path = try PrivateFile.createKey(
+            "signing-key.pem", in: out, contents: Data(key.pem.utf8),
+            replacing: "phones that pinned its public key would refuse pushes signed with a new one")
         CLIOutput.printJSON(["private_key_path": path, "algorithm": "Ed25519", "public_key": key.publicKeyBase64URL])
     }
 }

@@ -14,20 +14,9 @@ struct VAPIDKeysCommand: ParsableCommand {
     @Option(help: "Folder for vapid-private.pem (created if missing).") var out: String
 
     func run() throws {
-        let path = URL(fileURLWithPath: out).appendingPathComponent("vapid-private.pem").path
-        guard !FileManager.default.fileExists(atPath: path) else {
-            throw CLIOutput.invalid(
-                field: "out", message: "\(path) exists: a new key would end every subscription made with it; choose another folder")
-        }
-        do {
-            try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        } catch {
-            throw CLIOutput.invalid(field: "out", message: "cannot create \(out): \(error)")
-        }
         let key = VAPIDKey(privateKey: P256.Signing.PrivateKey())
-        guard PrivateFile.create(path, contents: Data(key.pem.utf8)) else {
-            throw CLIOutput.invalid(field: "out", message: "cannot write \(path)")
-        }
+        let path = try PrivateFile.createKey(
+            "vapid-private.pem", in: out, contents: Data(key.pem.utf8), replacing: "a new key would end every subscription made with it")
         CLIOutput.printJSON(["private_key_path": path, "application_server_key": key.applicationServerKey])
     }
 }
