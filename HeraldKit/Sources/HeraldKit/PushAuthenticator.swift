@@ -18,8 +18,11 @@ public struct PushAuthenticator: Sendable {
     public var allowedSkew: TimeInterval = 300
     public let clock: any WallClock
 
-    /// - Parameter pinnedKey: the app's public key as `GET /v1/push/signing-key` and registration
-    ///   answers give it (32 bytes, base64url).
+    /// - Parameters:
+    ///   - pinnedKey: the app's public key as `GET /v1/push/signing-key` and registration answers
+    ///     give it (32 bytes, base64url).
+    ///   - keys: the device's keys for sealed pushes, or nil when it registered none.
+    ///   - clock: where the issue time's window is read.
     /// - Throws: `PushRejection.malformed` when it is not an Ed25519 public key.
     public init(pinnedKey: String, keys: SealedPushKeys?, clock: any WallClock = SystemWallClock()) throws(PushRejection) {
         guard let raw = Base64URLText.decode(pinnedKey), raw.count == 32,
