@@ -214,11 +214,15 @@ public struct ConfigFile: Sendable {
                 guard let privacy = PushPrivacy(rawValue: text) else { throw error(at: at + ".privacy", "is standard or minimal") }
                 settings.privacy = privacy
             }
-            for key in SealingSettings.fileKeys.keys { _ = try string(app[key], at: at + "." + key) }
+            // The app's keys read as the variables they stand for; a refusal names the key.
+            var sealingVariables: [String: String] = [:]
+            var sealingKeys: [String: String] = [:]
+            for (key, variable) in SealingSettings.fileKeys {
+                sealingKeys[variable] = key
+                sealingVariables[variable] = try string(app[key], at: at + "." + key)
+            }
             do {
-                settings.sealing = try SealingSettings.read({ variable in
-                    SealingSettings.fileKeys.first { $0.value == variable }.flatMap { app[$0.key] as? String }
-                }, field: { variable in at + "." + (SealingSettings.fileKeys.first { $0.value == variable }?.key ?? variable) })
+                settings.sealing = try SealingSettings.read({ sealingVariables[$0] }, field: { at + "." + (sealingKeys[$0] ?? $0) })
             } catch let failure as HeraldConfigurationError {
                 throw error(at: failure.field, failure.message)
             }

@@ -12,18 +12,17 @@ enum SealingSettings {
 
     /// - Parameter field: the name a refusal gives each setting (the variable, or the file's key path).
     static func read(_ value: (String) -> String?, field: (String) -> String) throws -> PushSealing {
-        var key = PushSigningKey()
-        var configured = false
+        var sealing: PushSealing
         if let path = value("HERALD_SIGNING_KEY_PATH") {
-            guard let text = try? String(contentsOfFile: path, encoding: .utf8), let read = PushSigningKey(pem: text) else {
+            guard let text = try? String(contentsOfFile: path, encoding: .utf8), let key = PushSigningKey(pem: text) else {
                 throw HeraldConfigurationError(
                     field: field("HERALD_SIGNING_KEY_PATH"), message: "\(path) is not a readable Ed25519 private key in PEM (herald signing-key makes one)")
             }
-            key = read
-            configured = true
+            sealing = PushSealing(signingKey: key)
+        } else {
+            sealing = PushSealing(signingKey: PushSigningKey())
+            sealing.keyIsEphemeral = true
         }
-        var sealing = PushSealing(signingKey: key)
-        sealing.keyIsEphemeral = !configured
         if let text = value("HERALD_SEALED") {
             guard let mode = SealingMode(rawValue: text) else {
                 throw HeraldConfigurationError(field: field("HERALD_SEALED"), message: "is required, when-registered or off")

@@ -51,7 +51,7 @@ public struct PushSigningKey: Sendable {
 }
 
 /// A device's keys for sealed pushes, as it registered them (`push_keys`), kept in its attributes.
-public struct DevicePushKeys: Sendable, Hashable {
+public struct DevicePushKeys: Sendable {
     /// The 65-byte uncompressed P-256 point.
     public let p256dh: [UInt8]
     public let auth: [UInt8]
@@ -87,9 +87,6 @@ public struct DevicePushKeys: Sendable, Hashable {
     public func stored(in attributes: DeviceAttributes) -> DeviceAttributes {
         attributes.setting(Self.p256dhAttribute, to: Base64URLText.encode(p256dh)).setting(Self.authAttribute, to: Base64URLText.encode(auth))
     }
-
-    public static func == (a: Self, b: Self) -> Bool { a.p256dh == b.p256dh && a.auth == b.auth }
-    public func hash(into hasher: inout Hasher) { hasher.combine(p256dh) }
 }
 
 /// What an app's pushes become on their way out: signed always, sealed to devices that gave keys.
@@ -209,22 +206,23 @@ public struct SealingPushProvider: PushProvider {
 
     public func send(_ delivery: ClaimedDelivery) async -> PushOutcome {
         var signatures: [[UInt8]: SignedPush] = [:]
-        return await base.send(prepared(delivery, issuedAt: Self.seconds(now()), signatures: &signatures))
+        return await base.send(prepared(delivery, at: now(), signatures: &signatures))
     }
 
+    /// One clock reading for the batch: its issue time and the sessions' age.
     public func send(_ deliveries: [ClaimedDelivery]) async -> [PushOutcome] {
         var signatures: [[UInt8]: SignedPush] = [:]
-        let issuedAt = Self.seconds(now())
-        return await base.send(deliveries.map { prepared($0, issuedAt: issuedAt, signatures: &signatures) })
+        let date = now()
+        return await base.send(deliveries.map { prepared($0, at: date, signatures: &signatures) })
     }
 
     public func shutdown() async { await base.shutdown() }
 
-    private func prepared(_ delivery: ClaimedDelivery, issuedAt: Int64, signatures: inout [[UInt8]: SignedPush]) -> ClaimedDelivery {
+    private func prepared(_ delivery: ClaimedDelivery, at date: Date, signatures: inout [[UInt8]: SignedPush]) -> ClaimedDelivery {
         var prepared = delivery
         prepared.push = sealing.prepare(
-            delivery.push, for: delivery.device.attributes, issuedAt: issuedAt, limit: limit(delivery.push.pushType.rawValue),
-            signatures: &signatures, sessions: sessions, now: now())
+            delivery.push, for: delivery.device.attributes, issuedAt: Self.seconds(date), limit: limit(delivery.push.pushType.rawValue),
+            signatures: &signatures, sessions: sessions, now: date)
         return prepared
     }
 

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import PushSigning
 import WebPushCrypto
 
 /// A device's keys for sealed pushes: a P-256 key pair and a 16-byte auth secret, the shape of a
@@ -37,10 +38,10 @@ public struct SealedPushKeys: Sendable, CustomStringConvertible {
 
     /// `push_keys.p256dh` of a registration: the public key's uncompressed point, base64url
     /// without padding (as a browser's `PushSubscription` gives it).
-    public var p256dh: String { Self.base64URL(Array(privateKey.publicKey.x963Representation)) }
+    public var p256dh: String { Base64URLText.encode(Array(privateKey.publicKey.x963Representation)) }
 
     /// `push_keys.auth` of a registration: the auth secret, base64url without padding.
-    public var authSecret: String { Self.base64URL(auth) }
+    public var authSecret: String { Base64URLText.encode(auth) }
 
     /// The plaintext of a body sealed to these keys.
     /// - Throws: `SealedPushError.authentication` when it was sealed to other keys or changed
@@ -57,17 +58,6 @@ public struct SealedPushKeys: Sendable, CustomStringConvertible {
             case .malformed, .tooLarge: throw .malformed
             }
         }
-    }
-
-    static func base64URL(_ bytes: [UInt8]) -> String {
-        String(Data(bytes).base64EncodedString().compactMap { c -> Character? in
-            switch c {
-            case "+": "-"
-            case "/": "_"
-            case "=": nil
-            default: c
-            }
-        })
     }
 }
 
