@@ -4,6 +4,7 @@
 #   extension/s  the whole extension function: push JSON -> decrypt -> title/body/record
 #   sender_proofs/s  a Kasia sender proof: Kaspa's signature hash of a transaction, then Schnorr
 #   sealed_pushes_opened/s  a sealed push as Herald sends it: RFC 8291 decryption, then its Ed25519 signature
+#   sealed_kasia_pushes_shown/s  a sealed Kasia push with its sender proof: opened, both signatures checked, decrypted, shown
 #   kasia_decode_peak_rss_kb  peak RSS of `kasia decode --payload … --private-key …`
 # An extension has about 30 s and little memory; targets: >= 2,000 decrypts/s, <= 20 MB.
 set -euo pipefail

@@ -95,7 +95,7 @@ public struct ConfigFile: Sendable {
     /// The shortest publisher or registration key accepted.
     static let minimumKeyLength = 16
     /// An app's own keys; each push service adds its block's (`apns`, `fcm`, `vapid`).
-    static let appKeys: Set<String> = ["id", "publish_keys", "registration", "agent_event", "ghosttalk", "max_devices", "privacy", "signing_key_path", "sealed", "sealed_alert"]
+    static let appKeys: Set<String> = ["id", "publish_keys", "registration", "agent_event", "ghosttalk", "max_devices", "privacy", "signing_key_path", "sealed", "sealed_alert", "sealed_alerts"]
     static let agentEventKeys: Set<String> = ["stop", "permission_prompt", "idle_prompt", "other", "other_without_message"]
     static let textKeys: Set<String> = ["title", "body"]
     static let registrationKeys: Set<String> = ["policy", "keys", "hs256_secret", "es256_public_key_path"]
@@ -225,6 +225,15 @@ public struct ConfigFile: Sendable {
                 settings.sealing = try SealingSettings.read({ sealingVariables[$0] }, field: { at + "." + (sealingKeys[$0] ?? $0) })
             } catch let failure as HeraldConfigurationError {
                 throw error(at: failure.field, failure.message)
+            }
+            if let value = app["sealed_alerts"] {
+                let alerts = try map(value, at: at + ".sealed_alerts", keys: SealingSettings.alertTemplates)
+                for (template, text) in alerts.sorted(by: { $0.key < $1.key }) {
+                    guard let text = text as? String, SealingSettings.isAlertText(text) else {
+                        throw error(at: at + ".sealed_alerts." + template, "is 1 to 200 characters, no control characters")
+                    }
+                    settings.sealing?.templateAlerts[template] = text
+                }
             }
             if let value = app["agent_event"] {
                 settings.agentEventTexts = try agentEventTexts(value, at: at + ".agent_event")

@@ -4,7 +4,7 @@ import HeraldPushCore
 
 /// An app's signing key and sealing (SPEC §13), from `HERALD_SIGNING_KEY_PATH`, `HERALD_SEALED`
 /// and `HERALD_SEALED_ALERT`, or the app's `signing_key_path`, `sealed` and `sealed_alert` in
-/// `HERALD_CONFIG`. Without a key file the app signs with a key made at start (development: a
+/// `HERALD_CONFIG` (where `sealed_alerts` also gives a template its own alert). Without a key file the app signs with a key made at start (development: a
 /// phone that pinned it refuses pushes after a restart), and the start says so.
 enum SealingSettings {
     /// The variable each app key of `HERALD_CONFIG` stands for.
@@ -30,11 +30,21 @@ enum SealingSettings {
             sealing.mode = mode
         }
         if let text = value("HERALD_SEALED_ALERT") {
-            guard !text.isEmpty, text.count <= 200, !text.unicodeScalars.contains(where: { $0.value < 0x20 }) else {
+            guard isAlertText(text) else {
                 throw HeraldConfigurationError(field: field("HERALD_SEALED_ALERT"), message: "is 1 to 200 characters, no control characters")
             }
             sealing.genericAlert = text
         }
         return sealing
+    }
+
+    /// The templates whose sealed pushes show an alert, so may have their own (`sealed_alerts`).
+    static let alertTemplates: Set<String> = [
+        "kasia.handshake", "kasia.contextual_message", "kasia.payment", "session.message", "agent.event", "custom",
+    ]
+
+    /// An alert text as `HERALD_SEALED_ALERT` takes it, or nil.
+    static func isAlertText(_ text: String) -> Bool {
+        !text.isEmpty && text.count <= 200 && !text.unicodeScalars.contains(where: { $0.value < 0x20 })
     }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import HeraldAPNsCore
 import KasiaProtocol
 
@@ -17,10 +18,13 @@ public struct KasiaEvent: Hashable, Sendable {
     public var daaScore: UInt64
     /// Sompi (payments).
     public var amount: UInt64?
+    /// What the phone checks the sender with (the chain source fills it when it knows the coin
+    /// input 0 spends): travels only in sealed pushes, as `kasia.proof`.
+    public var proof: KaspaTransactionProof?
 
     public init(
         kind: Kind, txID: String, sender: String, recipient: String? = nil, alias: String? = nil,
-        payloadHex: String? = nil, timestamp: Int64, daaScore: UInt64, amount: UInt64? = nil
+        payloadHex: String? = nil, timestamp: Int64, daaScore: UInt64, amount: UInt64? = nil, proof: KaspaTransactionProof? = nil
     ) {
         self.kind = kind
         self.txID = txID
@@ -31,6 +35,7 @@ public struct KasiaEvent: Hashable, Sendable {
         self.timestamp = timestamp
         self.daaScore = daaScore
         self.amount = amount
+        self.proof = proof
     }
 }
 
@@ -60,6 +65,10 @@ public enum KasiaTemplate {
     /// 4,096 bytes; otherwise `null`, and the app fetches the transaction itself. Under
     /// `.minimal` privacy the sender, the amount and the thread id stay out, and the alert is
     /// generic.
+    ///
+    /// An event with a sender proof gets it as the last member of `kasia` (itself last), so
+    /// that `withoutProof` gives, byte for byte, the push an unsealed device gets; the payload's
+    /// fit to 4,096 bytes is judged without it (a sealed push shrinks on its own).
     public static func render(_ event: KasiaEvent, privacy: PushPrivacy = .standard) -> RenderedPush {
         let minimal = privacy == .minimal
         let alert: JSONValue =
@@ -68,7 +77,8 @@ public enum KasiaTemplate {
             } else {
                 .object([.init("title", .string(alert(for: event).title)), .init("body", .string(alert(for: event).body))])
             }
-        func payload(inline: Bool) -> [UInt8] {
+        let proof = event.proof.flatMap(json(of:))
+        func payload(inline: Bool, withProof: Bool = false) -> [UInt8] {
             var kasia: [JSONValue.Field] = [.init("type", .string(event.kind.rawValue)), .init("txId", .string(event.txID))]
             if !minimal { kasia.append(.init("sender", .string(event.sender))) }
             kasia += [
@@ -77,16 +87,61 @@ public enum KasiaTemplate {
                 .init("daaScore", .unsigned(event.daaScore)),
             ]
             if let amount = event.amount, !minimal { kasia.append(.init("amount", .unsigned(amount))) }
+            if withProof, let proof { kasia.append(.init(proofKey, proof)) }
             var aps: [JSONValue.Field] = [.init("alert", alert), .init("mutable-content", .int(1)), .init("content-available", .int(1))]
             if !minimal { aps.append(.init("thread-id", .string(event.sender))) }
             return JSONValue.object([.init("aps", .object(aps)), .init("kasia", .object(kasia))]).encoded
         }
+        var inline = false
         var bytes = payload(inline: false)
         if let hex = event.payloadHex, hex.utf8.count <= maximumInlinePayloadCharacters {
-            let inline = payload(inline: true)
-            if inline.count <= RenderedPush.maximumAlertSize { bytes = inline }
+            let withPayload = payload(inline: true)
+            if withPayload.count <= RenderedPush.maximumAlertSize {
+                bytes = withPayload
+                inline = true
+            }
         }
+        if proof != nil { bytes = payload(inline: inline, withProof: true) }
         return RenderedPush(pushType: .alert, priority: .immediate, collapseID: event.txID, payload: bytes)
+    }
+
+    /// The member of `kasia` holding the sender proof.
+    static let proofKey = "proof"
+
+    /// The proof as JSON (`KaspaTransactionProof`'s coding, keys sorted).
+    static func json(of proof: KaspaTransactionProof) -> JSONValue? {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return (try? encoder.encode(proof)).flatMap { try? JSONValue(parsing: Array($0)) }
+    }
+
+    /// `push` without its sender proof: what a device that is not sealed to gets, since the proof
+    /// names the sender and the push services would read it. Only the layout `render` writes
+    /// (the proof last in `kasia`, last in the push) is cut, byte for byte; any other push is
+    /// returned as it is.
+    public static func withoutProof(_ push: RenderedPush) -> RenderedPush {
+        let marker = proofMarker
+        let bytes = push.payload
+        // Most pushes are not Kasia's: a byte search before any parse.
+        guard bytes.count > marker.count + 2, bytes.suffix(2).elementsEqual("}}".utf8), let at = lastIndex(of: marker, in: bytes),
+            let root = try? JSONValue(parsing: bytes), let proof = root[path: ["kasia", proofKey]], case .object = proof,
+            at + marker.count + proof.encoded.count == bytes.count - 2,
+            bytes[(at + marker.count)..<(bytes.count - 2)].elementsEqual(proof.encoded)
+        else { return push }
+        var stripped = push
+        stripped.payload = Array(bytes[..<at]) + Array("}}".utf8)
+        return stripped
+    }
+
+    static let proofMarker = Array(#","proof":"#.utf8)
+
+    private static func lastIndex(of needle: [UInt8], in bytes: [UInt8]) -> Int? {
+        var i = bytes.count - needle.count
+        while i >= 0 {
+            if bytes[i] == needle[0], bytes[i..<(i + needle.count)].elementsEqual(needle) { return i }
+            i -= 1
+        }
+        return nil
     }
 
     /// The alert's title and body.

@@ -51,14 +51,18 @@ extension RenderedPush {
     static let minimumTruncatedBody = 16
 
     /// A smaller push for a 413 PayloadTooLarge (drop optional fields, else truncate the body),
-    /// or nil when nothing can be dropped. Optional is the Kasia inline `payload` (the app fetches the
-    /// transaction when it is null); the body is then cut to half, ending in "…". Keys come out sorted.
+    /// or nil when nothing can be dropped. Optional are the Kasia inline `payload` (the app fetches the
+    /// transaction when it is null), then the sender `proof`; the body is then cut to half, ending
+    /// in "…". Keys come out sorted.
     public func shrunk() -> RenderedPush? {
         guard var root = try? JSONDecoder().decode(JSONValue.self, from: Data(payload)), root.objectFields != nil else {
             return nil
         }
         if case .string = root[path: ["kasia", "payload"]] {
             root[path: ["kasia", "payload"]] = .null
+        } else if case .object(let fields)? = root[path: ["kasia"]], fields.contains(where: { $0.key == KasiaTemplate.proofKey }) {
+            // The sender proof (sealed pushes only) goes next: the app can still check the fetched transaction.
+            root[path: ["kasia"]] = .object(fields.filter { $0.key != KasiaTemplate.proofKey })
         } else if case .string(let body) = root[path: ["aps", "alert", "body"]], body.count > Self.minimumTruncatedBody {
             root[path: ["aps", "alert", "body"]] = .string(Self.truncated(body))
         } else if case .string(let alert) = root[path: ["aps", "alert"]], alert.count > Self.minimumTruncatedBody {

@@ -94,6 +94,8 @@ public struct PushSealing: Sendable {
     public var mode = SealingMode.whenRegistered
     /// The text a sealed alert shows before the app's extension opens it.
     public var genericAlert = "New message"
+    /// The text for a template's sealed alerts, where it is not `genericAlert` (`kasia.payment`: "New payment").
+    public var templateAlerts: [String: String] = [:]
     /// The app's signing key.
     public var signingKey: PushSigningKey
     /// The key was made at start, not read from a file: phones that pinned it refuse the pushes
@@ -112,19 +114,21 @@ public struct PushSealing: Sendable {
 
     /// The push `device` gets for `push`, signed at `issuedAt` and sealed when the device has keys
     /// and the app seals; shrunk (Kasia's inline payload first) until it fits `limit` bytes.
+    /// - Parameter template: the event's template, for its generic alert.
     /// - Parameter signatures: signatures already made for documents of this batch.
     /// - Parameter sessions: where each device's sealing key is kept between pushes (nil: a fresh
     ///   key for every push, as RFC 8291 has it).
     public func prepare(
-        _ push: RenderedPush, for device: DeviceAttributes, issuedAt: Int64, limit: Int, signatures: inout [[UInt8]: SignedPush],
-        sessions: SealingSessions? = nil, now: Date = Date()
+        _ push: RenderedPush, for device: DeviceAttributes, template: String? = nil, issuedAt: Int64, limit: Int,
+        signatures: inout [[UInt8]: SignedPush], sessions: SealingSessions? = nil, now: Date = Date()
     ) -> RenderedPush {
         // Most devices have no keys: a substring test, not a parse of their attributes.
         let session: WebPushSession? =
             if mode == .off || !device.storedForm.contains(DevicePushKeys.p256dhAttribute) { nil }
             else if let sessions { sessions.session(for: device, now: now) }
             else { DevicePushKeys(device).flatMap { try? WebPushSession(to: $0.publicKey, receiverBytes: $0.p256dh, auth: $0.auth) } }
-        var document = push
+        // A Kasia sender proof names the sender: it travels sealed or not at all.
+        var document = session == nil ? KasiaTemplate.withoutProof(push) : push
         while true {
             let signed: SignedPush
             if let known = signatures[document.payload] {
@@ -139,12 +143,12 @@ public struct PushSealing: Sendable {
                 // shrinks, and what cannot shrink goes as the generic alert alone.
                 guard let sealed = try? session.encrypt(signed.envelope) else {
                     if let smaller = document.shrunk() { document = smaller; continue }
-                    out.payload = sealedPayload(nil, pushType: document.pushType.rawValue)
+                    out.payload = sealedPayload(nil, pushType: document.pushType.rawValue, template: template)
                     out.fcmData = [:]
                     return out
                 }
                 let text = Base64URLText.encodedBytes(sealed)
-                out.payload = sealedPayload(text, pushType: document.pushType.rawValue)
+                out.payload = sealedPayload(text, pushType: document.pushType.rawValue, template: template)
                 out.fcmData = [Self.sealedMember: String(decoding: text, as: UTF8.self)]
             } else if let attached = signed.attached {
                 // A `custom` event's own FCM data map stays verbatim: FCM's data cannot carry the
@@ -165,11 +169,15 @@ public struct PushSealing: Sendable {
 
     /// What Apple sees of a sealed push: the generic alert (or a silent push's wake-up) and the ciphertext.
     /// The ciphertext (base64url: nothing to escape) is copied in as it is, not through a JSON encoder.
-    private func sealedPayload(_ ciphertext: [UInt8]?, pushType: String) -> [UInt8] {
+    private func sealedPayload(_ ciphertext: [UInt8]?, pushType: String, template: String?) -> [UInt8] {
         let aps: JSONValue = switch pushType {
         case "background": .object([.init("content-available", .int(1))])
         case "voip": .object([])
-        default: .object([.init("alert", .object([.init("body", .string(genericAlert))])), .init("mutable-content", .int(1))])
+        default:
+            .object([
+                .init("alert", .object([.init("body", .string(template.flatMap { templateAlerts[$0] } ?? genericAlert))])),
+                .init("mutable-content", .int(1)),
+            ])
         }
         var payload = Array(#"{"aps":"#.utf8)
         payload.reserveCapacity(payload.count + 120 + (ciphertext?.count ?? 0))
@@ -221,7 +229,8 @@ public struct SealingPushProvider: PushProvider {
     private func prepared(_ delivery: ClaimedDelivery, at date: Date, signatures: inout [[UInt8]: SignedPush]) -> ClaimedDelivery {
         var prepared = delivery
         prepared.push = sealing.prepare(
-            delivery.push, for: delivery.device.attributes, issuedAt: Self.seconds(date), limit: limit(delivery.push.pushType.rawValue),
+            delivery.push, for: delivery.device.attributes, template: delivery.template, issuedAt: Self.seconds(date),
+            limit: limit(delivery.push.pushType.rawValue),
             signatures: &signatures, sessions: sessions, now: date)
         return prepared
     }

@@ -65,8 +65,19 @@ enum BlockFrameScanner {
         var id: String?
         var blockHash: String?
         var blockTime: UInt64?
+        var version: UInt64?
+        var lockTime: UInt64?
+        var gas: UInt64?
+        var subnetworkId: String?
         let ok = inner.object { key, inner in
             switch key {
+            // Signed fields a sender proof needs (Kasia transactions only): any other value leaves them nil.
+            case "version": return inner.optionalUnsigned(into: &version)
+            case "lockTime": return inner.optionalUnsigned(into: &lockTime)
+            case "gas": return inner.optionalUnsigned(into: &gas)
+            case "subnetworkId":
+                guard !inner.isNull else { return inner.skipValue() }
+                return inner.string(into: &subnetworkId)
             case "payload":
                 payloadRange = inner.stringRange()
                 return payloadRange != nil
@@ -102,8 +113,26 @@ enum BlockFrameScanner {
         var list = JSONBytes(reader.base, range: inputsRange)
         let inputsOK = list.array { list in
             var outpoint: RpcOutpoint?
+            var signatureScript: String?
+            var sequence: UInt64?
+            var sigOpCount: UInt64?
+            var utxoEntry: RpcUtxoEntry?
             let ok = list.object { key, list in
-                guard key == "previousOutpoint" else { return list.skipValue() }
+                switch key {
+                case "signatureScript":
+                    guard !list.isNull else { return list.skipValue() }
+                    return list.string(into: &signatureScript)
+                case "sequence": return list.optionalUnsigned(into: &sequence)
+                case "sigOpCount": return list.optionalUnsigned(into: &sigOpCount)
+                case "verboseData":
+                    // Rare (newer nodes' verbose levels): decoded whole.
+                    guard !list.isNull else { return list.skipValue() }
+                    guard let range = list.valueRange() else { return false }
+                    utxoEntry = (try? decoder.decode(InputVerboseData.self, from: data[range]))?.utxoEntry
+                    return true
+                case "previousOutpoint": break
+                default: return list.skipValue()
+                }
                 var txid: String?
                 var index: UInt64?
                 let ok = list.object { key, list in
@@ -117,7 +146,9 @@ enum BlockFrameScanner {
                 return ok
             }
             guard ok, let outpoint else { return false }
-            inputs.append(RpcTransactionInput(previousOutpoint: outpoint))
+            inputs.append(RpcTransactionInput(
+                previousOutpoint: outpoint, signatureScript: signatureScript, sequence: sequence, sigOpCount: sigOpCount.flatMap(UInt8.init(exactly:)),
+                utxoEntry: utxoEntry))
             return true
         }
         list = JSONBytes(reader.base, range: outputsRange)
@@ -149,8 +180,16 @@ enum BlockFrameScanner {
             return true
         }
         guard inputsOK, outputsOK else { return nil }
-        return RpcTransaction(inputs: inputs, outputs: outputs, payload: payload, verboseData: verboseData)
+        var transaction = RpcTransaction(inputs: inputs, outputs: outputs, payload: payload, verboseData: verboseData)
+        transaction.version = version.flatMap(UInt16.init(exactly:))
+        transaction.lockTime = lockTime
+        transaction.gas = gas
+        transaction.subnetworkId = subnetworkId
+        return transaction
     }
+
+    /// An input's verbose data: the UTXO entry it spends, when the node gives it.
+    private struct InputVerboseData: Decodable { var utxoEntry: RpcUtxoEntry? }
 
     /// `RpcTransaction.isKasia`, on the payload's bytes.
     static let kasiaPrefix = Array(RpcTransaction.kasiaPrefixHex.utf8)
@@ -270,17 +309,29 @@ struct JSONBytes {
 
     /// Reads a non-negative integer exactly; false on anything else.
     mutating func unsigned(into target: inout UInt64?) -> Bool {
-        guard let range = valueRange() else { return false }
-        var value: UInt64 = 0
-        for byte in base[range] {
-            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return false }
-            let (times, o1) = value.multipliedReportingOverflow(by: 10)
-            let (sum, o2) = times.addingReportingOverflow(UInt64(byte - UInt8(ascii: "0")))
-            guard !o1, !o2 else { return false }
-            value = sum
-        }
+        guard let range = valueRange(), let value = unsigned(range) else { return false }
         target = value
         return true
+    }
+
+    /// Reads a non-negative integer exactly, leaving `target` nil for any other value (a field
+    /// only some transactions need); false only for malformed JSON.
+    mutating func optionalUnsigned(into target: inout UInt64?) -> Bool {
+        guard let range = valueRange() else { return false }
+        target = unsigned(range)
+        return true
+    }
+
+    private func unsigned(_ range: Range<Int>) -> UInt64? {
+        var value: UInt64 = 0
+        for byte in base[range] {
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+            let (times, o1) = value.multipliedReportingOverflow(by: 10)
+            let (sum, o2) = times.addingReportingOverflow(UInt64(byte - UInt8(ascii: "0")))
+            guard !o1, !o2 else { return nil }
+            value = sum
+        }
+        return range.isEmpty ? nil : value
     }
 
     /// The byte range of the next value; the cursor moves past it.

@@ -297,7 +297,7 @@ public final class KaspaChainSource: Service, Sendable {
                 let time = Int64((transaction.verboseData?.blockTime ?? accepting.header.timestamp) / 1000)
                 guard Date(timeIntervalSince1970: Double(time)) >= oldest else { continue }
                 var result = classifier.classify(
-                    transaction, timestamp: time, daaScore: accepting.header.daaScore, senderOf: memory.address(of:))
+                    transaction, timestamp: time, daaScore: accepting.header.daaScore, spentOutput: memory.output)
                 if case .needsSender = result {
                     guard let sender = try await returnAddress(txid: txid, daaScore: accepting.header.daaScore, session: session) else {
                         // Neither the outpoint map nor the node knows input 0's owner: the message
@@ -305,7 +305,8 @@ public final class KaspaChainSource: Service, Sendable {
                         unattributed += 1
                         continue
                     }
-                    result = classifier.classify(transaction, timestamp: time, daaScore: accepting.header.daaScore, sender: sender)
+                    result = classifier.classify(
+                        transaction, timestamp: time, daaScore: accepting.header.daaScore, sender: sender, spentOutput: memory.output)
                 }
                 if case .event(let event) = result {
                     events.append(event)
@@ -392,14 +393,14 @@ public final class KaspaChainSource: Service, Sendable {
 }
 
 /// Recent blocks (headers and merge sets, without their transactions), the Kasia transactions
-/// in them, and the addresses their outputs paid (the outpoint map for senders).
+/// in them, and their outputs (the outpoint map for senders and their proofs).
 final class ChainMemory: Sendable {
     private struct State {
         var blocks: [String: RpcBlock] = [:]
         var order: [String] = []
         var kasia: [String: RpcTransaction] = [:]
         var kasiaByBlock: [String: [String]] = [:]
-        var outpoints: [RpcOutpoint: String] = [:]
+        var outpoints: [RpcOutpoint: RpcUtxoEntry] = [:]
         var costs: [String: Int] = [:]
         var bytes = 0
     }
@@ -442,7 +443,7 @@ final class ChainMemory: Sendable {
                 s.kasia[id] = transaction
                 // Kasia senders usually spend their previous Kasia transaction's change.
                 for (index, output) in transaction.outputs.enumerated() {
-                    if let address = output.address { s.outpoints[RpcOutpoint(transactionId: id, index: UInt32(index))] = address }
+                    s.outpoints[RpcOutpoint(transactionId: id, index: UInt32(index))] = output.utxoEntry
                 }
             }
             // The oldest blocks go first, past the block count or the byte budget (the newest stays).
@@ -474,5 +475,6 @@ final class ChainMemory: Sendable {
 
     func block(_ hash: String) -> RpcBlock? { state.withLock { $0.blocks[hash] } }
     func kasiaTransaction(_ id: String) -> RpcTransaction? { state.withLock { $0.kasia[id] } }
-    func address(of outpoint: RpcOutpoint) -> String? { state.withLock { $0.outpoints[outpoint] } }
+    /// The output `outpoint` names, if a remembered Kasia transaction made it.
+    func output(_ outpoint: RpcOutpoint) -> RpcUtxoEntry? { state.withLock { $0.outpoints[outpoint] } }
 }

@@ -568,7 +568,7 @@ public final class PostgresStore: Store {
                 let rows = try await db.query(
                     """
                     SELECT dl.id, dl.event_id, dl.apns_id, dl.attempts, dl.expires_at, e.push_type, e.priority, e.collapse_id, e.payload, e.fcm_data,
-                           dl.created_at, e.request_id,
+                           dl.created_at, e.request_id, e.template,
                            \(unescaped: Self.deviceColumns.split(separator: ",").map { "d." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", "))
                     FROM deliveries dl JOIN events e ON e.id = dl.event_id JOIN devices d ON d.id = dl.device_row
                     WHERE dl.id = ANY(\(ids))
@@ -576,16 +576,16 @@ public final class PostgresStore: Store {
                     """, logger: logger)
                 var out: [ClaimedDelivery] = []
                 for try await row in rows {
-                    let (id, eventID, apnsID, attempts, expiresAt, pushType, priority, collapseID, payload, fcmData, createdAt, requestID) =
-                        try row.decode((Int64, String, String, Int64, Int64, String, Int64, String?, ByteBuffer, String?, Int64, String?).self)
-                    let device = try Self.device(row, from: 12)
+                    let (id, eventID, apnsID, attempts, expiresAt, pushType, priority, collapseID, payload, fcmData, createdAt, requestID, template) =
+                        try row.decode((Int64, String, String, Int64, Int64, String, Int64, String?, ByteBuffer, String?, Int64, String?, String).self)
+                    let device = try Self.device(row, from: 13)
                     out.append(ClaimedDelivery(
                         id: id, eventID: eventID, device: device,
                         push: RenderedPush(
                             storedPushType: pushType, storedPriority: Int(priority),
                             collapseID: collapseID, payload: Array(payload.readableBytesView), fcmData: RenderedPush.fcmData(json: fcmData)),
                         apnsID: UUID(uuidString: apnsID) ?? UUID(), attempt: Int(attempts), expiresAt: Date(milliseconds: expiresAt),
-                        acceptedAt: Date(milliseconds: createdAt), requestID: requestID))
+                        acceptedAt: Date(milliseconds: createdAt), requestID: requestID, template: template))
                 }
                 return out
             }

@@ -563,22 +563,22 @@ public final class SQLiteStore: Store {
             try claim.execute(arguments: [leaseUntil, ms, id])
             let data: Data = row[8]
             return ClaimedDelivery(
-                id: id, eventID: row[1], device: Self.deviceRecord(row, from: 13),
+                id: id, eventID: row[1], device: Self.deviceRecord(row, from: 14),
                 push: RenderedPush(
                     storedPushType: row[5], storedPriority: row[6],
                     collapseID: row[7], payload: Array(data), fcmData: RenderedPush.fcmData(json: row[9])),
                 apnsID: UUID(uuidString: row[2]) ?? UUID(),
                 attempt: (row[3] as Int) + 1,
-                expiresAt: Date(milliseconds: row[4]), acceptedAt: Date(milliseconds: row[11]), requestID: row[12])
+                expiresAt: Date(milliseconds: row[4]), acceptedAt: Date(milliseconds: row[11]), requestID: row[12], template: row[13])
         }
     }
 
     /// What a claim reads, by position: the delivery (0–4), its event's push (5–9),
-    /// `next_attempt_at` (10, for the order), its creation (11), its event's request (12), then
-    /// the device's columns (from 13).
+    /// `next_attempt_at` (10, for the order), its creation (11), its event's request (12) and
+    /// template (13), then the device's columns (from 14).
     private static let claimColumns = """
         dl.id, dl.event_id, dl.apns_id, dl.attempts, dl.expires_at,
-        e.push_type, e.priority, e.collapse_id, e.payload, e.fcm_data, dl.next_attempt_at, dl.created_at, e.request_id, d.*
+        e.push_type, e.priority, e.collapse_id, e.payload, e.fcm_data, dl.next_attempt_at, dl.created_at, e.request_id, e.template, d.*
         """
 
     /// Outcomes join the group commit: with publishes arriving, they share their transaction and

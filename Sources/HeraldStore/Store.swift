@@ -191,13 +191,16 @@ public struct ClaimedDelivery: Hashable, Sendable {
     public var acceptedAt: Date?
     /// The request that created its event (`NewEvent.requestID`).
     public var requestID: String?
+    /// Its event's template (`kasia.payment`, `custom`, …), where known.
+    public var template: String?
 
     public init(
         id: Int64, eventID: String, device: DeviceRecord, push: RenderedPush, apnsID: UUID, attempt: Int, expiresAt: Date,
-        acceptedAt: Date? = nil, requestID: String? = nil
+        acceptedAt: Date? = nil, requestID: String? = nil, template: String? = nil
     ) {
         self.acceptedAt = acceptedAt
         self.requestID = requestID
+        self.template = template
         self.id = id
         self.eventID = eventID
         self.device = device

@@ -45,6 +45,8 @@ let badConfigs: [BadConfig] = [
     BadConfig(name: "sealing not a word", yaml: "apps: [{id: a, sealed: [required]}]", field: "apps[0].sealed"),
     BadConfig(name: "a signing key that is not one", yaml: "apps: [{id: a, signing_key_path: /nonexistent/signing-key.pem}]", field: "apps[0].signing_key_path"),
     BadConfig(name: "a sealed alert with a line break", yaml: "apps: [{id: a, sealed_alert: \"two\\nlines\"}]", field: "apps[0].sealed_alert"),
+    BadConfig(name: "a sealed alert for a template without alerts", yaml: "apps: [{id: a, sealed_alerts: {conversation.silent: Hi}}]", field: "apps[0].sealed_alerts.conversation.silent"),
+    BadConfig(name: "an empty sealed alert for a template", yaml: "apps: [{id: a, sealed_alerts: {kasia.payment: \"\"}}]", field: "apps[0].sealed_alerts.kasia.payment"),
     BadConfig(name: "matrix not a list", yaml: "apps: [{id: a}]\nmatrix: {im.x: apns}", field: "matrix"),
     BadConfig(name: "matrix app_id missing", yaml: "apps: [{id: a}]\nmatrix: [{app: a, type: apns}]", field: "matrix[0].app_id"),
     BadConfig(name: "matrix app not among apps", yaml: "apps: [{id: a}]\nmatrix: [{app_id: im.x, app: b, type: apns}]", field: "matrix[0].app"),

@@ -37,9 +37,9 @@ struct SDKFixtures: Decodable {
     }
 
     /// The outpoint map a source keeps from the outputs it has seen (here: the funding transaction's).
-    func senderOf(_ outpoint: RpcOutpoint) -> String? {
+    func spentOutput(_ outpoint: RpcOutpoint) -> RpcUtxoEntry? {
         guard outpoint.transactionId == funding.verboseData.transactionId, Int(outpoint.index) < funding.outputs.count else { return nil }
-        return funding.outputs[Int(outpoint.index)].address
+        return funding.outputs[Int(outpoint.index)].utxoEntry
     }
 }
 
@@ -52,7 +52,7 @@ struct SDKFixtures: Decodable {
         let cipher = KasiaCipher()
         for c in fixtures.cases {
             let result = classifier.classify(
-                c.tx, timestamp: Int64(fixtures.block_time_ms / 1000), daaScore: 100_000, senderOf: fixtures.senderOf)
+                c.tx, timestamp: Int64(fixtures.block_time_ms / 1000), daaScore: 100_000, spentOutput: fixtures.spentOutput)
             if let ignored = c.expected.ignored {
                 #expect(result == .ignored(ignored), "\(c.name)")
                 continue

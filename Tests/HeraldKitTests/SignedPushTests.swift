@@ -110,6 +110,21 @@ struct SignedPushTests {
         #expect(try authenticator(nil).document(payload: clear.payload) == Self.document)
     }
 
+    @Test("a template's own sealed alert replaces the app's generic one for that template alone")
+    func templateAlerts() throws {
+        let keys = SealedPushKeys()
+        let attributes = try DevicePushKeys(p256dh: keys.p256dh, auth: keys.authSecret).stored(in: DeviceAttributes(production: true))
+        var sealing = PushSealing(signingKey: signingKey, genericAlert: "Something new")
+        sealing.templateAlerts = ["kasia.payment": "New payment"]
+        for (template, shown) in [("kasia.payment", "New payment"), ("kasia.handshake", "Something new"), (nil, "Something new")] as [(String?, String)] {
+            var signatures: [[UInt8]: SignedPush] = [:]
+            let push = sealing.prepare(Self.alert(), for: attributes, template: template, issuedAt: Self.now, limit: 4_096, signatures: &signatures)
+            let apns = try Self.object(push.payload)
+            #expect(NSDictionary(dictionary: apns["aps"] as? [String: Any] ?? [:]) == ["alert": ["body": shown], "mutable-content": 1], "\(template ?? "none")")
+            #expect(try authenticator(keys).document(userInfo: apns) == Self.document)
+        }
+    }
+
     @Test("a device's sealing key is kept for an hour and for a bounded number of devices; each push still has its own salt, and opens")
     func sealingSessions() throws {
         let keys = SealedPushKeys()

@@ -210,6 +210,7 @@ struct StoreOutboxTests {
             let expires = t0.addingTimeInterval(3_600)
             var loud = event("loud", rows: [d1.rowID, d2.rowID])
             loud.requestID = "publish-request-7"
+            loud.template = "kasia.payment"
             let created = try await store.enqueue(
                 [loud,
                  NewEvent(id: "silent", app: "kasia", template: "custom", push: silent, expiresAt: expires, deviceRowIDs: [d2.rowID], dedupeKey: "k1")],
@@ -223,6 +224,8 @@ struct StoreOutboxTests {
                 #expect(delivery.expiresAt == expiry && delivery.acceptedAt == t0 && delivery.attempt == 1)
                 // The request that made the event, for whichever instance sends it.
                 #expect(delivery.requestID == (delivery.eventID == "loud" ? "publish-request-7" : nil))
+                // And its template, for the sealed alert a template may have.
+                #expect(delivery.template == (delivery.eventID == "loud" ? "kasia.payment" : "custom"))
             }
             #expect(Set(claimed.map { "\($0.eventID) \($0.device.rowID)" }) == ["loud \(d1.rowID)", "loud \(d2.rowID)", "silent \(d2.rowID)"])
             #expect(Set(claimed.map(\.apnsID)).count == 3)

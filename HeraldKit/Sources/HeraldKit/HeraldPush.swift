@@ -1,4 +1,5 @@
 import Foundation
+import KasiaProtocol
 
 /// A push Herald sent, decoded from the notification's user info or its raw JSON.
 public enum HeraldPush: Hashable, Sendable {
@@ -37,6 +38,16 @@ public enum HeraldPush: Hashable, Sendable {
             throw .notAJSONObject
         }
         self.init(dictionary: dictionary)
+        // A proof's numbers are read exactly from the bytes (JSONSerialization's may pass through doubles).
+        if case .kasia(var push) = self, push.proof != nil {
+            push.proof = (try? JSONDecoder().decode(ProofCarrier.self, from: json))?.kasia.proof
+            self = .kasia(push)
+        }
+    }
+
+    private struct ProofCarrier: Decodable {
+        struct Kasia: Decodable { var proof: KaspaTransactionProof? }
+        var kasia: Kasia
     }
 
     /// Decodes an FCM data message's `data` map as Herald sends it to Android (README "FCM
@@ -115,10 +126,13 @@ public struct KasiaPush: Hashable, Sendable {
     public var amount: UInt64?
     /// The gateway's generic alert (shown if the extension cannot do better).
     public var alert: HeraldPush.Alert?
+    /// The transaction and the coin it spends, for checking the sender on the phone (sealed
+    /// pushes only, when Herald knows the coin). Its payload is `payloadHex`.
+    public var proof: KaspaTransactionProof?
 
     public init(
         kind: Kind, txID: String, sender: String?, payloadHex: String?, timestamp: Int64, daaScore: UInt64,
-        amount: UInt64? = nil, alert: HeraldPush.Alert? = nil
+        amount: UInt64? = nil, alert: HeraldPush.Alert? = nil, proof: KaspaTransactionProof? = nil
     ) {
         self.kind = kind
         self.txID = txID
@@ -128,6 +142,7 @@ public struct KasiaPush: Hashable, Sendable {
         self.daaScore = daaScore
         self.amount = amount
         self.alert = alert
+        self.proof = proof
     }
 
     init?(_ d: [String: Any], alert: HeraldPush.Alert?) {
@@ -137,7 +152,9 @@ public struct KasiaPush: Hashable, Sendable {
         self.init(
             kind: kind, txID: txID, sender: d["sender"] as? String, payloadHex: d["payload"] as? String,
             timestamp: JSONNumber.int64(d["timestamp"]) ?? 0, daaScore: JSONNumber.uint64(d["daaScore"]) ?? 0,
-            amount: JSONNumber.uint64(d["amount"]), alert: alert)
+            amount: JSONNumber.uint64(d["amount"]), alert: alert,
+            proof: (d["proof"] as? [String: Any]).flatMap { try? JSONSerialization.data(withJSONObject: $0) }
+                .flatMap { try? JSONDecoder().decode(KaspaTransactionProof.self, from: $0) })
     }
 }
 

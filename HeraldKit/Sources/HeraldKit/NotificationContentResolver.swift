@@ -1,4 +1,5 @@
 import Foundation
+import KasiaCrypto
 import KasiaProtocol
 
 /// A contact as the app shares it with its extension.
@@ -33,6 +34,10 @@ public struct NotificationOutcome: Hashable, Sendable {
     public var body: String
     /// What to write to the shared store, if anything.
     public var record: SharedRecord?
+    /// The Kasia sender named was proven on this phone by the sender's own signature
+    /// (`KaspaTransactionProof`); false when the push carried no proof that could be checked,
+    /// and the sender is the gateway's word.
+    public var senderProven = false
 }
 
 /// What the extension leaves in the shared store for the app.
@@ -68,11 +73,16 @@ public struct PendingFetch: Codable, Hashable, Sendable {
     public var kind: String
     /// Unix seconds.
     public var timestamp: Int64
-    public init(txID: String, sender: String, kind: String, timestamp: Int64) {
+    /// The push's sender proof, without the payload it did not carry: once the app has fetched
+    /// the transaction, it puts the payload in and verifies the sender as the extension would
+    /// have (`KaspaTransactionProof.verify(sender:verifier:)`).
+    public var proof: KaspaTransactionProof?
+    public init(txID: String, sender: String, kind: String, timestamp: Int64, proof: KaspaTransactionProof? = nil) {
         self.txID = txID
         self.sender = sender
         self.kind = kind
         self.timestamp = timestamp
+        self.proof = proof
     }
 }
 
@@ -80,9 +90,52 @@ public struct PendingFetch: Codable, Hashable, Sendable {
 /// title, body and what to store.
 public struct NotificationContentResolver: Sendable {
     public let cipher: KasiaCipher
+    /// Checks Kasia sender proofs (BIP340 Schnorr); nil: proofs are not checked and no sender is
+    /// proven.
+    public let verifier: (any SchnorrVerifier)?
 
-    public init(cipher: KasiaCipher) {
+    /// - Parameters:
+    ///   - cipher: opens Kasia messages.
+    ///   - verifier: checks Kasia sender proofs; nil takes the cipher's curve when it can
+    ///     (`LibSecp256k1` can).
+    public init(cipher: KasiaCipher, verifier: (any SchnorrVerifier)? = nil) {
         self.cipher = cipher
+        self.verifier = verifier ?? (cipher.curve as? any SchnorrVerifier)
+    }
+
+    /// What a Kasia push's sender proof says of its sender.
+    public enum SenderCheck: Hashable, Sendable {
+        /// The transaction was signed by this address's key, over this very transaction.
+        case proven(String)
+        /// No proof, no payload to check it with, or no verifier: the sender is the gateway's word.
+        case unchecked
+        /// The proof does not hold for the sender named.
+        case failed(KaspaTransactionProof.Failure)
+    }
+
+    /// Checks `push`'s sender proof against the sender it names (without one, the address the
+    /// proof's spent coin pays, on the network of `contacts`' addresses, else mainnet).
+    public func checkSender(of push: KasiaPush, contacts: [Contact] = []) -> SenderCheck {
+        guard var proof = push.proof, let verifier else { return .unchecked }
+        if proof.payload.bytes.isEmpty {
+            guard let payload = push.payloadHex.flatMap({ Hex.decode($0) }) else { return .unchecked }
+            proof.payload = HexBytes(payload)
+        }
+        let claimed: KaspaAddress
+        if let sender = push.sender {
+            guard let address = try? KaspaAddress(sender) else { return .failed(.notASchnorrAddress) }
+            claimed = address
+        } else {
+            let prefix = contacts.lazy.compactMap { try? KaspaAddress($0.address) }.first?.prefix ?? .mainnet
+            guard let address = proof.spentAddress(prefix: prefix) else { return .failed(.notASchnorrAddress) }
+            claimed = address
+        }
+        do {
+            try proof.verify(sender: claimed, verifier: verifier)
+            return .proven(claimed.string)
+        } catch {
+            return .failed(error)
+        }
     }
 
     /// Resolves a push. Non-Kasia pushes keep their alert and store nothing: their content is
@@ -110,6 +163,8 @@ public struct NotificationContentResolver: Sendable {
         case .failure(let rejection): return (generic, rejection)
         case .success(let bytes):
             guard let push = try? HeraldPush(json: Data(bytes)) else { return (generic, .malformed) }
+            // Signed by Herald, but a Kasia sender the transaction does not prove is not shown.
+            if case .kasia(let kasia) = push, case .failed = checkSender(of: kasia, contacts: contacts) { return (generic, .senderNotProven) }
             return (resolve(push, contacts: contacts, privateKey: privateKey), nil)
         }
     }
@@ -117,28 +172,42 @@ public struct NotificationContentResolver: Sendable {
     /// Resolves a Kasia push: the contact's name (or the short address), the decrypted text
     /// when the inline payload opens with `privateKey`, else a pending-fetch entry. A push without
     /// a sender (`privacy: minimal`) is matched to a contact by its message's alias; failing that,
-    /// the record's sender is empty and the app learns it from the fetched transaction.
+    /// the record's sender is empty and the app learns it from the fetched transaction. A push
+    /// with a sender proof names the sender only when the proof holds (`checkSender`); one whose
+    /// proof fails names nobody.
     public func resolve(_ push: KasiaPush, contacts: [Contact], privateKey: KasiaPrivateKey?) -> NotificationOutcome {
-        let contact =
-            if let sender = push.sender { contacts.first { $0.address == sender } } else { Self.contact(byAliasOf: push, in: contacts) }
-        let sender = push.sender ?? contact?.address
+        let check = checkSender(of: push, contacts: contacts)
+        let claimed: String? =
+            switch check {
+            case .proven(let address): address
+            case .unchecked: push.sender
+            case .failed: nil
+            }
+        let contact: Contact? =
+            if case .failed = check { nil }
+            else if let claimed { contacts.first { $0.address == claimed } }
+            else { Self.contact(byAliasOf: push, in: contacts) }
+        let sender = claimed ?? contact?.address
         let name = contact?.name ?? sender.map(KasiaText.shortAddress) ?? "Someone"
         let plaintext = open(push, privateKey: privateKey)
         let record: SharedRecord =
             if let plaintext {
                 .message(StoredMessage(txID: push.txID, sender: sender ?? "", kind: push.kind.rawValue, plaintext: plaintext, timestamp: push.timestamp))
             } else {
-                .pendingFetch(PendingFetch(txID: push.txID, sender: sender ?? "", kind: push.kind.rawValue, timestamp: push.timestamp))
+                .pendingFetch(PendingFetch(txID: push.txID, sender: sender ?? "", kind: push.kind.rawValue, timestamp: push.timestamp, proof: push.proof))
             }
+        var outcome: NotificationOutcome
         switch push.kind {
         case .handshake:
-            return NotificationOutcome(title: "New Contact Request", body: "From \(name)", record: record)
+            outcome = NotificationOutcome(title: "New Contact Request", body: "From \(name)", record: record)
         case .payment:
             let body = push.amount.map { "\(KasiaText.kas(sompi: $0)) KAS from \(name)" } ?? "Payment from \(name)"
-            return NotificationOutcome(title: "Payment Received", body: body, record: record)
+            outcome = NotificationOutcome(title: "Payment Received", body: body, record: record)
         case .contextualMessage:
-            return NotificationOutcome(title: name, body: plaintext.map(Self.messageBody) ?? "New message", record: record)
+            outcome = NotificationOutcome(title: name, body: plaintext.map(Self.messageBody) ?? "New message", record: record)
         }
+        if case .proven = check { outcome.senderProven = true }
+        return outcome
     }
 
     /// The contact whose conversation uses the alias of the push's inline message.

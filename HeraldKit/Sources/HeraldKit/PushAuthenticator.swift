@@ -99,6 +99,9 @@ public enum PushRejection: String, Error, Hashable, Sendable, CaseIterable {
     case stale
     /// Issued further ahead than the allowed skew.
     case fromTheFuture
+    /// A Kasia push whose sender proof does not hold: the transaction was not signed by the
+    /// sender the push names (`KaspaTransactionProof`).
+    case senderNotProven
 
     init(_ error: SignedPushError) {
         self = switch error {
