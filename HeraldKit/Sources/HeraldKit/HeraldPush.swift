@@ -37,9 +37,9 @@ public enum HeraldPush: Hashable, Sendable {
         guard let object = try? JSONSerialization.jsonObject(with: json), let dictionary = object as? [String: Any] else {
             throw .notAJSONObject
         }
-        self.init(dictionary: dictionary)
+        self.init(dictionary: dictionary, decodingProof: false)
         // A proof's numbers are read exactly from the bytes (JSONSerialization's may pass through doubles).
-        if case .kasia(var push) = self, push.proof != nil {
+        if case .kasia(var push) = self, (dictionary["kasia"] as? [String: Any])?["proof"] != nil {
             push.proof = (try? JSONDecoder().decode(ProofCarrier.self, from: json))?.kasia.proof
             self = .kasia(push)
         }
@@ -78,9 +78,9 @@ public enum HeraldPush: Hashable, Sendable {
     /// Fields the templates send as JSON booleans (numbers are read from strings anyway).
     static let fcmBooleanKeys: Set<String> = ["encrypted", "has_attachment"]
 
-    init(dictionary d: [String: Any]) {
+    init(dictionary d: [String: Any], decodingProof: Bool = true) {
         let alert = Self.alert(d["aps"])
-        if let kasia = d["kasia"] as? [String: Any], let push = KasiaPush(kasia, alert: alert) {
+        if let kasia = d["kasia"] as? [String: Any], let push = KasiaPush(kasia, alert: alert, decodingProof: decodingProof) {
             self = .kasia(push)
         } else if let hash = d["c"] as? String {
             self = .conversation(ConversationPush(conversationHash: hash))
@@ -145,7 +145,7 @@ public struct KasiaPush: Hashable, Sendable {
         self.proof = proof
     }
 
-    init?(_ d: [String: Any], alert: HeraldPush.Alert?) {
+    init?(_ d: [String: Any], alert: HeraldPush.Alert?, decodingProof: Bool = true) {
         guard let type = d["type"] as? String, let kind = Kind(rawValue: type),
             let txID = d["txId"] as? String
         else { return nil }
@@ -153,7 +153,7 @@ public struct KasiaPush: Hashable, Sendable {
             kind: kind, txID: txID, sender: d["sender"] as? String, payloadHex: d["payload"] as? String,
             timestamp: JSONNumber.int64(d["timestamp"]) ?? 0, daaScore: JSONNumber.uint64(d["daaScore"]) ?? 0,
             amount: JSONNumber.uint64(d["amount"]), alert: alert,
-            proof: (d["proof"] as? [String: Any]).flatMap { try? JSONSerialization.data(withJSONObject: $0) }
+            proof: !decodingProof ? nil : (d["proof"] as? [String: Any]).flatMap { try? JSONSerialization.data(withJSONObject: $0) }
                 .flatMap { try? JSONDecoder().decode(KaspaTransactionProof.self, from: $0) })
     }
 }
