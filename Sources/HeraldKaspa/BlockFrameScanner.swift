@@ -65,19 +65,15 @@ enum BlockFrameScanner {
         var id: String?
         var blockHash: String?
         var blockTime: UInt64?
-        var version: UInt64?
-        var lockTime: UInt64?
-        var gas: UInt64?
-        var subnetworkId: String?
+        // Signed fields a sender proof needs, read only for a Kasia transaction (found by its
+        // payload, which may come after them): their ranges, not their values.
+        var versionRange, lockTimeRange, gasRange, subnetworkRange: Range<Int>?
         let ok = inner.object { key, inner in
             switch key {
-            // Signed fields a sender proof needs (Kasia transactions only): any other value leaves them nil.
-            case "version": return inner.optionalUnsigned(into: &version)
-            case "lockTime": return inner.optionalUnsigned(into: &lockTime)
-            case "gas": return inner.optionalUnsigned(into: &gas)
-            case "subnetworkId":
-                guard !inner.isNull else { return inner.skipValue() }
-                return inner.string(into: &subnetworkId)
+            case "version": versionRange = inner.valueRange(); return versionRange != nil
+            case "lockTime": lockTimeRange = inner.valueRange(); return lockTimeRange != nil
+            case "gas": gasRange = inner.valueRange(); return gasRange != nil
+            case "subnetworkId": subnetworkRange = inner.valueRange(); return subnetworkRange != nil
             case "payload":
                 payloadRange = inner.stringRange()
                 return payloadRange != nil
@@ -181,10 +177,21 @@ enum BlockFrameScanner {
         }
         guard inputsOK, outputsOK else { return nil }
         var transaction = RpcTransaction(inputs: inputs, outputs: outputs, payload: payload, verboseData: verboseData)
-        transaction.version = version.flatMap(UInt16.init(exactly:))
-        transaction.lockTime = lockTime
-        transaction.gas = gas
-        transaction.subnetworkId = subnetworkId
+        // Any other value than the node's (a number, a hex string) leaves the field nil: no proof, still the event.
+        func number(_ range: Range<Int>?) -> UInt64? {
+            guard let range else { return nil }
+            var field = JSONBytes(reader.base, range: range)
+            var value: UInt64?
+            return field.unsigned(into: &value) ? value : nil
+        }
+        transaction.version = number(versionRange).flatMap(UInt16.init(exactly:))
+        transaction.lockTime = number(lockTimeRange)
+        transaction.gas = number(gasRange)
+        if let range = subnetworkRange {
+            var field = JSONBytes(reader.base, range: range)
+            var text: String?
+            if !field.isNull, field.string(into: &text) { transaction.subnetworkId = text }
+        }
         return transaction
     }
 

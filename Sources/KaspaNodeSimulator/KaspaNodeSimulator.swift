@@ -8,8 +8,9 @@ import Synchronization
 
 /// A Kaspa node look-alike for tests: wRPC JSON over WebSocket with the node's frames
 /// — `subscribe` (BlockAdded, VirtualChainChanged), `getBlock`, `getBlockDagInfo`,
-/// `getVirtualChainFromBlock` (in batches, as the node answers it), `getUtxoReturnAddress`,
-/// `getServerInfo` — fed with transactions
+/// `getVirtualChainFromBlock` (in batches, as the node answers it), `getVirtualChainFromBlockV2`
+/// (its accepted transactions at full verbosity: each input with the UTXO entry it spends, when
+/// the simulator made that output), `getUtxoReturnAddress`, `getServerInfo` — fed with transactions
 /// in the node's RPC JSON. Blocks carry the node's full header, so the official SDK decodes them.
 ///
 /// Its DAG is simple: each `produce` makes one chain block (and optional parallel blocks) whose
@@ -27,6 +28,10 @@ public final class KaspaNodeSimulator: Sendable {
         var headers: [String: String] = [:]  // hash -> block JSON without transactions
         var chain: [String] = []
         var accepted: [String: [String]] = [:]  // chain block -> txids
+        var transactions: [String: Made] = [:]  // txid -> the transaction as produced, and its block's DAA score
+        var headerFields: [String: String] = [:]  // chain block -> a V2 answer's chainBlockHeader JSON
+        /// Whether it answers `getVirtualChainFromBlockV2` (nodes before it answer an error).
+        var answersV2 = true
         var daaScore: UInt64 = 100_000_000
         var sequence: UInt64 = 0
         var returnAddresses: [String: String] = [:]  // txid -> sender
@@ -43,6 +48,12 @@ public final class KaspaNodeSimulator: Sendable {
         var pruningPoint = String(repeating: "0", count: 64)
     }
 
+    /// A transaction as `produce` was given it (read only, so shared as it is) and its block's DAA score.
+    struct Made: @unchecked Sendable {
+        let json: [String: Any]
+        let daaScore: UInt64
+    }
+
     private let state = Mutex(State())
     private let running = Mutex<Task<Void, any Error>?>(nil)
     /// The port it listens on, once started.
@@ -55,6 +66,8 @@ public final class KaspaNodeSimulator: Sendable {
     /// How many chain blocks one `getVirtualChainFromBlock` answer carries at most (a real node:
     /// ten times its merge-set limit, 1,800 on mainnet); the rest is asked for again.
     public func setChainBatch(_ blocks: Int) { state.withLock { $0.chainBatch = max(1, blocks) } }
+    /// Answers `getVirtualChainFromBlockV2`, or refuses it as a node before it does.
+    public func setAnswersV2(_ answers: Bool) { state.withLock { $0.answersV2 = answers } }
 
     /// Forgets every chain block but the newest `count` (and the blocks they merged), as a node
     /// does below its pruning point; the oldest kept becomes the pruning point.
@@ -196,7 +209,11 @@ public final class KaspaNodeSimulator: Sendable {
             verbose["blockHash"] = hash
             verbose["blockTime"] = time
             tx["verboseData"] = verbose
-            if let id = verbose["transactionId"] as? String { ids.append(id) }
+            if let id = verbose["transactionId"] as? String {
+                ids.append(id)
+                // Kept as given (a block makes hundreds): V2 answers read them when asked.
+                s.transactions[id] = Made(json: tx, daaScore: s.daaScore)
+            }
             return tx
         }
         let parent = s.chain.last ?? String(repeating: "0", count: 64)
@@ -214,6 +231,8 @@ public final class KaspaNodeSimulator: Sendable {
         let full = Self.json(["header": header, "transactions": rehomed, "verboseData": verbose])
         s.blocks[hash] = full
         s.headers[hash] = Self.json(["header": header, "transactions": [[String: Any]](), "verboseData": verbose])
+        // A V2 answer's header is `RpcOptionalHeader`, whose parents are compressed: its plain fields only.
+        s.headerFields[hash] = Self.json(["hash": hash, "timestamp": time, "daaScore": s.daaScore, "blueScore": s.daaScore])
         return (hash, ids, full)
     }
 
@@ -318,6 +337,41 @@ public final class KaspaNodeSimulator: Sendable {
                 }
                 let added = Array(s.chain[(index + 1)...].prefix(s.chainBatch))
                 return reply(Self.chainChange(removed: [], added: added, accepted: added.map { ($0, s.accepted[$0] ?? []) }))
+            case "getVirtualChainFromBlockV2":
+                guard s.answersV2 else { return error("method not supported by this node: \(request.method)") }
+                guard let start = params["startHash"] as? String, let index = s.chain.firstIndex(of: start) else {
+                    return error("start hash is not a chain block")
+                }
+                let added = Array(s.chain[(index + 1)...].prefix(s.chainBatch))
+                // The UTXO entry of an output the simulator made, as a V2 input's verbose data carries it.
+                func entry(_ outpoint: [String: Any]) -> [String: Any]? {
+                    guard let txid = outpoint["transactionId"] as? String, let index = outpoint["index"] as? Int, let made = s.transactions[txid],
+                        let outputs = made.json["outputs"] as? [[String: Any]], outputs.indices.contains(index)
+                    else { return nil }
+                    let output = outputs[index]
+                    var entry: [String: Any] = [
+                        "amount": output["value"] ?? 0, "scriptPublicKey": output["scriptPublicKey"] ?? "", "blockDaaScore": made.daaScore,
+                        "isCoinbase": false,
+                    ]
+                    if let verbose = output["verboseData"] { entry["verboseData"] = verbose }
+                    return entry
+                }
+                let blocks: [[String: Any]] = added.map { hash in
+                    let transactions: [[String: Any]] = (s.accepted[hash] ?? []).compactMap { txid in
+                        guard var tx = s.transactions[txid]?.json else { return nil }
+                        tx["inputs"] = (tx["inputs"] as? [[String: Any]] ?? []).map { input in
+                            var input = input
+                            input["verboseData"] = entry(input["previousOutpoint"] as? [String: Any] ?? [:]).map { ["utxoEntry": $0] as [String: Any] } ?? NSNull()
+                            return input
+                        }
+                        return tx
+                    }
+                    let header = s.headerFields[hash].flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) } ?? ["hash": hash]
+                    return ["chainBlockHeader": header, "acceptedTransactions": transactions]
+                }
+                return reply(Self.json([
+                    "removedChainBlockHashes": [String](), "addedChainBlockHashes": added, "chainBlockAcceptedTransactions": blocks,
+                ]))
             case "getUtxoReturnAddress":
                 guard let txid = params["txid"] as? String, let address = s.returnAddresses[txid] else { return error("TransactionNotFound") }
                 return reply(Self.json(["returnAddress": address]))

@@ -13,6 +13,8 @@ import KasiaProtocol
 /// The SDK-made transactions as raw node JSON (what the simulator serves).
 struct RawFixtures {
     let cases: [String: [String: Any]]
+    /// The plain transfer that paid every coin the cases spend.
+    let funding: [String: Any]
     let bulk: [[String: Any]]
     let alice: String
     let bob: String
@@ -23,7 +25,9 @@ struct RawFixtures {
         var cases: [String: [String: Any]] = [:]
         for c in object["cases"] as! [[String: Any]] { cases[c["name"] as! String] = c["tx"] as? [String: Any] }
         let addresses = object["addresses"] as! [String: String]
-        return RawFixtures(cases: cases, bulk: object["bulk_messages"] as! [[String: Any]], alice: addresses["alice"]!, bob: addresses["bob"]!)
+        return RawFixtures(
+            cases: cases, funding: object["funding"] as! [String: Any], bulk: object["bulk_messages"] as! [[String: Any]], alice: addresses["alice"]!,
+            bob: addresses["bob"]!)
     }
 
     static func txid(_ tx: [String: Any]) -> String { (tx["verboseData"] as! [String: Any])["transactionId"] as! String }

@@ -10,7 +10,9 @@ import Testing
     func sdkDecodesTheSimulator() async throws {
         let fixtures = try RawFixtures.load()
         let node = try await KaspaNodeSimulator.start()
-        await node.produce([])  // a chain block before the one the SDK sees: its selected parent
+        // A chain block before the one the SDK sees (its selected parent), carrying the transfer
+        // that paid the coin the message spends.
+        await node.produce([fixtures.funding])
         let message = fixtures.cases["contextual_message"]!
         let txid = RawFixtures.txid(message)
 
@@ -44,7 +46,9 @@ import Testing
         let block = await node.produce([message], senders: [txid: fixtures.alice])
         text += String(decoding: try await offPool { output.readDataToEndOfFile() }, as: UTF8.self)
         process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        if process.terminationStatus != 0 {
+            Issue.record("the SDK client failed: \(String(decoding: try await offPool { errorOutput.readDataToEndOfFile() }, as: UTF8.self))")
+        }
         let line = try #require(text.split(separator: "\n").last)
         let result = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
 
@@ -63,8 +67,16 @@ import Testing
         #expect(result["dag_pruning_point"] as? String == String(repeating: "0", count: 64))
         #expect(result["dag_network"] as? String == "mainnet")
         #expect(result["virtual_chain_added"] as? [String] == [block])
+        // V2: the accepted transaction with the coin its input spends, as the SDK decodes it.
+        let funding = (fixtures.funding["outputs"] as! [[String: Any]])[Int(((message["inputs"] as! [[String: Any]])[0]["previousOutpoint"] as! [String: Any])["index"] as! Int)]
+        #expect(result["v2_added"] as? [String] == [block])
+        #expect(result["v2_txids"] as? [String] == [txid])
+        #expect((result["v2_spent_amount"] as? NSNumber)?.uint64Value == (funding["value"] as? NSNumber)?.uint64Value)
+        #expect("\(result["v2_spent_script"] ?? "")".contains(String((funding["scriptPublicKey"] as! String).dropFirst(4))))
+        #expect(result["v2_spent_address"] as? String == fixtures.alice)
         #expect(Set(node.requests) == [
             "subscribe", "getServerInfo", "getBlock", "getUtxoReturnAddress", "getBlockDagInfo", "getVirtualChainFromBlock",
+            "getVirtualChainFromBlockV2",
         ])
         await node.shutdown()
     }

@@ -2,7 +2,8 @@
 """The official Kaspa Python SDK (PyPI `kaspa`) as a client of Herald's node simulator:
 connects with JSON encoding, subscribes to BlockAdded and VirtualChainChanged, prints
 "subscribed", waits for both notifications (60 s at most: a loaded CI machine is slow), calls getBlock,
-getUtxoReturnAddress, getBlockDagInfo and getVirtualChainFromBlock, and prints one JSON line of what it decoded.
+getUtxoReturnAddress, getBlockDagInfo, getVirtualChainFromBlock and getVirtualChainFromBlockV2, and prints one JSON
+line of what it decoded.
 
     python3 sdk_client.py ws://127.0.0.1:PORT TXID
 """
@@ -47,6 +48,9 @@ async def main(url: str, txid: str) -> None:
     dag = await client.get_block_dag_info()
     parent = fetched["block"]["verboseData"]["selectedParentHash"] if fetched else None
     virtual_chain = await client.get_virtual_chain_from_block({"startHash": parent, "includeAcceptedTransactionIds": True}) if parent else None
+    v2 = await client.get_virtual_chain_from_block_v2({"startHash": parent}) if parent else None
+    v2_accepted = [t for b in (v2 or {}).get("chainBlockAcceptedTransactions", []) for t in b.get("acceptedTransactions", [])]
+    v2_entry = ((v2_accepted[0]["inputs"][0].get("verboseData") or {}).get("utxoEntry") or {}) if v2_accepted else {}
     await client.disconnect()
     print(json.dumps({
         "sdk": getattr(kaspa, "__version__", "?"),
@@ -62,6 +66,11 @@ async def main(url: str, txid: str) -> None:
         "dag_pruning_point": dag.get("pruningPointHash"),
         "dag_network": str(dag.get("network")),
         "virtual_chain_added": virtual_chain.get("addedChainBlockHashes") if virtual_chain else None,
+        "v2_added": v2.get("addedChainBlockHashes") if v2 else None,
+        "v2_txids": [(t.get("verboseData") or {}).get("transactionId") for t in v2_accepted],
+        "v2_spent_amount": v2_entry.get("amount"),
+        "v2_spent_script": v2_entry.get("scriptPublicKey"),
+        "v2_spent_address": (v2_entry.get("verboseData") or {}).get("scriptPublicKeyAddress"),
         "return_address": returned.get("returnAddress") if isinstance(returned, dict) else str(returned),
     }, default=str), flush=True)
 
