@@ -19,7 +19,9 @@ struct PostgresOutageTests {
         static func start() async throws -> Server {
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-pg-outage-\(UUID())")
             let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            let port = 40_000 + Int.random(in: 0..<20_000)
+            // Below Linux's ephemeral range (32768–60999): while the server is away, another test's
+            // outgoing connection could take a port in it, and the restart could not bind it again.
+            let port = 20_000 + Int.random(in: 0..<12_000)
             let output = try await runProcessOffPool(
                 root.appendingPathComponent(".ci/postgres-start"), [directory.appendingPathComponent("pg").path, "\(port)"])
             guard output.status == 0 else { throw CLIError("postgres-start: \(String(decoding: output.stderr, as: UTF8.self))") }
