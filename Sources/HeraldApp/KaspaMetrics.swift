@@ -14,6 +14,7 @@ extension HeraldMetrics {
         kaspa("herald_kaspa_unattributed_messages", Double(stats.unattributedMessages))
         kaspa("herald_kaspa_gaps_total", Double(stats.gaps))
         kaspa("herald_kaspa_skipped_blocks_total", Double(stats.skippedBlocks))
+        kaspa("herald_kaspa_coin_lookups_total", Double(stats.coinLookups))
         kaspa("herald_kaspa_reconnects", Double(stats.reconnects))
     }
 }

@@ -23,6 +23,13 @@ public struct KaspaSourceStats: Sendable, Hashable {
     public var eventsCommitted = 0
     /// Kasia messages whose sender (the owner of input 0's coin) nobody could name: not pushed.
     public var unattributedMessages = 0
+    /// Times the node was asked (`getVirtualChainFromBlockV2`) for the coin a Kasia message
+    /// spends, so its push can carry the sender's proof.
+    public var coinLookups = 0
+    /// Until when the node is not asked for coins (it refused in a row, or the connection failed while asking).
+    var coinLookupsPausedUntil: Date?
+    /// Lookups the node refused (or answered unreadably) in a row.
+    var coinLookupRefusals = 0
     /// Times the node did not know the checkpoint, so a stretch of the chain may have been skipped.
     public var gaps = 0
     /// Blocks the node failed to give however often asked: their messages were not pushed.
@@ -48,7 +55,7 @@ public struct KaspaSourceStats: Sendable, Hashable {
             "transactions_classified": .int(Int64(transactionsClassified)),
             "events_committed": .int(Int64(eventsCommitted)),
             "unattributed_messages": .int(Int64(unattributedMessages)), "gaps": .int(Int64(gaps)),
-            "skipped_blocks": .int(Int64(skippedBlocks)),
+            "skipped_blocks": .int(Int64(skippedBlocks)), "coin_lookups": .int(Int64(coinLookups)),
             "reconnects": .int(Int64(reconnects)), "leader": .bool(leader),
         ]
     }
@@ -85,6 +92,12 @@ public final class KaspaChainSource: Service, Sendable {
         /// The network the node must be on (`mainnet`, `testnet` for any testnet, `testnet-10`, …), checked against its
         /// `getServerInfo` before anything is read; nil follows whatever the node serves.
         public var network: String?
+        /// How long the node is not asked for a coin (`getVirtualChainFromBlockV2`) after it refused
+        /// `coinLookupRefusals` times in a row, or the connection failed while asking: a node
+        /// without the call costs that many requests per pause. One refusal (a selected parent
+        /// just reorged out) does not pause.
+        public var coinLookupPause: Duration = .seconds(600)
+        public var coinLookupRefusals = 3
 
         public init(url: String) {
             self.url = url
@@ -230,7 +243,7 @@ public final class KaspaChainSource: Service, Sendable {
                 memory.remember(block)
                 state.withLock { $0.transactionsSeen += block.transactions.count }
             case .virtualChainChanged(let change):
-                try await process(change, session: session, memory: memory)
+                try await process(change, session: session, memory: memory, live: true)
             }
         }
         throw KaspaRPCError.disconnected
@@ -278,7 +291,9 @@ public final class KaspaChainSource: Service, Sendable {
     }
 
     /// Turns one chain change into events and commits them with the new checkpoint.
-    func process(_ change: VirtualChainChanged, session: KaspaRPCSession, memory: ChainMemory) async throws {
+    /// - Parameter live: the change came as a notification (not from a gap fill): the node may be
+    ///   asked for coins nobody remembered, as the path from there to its sink is short.
+    func process(_ change: VirtualChainChanged, session: KaspaRPCSession, memory: ChainMemory, live: Bool = false) async throws {
         guard let last = change.addedChainBlockHashes.last else { return }
         let oldest = now().addingTimeInterval(-Double(configuration.maximumAge.components.seconds))
         var events: [KasiaEvent] = []
@@ -292,12 +307,32 @@ public final class KaspaChainSource: Service, Sendable {
             for hash in accepting.verboseData.map({ ($0.mergeSetBluesHashes ?? []) + ($0.mergeSetRedsHashes ?? []) }) ?? [] {
                 _ = try await block(hash, session: session, memory: memory)
             }
+            // Kasia transactions whose spent coin nobody remembered (a wallet's first message).
+            var unknownCoins: [(txid: String, transaction: RpcTransaction, time: Int64)] = []
             for txid in Set(acceptance.acceptedTransactionIds) {
                 guard let transaction = memory.kasiaTransaction(txid) else { continue }
                 let time = Int64((transaction.verboseData?.blockTime ?? accepting.header.timestamp) / 1000)
                 guard Date(timeIntervalSince1970: Double(time)) >= oldest else { continue }
-                var result = classifier.classify(
+                let result = classifier.classify(
                     transaction, timestamp: time, daaScore: accepting.header.daaScore, spentOutput: memory.output)
+                switch result {
+                case .event(let event):
+                    events.append(event)
+                    classified += 1
+                case .needsSender:
+                    unknownCoins.append((txid, transaction, time))
+                case .notKasia, .ignored:
+                    break
+                }
+            }
+            guard !unknownCoins.isEmpty else { continue }
+            // The node's coins name the sender and fill the proof; without them, its return address names the sender.
+            let coins = live
+                ? try await spentCoins(of: Set(unknownCoins.map(\.txid)), acceptedBy: accepting, newest: change.addedChainBlockHashes.last, session: session, memory: memory)
+                : [:]
+            for (txid, transaction, time) in unknownCoins {
+                var result = classifier.classify(
+                    transaction, timestamp: time, daaScore: accepting.header.daaScore, spentOutput: { coins[$0] ?? memory.output($0) })
                 if case .needsSender = result {
                     guard let sender = try await returnAddress(txid: txid, daaScore: accepting.header.daaScore, session: session) else {
                         // Neither the outpoint map nor the node knows input 0's owner: the message
@@ -342,6 +377,66 @@ public final class KaspaChainSource: Service, Sendable {
             }
         }
     }
+
+    /// The coins `transactions` spend, asked of the node (`getVirtualChainFromBlockV2` from the
+    /// accepting block's selected parent): empty when the node is behind a pause, the reader is
+    /// behind the node (the answer would carry everything accepted since), or the node refuses.
+    /// The answer stops at the accepting block as far as the node allows (`minConfirmationCount`
+    /// from the newest chain block the change added). Refusals or answers that do not read, a few
+    /// in a row, or one lost connection or timeout pause the asking (`coinLookupPause`); the last
+    /// two still throw.
+    private func spentCoins(
+        of transactions: Set<String>, acceptedBy accepting: RpcBlock, newest: String?, session: KaspaRPCSession, memory: ChainMemory
+    ) async throws -> [RpcOutpoint: RpcUtxoEntry] {
+        guard let parent = accepting.verboseData?.selectedParentHash, session.backlogBytes <= Self.coinLookupBacklog else { return [:] }
+        let asking = state.withLock { s -> Bool in
+            guard s.coinLookupsPausedUntil.map({ now() >= $0 }) ?? true else { return false }
+            s.coinLookupsPausedUntil = nil
+            s.coinLookups += 1
+            return true
+        }
+        guard asking else { return [:] }
+        // The node keeps a head block only when its distance from the sink exceeds the count: the
+        // accepting block is kept, and of those after it only what the node added since the change.
+        var confirmations: UInt64?
+        if let newest, let head = memory.block(newest)?.header.blueScore, let own = accepting.header.blueScore, head > own + 1 {
+            confirmations = head - own - 1
+        }
+        func failed(_ reason: String, pausing: Bool) {
+            let paused = state.withLock { s -> Bool in
+                s.coinLookupRefusals += 1
+                guard pausing || s.coinLookupRefusals >= configuration.coinLookupRefusals else { return false }
+                s.coinLookupRefusals = 0
+                s.coinLookupsPausedUntil = now().addingTimeInterval(Double(configuration.coinLookupPause.components.seconds))
+                return true
+            }
+            guard paused else {
+                logger.info("the node did not give the coins a Kasia message spends", metadata: ["node": "\(reason)"])
+                return
+            }
+            logger.notice("the node did not give the coins Kasia messages spend: their senders' proofs are left out for a while", metadata: [
+                "node": "\(reason)", "pause_seconds": "\(configuration.coinLookupPause.components.seconds)",
+            ])
+        }
+        do {
+            let coins = try await session.spentCoins(acceptedAfter: parent, minConfirmationCount: confirmations, transactions: transactions)
+            state.withLock { $0.coinLookupRefusals = 0 }
+            return coins
+        } catch KaspaRPCError.node(_, let message) {
+            failed(message, pausing: false)
+            return [:]
+        } catch KaspaRPCError.invalidResponse(_, let detail) {
+            failed(detail, pausing: false)
+            return [:]
+        } catch {
+            failed("\(error)", pausing: true)
+            throw error
+        }
+    }
+
+    /// How far behind the node (in notification bytes waiting) the source may be and still ask it
+    /// for coins: an answer carries everything the chain accepted from the accepting block on.
+    static let coinLookupBacklog = 1 << 20
 
     /// The owner of input 0's coin, by the node's `getUtxoReturnAddress`; nil when the node does
     /// not know it (an error answer, or something that is not a Kaspa address). A lost connection

@@ -116,6 +116,8 @@ public final class KaspaRPCSession: Sendable {
         }
     }
     public static let maximumBufferedNotifications = 1_024
+    /// Frame bytes of the notifications waiting to be taken: how far behind the node the reader is.
+    public var backlogBytes: Int { state.withLock { $0.bufferedBytes } }
     public static let maximumBufferedBytes = 64 << 20
 
     private let callTimeout: Duration
@@ -208,6 +210,24 @@ public final class KaspaRPCSession: Sendable {
             as: VirtualChainChanged.self)
     }
 
+    /// The coins (UTXO entries) the inputs of `transactions` spend, by outpoint, from the node's
+    /// `getVirtualChainFromBlockV2` answer from `startHash` (a chain block): its accepted
+    /// transactions carry, at the node's default full verbosity, each input's UTXO entry. The
+    /// answer is read by `SpentCoinsScanner`: only the transactions asked about are decoded.
+    /// - Parameter minConfirmationCount: the node leaves out chain blocks at the head with fewer
+    ///   confirmations than this (blue score below its sink), so the answer stops near the block
+    ///   asked about; nil for the whole path to the sink.
+    public func spentCoins(
+        acceptedAfter startHash: String, minConfirmationCount: UInt64? = nil, transactions: Set<String>
+    ) async throws -> [RpcOutpoint: RpcUtxoEntry] {
+        let method = "getVirtualChainFromBlockV2"
+        let data = try await call(method, params: GetVirtualChainV2(startHash: startHash, minConfirmationCount: minConfirmationCount))
+        guard let coins = SpentCoinsScanner.coins(in: data, spentBy: transactions) else {
+            throw KaspaRPCError.invalidResponse(method: method, detail: "not a virtual chain answer")
+        }
+        return coins
+    }
+
     public func getUtxoReturnAddress(txid: String, acceptingBlockDaaScore: UInt64) async throws -> String {
         struct Answer: Decodable { var returnAddress: String }
         return try await call(
@@ -254,6 +274,20 @@ public final class KaspaRPCSession: Sendable {
             try c.encode(includeAcceptedTransactionIds, forKey: .includeAcceptedTransactionIds)
             try c.encodeNil(forKey: .minConfirmationCount)
             try c.encode(startHash, forKey: .startHash)
+        }
+    }
+
+    /// V2's request; `dataVerbosityLevel` is left out (the node's default, full, gives inputs' UTXO entries).
+    private struct GetVirtualChainV2: Encodable, Sendable {
+        var startHash: String
+        var minConfirmationCount: UInt64?
+
+        enum CodingKeys: String, CodingKey { case startHash, minConfirmationCount }
+
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(startHash, forKey: .startHash)
+            try c.encode(minConfirmationCount, forKey: .minConfirmationCount)
         }
     }
 
@@ -309,11 +343,38 @@ public enum KaspaFrame: Sendable {
     case answer(id: UInt64, method: String, error: String?)
     case notification(KaspaNotification)
 
-    private struct Envelope: Decodable {
+    /// A frame's `id`, `method` and `error`, read from its bytes: its `params` (a block, or a V2
+    /// answer of every transaction a stretch of the chain accepted) are skipped, not parsed.
+    private struct Envelope {
         struct RPCError: Decodable { var message: String? }
         var id: UInt64?
         var method: String?
-        var error: RPCError?
+        /// The node's message; "error" for an error without one.
+        var error: String?
+
+        init?(_ data: Data) {
+            var (id, method, error): (UInt64?, String?, String?) = (nil, nil, nil)
+            let ok = data.withUnsafeBytes { raw -> Bool in
+                var reader = JSONBytes(raw)
+                return reader.object { key, reader in
+                    guard !reader.isNull else { return reader.skipValue() }
+                    switch key {
+                    case "id": return reader.unsigned(into: &id)
+                    case "method": return reader.string(into: &method)
+                    case "error":
+                        // An object with a message (what nodes send), or a bare string; small, so decoded.
+                        guard let range = reader.valueRange() else { return false }
+                        let bytes = data[range]
+                        error = (try? JSONDecoder().decode(RPCError.self, from: bytes)).map { $0.message ?? "error" }
+                            ?? (try? JSONDecoder().decode(String.self, from: bytes)) ?? "error"
+                        return true
+                    default: return reader.skipValue()
+                    }
+                }
+            }
+            guard ok else { return nil }
+            (self.id, self.method, self.error) = (id, method, error)
+        }
     }
 
     private struct BlockAddedFrame: Decodable {
@@ -333,9 +394,9 @@ public enum KaspaFrame: Sendable {
     /// are read by `BlockFrameScanner`, which decodes only their Kasia transactions.
     public static func decode(_ data: Data) -> KaspaFrame? {
         if let block = BlockFrameScanner.block(from: data) { return .notification(.blockAdded(block)) }
+        guard let envelope = Envelope(data) else { return nil }
+        if let id = envelope.id { return .answer(id: id, method: envelope.method ?? "", error: envelope.error) }
         let decoder = JSONDecoder()
-        guard let envelope = try? decoder.decode(Envelope.self, from: data) else { return nil }
-        if let id = envelope.id { return .answer(id: id, method: envelope.method ?? "", error: envelope.error.map { $0.message ?? "error" }) }
         switch envelope.method {
         case "blockAddedNotification":
             return (try? decoder.decode(BlockAddedFrame.self, from: data)).map { .notification(.blockAdded($0.params.BlockAdded.block)) }

@@ -30,6 +30,7 @@ public final class KaspaNodeSimulator: Sendable {
         var accepted: [String: [String]] = [:]  // chain block -> txids
         var transactions: [String: Made] = [:]  // txid -> the transaction as produced, and its block's DAA score
         var headerFields: [String: String] = [:]  // chain block -> a V2 answer's chainBlockHeader JSON
+        var blueScores: [String: UInt64] = [:]  // block -> its blue score (here its DAA score)
         /// Whether it answers `getVirtualChainFromBlockV2` (nodes before it answer an error).
         var answersV2 = true
         var daaScore: UInt64 = 100_000_000
@@ -51,6 +52,8 @@ public final class KaspaNodeSimulator: Sendable {
     /// A transaction as `produce` was given it (read only, so shared as it is) and its block's DAA score.
     struct Made: @unchecked Sendable {
         let json: [String: Any]
+        /// `json` as the block's JSON has it: a V2 answer reuses it for a transaction spending no coin it made.
+        let text: String
         let daaScore: UInt64
     }
 
@@ -203,18 +206,20 @@ public final class KaspaNodeSimulator: Sendable {
         let time = blockTime.withLock { $0 }
         let hash = Self.hash(s.sequence)
         var ids: [String] = []
-        let rehomed: [[String: Any]] = transactions.map { tx in
+        // Each transaction written once: the block's JSON is made of these texts.
+        let texts: [String] = transactions.map { tx in
             var tx = tx
             var verbose = tx["verboseData"] as? [String: Any] ?? [:]
             verbose["blockHash"] = hash
             verbose["blockTime"] = time
             tx["verboseData"] = verbose
+            let text = Self.json(tx)
             if let id = verbose["transactionId"] as? String {
                 ids.append(id)
                 // Kept as given (a block makes hundreds): V2 answers read them when asked.
-                s.transactions[id] = Made(json: tx, daaScore: s.daaScore)
+                s.transactions[id] = Made(json: tx, text: text, daaScore: s.daaScore)
             }
-            return tx
+            return text
         }
         let parent = s.chain.last ?? String(repeating: "0", count: 64)
         let header: [String: Any] = [
@@ -228,11 +233,13 @@ public final class KaspaNodeSimulator: Sendable {
             "blueScore": s.daaScore, "childrenHashes": [String](), "mergeSetBluesHashes": [hash] + mergeSet,
             "mergeSetRedsHashes": [String](), "isChainBlock": chain,
         ]
-        let full = Self.json(["header": header, "transactions": rehomed, "verboseData": verbose])
+        // The keys in order, as `json` sorts them.
+        let full = #"{"header":\#(Self.json(header)),"transactions":[\#(texts.joined(separator: ","))],"verboseData":\#(Self.json(verbose))}"#
         s.blocks[hash] = full
         s.headers[hash] = Self.json(["header": header, "transactions": [[String: Any]](), "verboseData": verbose])
         // A V2 answer's header is `RpcOptionalHeader`, whose parents are compressed: its plain fields only.
         s.headerFields[hash] = Self.json(["hash": hash, "timestamp": time, "daaScore": s.daaScore, "blueScore": s.daaScore])
+        s.blueScores[hash] = s.daaScore
         return (hash, ids, full)
     }
 
@@ -257,7 +264,7 @@ public final class KaspaNodeSimulator: Sendable {
     }
 
     static func json(_ object: Any) -> String {
-        String(decoding: (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8), as: UTF8.self)
+        String(decoding: (try? JSONSerialization.data(withJSONObject: object, options: [])) ?? Data("{}".utf8), as: UTF8.self)
     }
 
     private func broadcast(_ frames: [String]) async {
@@ -342,7 +349,13 @@ public final class KaspaNodeSimulator: Sendable {
                 guard let start = params["startHash"] as? String, let index = s.chain.firstIndex(of: start) else {
                     return error("start hash is not a chain block")
                 }
-                let added = Array(s.chain[(index + 1)...].prefix(s.chainBatch))
+                var added = Array(s.chain[(index + 1)...].prefix(s.chainBatch))
+                // As rusty-kaspa: a positive minConfirmationCount strips the head while its distance
+                // from the sink (in blue score) is not more than the count.
+                if let count = (params["minConfirmationCount"] as? NSNumber)?.uint64Value, count > 0 {
+                    let sink = s.chain.last.flatMap { s.blueScores[$0] } ?? 0
+                    while let head = added.last, sink - min(sink, s.blueScores[head] ?? 0) <= count { added.removeLast() }
+                }
                 // The UTXO entry of an output the simulator made, as a V2 input's verbose data carries it.
                 func entry(_ outpoint: [String: Any]) -> [String: Any]? {
                     guard let txid = outpoint["transactionId"] as? String, let index = outpoint["index"] as? Int, let made = s.transactions[txid],
@@ -356,22 +369,27 @@ public final class KaspaNodeSimulator: Sendable {
                     if let verbose = output["verboseData"] { entry["verboseData"] = verbose }
                     return entry
                 }
-                let blocks: [[String: Any]] = added.map { hash in
-                    let transactions: [[String: Any]] = (s.accepted[hash] ?? []).compactMap { txid in
-                        guard var tx = s.transactions[txid]?.json else { return nil }
-                        tx["inputs"] = (tx["inputs"] as? [[String: Any]] ?? []).map { input in
+                // Written from the kept texts (a block's worth of JSON per chain block): a transaction
+                // is written again only when an input spends a coin the simulator made.
+                let blocks: [String] = added.map { hash in
+                    let transactions: [String] = (s.accepted[hash] ?? []).compactMap { txid in
+                        guard let made = s.transactions[txid] else { return nil }
+                        let inputs = made.json["inputs"] as? [[String: Any]] ?? []
+                        let entries = inputs.map { entry($0["previousOutpoint"] as? [String: Any] ?? [:]) }
+                        guard entries.contains(where: { $0 != nil }) else { return made.text }
+                        var tx = made.json
+                        tx["inputs"] = zip(inputs, entries).map { input, entry in
                             var input = input
-                            input["verboseData"] = entry(input["previousOutpoint"] as? [String: Any] ?? [:]).map { ["utxoEntry": $0] as [String: Any] } ?? NSNull()
+                            input["verboseData"] = entry.map { ["utxoEntry": $0] as [String: Any] } ?? NSNull()
                             return input
                         }
-                        return tx
+                        return Self.json(tx)
                     }
-                    let header = s.headerFields[hash].flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) } ?? ["hash": hash]
-                    return ["chainBlockHeader": header, "acceptedTransactions": transactions]
+                    let header = s.headerFields[hash] ?? Self.json(["hash": hash])
+                    return #"{"acceptedTransactions":[\#(transactions.joined(separator: ","))],"chainBlockHeader":\#(header)}"#
                 }
-                return reply(Self.json([
-                    "removedChainBlockHashes": [String](), "addedChainBlockHashes": added, "chainBlockAcceptedTransactions": blocks,
-                ]))
+                return reply(
+                    #"{"addedChainBlockHashes":\#(Self.json(added)),"chainBlockAcceptedTransactions":[\#(blocks.joined(separator: ","))],"removedChainBlockHashes":[]}"#)
             case "getUtxoReturnAddress":
                 guard let txid = params["txid"] as? String, let address = s.returnAddresses[txid] else { return error("TransactionNotFound") }
                 return reply(Self.json(["returnAddress": address]))

@@ -1,6 +1,6 @@
 import Foundation
 import HeraldCore
-import HeraldKaspa
+@testable import HeraldKaspa
 import HeraldKit
 import Testing
 
@@ -151,5 +151,50 @@ struct SDKFixtures: Decodable {
             // Inputs and outputs are read for every Kasia transaction: all but the plain transfer.
             #expect(scanned.transactions.filter { !$0.outputs.isEmpty }.count == transactions.count - 1)
         }
+    }
+
+    /// A V2 answer is read for the coins of the transactions asked about: the others are skipped
+    /// unread, however they are shaped; a frame of another call is no answer.
+    @Test func theCoinScannerDecodesOnlyTheTransactionsAskedAbout() throws {
+        let coin: [String: Any] = ["amount": 500_000_000_000, "scriptPublicKey": "0000" + String(repeating: "ab", count: 34),
+            "blockDaaScore": 1, "isCoinbase": false, "verboseData": ["scriptPublicKeyType": "pubkey", "scriptPublicKeyAddress": "kaspa:qalice"]]
+        let asked: [String: Any] = [
+            "inputs": [["previousOutpoint": ["transactionId": "f0", "index": 1], "signatureScript": "41\\\"", "verboseData": ["utxoEntry": coin]]],
+            "outputs": [], "payload": "", "verboseData": ["transactionId": "t1"],
+        ]
+        // Not asked about: not even well formed inside.
+        let other: [String: Any] = ["verboseData": ["transactionId": "t2"], "inputs": "not a list"]
+        for options: JSONSerialization.WritingOptions in [[], [.prettyPrinted], [.sortedKeys]] {
+            let frame = try JSONSerialization.data(withJSONObject: ["id": 7, "method": "getVirtualChainFromBlockV2", "params": [
+                "removedChainBlockHashes": [String](), "addedChainBlockHashes": ["c1", "c2"],
+                "chainBlockAcceptedTransactions": [
+                    ["chainBlockHeader": ["hash": "c1"], "acceptedTransactions": [other]],
+                    ["chainBlockHeader": ["hash": "c2"], "acceptedTransactions": [other, asked]],
+                ],
+            ]], options: options)
+            let coins = try #require(SpentCoinsScanner.coins(in: frame, spentBy: ["t1"]))
+            #expect(coins == [RpcOutpoint(transactionId: "f0", index: 1): RpcUtxoEntry(
+                amount: 500_000_000_000, scriptPublicKey: "0000" + String(repeating: "ab", count: 34), address: "kaspa:qalice")])
+            // One asked about but shaped otherwise gives no coins, and the rest still reads.
+            #expect(SpentCoinsScanner.coins(in: frame, spentBy: ["t2", "t3"]) == [:])
+            #expect(SpentCoinsScanner.coins(in: frame.dropLast(2), spentBy: ["t1"]) == nil)
+        }
+        let block = try JSONSerialization.data(withJSONObject: ["id": 8, "method": "getBlock", "params": ["block": ["header": [:]]]])
+        #expect(SpentCoinsScanner.coins(in: block, spentBy: ["t1"]) == nil)
+    }
+
+    /// Answers are told from notifications by their envelope, read without parsing `params`; a
+    /// node's error may be an object with a message or a bare string.
+    @Test func answerEnvelopes() throws {
+        func answer(_ text: String) -> (UInt64, String, String?)? {
+            guard case .answer(let id, let method, let error)? = KaspaFrame.decode(Data(text.utf8)) else { return nil }
+            return (id, method, error)
+        }
+        #expect(answer(#"{"id":5,"method":"getBlock","params":{"block":{"x":[1,{"y":"}"}]}},"error":null}"#).map { "\($0)" } == "(5, \"getBlock\", nil)")
+        #expect(answer(#"{"method":"getBlock","error":{"message":"block \"x\" not found"},"id":6}"#)?.2 == #"block "x" not found"#)
+        #expect(answer(#"{"id":7,"error":"busy"}"#)?.2 == "busy")
+        #expect(answer(#"{"id":8,"method":"m","error":{}}"#)?.2 == "error")
+        #expect(answer(#"{"id":-1,"method":"m","params":{}}"#) == nil)
+        #expect(answer(#"{"id":9,"method":"m","params":{"#) == nil)
     }
 }

@@ -147,6 +147,42 @@ struct NodeAsPeerTests {
         #expect(after >= before + 599, "\(before) → \(after)")
     }
 
+    @Test("V2: the node's answer gives the coins the transactions asked about spend; minConfirmationCount stops it at the block asked about")
+    func spentCoinsFromV2() async throws {
+        let chain = try ChainFixture.load()
+        let node = try await KaspaNodeSimulator.start()
+        let start = await node.produce([])
+        await node.produce([chain.transactions["funding"]!, chain.transactions["self_stash"]!])
+        await node.produce([chain.transactions["handshake"]!])
+        await node.produce([])
+        func id(_ name: String) -> String { (chain.transactions[name]!["verboseData"] as! [String: Any])["transactionId"] as! String }
+        func outpoint(_ name: String) -> RpcOutpoint {
+            let previous = (chain.transactions[name]!["inputs"] as! [[String: Any]])[0]["previousOutpoint"] as! [String: Any]
+            return RpcOutpoint(transactionId: previous["transactionId"] as! String, index: UInt32(previous["index"] as! Int))
+        }
+        let client = KaspaRPCClient(url: node.url)
+        let (stash, handshakeID) = (id("self_stash"), id("handshake"))
+        let answers = try await Self.bounded(.seconds(60)) {
+            try await client.withSession { session in
+                [
+                    try await session.spentCoins(acceptedAfter: start, transactions: [stash, handshakeID]),
+                    try await session.spentCoins(acceptedAfter: start, transactions: [handshakeID]),
+                    // The sink is two blue scores past the stash's block: a count of 1 leaves the two after it out.
+                    try await session.spentCoins(acceptedAfter: start, minConfirmationCount: 1, transactions: [stash, handshakeID]),
+                ]
+            }
+        }
+        let (both, handshake, stopped) = try #require(answers.map { ($0[0], $0[1], $0[2]) })
+        #expect(Set(both.keys) == [outpoint("self_stash"), outpoint("handshake")])
+        #expect(Set(handshake.keys) == [outpoint("handshake")])
+        #expect(Set(stopped.keys) == [outpoint("self_stash")])
+        // The coin is what the stash made: its change, paying Alice.
+        let change = (chain.transactions["self_stash"]!["outputs"] as! [[String: Any]])[Int(outpoint("handshake").index)]
+        #expect(handshake.values.first?.amount == (change["value"] as? NSNumber)?.uint64Value)
+        #expect(handshake.values.first?.address == chain.alice)
+        await node.shutdown()
+    }
+
     @Test("values go into requests through an encoder: a hash with quotes is asked for, not spliced into the JSON")
     func encodedRequests() async throws {
         let node = try await KaspaNodeSimulator.start()

@@ -227,6 +227,67 @@ struct SenderProofTests {
         #expect(kinds.sorted() == ["contextual_message", "handshake", "payment"])
     }
 
+    @Test(
+        "a wallet's first message, spending a coin Herald never saw made, carries a proof from the node's V2 answer; a node without V2 is asked three times, and the messages go with Herald's word",
+        arguments: [true, false])
+    func firstMessageOfAWallet(nodeAnswersV2: Bool) async throws {
+        let chain = try ChainFixture.load()
+        let node = try await KaspaNodeSimulator.start()
+        node.setAnswersV2(nodeAnswersV2)
+        // Alice was funded and stashed her keys before Herald followed the chain: the coin her
+        // handshake spends is not in its memory.
+        await node.produce([chain.transactions["funding"]!, chain.transactions["self_stash"]!])
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let herald = try FollowingHerald.start(node: node, database: directory.appendingPathComponent("herald.sqlite"))
+        defer { herald.stop() }
+        let keys = SealedPushKeys()
+        let token = String(repeating: "5f", count: 32)
+        let body = #"{"device_token":"\#(token)","platform":"ios","watched_addresses":["\#(chain.alice)","\#(chain.bob)"],"addresses":["\#(chain.bob)"],"push_keys":{"p256dh":"\#(keys.p256dh)","auth":"\#(keys.authSecret)"}}"#
+        let (status, answer) = try await http("POST", herald.api + "/v1/push/register", body)
+        try #require(status == 200, "\(String(decoding: answer, as: UTF8.self))")
+        let signingKey = try #require((try JSONSerialization.jsonObject(with: answer) as? [String: Any])?["signing_key"] as? String)
+        try await herald.waitConnected()
+
+        // The handshake spends the stash's change, which the node made; the payment spends the
+        // change of a message neither Herald nor the node saw, so only the node's return address names Alice.
+        func id(_ name: String) -> String { (chain.transactions[name]!["verboseData"] as! [String: Any])["transactionId"] as! String }
+        await node.produce([chain.transactions["handshake"]!], senders: [id("handshake"): chain.alice])
+        await node.produce([chain.transactions["payment"]!], senders: [id("payment"): chain.alice])
+        // Three more such payments (the same transaction under other ids: proofs do not matter here).
+        for n in 1...3 {
+            var payment = chain.transactions["payment"]!
+            let renamed = String(id("payment").dropLast(2)) + String(format: "%02x", n)
+            payment["verboseData"] = ["transactionId": renamed]
+            await node.produce([payment], senders: [renamed: chain.alice])
+        }
+        let pushes = try await herald.pushes(token, reaching: 5)
+        let stats = try await herald.kaspaStats()
+        try #require(pushes.count == 5, "\(stats)")
+
+        let authenticator = try PushAuthenticator(pinnedKey: signingKey, keys: keys)
+        let resolver = NotificationContentResolver(cipher: KasiaCipher())
+        var checks: [String: [NotificationContentResolver.SenderCheck]] = [:]
+        for push in pushes {
+            let userInfo = try #require(try JSONSerialization.jsonObject(with: Data((push["payload"] as! String).utf8)) as? [String: Any])
+            guard case .kasia(let kasia) = try HeraldPush(json: Data(try authenticator.document(userInfo: userInfo))) else {
+                Issue.record("not a Kasia push")
+                continue
+            }
+            #expect(kasia.sender == chain.alice)
+            checks[kasia.kind.rawValue, default: []].append(resolver.checkSender(of: kasia))
+        }
+        #expect(checks["handshake"] == [nodeAnswersV2 ? .proven(chain.alice) : .unchecked])
+        #expect(checks["payment"] == Array(repeating: .unchecked, count: 4))
+        // A node with V2 is asked for each unknown coin, and its return address only when the
+        // answer lacks the coin; one without is asked three times, then not for a while.
+        let asked = node.requests
+        #expect(asked.filter { $0 == "getVirtualChainFromBlockV2" }.count == (nodeAnswersV2 ? 5 : 3))
+        #expect(asked.filter { $0 == "getUtxoReturnAddress" }.count == (nodeAnswersV2 ? 4 : 5))
+        #expect(stats["coin_lookups"] as? Int == (nodeAnswersV2 ? 5 : 3))
+        await node.shutdown()
+    }
+
     @Test("a proof whose payload did not fit is checked by the app on the transaction it fetched")
     func appChecksFetchedTransaction() throws {
         let chain = try ChainFixture.load()
