@@ -58,6 +58,8 @@ public final class KaspaNodeSimulator: Sendable {
     }
 
     private let state = Mutex(State())
+    /// Held while a block is made: producers one at a time, calls answered meanwhile.
+    private let producing = Mutex(())
     private let running = Mutex<Task<Void, any Error>?>(nil)
     /// The port it listens on, once started.
     public let port: Int
@@ -157,24 +159,33 @@ public final class KaspaNodeSimulator: Sendable {
     @discardableResult
     public func produce(_ transactions: [[String: Any]], parallel: [[[String: Any]]] = [], senders: [String: String] = [:]) async -> String {
         var notifications: [String] = []
-        let hash = state.withLock { s -> String in
-            s.returnAddresses.merge(senders) { _, new in new }
-            var merged: [String] = []
-            var txids: [String] = []
-            for side in parallel {
-                let (hash, ids, json) = makeBlock(&s, side, mergeSet: [], chain: false)
-                merged.append(hash)
-                txids += ids
+        let hash = producing.withLock { _ -> String in
+            // The transactions are written before the state is locked (a block of hundreds takes
+            // a while), so calls are answered meanwhile; producers go one at a time, so the
+            // sequence numbers read here are the ones the blocks get.
+            let first = state.withLock { $0.sequence } + 1
+            let time = blockTime.withLock { $0 }
+            let sides = parallel.enumerated().map { Self.rehome($0.element, hash: Self.hash(first + UInt64($0.offset)), time: time) }
+            let main = Self.rehome(transactions, hash: Self.hash(first + UInt64(parallel.count)), time: time)
+            return state.withLock { s -> String in
+                s.returnAddresses.merge(senders) { _, new in new }
+                var merged: [String] = []
+                var txids: [String] = []
+                for side in sides {
+                    let (hash, ids, json) = makeBlock(&s, side, time: time, mergeSet: [], chain: false)
+                    merged.append(hash)
+                    txids += ids
+                    notifications.append(blockAdded(json))
+                }
+                let (hash, ids, json) = makeBlock(&s, main, time: time, mergeSet: merged, chain: true)
                 notifications.append(blockAdded(json))
+                var seen = Set<String>()
+                let acceptedIDs = (ids + txids).filter { seen.insert($0).inserted }
+                s.chain.append(hash)
+                s.accepted[hash] = acceptedIDs
+                notifications.append(Self.virtualChainChanged(removed: [], added: [hash], accepted: [(hash, acceptedIDs)]))
+                return hash
             }
-            let (hash, ids, json) = makeBlock(&s, transactions, mergeSet: merged, chain: true)
-            notifications.append(blockAdded(json))
-            var seen = Set<String>()
-            let acceptedIDs = (ids + txids).filter { seen.insert($0).inserted }
-            s.chain.append(hash)
-            s.accepted[hash] = acceptedIDs
-            notifications.append(Self.virtualChainChanged(removed: [], added: [hash], accepted: [(hash, acceptedIDs)]))
-            return hash
         }
         await broadcast(notifications)
         return hash
@@ -184,43 +195,53 @@ public final class KaspaNodeSimulator: Sendable {
     /// reorg that re-accepts them); notifies subscribers.
     public func reorgLastBlock() async {
         var notifications: [String] = []
-        state.withLock { s in
+        producing.withLock { _ in state.withLock { s in
             guard let old = s.chain.popLast() else { return }
             // As a node tells of it from now on: no longer a chain block.
             s.blocks[old] = s.blocks[old]?.replacingOccurrences(of: #""isChainBlock":true"#, with: #""isChainBlock":false"#)
             s.headers[old] = s.headers[old]?.replacingOccurrences(of: #""isChainBlock":true"#, with: #""isChainBlock":false"#)
             let ids = s.accepted[old] ?? []
-            let (hash, _, json) = makeBlock(&s, [], mergeSet: [old], chain: true)
+            let (hash, _, json) = makeBlock(&s, [], time: blockTime.withLock { $0 }, mergeSet: [old], chain: true)
             s.chain.append(hash)
             s.accepted[hash] = ids
             notifications.append(blockAdded(json))
             notifications.append(Self.virtualChainChanged(removed: [old], added: [hash], accepted: [(hash, ids)]))
-        }
+        } }
         await broadcast(notifications)
     }
 
-    /// Builds a block: header fields as the node writes them, transactions re-homed to it.
-    private func makeBlock(_ s: inout State, _ transactions: [[String: Any]], mergeSet: [String], chain: Bool) -> (String, [String], String) {
-        s.sequence += 1
-        s.daaScore += 1
-        let time = blockTime.withLock { $0 }
-        let hash = Self.hash(s.sequence)
-        var ids: [String] = []
-        // Each transaction written once: the block's JSON is made of these texts.
-        let texts: [String] = transactions.map { tx in
+    /// A block's transactions re-homed to block `hash`, each written once (the block's JSON is made
+    /// of these texts, and a V2 answer reuses them).
+    private struct Rehomed {
+        var id: String?
+        var json: [String: Any]
+        var text: String
+    }
+
+    private static func rehome(_ transactions: [[String: Any]], hash: String, time: UInt64) -> [Rehomed] {
+        transactions.map { tx in
             var tx = tx
             var verbose = tx["verboseData"] as? [String: Any] ?? [:]
             verbose["blockHash"] = hash
             verbose["blockTime"] = time
             tx["verboseData"] = verbose
-            let text = Self.json(tx)
-            if let id = verbose["transactionId"] as? String {
-                ids.append(id)
-                // Kept as given (a block makes hundreds): V2 answers read them when asked.
-                s.transactions[id] = Made(json: tx, text: text, daaScore: s.daaScore)
-            }
-            return text
+            return Rehomed(id: verbose["transactionId"] as? String, json: tx, text: json(tx))
         }
+    }
+
+    /// Builds a block: header fields as the node writes them, its transactions (re-homed to it).
+    private func makeBlock(_ s: inout State, _ transactions: [Rehomed], time: UInt64, mergeSet: [String], chain: Bool) -> (String, [String], String) {
+        s.sequence += 1
+        s.daaScore += 1
+        let hash = Self.hash(s.sequence)
+        var ids: [String] = []
+        for tx in transactions {
+            guard let id = tx.id else { continue }
+            ids.append(id)
+            // Kept as given (a block makes hundreds): V2 answers read them when asked.
+            s.transactions[id] = Made(json: tx.json, text: tx.text, daaScore: s.daaScore)
+        }
+        let texts = transactions.map(\.text)
         let parent = s.chain.last ?? String(repeating: "0", count: 64)
         let header: [String: Any] = [
             "hash": hash, "version": 1, "parentsByLevel": [[parent]], "hashMerkleRoot": String(repeating: "0", count: 64),
@@ -233,7 +254,6 @@ public final class KaspaNodeSimulator: Sendable {
             "blueScore": s.daaScore, "childrenHashes": [String](), "mergeSetBluesHashes": [hash] + mergeSet,
             "mergeSetRedsHashes": [String](), "isChainBlock": chain,
         ]
-        // The keys in order, as `json` sorts them.
         let full = #"{"header":\#(Self.json(header)),"transactions":[\#(texts.joined(separator: ","))],"verboseData":\#(Self.json(verbose))}"#
         s.blocks[hash] = full
         s.headers[hash] = Self.json(["header": header, "transactions": [[String: Any]](), "verboseData": verbose])
@@ -264,6 +284,7 @@ public final class KaspaNodeSimulator: Sendable {
     }
 
     static func json(_ object: Any) -> String {
+        // Keys unsorted: sorting them (a locale-aware comparison) was most of a block's cost.
         String(decoding: (try? JSONSerialization.data(withJSONObject: object, options: [])) ?? Data("{}".utf8), as: UTF8.self)
     }
 
