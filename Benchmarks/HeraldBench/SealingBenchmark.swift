@@ -31,14 +31,14 @@ struct SealingBenchmark: AsyncParsableCommand {
         let issuedAt = Int64(Date().timeIntervalSince1970)
 
         /// CPU microseconds per push of `body(i)` over `pushes` pushes (or what 60 s allowed).
-        func measure(_ body: (Int, inout [[UInt8]: SignedPush]) -> RenderedPush) throws -> Double {
+        func measure(_ body: (Int, inout SignedDocuments) -> RenderedPush) throws -> Double {
             let start = try Rig.cpuSeconds(of: "self")
             let clock = ContinuousClock.now
             var done = 0
-            var signatures: [[UInt8]: SignedPush] = [:]
+            var signatures = SignedDocuments()
             var bytes = 0
             while done < pushes, ContinuousClock.now - clock < .seconds(60) {
-                if done % 100 == 0 { signatures.removeAll(keepingCapacity: true) }
+                if done % 100 == 0 { signatures = SignedDocuments() }
                 bytes &+= body(done, &signatures).payload.count
                 done += 1
             }
@@ -46,7 +46,7 @@ struct SealingBenchmark: AsyncParsableCommand {
             return ((try Rig.cpuSeconds(of: "self") - start) * 1e6 / Double(done) * 10).rounded() / 10
         }
         let signedSingle = try measure { i, _ in
-            var fresh: [[UInt8]: SignedPush] = [:]
+            var fresh = SignedDocuments()
             return sealing.prepare(push, for: plain, issuedAt: issuedAt + Int64(i), limit: 4_096, signatures: &fresh)
         }
         let signedFanOut = try measure { _, signatures in sealing.prepare(push, for: plain, issuedAt: issuedAt, limit: 4_096, signatures: &signatures) }
@@ -55,14 +55,14 @@ struct SealingBenchmark: AsyncParsableCommand {
             sealing.prepare(push, for: sealedDevices[i % devices], issuedAt: issuedAt, limit: 4_096, signatures: &signatures, sessions: nil)
         }
         for device in sealedDevices {
-            var signatures: [[UInt8]: SignedPush] = [:]
+            var signatures = SignedDocuments()
             _ = sealing.prepare(push, for: device, issuedAt: issuedAt, limit: 4_096, signatures: &signatures, sessions: sessions)
         }
         let sealedKept = try measure { i, signatures in
             sealing.prepare(push, for: sealedDevices[i % devices], issuedAt: issuedAt, limit: 4_096, signatures: &signatures, sessions: sessions)
         }
         let sealedSingle = try measure { i, _ in
-            var fresh: [[UInt8]: SignedPush] = [:]
+            var fresh = SignedDocuments()
             return sealing.prepare(push, for: sealedDevices[i % devices], issuedAt: issuedAt + Int64(i), limit: 4_096, signatures: &fresh, sessions: sessions)
         }
         report([

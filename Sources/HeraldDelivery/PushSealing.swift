@@ -120,7 +120,7 @@ public struct PushSealing: Sendable {
     ///   key for every push, as RFC 8291 has it).
     public func prepare(
         _ push: RenderedPush, for device: DeviceAttributes, template: String? = nil, issuedAt: Int64, limit: Int,
-        signatures: inout [[UInt8]: SignedPush], sessions: SealingSessions? = nil, now: Date = Date()
+        signatures: inout SignedDocuments, sessions: SealingSessions? = nil, now: Date = Date()
     ) -> RenderedPush {
         // Most devices have no keys: a substring test, not a parse of their attributes.
         let session: WebPushSession? =
@@ -213,20 +213,20 @@ public struct SealingPushProvider: PushProvider {
     public var stats: ProviderStats { base.stats }
 
     public func send(_ delivery: ClaimedDelivery) async -> PushOutcome {
-        var signatures: [[UInt8]: SignedPush] = [:]
+        var signatures = SignedDocuments()
         return await base.send(prepared(delivery, at: now(), signatures: &signatures))
     }
 
     /// One clock reading for the batch: its issue time and the sessions' age.
     public func send(_ deliveries: [ClaimedDelivery]) async -> [PushOutcome] {
-        var signatures: [[UInt8]: SignedPush] = [:]
+        var signatures = SignedDocuments()
         let date = now()
         return await base.send(deliveries.map { prepared($0, at: date, signatures: &signatures) })
     }
 
     public func shutdown() async { await base.shutdown() }
 
-    private func prepared(_ delivery: ClaimedDelivery, at date: Date, signatures: inout [[UInt8]: SignedPush]) -> ClaimedDelivery {
+    private func prepared(_ delivery: ClaimedDelivery, at date: Date, signatures: inout SignedDocuments) -> ClaimedDelivery {
         var prepared = delivery
         prepared.push = sealing.prepare(
             delivery.push, for: delivery.device.attributes, template: delivery.template, issuedAt: Self.seconds(date),
@@ -271,4 +271,23 @@ public final class SealingSessions: Sendable {
 
     /// Devices with a kept session.
     public var count: Int { sessions.withLock { $0.count } }
+}
+
+/// Signatures made for the documents of one batch, by the document's bytes: a fan-out signs its
+/// document once. The bytes are hashed in one call (an array of bytes hashes byte by byte, which
+/// cost a sealed push more than its HMACs).
+public struct SignedDocuments: Sendable {
+    private struct Key: Hashable {
+        let bytes: [UInt8]
+        func hash(into hasher: inout Hasher) { bytes.withUnsafeBytes { hasher.combine(bytes: $0) } }
+    }
+    private var signed: [Key: SignedPush] = [:]
+
+    public init() {}
+
+    /// The signature made for `document`, if one was.
+    public subscript(document: [UInt8]) -> SignedPush? {
+        get { signed[Key(bytes: document)] }
+        set { signed[Key(bytes: document)] = newValue }
+    }
 }

@@ -26,7 +26,7 @@ struct SignedPushTests {
     func prepared(_ push: RenderedPush, keys: SealedPushKeys?, mode: SealingMode = .whenRegistered, at time: Int64 = now, limit: Int = 4_096) throws -> RenderedPush {
         var attributes = DeviceAttributes(production: true)
         if let keys { attributes = try DevicePushKeys(p256dh: keys.p256dh, auth: keys.authSecret).stored(in: attributes) }
-        var signatures: [[UInt8]: SignedPush] = [:]
+        var signatures = SignedDocuments()
         return PushSealing(signingKey: signingKey, mode: mode).prepare(push, for: attributes, issuedAt: time, limit: limit, signatures: &signatures)
     }
 
@@ -117,7 +117,7 @@ struct SignedPushTests {
         var sealing = PushSealing(signingKey: signingKey, genericAlert: "Something new")
         sealing.templateAlerts = ["kasia.payment": "New payment"]
         for (template, shown) in [("kasia.payment", "New payment"), ("kasia.handshake", "Something new"), (nil, "Something new")] as [(String?, String)] {
-            var signatures: [[UInt8]: SignedPush] = [:]
+            var signatures = SignedDocuments()
             let push = sealing.prepare(Self.alert(), for: attributes, template: template, issuedAt: Self.now, limit: 4_096, signatures: &signatures)
             let apns = try Self.object(push.payload)
             #expect(NSDictionary(dictionary: apns["aps"] as? [String: Any] ?? [:]) == ["alert": ["body": shown], "mutable-content": 1], "\(template ?? "none")")
@@ -133,7 +133,7 @@ struct SignedPushTests {
         let sessions = SealingSessions(capacity: 2)
         let start = Date(timeIntervalSince1970: TimeInterval(Self.now))
         func sealed(at date: Date) throws -> [UInt8] {
-            var signatures: [[UInt8]: SignedPush] = [:]
+            var signatures = SignedDocuments()
             let push = sealing.prepare(Self.alert(), for: attributes, issuedAt: Self.now, limit: 4_096, signatures: &signatures, sessions: sessions, now: date)
             let text = try #require(try Self.object(push.payload)["herald_sealed"] as? String)
             #expect(try authenticator(keys).document(sealed: text) == Self.document)
@@ -147,7 +147,7 @@ struct SignedPushTests {
         #expect(later[21..<86] != first[21..<86])
         for _ in 0..<3 {
             let other = SealedPushKeys()
-            var signatures: [[UInt8]: SignedPush] = [:]
+            var signatures = SignedDocuments()
             _ = sealing.prepare(
                 Self.alert(), for: try DevicePushKeys(p256dh: other.p256dh, auth: other.authSecret).stored(in: DeviceAttributes(production: true)),
                 issuedAt: Self.now, limit: 4_096, signatures: &signatures, sessions: sessions, now: start)
