@@ -11,7 +11,16 @@ enum BlockFrameScanner {
             var reader = JSONBytes(raw)
             var block: RpcBlock?
             let ok = reader.object { key, reader in
-                guard key == "params" else { return reader.skipValue() }
+                switch key {
+                case "params": break
+                // An answer (an id), or another notification named before its params: not a
+                // block, so its params (a V2 answer runs to megabytes) are not walked here.
+                case "id": return reader.isNull && reader.skipValue()
+                case "method":
+                    var method: String?
+                    return reader.string(into: &method) && method == "blockAddedNotification"
+                default: return reader.skipValue()
+                }
                 return reader.object { key, reader in
                     guard key == "BlockAdded" else { return reader.skipValue() }
                     return reader.object { key, reader in
