@@ -371,7 +371,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore", "HeraldAPNs", "HeraldAPNsCore", .product(name: "KasiaProtocol", package: "HeraldKit")]),
+        .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore", "HeraldPushCore", "HeraldAPNs", "HeraldAPNsCore", .product(name: "KasiaProtocol", package: "HeraldKit")]),
         .testTarget(name: "HeraldMatrixTests", dependencies: ["HeraldMatrix", "HeraldCore", "HeraldFCMCore"]),
         .testTarget(
             name: "HeraldFCMTests",
@@ -398,7 +398,7 @@ let package = Package(
             dependencies: [
                 .product(name: "HeraldKit", package: "HeraldKit"), .product(name: "KasiaProtocol", package: "HeraldKit"), .product(name: "KasiaCrypto", package: "HeraldKit"),
                 "HeraldTestSupport", "HeraldPushCore", "HeraldWebPushCore", .product(name: "WebPushCrypto", package: "HeraldKit"),
-                .product(name: "PushSigning", package: "HeraldKit"), "HeraldCore", "HeraldDelivery",
+                .product(name: "PushSigning", package: "HeraldKit"), "HeraldCore", "HeraldDelivery", "HeraldStore",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             exclude: ["Fixtures"]

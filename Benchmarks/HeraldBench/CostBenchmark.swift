@@ -1,30 +1,51 @@
 import ArgumentParser
+import Crypto
 import Foundation
 import HeraldCore
+import HeraldPushCore
 
 /// `herald-bench cost`: Herald's own CPU time per event (read from `/proc`, not wall time), for
 /// single-event publishes at a fixed open-loop rate, batches of 250, and fan-out to 1,000
 /// devices; each until the last 202 and until the simulator (in this process, not Herald's)
 /// accepted every push. Delivery runs while publishing, so "until 202" includes the deliveries
-/// done by then; "total" is the whole cost of an event.
+/// done by then; "total" is the whole cost of an event. `--sealed` registers every device again
+/// through the API with `push_keys`, as HeraldKit does, and reports that CPU per registration
+/// apart: a registration makes its device's sealing key (the ECDH), its pushes then use it.
 struct Cost: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "cost")
     @OptionGroup var rig: RigOptions
     @Option(help: "single, batch or fanout.") var scenario = "single"
     @Option(help: "single: events per second (open loop).") var rate = 500
     @Option(help: "Events to publish (fanout: events of 1,000 deliveries each).") var events = 5_000
-    @Flag(help: "Devices registered with push_keys: every push is sealed to its device (RFC 8291).") var sealed = false
+    @Flag(help: "Devices registered through the API with push_keys: every push is sealed to its device (RFC 8291).") var sealed = false
 
     func run() async throws {
         guard ["single", "batch", "fanout"].contains(scenario) else { throw ValidationError("--scenario is single, batch or fanout") }
         guard rate >= 1, events >= 1 else { throw ValidationError("--rate and --events are at least 1") }
         let fanOut = 1_000
         try await Rig.with(heraldPath: self.rig.herald) { rig in
-            switch scenario {
-            case "fanout": try await rig.prefill(devices: fanOut, sealed: sealed) { _ in .session("all") }
-            default: try await rig.prefill(devices: events, sealed: sealed) { .session("s\($0)") }
-            }
+            let devices = scenario == "fanout" ? fanOut : events
+            let watch: @Sendable (Int) -> WatchKey = { scenario == "fanout" ? .session("all") : .session("s\($0)") }
+            try await rig.prefill(devices: devices, watching: watch)
             try await rig.launch()
+            var registrationCPU: Double?
+            if sealed {
+                let start = try rig.cpuSeconds()
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for worker in 0..<8 {
+                        group.addTask {
+                            for i in stride(from: worker, to: devices, by: 8) {
+                                let keys = P256.KeyAgreement.PrivateKey().publicKey.x963Representation
+                                let auth = (0..<16).map { _ in UInt8.random(in: 0...255) }
+                                let body = #"{"device_token":"\#(Rig.token(i))","platform":"ios","watched_addresses":["\#(watch(i).description)"],"push_keys":{"p256dh":"\#(Base64URL.encode(Array(keys)))","auth":"\#(Base64URL.encode(auth))"}}"#
+                                guard try await rig.post("/v1/push/register", body, publisher: false) == 200 else { throw BenchError("a registration was refused") }
+                            }
+                        }
+                    }
+                    try await group.waitForAll()
+                }
+                registrationCPU = try rig.cpuSeconds() - start
+            }
             // Warm up (connections, JIT-free but lazy allocations, the first JWT): 200 pushes.
             for i in 0..<200 { _ = try await rig.post("/v1/events", Rig.customEvent(device: i % (scenario == "fanout" ? fanOut : events))) }
             let warm = 200
@@ -59,6 +80,7 @@ struct Cost: AsyncParsableCommand {
                 "cpu_ms_per_event_until_202": ms(cpuAccepted, per: events), "cpu_ms_per_event_total": ms(cpuTotal, per: events),
                 "cpu_ms_per_push_total": ms(cpuTotal, per: pushes),
             ]
+            if let registrationCPU { out["cpu_ms_per_registration"] = ms(registrationCPU, per: devices) }
             if scenario == "single" {
                 out["rate"] = rate
                 out["publish_p50_ms"] = (percentile(answers, 0.5) * 10).rounded() / 10

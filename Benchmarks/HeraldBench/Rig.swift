@@ -75,31 +75,26 @@ final class Rig: @unchecked Sendable {
 
     /// Registers `count` devices straight into the database file (before `herald serve` starts),
     /// in transactions of 10,000; device `i` has token `Rig.token(i)` and watches `watch(i)`.
-    func prefill(devices count: Int, sealed: Bool = false, watching watch: (Int) -> WatchKey) async throws {
-        try await prefill(devices: count, watchingAll: { [watch($0)] }, attributes: { _ in try Self.attributes(sealed: sealed) })
+    func prefill(devices count: Int, watching watch: (Int) -> WatchKey) async throws {
+        try await prefill(devices: count, watchingAll: { [watch($0)] })
     }
 
-    /// A sandbox iPhone's attributes, with keys for sealed pushes (a fresh pair per device) when `sealed`.
-    static func attributes(sealed: Bool) throws -> DeviceAttributes {
-        guard sealed else { return DeviceAttributes(production: false) }
+    /// A sandbox iPhone's attributes with keys for sealed pushes (a fresh pair per device).
+    static func sealedAttributes() throws -> DeviceAttributes {
         let key = P256.KeyAgreement.PrivateKey()
         let auth = (0..<16).map { _ in UInt8.random(in: 0...255) }
         return try DevicePushKeys(p256dh: Base64URL.encode(Array(key.publicKey.x963Representation)), auth: Base64URL.encode(auth))
             .stored(in: DeviceAttributes(production: false))
     }
 
-    /// As `prefill(devices:watching:)`, with several keys per device.
-    /// - Parameter attributes: each device's attributes (a sandbox iPhone's by default; `sealed`
-    ///   adds keys for sealed pushes).
-    func prefill(
-        devices count: Int, watchingAll watch: (Int) -> [WatchKey], attributes: (Int) throws -> DeviceAttributes = { _ in DeviceAttributes(production: false) }
-    ) async throws {
+    /// As `prefill(devices:watching:)`, with several keys per device: sandbox iPhones.
+    func prefill(devices count: Int, watchingAll watch: (Int) -> [WatchKey]) async throws {
         try await withStore { store in
             let now = Date()
             for start in stride(from: 0, to: count, by: 10_000) {
                 let batch = try (start..<min(count, start + 10_000)).map { i in
                     Registration(
-                        app: "default", token: try DeviceToken(Self.token(i), platform: .ios), attributes: try attributes(i),
+                        app: "default", token: try DeviceToken(Self.token(i), platform: .ios), attributes: DeviceAttributes(production: false),
                         watchSet: try WatchSet(watched: watch(i)))
                 }
                 _ = try await store.register(batch, now: now)
@@ -235,6 +230,11 @@ final class Rig: @unchecked Sendable {
     /// Resident and peak resident memory of `herald serve`, in KiB (Linux /proc).
     func memory() throws -> (rss: Int, peak: Int) {
         guard let pid = serves.first?.processIdentifier else { throw BenchError("herald serve is not running") }
+        return try Self.memory(of: "\(pid)")
+    }
+
+    /// A process's resident and peak memory in KiB (`/proc/<pid>/status`; "self" for this one).
+    static func memory(of pid: String) throws -> (rss: Int, peak: Int) {
         let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
         func field(_ name: String) -> Int {
             let line = status.split(separator: "\n").first { $0.hasPrefix(name + ":") } ?? ""

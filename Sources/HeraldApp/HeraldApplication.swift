@@ -62,7 +62,7 @@ public func buildApplication(
     let simulators = try await BuiltInSimulators.start(for: settings, pushServices: pushServices, eventLoopGroup: group, logger: logger)
     var services = simulators.services
     let push = try PushServices(registry: pushServices, settings: settings, store: store, simulators: simulators, eventLoopGroup: group)
-    push.collectMetrics(into: metrics.0, store: store, apps: settings.apps.map(\.settings.id))
+    push.collectMetrics(into: metrics.0, store: store, apps: settings.apps.map(\.settings))
     var outboxSettings = OutboxSettings()
     outboxSettings.lease = settings.outboxLease
     let outbox = Outbox(
@@ -209,11 +209,14 @@ struct PushServices {
         }
     }
 
-    /// Read at every scrape: each app's queue, the push services' connections and token refreshes.
-    func collectMetrics(into metrics: HeraldMetrics, store: any Store, apps: [String]) {
+    /// Read at every scrape: each app's queue and sealing keys, the push services' connections and
+    /// token refreshes.
+    func collectMetrics(into metrics: HeraldMetrics, store: any Store, apps settings: [AppSettings]) {
         let readings = providers
         let registry = registry
         let contexts = contexts
+        let apps = settings.map(\.id)
+        let sealing = settings.compactMap { app in app.sealing.map { (app.id, $0.sessions) } }
         metrics.addCollector { m in
             if let queues = try? await store.queues() {
                 let now = Date()
@@ -221,6 +224,10 @@ struct PushServices {
                     let queue = queues[app]
                     m.queue(app: app, depth: queue?.depth ?? 0, oldestPendingSeconds: queue?.oldest.map { max(0, now.timeIntervalSince($0)) } ?? 0)
                 }
+            }
+            for (app, sessions) in sealing {
+                let made = sessions.made
+                m.sealingKeysMade(app: app, atRegistration: made.atRegistration, atPush: made.atPush)
             }
             for (app, list) in readings {
                 for provider in list { m.tokenRefreshes(app: app, platform: provider.platform, stats: provider.stats) }

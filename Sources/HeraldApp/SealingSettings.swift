@@ -2,13 +2,17 @@ import Foundation
 import HeraldDelivery
 import HeraldPushCore
 
-/// An app's signing key and sealing (SPEC §13), from `HERALD_SIGNING_KEY_PATH`, `HERALD_SEALED`
-/// and `HERALD_SEALED_ALERT`, or the app's `signing_key_path`, `sealed` and `sealed_alert` in
+/// An app's signing key and sealing (SPEC §13), from `HERALD_SIGNING_KEY_PATH`, `HERALD_SEALED`,
+/// `HERALD_SEALED_ALERT` and `HERALD_SEALING_KEY_LIFETIME_SECONDS`, or the app's
+/// `signing_key_path`, `sealed`, `sealed_alert` and `sealing_key_lifetime_seconds` in
 /// `HERALD_CONFIG` (where `sealed_alerts` also gives a template its own alert). Without a key file the app signs with a key made at start (development: a
 /// phone that pinned it refuses pushes after a restart), and the start says so.
 enum SealingSettings {
     /// The variable each app key of `HERALD_CONFIG` stands for.
-    static let fileKeys = ["signing_key_path": "HERALD_SIGNING_KEY_PATH", "sealed": "HERALD_SEALED", "sealed_alert": "HERALD_SEALED_ALERT"]
+    static let fileKeys = [
+        "signing_key_path": "HERALD_SIGNING_KEY_PATH", "sealed": "HERALD_SEALED", "sealed_alert": "HERALD_SEALED_ALERT",
+        "sealing_key_lifetime_seconds": "HERALD_SEALING_KEY_LIFETIME_SECONDS",
+    ]
 
     /// - Parameter field: the name a refusal gives each setting (the variable, or the file's key path).
     static func read(_ value: (String) -> String?, field: (String) -> String) throws -> PushSealing {
@@ -34,6 +38,14 @@ enum SealingSettings {
                 throw HeraldConfigurationError(field: field("HERALD_SEALED_ALERT"), message: "is 1 to 200 characters, no control characters")
             }
             sealing.genericAlert = text
+        }
+        if let text = value("HERALD_SEALING_KEY_LIFETIME_SECONDS") {
+            let maximum = Int(SealingSessions.maximumLifetime)
+            guard let seconds = Int(text), (0...maximum).contains(seconds) else {
+                throw HeraldConfigurationError(
+                    field: field("HERALD_SEALING_KEY_LIFETIME_SECONDS"), message: "is a whole number of seconds from 0 (a key per push) to \(maximum)")
+            }
+            sealing.sessions = SealingSessions(lifetime: TimeInterval(seconds))
         }
         return sealing
     }

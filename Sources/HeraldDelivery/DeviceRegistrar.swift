@@ -186,7 +186,9 @@ public struct DeviceRegistrar: Sendable {
         let registration = Registration(
             app: app, token: token, attributes: attributes, deviceID: request.deviceID, watchSet: watchSet)
         if let settings = apps[app] { try await admit(token, app: settings, field: "device_token") }
-        _ = try await store.register(registration, now: clock.now())
+        let now = clock.now()
+        let record = try await store.register(registration, now: now)
+        apps[app]?.sealing?.registered(record.attributes, now: now)
         return watchSet
     }
 
@@ -225,7 +227,10 @@ public struct DeviceRegistrar: Sendable {
             try Self.requireUnsealedAllowed(app, field: field)
         }
         try await admit(registration.token, app: app, field: field)
-        return try await store.register(registration, now: clock.now())
+        let now = clock.now()
+        let record = try await store.register(registration, now: now)
+        app.sealing?.registered(record.attributes, now: now)
+        return record
     }
 
     /// A device token from a body, or a refusal naming `field`.

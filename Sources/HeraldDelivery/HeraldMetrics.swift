@@ -168,15 +168,26 @@ public final class HeraldMetrics: Sendable {
     /// The credentials an app's provider has fetched or minted so far (APNs provider tokens, FCM
     /// access tokens), read at scrape time: the counter grows by what is new.
     public func tokenRefreshes(app: String, platform: Platform, stats: ProviderStats) {
-        let dimensions: KeyValuePairs<String, String> = ["app": app, "provider": platform.rawValue]
-        let key = Key(label: "herald_token_refreshes_total", dimensions: [app, platform.rawValue])
+        cumulativeCounter("herald_token_refreshes_total", ["app": app, "provider": platform.rawValue], reaches: stats.tokenRefreshes)
+    }
+
+    /// The sealing keys an app's devices got so far, read at scrape time: made by a registration,
+    /// or by a push that had to pay for it (`herald_sealing_keys_made_total{app, at}`).
+    public func sealingKeysMade(app: String, atRegistration: Int, atPush: Int) {
+        cumulativeCounter("herald_sealing_keys_made_total", ["app": app, "at": "registration"], reaches: atRegistration)
+        cumulativeCounter("herald_sealing_keys_made_total", ["app": app, "at": "push"], reaches: atPush)
+    }
+
+    /// A counter following a total kept elsewhere and read at scrape time: it grows by what is
+    /// new. Created at the first scrape even at 0, so the series exists for dashboards and alerts.
+    private func cumulativeCounter(_ label: String, _ dimensions: KeyValuePairs<String, String>, reaches total: Int) {
+        let key = Key(label: label, dimensions: dimensions.map(\.value))
         let added = cumulative.withLock { seen -> Int64 in
             let before = seen[key] ?? 0
-            seen[key] = max(before, Int64(stats.tokenRefreshes))
-            return max(0, Int64(stats.tokenRefreshes) - before)
+            seen[key] = max(before, Int64(total))
+            return max(0, Int64(total) - before)
         }
-        // Created at the first scrape even at 0, so the series exists for dashboards and alerts.
-        counter("herald_token_refreshes_total", dimensions).increment(by: added)
+        counter(label, dimensions).increment(by: added)
     }
 
     /// A value of the Kaspa chain source, read at scrape time.

@@ -101,6 +101,8 @@ public struct PushSealing: Sendable {
     /// The key was made at start, not read from a file: phones that pinned it refuse the pushes
     /// of the next start.
     public var keyIsEphemeral = false
+    /// Each device's sealing key, shared by the app's registrations and its pushes on every service.
+    public var sessions = SealingSessions()
 
     public init(signingKey: PushSigningKey, mode: SealingMode = .whenRegistered, genericAlert: String = "New message") {
         self.signingKey = signingKey
@@ -116,17 +118,13 @@ public struct PushSealing: Sendable {
     /// and the app seals; shrunk (Kasia's inline payload first) until it fits `limit` bytes.
     /// - Parameter template: the event's template, for its generic alert.
     /// - Parameter signatures: signatures already made for documents of this batch.
-    /// - Parameter sessions: where each device's sealing key is kept between pushes (nil: a fresh
-    ///   key for every push, as RFC 8291 has it).
+    /// - Parameter now: the sealing key's age is read against it (`sessions`).
     public func prepare(
         _ push: RenderedPush, for device: DeviceAttributes, template: String? = nil, issuedAt: Int64, limit: Int,
-        signatures: inout SignedDocuments, sessions: SealingSessions? = nil, now: Date = Date()
+        signatures: inout SignedDocuments, now: Date = Date()
     ) -> RenderedPush {
-        // Most devices have no keys: a substring test, not a parse of their attributes.
-        let session: WebPushSession? =
-            if mode == .off || !device.storedForm.contains(DevicePushKeys.p256dhAttribute) { nil }
-            else if let sessions { sessions.session(for: device, now: now) }
-            else { DevicePushKeys(device).flatMap { try? WebPushSession(to: $0.publicKey, receiverBytes: $0.p256dh, auth: $0.auth) } }
+        // Most devices have no keys: a read of their attributes' bytes, not a parse.
+        let session = seals(device) ? sessions.session(for: device, now: now) : nil
         // A Kasia sender proof names the sender: it travels sealed or not at all.
         var document = session == nil ? KasiaTemplate.withoutProof(push) : push
         while true {
@@ -160,6 +158,16 @@ public struct PushSealing: Sendable {
         }
     }
 
+    /// Makes a registered device's sealing key now, so that its pushes do not pay for it (the
+    /// registration does); nothing when the app does not seal or the device gave no keys.
+    public func registered(_ device: DeviceAttributes, now: Date) {
+        if seals(device) { sessions.agree(for: device, now: now) }
+    }
+
+    private func seals(_ device: DeviceAttributes) -> Bool {
+        mode != .off && device[DevicePushKeys.p256dhAttribute] != nil
+    }
+
     /// The largest payload a built-in service carries: a Web Push record's plaintext, else
     /// Apple's limit for the push type (FCM's data takes the same 4 KiB).
     public static func limit(platform: Platform, pushType: String) -> Int {
@@ -168,28 +176,33 @@ public struct PushSealing: Sendable {
     }
 
     /// What Apple sees of a sealed push: the generic alert (or a silent push's wake-up) and the ciphertext.
-    /// The ciphertext (base64url: nothing to escape) is copied in as it is, not through a JSON encoder.
+    /// Written as bytes (each push writes one): the ciphertext (base64url: nothing to escape) is
+    /// copied in as it is, and only the alert's text goes through the JSON string encoder.
     private func sealedPayload(_ ciphertext: [UInt8]?, pushType: String, template: String?) -> [UInt8] {
-        let aps: JSONValue = switch pushType {
-        case "background": .object([.init("content-available", .int(1))])
-        case "voip": .object([])
+        var payload = [UInt8]()
+        payload.reserveCapacity(120 + (ciphertext?.count ?? 0))
+        switch pushType {
+        case "background": payload += Self.silentAPS
+        case "voip": payload += Self.voipAPS
         default:
-            .object([
-                .init("alert", .object([.init("body", .string(template.flatMap { templateAlerts[$0] } ?? genericAlert))])),
-                .init("mutable-content", .int(1)),
-            ])
+            payload += Self.alertAPSHead
+            payload += JSONValue.string(template.flatMap { templateAlerts[$0] } ?? genericAlert).encoded
+            payload += Self.alertAPSTail
         }
-        var payload = Array(#"{"aps":"#.utf8)
-        payload.reserveCapacity(payload.count + 120 + (ciphertext?.count ?? 0))
-        payload += aps.encoded
         if let ciphertext {
-            payload += Array(#","\#(Self.sealedMember)":""#.utf8)
+            payload += Self.sealedMemberHead
             payload += ciphertext
             payload.append(UInt8(ascii: "\""))
         }
         payload.append(UInt8(ascii: "}"))
         return payload
     }
+
+    private static let silentAPS = Array(#"{"aps":{"content-available":1}"#.utf8)
+    private static let voipAPS = Array(#"{"aps":{}"#.utf8)
+    private static let alertAPSHead = Array(#"{"aps":{"alert":{"body":"#.utf8)
+    private static let alertAPSTail = Array(#"},"mutable-content":1}"#.utf8)
+    private static let sealedMemberHead = Array(#","\#(sealedMember)":""#.utf8)
 }
 
 /// A provider whose pushes its app's `PushSealing` prepares first: signed, and sealed to the
@@ -200,7 +213,6 @@ public struct SealingPushProvider: PushProvider {
     /// The largest payload the service takes, in bytes, for a push type (APNs's raw values).
     let limit: @Sendable (String) -> Int
     let now: @Sendable () -> Date
-    let sessions = SealingSessions()
 
     public init(base: any PushProvider, sealing: PushSealing, limit: @escaping @Sendable (String) -> Int, now: @escaping @Sendable () -> Date) {
         self.base = base
@@ -231,7 +243,7 @@ public struct SealingPushProvider: PushProvider {
         prepared.push = sealing.prepare(
             delivery.push, for: delivery.device.attributes, template: delivery.template, issuedAt: Self.seconds(date),
             limit: limit(delivery.push.pushType.rawValue),
-            signatures: &signatures, sessions: sessions, now: date)
+            signatures: &signatures, now: date)
         return prepared
     }
 
@@ -241,36 +253,77 @@ public struct SealingPushProvider: PushProvider {
     }
 }
 
-/// Each device's sealing key, kept for an hour at most and for at most `capacity` devices: the
-/// ECDH of RFC 8291 is most of a sealed push's cost, and a device's pushes within the hour share
-/// it (each still has its own salt, so its own content key and nonce). A device that registers
-/// other keys gets a new one.
+/// Each device's sealing key: an application-server P-256 key and its ECDH with the device's
+/// `p256dh`, the part of a sealed push that costs more than everything else together. It is made
+/// when the device registers its keys (`agree(for:now:)`: the registration pays it, not a push),
+/// else at the device's first push on this instance (another instance registered it, or this one
+/// restarted), and kept for `lifetime`, for at most `capacity` devices. Each push still has its own
+/// salt, so its own content key and nonce. Whoever reads the memory of a running Herald could open
+/// a device's pushes of its key's lifetime with Apple's or Google's copies; a lifetime of zero makes
+/// a key per push, as RFC 8291 does.
 public final class SealingSessions: Sendable {
-    public static let lifetime: TimeInterval = 3_600
+    /// A day: a device that registers daily (every launch of its app) never pays for its key in a push.
+    public static let defaultLifetime: TimeInterval = 86_400
+    /// The longest lifetime a setting may ask for: a week.
+    public static let maximumLifetime: TimeInterval = 604_800
+    public let lifetime: TimeInterval
     public let capacity: Int
     private let sessions = Mutex<[String: (session: WebPushSession, made: Date)]>([:])
+    private let madeAtRegistration = Atomic<Int>(0)
+    private let madeAtPush = Atomic<Int>(0)
 
-    public init(capacity: Int = 100_000) { self.capacity = capacity }
+    /// - Parameter lifetime: 0 to `maximumLifetime` seconds.
+    public init(lifetime: TimeInterval = defaultLifetime, capacity: Int = 100_000) {
+        self.lifetime = max(0, min(lifetime, Self.maximumLifetime))
+        self.capacity = max(1, capacity)
+    }
 
     /// The session of the device with these attributes (its keys among them), made now if it has
     /// none younger than `lifetime`. Kept by the attributes' stored form, so a kept session costs
     /// no parse of them and no check of the point.
     func session(for attributes: DeviceAttributes, now: Date) -> WebPushSession? {
-        let id = attributes.storedForm
-        if let kept = sessions.withLock({ $0[id] }), now.timeIntervalSince(kept.made) < Self.lifetime, kept.made <= now { return kept.session }
-        guard let keys = DevicePushKeys(attributes),
-            let session = try? WebPushSession(to: keys.publicKey, receiverBytes: keys.p256dh, auth: keys.auth)
-        else { return nil }
-        sessions.withLock { sessions in
-            // Full: start again (one ECDH more per device), rather than search for the oldest on every push.
-            if sessions.count >= capacity { sessions.removeAll(keepingCapacity: true) }
-            sessions[id] = (session, now)
-        }
+        if let kept = sessions.withLock({ $0[attributes.storedForm] }), isFresh(kept.made, now: now) { return kept.session }
+        let session = make(for: attributes, now: now)
+        if session != nil { madeAtPush.add(1, ordering: .relaxed) }
         return session
+    }
+
+    /// Makes the device's key now, replacing the one kept: the device registered its keys (again).
+    /// False when the attributes hold no keys or the lifetime is zero (every push makes its own).
+    @discardableResult
+    public func agree(for attributes: DeviceAttributes, now: Date) -> Bool {
+        guard lifetime > 0, make(for: attributes, now: now) != nil else { return false }
+        madeAtRegistration.add(1, ordering: .relaxed)
+        return true
     }
 
     /// Devices with a kept session.
     public var count: Int { sessions.withLock { $0.count } }
+
+    /// Keys made so far by registrations, and by pushes (each an ECDH a push paid: the device's key
+    /// had expired, another instance registered it, or this one restarted).
+    public var made: (atRegistration: Int, atPush: Int) {
+        (madeAtRegistration.load(ordering: .relaxed), madeAtPush.load(ordering: .relaxed))
+    }
+
+    private func isFresh(_ made: Date, now: Date) -> Bool { made <= now && now.timeIntervalSince(made) < lifetime }
+
+    private func make(for attributes: DeviceAttributes, now: Date) -> WebPushSession? {
+        guard let keys = DevicePushKeys(attributes),
+            let session = try? WebPushSession(to: keys.publicKey, receiverBytes: keys.p256dh, auth: keys.auth)
+        else { return nil }
+        guard lifetime > 0 else { return session }
+        sessions.withLock { sessions in
+            // Full: drop the expired, and if none were, start again (an ECDH more per device) rather
+            // than search for the oldest on every push.
+            if sessions.count >= capacity {
+                sessions = sessions.filter { isFresh($0.value.made, now: now) }
+                if sessions.count >= capacity { sessions.removeAll(keepingCapacity: true) }
+            }
+            sessions[attributes.storedForm] = (session, now)
+        }
+        return session
+    }
 }
 
 /// Signatures made for the documents of one batch, by the document's bytes: a fan-out signs its

@@ -45,11 +45,52 @@ public struct DeviceAttributes: Hashable, Sendable, CustomStringConvertible {
         storedForm = text
     }
 
-    /// The value under `key`, if the device has one.
+    /// The value under `key`, if the device has one. Read from the stored form's bytes where it
+    /// can be (each push reads its device's values), parsed otherwise.
     public subscript(key: String) -> String? {
         if storedForm == Self.sandbox { return key == "environment" ? "sandbox" : nil }
         if storedForm == Self.production { return key == "environment" ? "production" : nil }
-        return values[key]
+        switch Self.scan(storedForm, for: key) {
+        case .value(let value): return value
+        case .absent: return nil
+        case .unread: return values[key]
+        }
+    }
+
+    private enum Scan { case value(String), absent, unread }
+
+    /// Where the first `pattern` in `bytes` ends (its first byte is found with `memchr`, the rest
+    /// compared with `memcmp`).
+    private static func end(of pattern: UnsafeBufferPointer<UInt8>, in bytes: UnsafeBufferPointer<UInt8>) -> Int? {
+        guard let base = bytes.baseAddress, let first = pattern.first else { return nil }
+        var at = 0
+        while at + pattern.count <= bytes.count {
+            guard let hit = memchr(base + at, Int32(first), bytes.count - pattern.count - at + 1) else { return nil }
+            let i = UnsafeRawPointer(hit).assumingMemoryBound(to: UInt8.self) - base
+            if memcmp(base + i, pattern.baseAddress!, pattern.count) == 0 { return i + pattern.count }
+            at = i + 1
+        }
+        return nil
+    }
+
+    /// `key`'s value read from the bytes of a stored form: in a JSON object every quote inside a
+    /// string is escaped, so an unescaped `"key":"` is that member and nothing else. A value or key
+    /// with an escape, or a text that is not an object, is left to the parse (`.unread`).
+    private static func scan(_ text: String, for key: String) -> Scan {
+        let pattern = Array("\"\(key)\":\"".utf8)
+        guard !key.utf8.contains(where: { $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 < 0x20 }) else { return .unread }
+        var text = text
+        return text.withUTF8 { bytes -> Scan in
+            guard bytes.count >= 2, bytes.first == UInt8(ascii: "{"), bytes.last == UInt8(ascii: "}") else { return .unread }
+            guard let start = pattern.withUnsafeBufferPointer({ Self.end(of: $0, in: bytes) }) else { return .absent }
+            var end = start
+            while end < bytes.count, bytes[end] != UInt8(ascii: "\"") {
+                if bytes[end] == UInt8(ascii: "\\") { return .unread }
+                end += 1
+            }
+            guard end < bytes.count else { return .unread }
+            return .value(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self))
+        }
     }
 
     /// Every value.

@@ -107,6 +107,24 @@ struct HeraldAppTests {
         }
     }
 
+    @Test("a device's sealing key lives a day by default; HERALD_SEALING_KEY_LIFETIME_SECONDS or an app's sealing_key_lifetime_seconds sets it, 0 a key per push")
+    func sealingKeyLifetime() async throws {
+        try await Self.withDirectory { directory in
+            #expect(try ServeSettings(environment: [:]).apps.first?.settings.sealing?.sessions.lifetime == 86_400)
+            let zero = try ServeSettings(environment: ["HERALD_SEALING_KEY_LIFETIME_SECONDS": "0"])
+            #expect(zero.apps.first?.settings.sealing?.sessions.lifetime == 0)
+            let file = directory.appendingPathComponent("herald.yaml")
+            try """
+            apps:
+              - id: kasia
+                sealing_key_lifetime_seconds: 3600
+              - id: ghosttalk
+            """.write(to: file, atomically: true, encoding: .utf8)
+            let apps = try ServeSettings(environment: ["HERALD_CONFIG": file.path]).apps.map(\.settings)
+            #expect(apps.map { $0.sealing?.sessions.lifetime } == [3_600, 86_400])
+        }
+    }
+
     @Test("buildApplication serves the API and the admin listener on its defaults, and stops on request")
     func buildsAndServes() async throws {
         try await Self.withDirectory { directory in

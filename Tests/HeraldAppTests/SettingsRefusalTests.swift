@@ -47,6 +47,7 @@ let badConfigs: [BadConfig] = [
     BadConfig(name: "a sealed alert with a line break", yaml: "apps: [{id: a, sealed_alert: \"two\\nlines\"}]", field: "apps[0].sealed_alert"),
     BadConfig(name: "a sealed alert for a template without alerts", yaml: "apps: [{id: a, sealed_alerts: {conversation.silent: Hi}}]", field: "apps[0].sealed_alerts.conversation.silent"),
     BadConfig(name: "an empty sealed alert for a template", yaml: "apps: [{id: a, sealed_alerts: {kasia.payment: \"\"}}]", field: "apps[0].sealed_alerts.kasia.payment"),
+    BadConfig(name: "a sealing key lifetime over a week", yaml: "apps: [{id: a, sealing_key_lifetime_seconds: 700000}]", field: "apps[0].sealing_key_lifetime_seconds"),
     BadConfig(name: "matrix not a list", yaml: "apps: [{id: a}]\nmatrix: {im.x: apns}", field: "matrix"),
     BadConfig(name: "matrix app_id missing", yaml: "apps: [{id: a}]\nmatrix: [{app: a, type: apns}]", field: "matrix[0].app_id"),
     BadConfig(name: "matrix app not among apps", yaml: "apps: [{id: a}]\nmatrix: [{app_id: im.x, app: b, type: apns}]", field: "matrix[0].app"),
@@ -73,6 +74,8 @@ let badVariables: [([String: String], String)] = [
         (["HERALD_FCM_URL": "https://127.0.0.1:1"], "HERALD_FCM_URL"),
         (["HERALD_FCM_PROJECT_ID": "my-project"], "HERALD_FCM_PROJECT_ID"),
         (["HERALD_SEALED": "yes"], "HERALD_SEALED"),
+        (["HERALD_SEALING_KEY_LIFETIME_SECONDS": "604801"], "HERALD_SEALING_KEY_LIFETIME_SECONDS"),
+        (["HERALD_SEALING_KEY_LIFETIME_SECONDS": "-1"], "HERALD_SEALING_KEY_LIFETIME_SECONDS"),
         (["HERALD_SIGNING_KEY_PATH": "/nonexistent/signing-key.pem"], "HERALD_SIGNING_KEY_PATH"),
     ]
 

@@ -127,6 +127,11 @@ struct SealedDeliveryTests {
             let verdict = try await SignedPushTests.python(form: form, push: push, pinned: pinned, keys: keys, now: now)
             #expect((verdict["document"] as? String).flatMap(Base64URLText.decode) == fromIPhone, "\(form): \(verdict)")
         }
+
+        // The two sealing keys were made by the registrations; the push paid for none.
+        let metrics = String(decoding: try await http("GET", serve.admin + "/metrics").1, as: UTF8.self)
+        #expect(metrics.contains(#"herald_sealing_keys_made_total{app="default",at="registration"} 2"#), "\(metrics)")
+        #expect(metrics.contains(#"herald_sealing_keys_made_total{app="default",at="push"} 0"#), "\(metrics)")
     }
 
     @Test("an app with sealed: required refuses an iPhone without push_keys (422 naming push_keys) and takes one with them; a bad key is 422 naming the part")

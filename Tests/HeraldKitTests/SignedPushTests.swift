@@ -4,6 +4,7 @@ import HeraldCore
 import HeraldDelivery
 import HeraldKit
 import HeraldPushCore
+import HeraldStore
 import HeraldTestSupport
 import PushSigning
 import Testing
@@ -125,23 +126,23 @@ struct SignedPushTests {
         }
     }
 
-    @Test("a device's sealing key is kept for an hour and for a bounded number of devices; each push still has its own salt, and opens")
+    @Test("a device's sealing key is kept for its lifetime and for a bounded number of devices; each push still has its own salt, and opens; a lifetime of 0 makes a key per push")
     func sealingSessions() throws {
         let keys = SealedPushKeys()
         let attributes = try DevicePushKeys(p256dh: keys.p256dh, auth: keys.authSecret).stored(in: DeviceAttributes(production: true))
-        let sealing = PushSealing(signingKey: signingKey)
-        let sessions = SealingSessions(capacity: 2)
+        var sealing = PushSealing(signingKey: signingKey)
+        sealing.sessions = SealingSessions(lifetime: 3_600, capacity: 2)
         let start = Date(timeIntervalSince1970: TimeInterval(Self.now))
-        func sealed(at date: Date) throws -> [UInt8] {
+        func sealed(at date: Date, by sealing: PushSealing) throws -> [UInt8] {
             var signatures = SignedDocuments()
-            let push = sealing.prepare(Self.alert(), for: attributes, issuedAt: Self.now, limit: 4_096, signatures: &signatures, sessions: sessions, now: date)
+            let push = sealing.prepare(Self.alert(), for: attributes, issuedAt: Self.now, limit: 4_096, signatures: &signatures, now: date)
             let text = try #require(try Self.object(push.payload)["herald_sealed"] as? String)
             #expect(try authenticator(keys).document(sealed: text) == Self.document)
             return try #require(Base64URLText.decode(text))
         }
-        let first = try sealed(at: start)
-        let second = try sealed(at: start + 3_599)
-        let later = try sealed(at: start + 3_601)
+        let first = try sealed(at: start, by: sealing)
+        let second = try sealed(at: start + 3_599, by: sealing)
+        let later = try sealed(at: start + 3_601, by: sealing)
         // The key id (the application server's public key) follows the salt and record size.
         #expect(first[21..<86] == second[21..<86] && first[0..<16] != second[0..<16])
         #expect(later[21..<86] != first[21..<86])
@@ -150,9 +151,67 @@ struct SignedPushTests {
             var signatures = SignedDocuments()
             _ = sealing.prepare(
                 Self.alert(), for: try DevicePushKeys(p256dh: other.p256dh, auth: other.authSecret).stored(in: DeviceAttributes(production: true)),
-                issuedAt: Self.now, limit: 4_096, signatures: &signatures, sessions: sessions, now: start)
+                issuedAt: Self.now, limit: 4_096, signatures: &signatures, now: start)
         }
-        #expect(sessions.count <= 2)
+        #expect(sealing.sessions.count <= 2)
+
+        var perPush = PushSealing(signingKey: signingKey)
+        perPush.sessions = SealingSessions(lifetime: 0)
+        perPush.registered(attributes, now: start)
+        let one = try sealed(at: start, by: perPush), two = try sealed(at: start, by: perPush)
+        #expect(one[21..<86] != two[21..<86] && perPush.sessions.count == 0)
+    }
+
+    @Test("registering push_keys makes the device's sealing key, so its pushes do not: they use the registration's key until it expires, and registering again makes another")
+    func keyMadeAtRegistration() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-sealing-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let store = try SQLiteStore(path: directory.appendingPathComponent("herald.sqlite").path)
+        try await store.migrate()
+        let start = Date(timeIntervalSince1970: TimeInterval(Self.now))
+        let clock = ManualClock(now: start)
+        var sealing = PushSealing(signingKey: signingKey)
+        sealing.sessions = SealingSessions(lifetime: 3_600)
+        var unsealed = AppSettings(id: "plain")
+        unsealed.sealing = PushSealing(signingKey: signingKey, mode: .off)
+        var app = AppSettings(id: "kasia")
+        app.sealing = sealing
+        let registrar = DeviceRegistrar(store: store, apps: AppDirectory([app, unsealed]), rules: .init(), clock: clock)
+        let keys = SealedPushKeys()
+        let token = String(repeating: "ab", count: 32)
+        func register(app: String = "kasia", keys: SealedPushKeys? = keys) async throws {
+            _ = try await registrar.register(
+                .init(
+                    platform: "ios", tokenKind: nil, deviceToken: token, subscription: nil, environment: nil, deviceID: nil,
+                    watch: .init(watched: ["session:a"], own: nil, routes: nil),
+                    pushKeys: keys.map { .init(p256dh: $0.p256dh, auth: $0.authSecret) }),
+                app: app, grant: .anyIdentity)
+        }
+        /// The key id (the application server's public key) of the push the registered device gets at `date`.
+        func keyID(at date: Date) async throws -> [UInt8] {
+            let device = try #require(try await store.devices(app: "kasia", tokens: [token]).first)
+            var signatures = SignedDocuments()
+            let push = sealing.prepare(Self.alert(), for: device.attributes, issuedAt: Self.now, limit: 4_096, signatures: &signatures, now: date)
+            let text = try #require(try Self.object(push.payload)["herald_sealed"] as? String)
+            #expect(try authenticator(keys).document(sealed: text) == Self.document)
+            return Array(try #require(Base64URLText.decode(text))[21..<86])
+        }
+
+        try await register()
+        #expect(sealing.sessions.count == 1)
+        // Had the first push made the key, the one after the registration's key expired would reuse it.
+        let early = try await keyID(at: start + 3_599)
+        let late = try await keyID(at: start + 3_601)
+        #expect(early != late)
+        #expect(try await keyID(at: start + 3_650) == late)
+        clock.advance(by: 3_650)
+        try await register()
+        #expect(try await keyID(at: start + 3_650) != late)
+        // No key where nothing is sealed: an app that does not seal, a device without keys.
+        try await register(app: "plain")
+        try await register(keys: nil)
+        #expect(sealing.sessions.count == 1 && unsealed.sealing?.sessions.count == 0)
     }
 
     @Test("over the service's limit, Kasia's inline payload goes first, then the push is sealed and signed again")

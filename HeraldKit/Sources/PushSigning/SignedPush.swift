@@ -28,12 +28,17 @@ public struct SignedPush: Sendable, Hashable {
         self.document = document
         self.issuedAt = issuedAt
         // Ed25519 signing fails only for a malformed key, which a `PrivateKey` is not.
-        signature = (try? Array(key.signature(for: Self.signingInput(document: document, issuedAt: issuedAt)))) ?? []
+        // Copied out of `Data` in one call: `Array(Data)` walks its iterator byte by byte.
+        signature = (try? key.signature(for: Self.signingInput(document: document, issuedAt: issuedAt)).withUnsafeBytes { Array($0) }) ?? []
     }
 
     /// The bytes the signature covers.
     public static func signingInput(document: [UInt8], issuedAt: Int64) -> [UInt8] {
-        Array("herald-push-v1\n\(issuedAt)\n".utf8) + document
+        var input = [UInt8]()
+        input.reserveCapacity(36 + document.count)
+        input += "herald-push-v1\n\(issuedAt)\n".utf8
+        input += document
+        return input
     }
 
     /// Checks the signature against `publicKey`, and the issue time against `now`: no older than
@@ -52,7 +57,13 @@ public struct SignedPush: Sendable, Hashable {
 
     /// `{"herald":1,"iat":N,"sig":"S","doc":D}`.
     public var envelope: [UInt8] {
-        Self.envelopeHead + Array("\(issuedAt),\"sig\":\"\(Base64URLText.encode(signature))\",\"doc\":".utf8) + document + [UInt8(ascii: "}")]
+        var out = [UInt8]()
+        out.reserveCapacity(Self.envelopeHead.count + 120 + document.count)
+        out += Self.envelopeHead
+        out += "\(issuedAt),\"sig\":\"\(Base64URLText.encode(signature))\",\"doc\":".utf8
+        out += document
+        out.append(UInt8(ascii: "}"))
+        return out
     }
 
     /// Reads an envelope, exactly in the form `envelope` writes.

@@ -187,7 +187,9 @@ public struct WebPushSession: Sendable {
         record.reserveCapacity(plaintext.count + 1)
         record += plaintext
         record.append(0x02)
-        guard let sealed = try? AES.GCM.seal(record, using: SymmetricKey(data: cek), nonce: AES.GCM.Nonce(data: nonce)) else {
+        // The sealed box's `combined` (nonce, ciphertext, tag) is its storage; `ciphertext` and
+        // `tag` would each copy out of it.
+        guard let sealed = try? AES.GCM.seal(record, using: SymmetricKey(data: cek), nonce: AES.GCM.Nonce(data: nonce)).combined else {
             throw .malformed("AES-GCM refused the record")
         }
         var body = [UInt8]()
@@ -196,8 +198,7 @@ public struct WebPushSession: Sendable {
         withUnsafeBytes(of: UInt32(WebPushEncryption.recordSize).bigEndian) { body += $0 }
         body.append(UInt8(senderPublic.count))
         body += senderPublic
-        sealed.ciphertext.withUnsafeBytes { body += $0 }
-        sealed.tag.withUnsafeBytes { body += $0 }
+        sealed.withUnsafeBytes { body += $0.dropFirst(nonce.count) }
         return body
     }
 }
