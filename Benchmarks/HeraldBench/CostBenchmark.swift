@@ -1,8 +1,6 @@
 import ArgumentParser
-import Crypto
 import Foundation
 import HeraldCore
-import HeraldPushCore
 
 /// `herald-bench cost`: Herald's own CPU time per event (read from `/proc`, not wall time), for
 /// single-event publishes at a fixed open-loop rate, batches of 250, and fan-out to 1,000
@@ -35,9 +33,8 @@ struct Cost: AsyncParsableCommand {
                     for worker in 0..<8 {
                         group.addTask {
                             for i in stride(from: worker, to: devices, by: 8) {
-                                let keys = P256.KeyAgreement.PrivateKey().publicKey.x963Representation
-                                let auth = (0..<16).map { _ in UInt8.random(in: 0...255) }
-                                let body = #"{"device_token":"\#(Rig.token(i))","platform":"ios","watched_addresses":["\#(watch(i).description)"],"push_keys":{"p256dh":"\#(Base64URL.encode(Array(keys)))","auth":"\#(Base64URL.encode(auth))"}}"#
+                                let keys = Rig.pushKeys()
+                                let body = #"{"device_token":"\#(Rig.token(i))","platform":"ios","watched_addresses":["\#(watch(i).description)"],"push_keys":{"p256dh":"\#(keys.p256dh)","auth":"\#(keys.auth)"}}"#
                                 guard try await rig.post("/v1/push/register", body, publisher: false) == 200 else { throw BenchError("a registration was refused") }
                             }
                         }

@@ -79,12 +79,17 @@ final class Rig: @unchecked Sendable {
         try await prefill(devices: count, watchingAll: { [watch($0)] })
     }
 
-    /// A sandbox iPhone's attributes with keys for sealed pushes (a fresh pair per device).
-    static func sealedAttributes() throws -> DeviceAttributes {
+    /// Fresh `push_keys` as a device registers them: a P-256 public key and a 16-byte secret, base64url.
+    static func pushKeys() -> (p256dh: String, auth: String) {
         let key = P256.KeyAgreement.PrivateKey()
         let auth = (0..<16).map { _ in UInt8.random(in: 0...255) }
-        return try DevicePushKeys(p256dh: Base64URL.encode(Array(key.publicKey.x963Representation)), auth: Base64URL.encode(auth))
-            .stored(in: DeviceAttributes(production: false))
+        return (Base64URL.encode(Array(key.publicKey.x963Representation)), Base64URL.encode(auth))
+    }
+
+    /// A sandbox iPhone's attributes with keys for sealed pushes (a fresh pair per device).
+    static func sealedAttributes() throws -> DeviceAttributes {
+        let keys = pushKeys()
+        return try DevicePushKeys(p256dh: keys.p256dh, auth: keys.auth).stored(in: DeviceAttributes(production: false))
     }
 
     /// As `prefill(devices:watching:)`, with several keys per device: sandbox iPhones.
