@@ -48,6 +48,7 @@ struct Cost: AsyncParsableCommand {
             let warm = 200
             guard try await rig.waitForAccepted(warm, timeout: .seconds(60)) else { throw BenchError("warm-up pushes did not arrive") }
             let pushes = scenario == "fanout" ? events * fanOut : events
+            let sealingStart = (try await rig.metric("herald_sealing_cpu_seconds_total"), try await rig.metric("herald_signed_pushes_total"))
             let cpuStart = try rig.cpuSeconds()
             let started = ContinuousClock.now
             var answers: [Double] = []
@@ -78,6 +79,12 @@ struct Cost: AsyncParsableCommand {
                 "cpu_ms_per_push_total": ms(cpuTotal, per: pushes),
             ]
             if let registrationCPU { out["cpu_ms_per_registration"] = ms(registrationCPU, per: devices) }
+            // Herald's own reading of what signing (and sealing) the measured pushes cost.
+            let signed = Int(try await rig.metric("herald_signed_pushes_total") - sealingStart.1)
+            if signed > 0 {
+                let seconds = try await rig.metric("herald_sealing_cpu_seconds_total") - sealingStart.0
+                out["cpu_us_per_push_signing_sealing"] = (seconds * 1e7 / Double(signed)).rounded() / 10
+            }
             if scenario == "single" {
                 out["rate"] = rate
                 out["publish_p50_ms"] = (percentile(answers, 0.5) * 10).rounded() / 10

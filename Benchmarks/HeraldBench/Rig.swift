@@ -232,6 +232,19 @@ final class Rig: @unchecked Sendable {
         return (try JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any]) ?? [:]
     }
 
+    /// The sum of a metric's series on every instance's `/metrics` (0 when none has it).
+    func metric(_ name: String) async throws -> Double {
+        var sum = 0.0
+        for admin in admins {
+            let response = try await http.execute(HTTPClientRequest(url: admin + "/metrics"), timeout: .seconds(30))
+            let text = String(buffer: try await response.body.collect(upTo: 16 << 20))
+            for line in text.split(separator: "\n") where line.hasPrefix(name + "{") || line.hasPrefix(name + " ") {
+                sum += line.split(separator: " ").last.flatMap { Double($0) } ?? 0
+            }
+        }
+        return sum
+    }
+
     /// Resident and peak resident memory of `herald serve`, in KiB (Linux /proc).
     func memory() throws -> (rss: Int, peak: Int) {
         guard let pid = serves.first?.processIdentifier else { throw BenchError("herald serve is not running") }

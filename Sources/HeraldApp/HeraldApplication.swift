@@ -209,14 +209,14 @@ struct PushServices {
         }
     }
 
-    /// Read at every scrape: each app's queue and sealing keys, the push services' connections and
-    /// token refreshes.
+    /// Read at every scrape: each app's queue, sealing keys and sealing cost, the push services'
+    /// connections and token refreshes.
     func collectMetrics(into metrics: HeraldMetrics, store: any Store, apps settings: [AppSettings]) {
         let readings = providers
         let registry = registry
         let contexts = contexts
         let apps = settings.map(\.id)
-        let sealing = settings.compactMap { app in app.sealing.map { (app.id, $0.sessions) } }
+        let sealing = settings.compactMap { app in app.sealing.map { (app.id, $0.sessions, $0.cost) } }
         metrics.addCollector { m in
             if let queues = try? await store.queues() {
                 let now = Date()
@@ -225,9 +225,11 @@ struct PushServices {
                     m.queue(app: app, depth: queue?.depth ?? 0, oldestPendingSeconds: queue?.oldest.map { max(0, now.timeIntervalSince($0)) } ?? 0)
                 }
             }
-            for (app, sessions) in sealing {
+            for (app, sessions, cost) in sealing {
                 let made = sessions.made
                 m.sealingKeysMade(app: app, atRegistration: made.atRegistration, atPush: made.atPush)
+                let total = cost.total
+                m.sealingCost(app: app, pushes: total.pushes, cpuSeconds: total.cpuSeconds)
             }
             for (app, list) in readings {
                 for provider in list { m.tokenRefreshes(app: app, platform: provider.platform, stats: provider.stats) }

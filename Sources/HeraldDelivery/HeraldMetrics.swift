@@ -34,13 +34,14 @@ public final class HeraldMetrics: Sendable {
     ]
 
     private let counters = Mutex<[Key: CoreMetrics.Counter]>([:])
+    private let floatingCounters = Mutex<[Key: CoreMetrics.FloatingPointCounter]>([:])
     private let gauges = Mutex<[Key: CoreMetrics.Gauge]>([:])
     private let timers = Mutex<[Key: CoreMetrics.Timer]>([:])
     private let inFlight: CoreMetrics.Meter
     private let collectors = Mutex<[@Sendable (HeraldMetrics) async -> Void]>([])
     /// Cumulative figures read from elsewhere (a client's token count) and the last value passed
     /// on to their counter, so each scrape adds only what is new.
-    private let cumulative = Mutex<[Key: Int64]>([:])
+    private let cumulative = Mutex<[Key: Double]>([:])
 
     private struct Key: Hashable {
         var label: String
@@ -70,6 +71,10 @@ public final class HeraldMetrics: Sendable {
 
     private func counter(_ label: String, _ dimensions: KeyValuePairs<String, String> = [:]) -> CoreMetrics.Counter {
         cached(counters, label, dimensions) { CoreMetrics.Counter(label: $0, dimensions: $1, factory: factory) }
+    }
+
+    private func floatingCounter(_ label: String, _ dimensions: KeyValuePairs<String, String> = [:]) -> CoreMetrics.FloatingPointCounter {
+        cached(floatingCounters, label, dimensions) { CoreMetrics.FloatingPointCounter(label: $0, dimensions: $1, factory: factory) }
     }
 
     private func gauge(_ label: String, _ dimensions: KeyValuePairs<String, String> = [:]) -> CoreMetrics.Gauge {
@@ -178,16 +183,29 @@ public final class HeraldMetrics: Sendable {
         cumulativeCounter("herald_sealing_keys_made_total", ["app": app, "at": "push"], reaches: atPush)
     }
 
+    /// What signing and sealing an app's pushes has cost so far, read at scrape time: the pushes
+    /// prepared (`herald_signed_pushes_total{app}`) and their CPU time
+    /// (`herald_sealing_cpu_seconds_total{app}`); one divided by the other is the cost per push.
+    public func sealingCost(app: String, pushes: Int, cpuSeconds: Double) {
+        cumulativeCounter("herald_signed_pushes_total", ["app": app], reaches: pushes)
+        let added = newSinceLastScrape("herald_sealing_cpu_seconds_total", ["app": app], total: cpuSeconds)
+        floatingCounter("herald_sealing_cpu_seconds_total", ["app": app]).increment(by: added)
+    }
+
     /// A counter following a total kept elsewhere and read at scrape time: it grows by what is
     /// new. Created at the first scrape even at 0, so the series exists for dashboards and alerts.
     private func cumulativeCounter(_ label: String, _ dimensions: KeyValuePairs<String, String>, reaches total: Int) {
+        counter(label, dimensions).increment(by: Int64(newSinceLastScrape(label, dimensions, total: Double(total))))
+    }
+
+    /// How much a total kept elsewhere grew since the last scrape (never negative).
+    private func newSinceLastScrape(_ label: String, _ dimensions: KeyValuePairs<String, String>, total: Double) -> Double {
         let key = Key(label: label, dimensions: dimensions.map(\.value))
-        let added = cumulative.withLock { seen -> Int64 in
+        return cumulative.withLock { seen in
             let before = seen[key] ?? 0
-            seen[key] = max(before, Int64(total))
-            return max(0, Int64(total) - before)
+            seen[key] = max(before, total)
+            return max(0, total - before)
         }
-        counter(label, dimensions).increment(by: added)
     }
 
     /// A value of the Kaspa chain source, read at scrape time.

@@ -50,14 +50,25 @@ public struct DeviceAttributes: Hashable, Sendable, CustomStringConvertible {
     public subscript(key: String) -> String? {
         if storedForm == Self.sandbox { return key == "environment" ? "sandbox" : nil }
         if storedForm == Self.production { return key == "environment" ? "production" : nil }
-        switch Self.scan(storedForm, for: key) {
+        switch Self.scan(storedForm, for: key, copying: true) {
         case .value(let value): return value
         case .absent: return nil
         case .unread: return values[key]
         }
     }
 
-    private enum Scan { case value(String), absent, unread }
+    /// Whether the device has a value under `key`, read without copying the value out.
+    public func contains(_ key: String) -> Bool {
+        if storedForm == Self.sandbox || storedForm == Self.production { return key == "environment" }
+        switch Self.scan(storedForm, for: key, copying: false) {
+        case .value: return true
+        case .absent: return false
+        case .unread: return values[key] != nil
+        }
+    }
+
+    /// A value found (nil when not copied out), none, or a text to parse.
+    private enum Scan { case value(String?), absent, unread }
 
     /// Where the first `pattern` in `bytes` ends (its first byte is found with `memchr`, the rest
     /// compared with `memcmp`).
@@ -75,10 +86,15 @@ public struct DeviceAttributes: Hashable, Sendable, CustomStringConvertible {
 
     /// `key`'s value read from the bytes of a stored form: in a JSON object every quote inside a
     /// string is escaped, so an unescaped `"key":"` is that member and nothing else. A value or key
-    /// with an escape, or a text that is not an object, is left to the parse (`.unread`).
-    private static func scan(_ text: String, for key: String) -> Scan {
-        let pattern = Array("\"\(key)\":\"".utf8)
+    /// with an escape, or a text that is not an object, is left to the parse (`.unread`). Without
+    /// `copying`, a value found is `.value(nil)`.
+    private static func scan(_ text: String, for key: String, copying: Bool) -> Scan {
         guard !key.utf8.contains(where: { $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 < 0x20 }) else { return .unread }
+        var pattern = [UInt8]()
+        pattern.reserveCapacity(key.utf8.count + 4)
+        pattern.append(UInt8(ascii: "\""))
+        pattern += key.utf8
+        pattern += [UInt8(ascii: "\""), UInt8(ascii: ":"), UInt8(ascii: "\"")]
         var text = text
         return text.withUTF8 { bytes -> Scan in
             guard bytes.count >= 2, bytes.first == UInt8(ascii: "{"), bytes.last == UInt8(ascii: "}") else { return .unread }
@@ -89,7 +105,7 @@ public struct DeviceAttributes: Hashable, Sendable, CustomStringConvertible {
                 end += 1
             }
             guard end < bytes.count else { return .unread }
-            return .value(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self))
+            return .value(copying ? String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self) : nil)
         }
     }
 

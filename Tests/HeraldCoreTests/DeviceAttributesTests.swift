@@ -3,7 +3,7 @@ import Testing
 
 @Suite("Device attributes")
 struct DeviceAttributesTests {
-    @Test("a value read from the stored form's bytes is the value the JSON parse gives, whatever the values hold")
+    @Test("a value read from the stored form's bytes, and its presence, are what the JSON parse gives, whatever the values hold")
     func readWithoutAParse() {
         let tricky = [
             "plain", "", #"a "quoted" word"#, #"back\slash"#, #"","environment":"forged"#, "Grüße ✓", "line\nbreak", "p256dh\"", "/slash/",
@@ -17,12 +17,14 @@ struct DeviceAttributesTests {
             let attributes = DeviceAttributes(values)
             for key in keys + ["missing", #"with"quote"#] {
                 #expect(attributes[key] == attributes.values[key], "\(key) of \(attributes.storedForm)")
+                #expect(attributes.contains(key) == (attributes.values[key] != nil), "\(key) of \(attributes.storedForm)")
             }
             #expect(attributes["push_auth"] == value && attributes["auth"] == nil)
         }
         // A text that is not an object of strings reads as no values, by either road.
         for text in [#"{"environment":"production""#, "[]", "", #"{"environment":5}"#] {
             #expect(DeviceAttributes(storedForm: text)["environment"] == nil, "\(text)")
+            #expect(!DeviceAttributes(storedForm: text).contains("environment"), "\(text)")
         }
     }
 }

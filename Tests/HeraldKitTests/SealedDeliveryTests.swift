@@ -132,6 +132,11 @@ struct SealedDeliveryTests {
         let metrics = String(decoding: try await http("GET", serve.admin + "/metrics").1, as: UTF8.self)
         #expect(metrics.contains(#"herald_sealing_keys_made_total{app="default",at="registration"} 2"#), "\(metrics)")
         #expect(metrics.contains(#"herald_sealing_keys_made_total{app="default",at="push"} 0"#), "\(metrics)")
+        // What signing and sealing cost is counted: the three pushes, and some CPU time for them.
+        #expect(metrics.contains(#"herald_signed_pushes_total{app="default"} 3"#), "\(metrics)")
+        let cpuLine = metrics.split(separator: "\n").first { $0.hasPrefix(#"herald_sealing_cpu_seconds_total{app="default"} "#) }
+        let cpuSeconds: Double? = cpuLine.flatMap { line in Double(line.split(separator: " ").last ?? "") }
+        #expect((cpuSeconds ?? 0) > 0, "\(metrics)")
     }
 
     @Test("an app with sealed: required refuses an iPhone without push_keys (422 naming push_keys) and takes one with them; a bad key is 422 naming the part")

@@ -53,6 +53,14 @@ struct SignedPushTests {
         let empty = SignedPush(signing: Array("{}".utf8), issuedAt: 7, with: signingKey.privateKey)
         #expect(try SignedPush(attached: try #require(empty.attached)).document == Array("{}".utf8))
         #expect(SignedPush(signing: Array("[1]".utf8), issuedAt: 7, with: signingKey.privateKey).attached == nil)
+        // The forms' bytes, exactly as docs/signed-pushes.md writes them, for any issue time.
+        for time: Int64 in [0, 7, 10, 99, 100, Self.now, Int64.max, -1, Int64.min] {
+            let push = SignedPush(document: Array("{}".utf8), issuedAt: time, signature: Array(repeating: 0xFB, count: 64))
+            let sig = String(repeating: "-_v7", count: 21) + "-w"  // 0xFB × 64 in base64url
+            #expect(SignedPush.signingInput(document: push.document, issuedAt: time) == Array("herald-push-v1\n\(time)\n{}".utf8))
+            #expect(push.envelope == Array(#"{"herald":1,"iat":\#(time),"sig":"\#(sig)","doc":{}}"#.utf8))
+            #expect(push.attached == Array(#"{"herald_signature":"\#(time).\#(sig)"}"#.utf8))
+        }
     }
 
     @Test("a byte changed anywhere in a signed push, sealed or not, is refused")

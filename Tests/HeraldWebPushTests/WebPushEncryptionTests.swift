@@ -104,12 +104,29 @@ struct WebPushEncryptionTests {
         #expect(try WebPushEncryption.decrypt(theirBody, privateKey: receiver, auth: auth) == message)
     }
 
-    @Test("the lean HMAC-SHA256 agrees with swift-crypto's HMAC for keys of 0 to 64 bytes")
+    @Test("the record primitives give swift-crypto's bytes: HMAC-SHA-256 for keys of 0 to 100 bytes")
     func hmacAgrees() {
-        for length in [0, 1, 16, 32, 63, 64] {
+        for length in [0, 1, 16, 32, 63, 64, 65, 100] {
             let key = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
             let message = Array("WebPush: info".utf8) + [0, 1, 2, 3]
-            #expect(WebPushEncryption.hmac(key, message) == Array(HMAC<SHA256>.authenticationCode(for: message, using: SymmetricKey(data: key))))
+            #expect(RecordPrimitives.hmacSHA256(key: key, message: message) == Array(HMAC<SHA256>.authenticationCode(for: message, using: SymmetricKey(data: key))))
         }
+    }
+
+    @Test("the record primitives give swift-crypto's bytes: AES-128-GCM, appended after what the body holds; a wrong key or nonce length seals nothing")
+    func aesAgrees() throws {
+        let key = (0..<16).map { UInt8($0 &* 7 &+ 1) }
+        let nonce = (0..<12).map { UInt8($0 &* 13 &+ 5) }
+        for length in [0, 1, 15, 16, 17, 255, WebPushEncryption.maximumPlaintext + 1] {
+            let plaintext = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 101 &+ 3) }
+            var body: [UInt8] = [9, 8, 7]
+            #expect(RecordPrimitives.sealAES128GCM(plaintext, key: key, nonce: nonce, appendingTo: &body))
+            let box = try AES.GCM.seal(plaintext, using: SymmetricKey(data: key), nonce: AES.GCM.Nonce(data: nonce))
+            #expect(body == [9, 8, 7] + Array(box.ciphertext) + Array(box.tag))
+        }
+        var body: [UInt8] = [1]
+        #expect(!RecordPrimitives.sealAES128GCM([1, 2, 3], key: Array(key.prefix(15)), nonce: nonce, appendingTo: &body))
+        #expect(!RecordPrimitives.sealAES128GCM([1, 2, 3], key: key, nonce: Array(nonce.prefix(8)), appendingTo: &body))
+        #expect(body == [1])
     }
 }

@@ -35,10 +35,26 @@ public struct SignedPush: Sendable, Hashable {
     /// The bytes the signature covers.
     public static func signingInput(document: [UInt8], issuedAt: Int64) -> [UInt8] {
         var input = [UInt8]()
-        input.reserveCapacity(36 + document.count)
-        input += "herald-push-v1\n\(issuedAt)\n".utf8
+        input.reserveCapacity(signingInputHead.count + 21 + document.count)
+        input += signingInputHead
+        appendDecimal(issuedAt, to: &input)
+        input.append(0x0A)
         input += document
         return input
+    }
+
+    private static let signingInputHead = Array("herald-push-v1\n".utf8)
+
+    /// `value` in decimal ASCII, written as bytes (string interpolation allocates, once per push).
+    static func appendDecimal(_ value: Int64, to out: inout [UInt8]) {
+        if value < 0 { out.append(UInt8(ascii: "-")) }
+        let magnitude = value.magnitude
+        var divisor: UInt64 = 1
+        while divisor <= magnitude / 10 { divisor *= 10 }
+        repeat {
+            out.append(UInt8(ascii: "0") + UInt8(magnitude / divisor % 10))
+            divisor /= 10
+        } while divisor > 0
     }
 
     /// Checks the signature against `publicKey`, and the issue time against `now`: no older than
@@ -60,17 +76,23 @@ public struct SignedPush: Sendable, Hashable {
         var out = [UInt8]()
         out.reserveCapacity(Self.envelopeHead.count + 120 + document.count)
         out += Self.envelopeHead
-        out += "\(issuedAt),\"sig\":\"\(Base64URLText.encode(signature))\",\"doc\":".utf8
+        Self.appendDecimal(issuedAt, to: &out)
+        out += Self.envelopeSignature
+        out += Base64URLText.encodedBytes(signature)
+        out += Self.envelopeDocument
         out += document
         out.append(UInt8(ascii: "}"))
         return out
     }
 
+    private static let envelopeSignature = Array(#","sig":""#.utf8)
+    private static let envelopeDocument = Array(#"","doc":"#.utf8)
+
     /// Reads an envelope, exactly in the form `envelope` writes.
     /// - Throws: `SignedPushError.malformed` for anything else.
     public init(envelope bytes: [UInt8]) throws(SignedPushError) {
         var reader = ByteReader(bytes)
-        guard reader.take(Self.envelopeHead), let issuedAt = reader.integer(), reader.take(Array(#","sig":""#.utf8)),
+        guard reader.take(Self.envelopeHead), let issuedAt = reader.integer(), reader.take(Self.envelopeSignature),
             let signature = reader.base64URL(until: UInt8(ascii: "\"")), reader.take(Array(#","doc":"#.utf8)),
             bytes.last == UInt8(ascii: "}"), reader.position < bytes.count - 1
         else { throw .malformed }
@@ -86,16 +108,27 @@ public struct SignedPush: Sendable, Hashable {
     /// not a JSON object (`{` … `}`).
     public var attached: [UInt8]? {
         guard document.first == UInt8(ascii: "{"), document.last == UInt8(ascii: "}") else { return nil }
-        let member = Array("\"\(Self.attachedMember)\":\"\(issuedAt).\(Base64URLText.encode(signature))\"}".utf8)
         let isEmpty = document.dropFirst().dropLast().allSatisfy { $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }
-        return Array(document.dropLast()) + (isEmpty ? [] : [UInt8(ascii: ",")]) + member
+        var out = [UInt8]()
+        out.reserveCapacity(document.count + Self.attachedHead.count + 110)
+        out += document[..<(document.count - 1)]  // a slice (`dropLast()` here is Sequence's, element by element)
+        if !isEmpty { out.append(UInt8(ascii: ",")) }
+        out += Self.attachedHead
+        Self.appendDecimal(issuedAt, to: &out)
+        out.append(UInt8(ascii: "."))
+        out += Base64URLText.encodedBytes(signature)
+        out.append(UInt8(ascii: "\""))
+        out.append(UInt8(ascii: "}"))
+        return out
     }
+
+    private static let attachedHead = Array("\"\(attachedMember)\":\"".utf8)
 
     /// Reads a payload received with an attached signature: the signature and the document as it
     /// was before the member was added.
     /// - Throws: `SignedPushError.unsigned` when the payload does not end with the member.
     public init(attached bytes: [UInt8]) throws(SignedPushError) {
-        let name = Array("\"\(Self.attachedMember)\":\"".utf8)
+        let name = Self.attachedHead
         guard bytes.count > name.count + 4, bytes.suffix(2) == [UInt8(ascii: "\""), UInt8(ascii: "}")],
             let start = Self.lastRange(of: name, in: bytes)
         else { throw .unsigned }

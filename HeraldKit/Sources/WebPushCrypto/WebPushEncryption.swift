@@ -97,27 +97,6 @@ public enum WebPushEncryption {
         return Array(padded[..<end])
     }
 
-    /// HMAC-SHA256 (RFC 2104) for keys of at most one block, which every key here is (16 or 32
-    /// bytes): SHA-256 on raw buffers, without the key and hash objects `HMAC` allocates per call,
-    /// which cost more than the hashing at five HMACs per message.
-    static func hmac(_ key: [UInt8], _ message: [UInt8]) -> [UInt8] {
-        precondition(key.count <= 64, "HMAC keys here are one block at most")
-        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 64) { pad in
-            pad.initialize(repeating: 0x36)
-            for (i, byte) in key.enumerated() { pad[i] ^= byte }
-            var hash = SHA256()
-            hash.update(bufferPointer: UnsafeRawBufferPointer(pad))
-            message.withUnsafeBytes { hash.update(bufferPointer: $0) }
-            let innerDigest = hash.finalize()
-            // The inner pad becomes the outer one: key ⊕ 0x5c.
-            for i in pad.indices { pad[i] ^= 0x36 ^ 0x5c }
-            hash = SHA256()
-            hash.update(bufferPointer: UnsafeRawBufferPointer(pad))
-            innerDigest.withUnsafeBytes { hash.update(bufferPointer: $0) }
-            return Array(hash.finalize())
-        }
-    }
-
     /// RFC 8291 §3.3–3.4 and RFC 8188 §2.2: the content-encryption key and the nonce.
     static func contentKeys(
         ecdhSecret: [UInt8], auth: [UInt8], receiverPublic: [UInt8], senderPublic: [UInt8], salt: [UInt8]
@@ -127,20 +106,20 @@ public enum WebPushEncryption {
 
     /// RFC 8291 §3.3: the key-combining step, which depends on the two keys and the auth secret only.
     static func inputKeyingMaterial(ecdhSecret: [UInt8], auth: [UInt8], receiverPublic: [UInt8], senderPublic: [UInt8]) -> [UInt8] {
-        let prkKey = hmac(auth, ecdhSecret)
+        let prkKey = RecordPrimitives.hmacSHA256(key: auth, message: ecdhSecret)
         var keyInfo = webPushInfo
         keyInfo.reserveCapacity(webPushInfo.count + 65 + 65 + 1)
         keyInfo += receiverPublic
         keyInfo += senderPublic
         keyInfo.append(1)
-        return hmac(prkKey, keyInfo)
+        return RecordPrimitives.hmacSHA256(key: prkKey, message: keyInfo)
     }
 
     /// RFC 8188 §2.2–2.3: the salt's content-encryption key and nonce.
     static func contentKeys(ikm: [UInt8], salt: [UInt8]) -> (cek: [UInt8], nonce: [UInt8]) {
-        let prk = hmac(salt, ikm)
-        let cek = hmac(prk, cekInfo).prefix(16)
-        let nonce = hmac(prk, nonceInfo).prefix(12)
+        let prk = RecordPrimitives.hmacSHA256(key: salt, message: ikm)
+        let cek = RecordPrimitives.hmacSHA256(key: prk, message: cekInfo).prefix(16)
+        let nonce = RecordPrimitives.hmacSHA256(key: prk, message: nonceInfo).prefix(12)
         return (Array(cek), Array(nonce))
     }
 
@@ -187,18 +166,15 @@ public struct WebPushSession: Sendable {
         record.reserveCapacity(plaintext.count + 1)
         record += plaintext
         record.append(0x02)
-        // The sealed box's `combined` (nonce, ciphertext, tag) is its storage; `ciphertext` and
-        // `tag` would each copy out of it.
-        guard let sealed = try? AES.GCM.seal(record, using: SymmetricKey(data: cek), nonce: AES.GCM.Nonce(data: nonce)).combined else {
-            throw .malformed("AES-GCM refused the record")
-        }
         var body = [UInt8]()
         body.reserveCapacity(WebPushEncryption.headerLength + record.count + 16)
         body += salt
         withUnsafeBytes(of: UInt32(WebPushEncryption.recordSize).bigEndian) { body += $0 }
         body.append(UInt8(senderPublic.count))
         body += senderPublic
-        sealed.withUnsafeBytes { body += $0.dropFirst(nonce.count) }
+        guard RecordPrimitives.sealAES128GCM(record, key: cek, nonce: nonce, appendingTo: &body) else {
+            throw .malformed("AES-GCM refused the record")
+        }
         return body
     }
 }
