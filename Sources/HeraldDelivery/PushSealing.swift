@@ -227,32 +227,31 @@ public struct SealingPushProvider: PushProvider {
     public var stats: ProviderStats { base.stats }
 
     public func send(_ delivery: ClaimedDelivery) async -> PushOutcome {
-        var signatures = SignedDocuments(remembering: false)
-        let started = SealingCost.threadCPUNanoseconds()
-        let push = prepared(delivery, at: now(), signatures: &signatures)
-        sealing.cost.add(pushes: 1, since: started)
-        return await base.send(push)
+        await base.send(prepared([delivery])[0])
     }
 
-    /// One clock reading for the batch: its issue time and the sessions' age.
     public func send(_ deliveries: [ClaimedDelivery]) async -> [PushOutcome] {
-        var signatures = SignedDocuments(remembering: deliveries.count > 1)
-        let started = SealingCost.threadCPUNanoseconds()
-        let date = now()
-        let pushes = deliveries.map { prepared($0, at: date, signatures: &signatures) }
-        sealing.cost.add(pushes: pushes.count, since: started)
-        return await base.send(pushes)
+        await base.send(prepared(deliveries))
     }
 
     public func shutdown() async { await base.shutdown() }
 
-    private func prepared(_ delivery: ClaimedDelivery, at date: Date, signatures: inout SignedDocuments) -> ClaimedDelivery {
-        var prepared = delivery
-        prepared.push = sealing.prepare(
-            delivery.push, for: delivery.device.attributes, template: delivery.template, issuedAt: Self.seconds(date),
-            limit: limit(delivery.push.pushType.rawValue),
-            signatures: &signatures, now: date)
-        return prepared
+    /// A batch signed and sealed, its CPU time counted: one clock reading for its issue time and
+    /// the sessions' age, and a signature table only when there is something to share.
+    private func prepared(_ deliveries: [ClaimedDelivery]) -> [ClaimedDelivery] {
+        var signatures = SignedDocuments(remembering: deliveries.count > 1)
+        let started = SealingCost.threadCPUNanoseconds()
+        let date = now()
+        let issuedAt = Self.seconds(date)
+        let pushes = deliveries.map { delivery in
+            var prepared = delivery
+            prepared.push = sealing.prepare(
+                delivery.push, for: delivery.device.attributes, template: delivery.template, issuedAt: issuedAt,
+                limit: limit(delivery.push.pushType.rawValue), signatures: &signatures, now: date)
+            return prepared
+        }
+        sealing.cost.add(pushes: pushes.count, since: started)
+        return pushes
     }
 
     private static func seconds(_ date: Date) -> Int64 {
