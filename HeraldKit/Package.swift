@@ -1,7 +1,7 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// HeraldKit: the client half apps and their notification extensions embed (SPEC §6), a package
+// HeraldKit: the client half apps and their notification extensions embed (docs/heraldkit.md), a package
 // of its own so that it declares its own platforms: the server's `macOS 15` (Synchronization) is
 // not what an iOS 15 app or a notification extension has. Herald's server package uses
 // KasiaProtocol and KasiaCrypto from here.

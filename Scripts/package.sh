@@ -50,7 +50,7 @@ name=herald-$version-linux-$arch
 mkdir -p "$work/$name/bin"
 install -m 0755 "$binary" "$work/$name/bin/herald"
 strip "$work/$name/bin/herald" 2>/dev/null || true
-cp -R LICENSE NOTICE README.md CHANGELOG.md deploy "$work/$name/"
+cp -R LICENSE NOTICE README.md CHANGELOG.md deploy docs "$work/$name/"
 tar -C "$work" -czf "$out/$name.tar.gz" "$name"
 echo "package: $out/$name.tar.gz"
 
@@ -60,7 +60,9 @@ install -d "$root/DEBIAN" "$root/usr/bin" "$root/lib/systemd/system" "$root/etc/
 install -m 0755 "$work/$name/bin/herald" "$root/usr/bin/herald"
 install -m 0644 deploy/systemd/herald.service "$root/lib/systemd/system/herald.service"
 install -m 0600 deploy/systemd/herald.env "$root/etc/herald/herald.env"
-install -m 0644 LICENSE NOTICE "$root/usr/share/doc/herald/"
+install -m 0644 LICENSE NOTICE README.md CHANGELOG.md "$root/usr/share/doc/herald/"
+cp -R docs deploy "$root/usr/share/doc/herald/"
+find "$root/usr/share/doc/herald" -type d -exec chmod 0755 {} + -o -type f -exec chmod 0644 {} +
 echo /etc/herald/herald.env >"$root/DEBIAN/conffiles"
 # The C libraries the binary loads, by the Debian packages that hold them (dpkg knows a file by
 # the path its package installed, /lib or /usr/lib, whichever that was).
@@ -90,6 +92,10 @@ if [ "$1" = configure ]; then
   getent group herald >/dev/null || groupadd --system herald
   getent passwd herald >/dev/null || useradd --system --gid herald --home-dir /var/lib/herald --shell /usr/sbin/nologin herald
   install -d -m 0700 -o herald -g herald /var/lib/herald
+  # The keys phones and browsers pin, made once and kept across upgrades (readable to the service's
+  # group only); herald.env names them.
+  [ -e /etc/herald/signing-key.pem ] || /usr/bin/herald signing-key --out /etc/herald --group herald >/dev/null
+  [ -e /etc/herald/vapid-private.pem ] || /usr/bin/herald vapid-keys --out /etc/herald --group herald >/dev/null
   if [ -d /run/systemd/system ]; then systemctl daemon-reload || true; fi
 fi
 POSTINST
@@ -101,7 +107,8 @@ PRERM
 cat >"$root/DEBIAN/postrm" <<'POSTRM'
 #!/bin/sh
 set -e
-# Removing keeps the data (/var/lib/herald) and the user; purging removes both.
+# Removing keeps the data (/var/lib/herald) and the user; purging removes both. The keys in
+# /etc/herald stay even then: phones pin the signing key, subscriptions the VAPID key.
 if [ "$1" = purge ]; then
   rm -rf /var/lib/herald
   getent passwd herald >/dev/null && userdel herald || true

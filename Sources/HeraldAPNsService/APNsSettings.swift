@@ -65,10 +65,11 @@ struct APNsSettings: Sendable {
 
     /// Loads the `.p8` key.
     func loadSigningKey() throws -> APNsSigningKey {
+        _ = try KeyFile.text(at: keyPath, field: "HERALD_APNS_KEY_PATH")  // an unreadable file is named as that
         do {
             return try APNsSigningKey(contentsOfFile: keyPath, keyID: keyID, teamID: teamID)
         } catch {
-            throw HeraldConfigurationError(field: "HERALD_APNS_KEY_PATH", message: "\(keyPath) is not a readable P-256 .p8 key")
+            throw HeraldConfigurationError(field: "HERALD_APNS_KEY_PATH", message: "\(keyPath) is not a P-256 .p8 key")
         }
     }
 

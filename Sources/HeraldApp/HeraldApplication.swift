@@ -157,7 +157,7 @@ struct BuiltInSimulators: Sendable {
         }
     }
 
-    /// Their control APIs, for the operator beside /metrics (SPEC §12).
+    /// Their control APIs, for the operator beside /metrics (docs/security.md).
     var controls: [String: SimulatorControlRoute] {
         var controls: [String: SimulatorControlRoute] = [:]
         for simulator in running.values {
@@ -266,7 +266,8 @@ struct Listeners {
         // instance counts is for its operator, not for whoever reaches the API.
         let admin = Application(
             router: Gateway.operationsRouter(
-                store: store, metrics: metrics, sources: sources, readiness: readiness, sending: sending, lanes: lanes, simulators: controls),
+                store: store, metrics: metrics, sources: sources, readiness: readiness, sending: sending, lanes: lanes, simulators: controls,
+                browserOrigins: api.browserOrigins),
             server: .http1(configuration: .init(idleTimeout: .seconds(Int64(settings.httpIdleTimeoutSeconds)))),
             configuration: .init(address: .hostname(settings.adminHost, port: settings.adminPort), serverName: "Herald"),
             onServerRunning: { channel in await line.admin(channel.localAddress?.port ?? 0) },

@@ -24,9 +24,9 @@ enum RegistrationSigning {
             keys.hs256Secret = Array(secret.utf8)
         }
         if let publicKeyPath {
-            guard let pem = try? String(contentsOfFile: publicKeyPath, encoding: .utf8),
-                let key = try? P256.Signing.PublicKey(pemRepresentation: pem)
-            else { throw error(publicKeyField, "\(publicKeyPath) is not a readable P-256 public key (PEM)") }
+            let pem = try KeyFile.text(at: publicKeyPath, field: publicKeyField)
+            guard let key = try? P256.Signing.PublicKey(pemRepresentation: pem)
+            else { throw error(publicKeyField, "\(publicKeyPath) is not a P-256 public key (PEM)") }
             keys.es256PublicKey = key
         }
         return keys

@@ -2,7 +2,7 @@ import Foundation
 import HeraldDelivery
 import HeraldPushCore
 
-/// An app's signing key and sealing (SPEC §13), from `HERALD_SIGNING_KEY_PATH`, `HERALD_SEALED`,
+/// An app's signing key and sealing (docs/signed-pushes.md), from `HERALD_SIGNING_KEY_PATH`, `HERALD_SEALED`,
 /// `HERALD_SEALED_ALERT` and `HERALD_SEALING_KEY_LIFETIME_SECONDS`, or the app's
 /// `signing_key_path`, `sealed`, `sealed_alert` and `sealing_key_lifetime_seconds` in
 /// `HERALD_CONFIG` (where `sealed_alerts` also gives a template its own alert). Without a key file the app signs with a key made at start (development: a
@@ -18,9 +18,9 @@ enum SealingSettings {
     static func read(_ value: (String) -> String?, field: (String) -> String) throws -> PushSealing {
         var sealing: PushSealing
         if let path = value("HERALD_SIGNING_KEY_PATH") {
-            guard let text = try? String(contentsOfFile: path, encoding: .utf8), let key = PushSigningKey(pem: text) else {
+            guard let key = PushSigningKey(pem: try KeyFile.text(at: path, field: field("HERALD_SIGNING_KEY_PATH"))) else {
                 throw HeraldConfigurationError(
-                    field: field("HERALD_SIGNING_KEY_PATH"), message: "\(path) is not a readable Ed25519 private key in PEM (herald signing-key makes one)")
+                    field: field("HERALD_SIGNING_KEY_PATH"), message: "\(path) is not an Ed25519 private key in PEM (herald signing-key makes one)")
             }
             sealing = PushSealing(signingKey: key)
         } else {

@@ -124,6 +124,7 @@ public struct ServeSettings: Sendable {
     /// settings win), with `pushServices`' settings; a value Herald cannot use throws
     /// `HeraldConfigurationError` naming it.
     public init(environment env: [String: String], pushServices: PushServiceRegistry = .builtIn) throws {
+        if let refusal = KnownVariables.refusal(env, pushServices: pushServices) { throw refusal }
         let file = try env["HERALD_CONFIG"].flatMap { $0.isEmpty ? nil : $0 }.map { try ConfigFile.load(path: $0, pushServices: pushServices) }
         try readListenersAndStore(env, file: file)
         try readOutboxAndChain(env)

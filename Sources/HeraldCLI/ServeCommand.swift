@@ -26,6 +26,8 @@ struct ServeCommand: AsyncParsableCommand {
                 try await buildApplication(settings: settings, store: store, metrics: metrics, logger: logger).run()
             }
         }
+        // The last line of a clean stop: what was in flight is recorded and the store is closed.
+        logger.info("shutdown finished: pushes in flight recorded, store closed")
     }
 }
 

@@ -62,7 +62,7 @@ public struct AppSettings: Sendable {
     /// What the app's Kasia pushes show the push services (`privacy: minimal` keeps the sender,
     /// amount and thread id out).
     public var privacy = PushPrivacy.standard
-    /// How its pushes are signed and sealed (SPEC §13); nil: neither (in-process tests).
+    /// How its pushes are signed and sealed (docs/signed-pushes.md); nil: neither (in-process tests).
     public var sealing: PushSealing?
 
     public init(

@@ -161,6 +161,11 @@ public struct EventPublisher: Sendable {
         do { return try read() } catch { throw Refusal.invalid(prefix + error.field, error.message) }
     }
 
+    /// The templates `validate` renders, as a refusal lists them.
+    static let templates = [
+        "custom", "kasia.handshake", "kasia.contextual_message", "kasia.payment", "session.message", "agent.event", "conversation.silent",
+    ]
+
     /// Validates and renders one event (no I/O).
     func validate(_ body: Request, field prefix: String, publisherKey: String, now: Date) throws -> Draft {
         let settings = try apps.publisherApp(key: publisherKey, requested: body.app, field: prefix + "app")
@@ -226,7 +231,7 @@ public struct EventPublisher: Sendable {
             let conversation = try FieldReader(fields: fields, prefix: prefix + "fields.").string("conversation_id", maximum: 1_024)
             push = ConversationSilentTemplate.render(conversationID: conversation)
         default:
-            throw Refusal.invalid(prefix + "template", "unknown template \(template)")
+            throw Refusal.invalid(prefix + "template", "unknown template \(template); the templates are \(Self.templates.joined(separator: ", "))")
         }
         // Every template honours the event's options where its push type allows them (`custom`
         // took priority and collapse id while rendering), and every push is checked against the

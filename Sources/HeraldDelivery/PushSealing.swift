@@ -7,7 +7,7 @@ import PushSigning
 import Synchronization
 import WebPushCrypto
 
-/// Whether an app seals its pushes to its devices' `push_keys` (SPEC §13).
+/// Whether an app seals its pushes to its devices' `push_keys` (docs/signed-pushes.md).
 public enum SealingMode: String, Sendable, CaseIterable {
     /// Every iOS and Android registration must bring `push_keys`; every push to them is sealed.
     case required

@@ -13,6 +13,10 @@ public protocol PushService: DeviceTokenRule {
     /// stands for; nil: the service has no settings (every app gets its simulator, if any).
     var settingsBlock: PushServiceSettingsBlock? { get }
 
+    /// Every `HERALD_*` variable it reads (its settings block's by default, and its instance
+    /// settings'): `herald serve` refuses one that no service and no part of Herald names.
+    var variables: Set<String> { get }
+
     /// One app's settings of this service from `variables` (the environment, or the app's block
     /// read as the variables its keys stand for); nil when none are set, so the app uses the
     /// built-in simulator.
@@ -78,6 +82,8 @@ extension PushService {
     public var tokenKinds: Set<DeviceToken.Kind> { BuiltInTokenRule(platform).tokenKinds }
 
     public var settingsBlock: PushServiceSettingsBlock? { nil }
+
+    public var variables: Set<String> { Set(settingsBlock.map { Array($0.variables.values) } ?? []) }
 
     public func appSettings(from variables: [String: String], source: PushServiceSettingsSource) throws -> (any Sendable)? { nil }
 

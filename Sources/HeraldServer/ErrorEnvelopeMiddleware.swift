@@ -25,7 +25,14 @@ struct ErrorEnvelopeMiddleware<Context: RequestContext>: RouterMiddleware {
             let method = request.method.rawValue
             let allowed = routes.methods(for: request.uri.path)
             guard !allowed.isEmpty else {
-                throw APIError(.notFound, code: "not_found", message: "Herald serves no \(request.uri.path)")
+                let path = request.uri.path
+                // The operator's endpoints answer on the admin listener only: say where, not just no.
+                if path == "/metrics" || path == "/v1/stats" || path.hasPrefix("/simulators/") {
+                    throw APIError(
+                        .notFound, code: "not_found",
+                        message: "\(path) answers on the admin listener (HERALD_ADMIN_HOST:HERALD_ADMIN_PORT, 127.0.0.1:8081 by default), not on the API's port")
+                }
+                throw APIError(.notFound, code: "not_found", message: "Herald serves no \(path)")
             }
             var response = try APIError(
                 .methodNotAllowed, code: "method_not_allowed",

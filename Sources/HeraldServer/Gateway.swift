@@ -32,9 +32,8 @@ public enum Gateway {
         let router = Router(context: HeraldRequestContext.self)
         let served = ServedRoutes()
         router.add(middleware: RequestIDMiddleware())
-        if !configuration.browserOrigins.origins.isEmpty {
-            router.add(middleware: BrowserOriginsMiddleware(origins: configuration.browserOrigins))
-        }
+        // Always there: with no origin listed it still names, in the log, the pages it keeps out.
+        router.add(middleware: BrowserOriginsMiddleware(origins: configuration.browserOrigins))
         router.add(middleware: ErrorEnvelopeMiddleware(routes: served))
         router.add(middleware: HTTPMetricsMiddleware())
         router.add(middleware: RateLimitMiddleware(configuration.rateLimits, apps: configuration.apps))
@@ -65,11 +64,14 @@ public enum Gateway {
     public static func operationsRouter(
         store: any DeviceRegistry & StoreStatistics, metrics: (HeraldMetrics, PrometheusCollectorRegistry),
         sources: [SourceReport] = [], readiness: [ReadinessCheck] = [], sending: [String: [String: String]] = [:],
-        lanes: [OutboxLane] = [], simulators: [String: SimulatorControlRoute] = [:]
+        lanes: [OutboxLane] = [], simulators: [String: SimulatorControlRoute] = [:], browserOrigins: BrowserOrigins = BrowserOrigins()
     ) -> Router<HeraldRequestContext> {
         let router = Router(context: HeraldRequestContext.self)
         let served = ServedRoutes()
         router.add(middleware: RequestIDMiddleware())
+        // The Web Push simulator's control API, for a page on a listed origin (Examples/web's
+        // simulator mode: it subscribes there and reads what Herald pushed).
+        router.add(middleware: BrowserOriginsMiddleware(origins: browserOrigins, paths: "/simulators/webpush/"))
         router.add(middleware: ErrorEnvelopeMiddleware(routes: served))
         router.add(middleware: HTTPMetricsMiddleware())
         Health(store: store, readiness: readiness, sending: sending, lanes: lanes, sources: sources).addRoutes(to: router)

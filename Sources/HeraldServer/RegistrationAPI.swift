@@ -132,7 +132,7 @@ public struct RegistrationAPI: Sendable {
         router.get("/v1/push/signing-key") { request, _ in try signingKey(request) }
     }
 
-    /// The app's Ed25519 public key, which every push it sends is signed with (SPEC §13).
+    /// The app's Ed25519 public key, which every push it sends is signed with (docs/signed-pushes.md).
     func signingKey(_ request: Request) throws -> Response {
         let app = try configuration.apps.resolve(request.uri.queryParameters.get("app").map { String($0) })
         guard let key = app.sealing?.signingKey.publicKeyBase64URL else {

@@ -17,6 +17,8 @@ public struct WebPushService: PushService {
 
     public var settingsBlock: PushServiceSettingsBlock? { PushServiceSettingsBlock(key: "vapid", variables: VAPIDSettings.fileKeys) }
 
+    public var variables: Set<String> { Set(VAPIDSettings.fileKeys.values).union(["HERALD_WEBPUSH_ALLOW_HOSTS", "HERALD_WEBPUSH_CA_FILE"]) }
+
     /// The `HERALD_VAPID_*` variables, the key loaded.
     public func appSettings(from variables: [String: String], source: PushServiceSettingsSource) throws -> (any Sendable)? {
         guard let settings = try VAPIDSettings.fromEnvironment(variables) else {

@@ -25,11 +25,12 @@ struct VAPIDSettings: Sendable {
             return nil
         }
         let key: VAPIDKey
+        let pem = try KeyFile.text(at: path, field: "HERALD_VAPID_PRIVATE_KEY_PATH")
         do {
-            key = try VAPIDKey(pem: String(contentsOfFile: path, encoding: .utf8))
+            key = try VAPIDKey(pem: pem)
         } catch {
             throw HeraldConfigurationError(
-                field: "HERALD_VAPID_PRIVATE_KEY_PATH", message: "\(path) is not a readable P-256 private key in PEM (herald vapid-keys makes one)")
+                field: "HERALD_VAPID_PRIVATE_KEY_PATH", message: "\(path) is not a P-256 private key in PEM (herald vapid-keys makes one)")
         }
         // Apple refuses a token without a subject it can read; so does Herald's simulator.
         guard let subjectText = value("HERALD_VAPID_SUBJECT") else {

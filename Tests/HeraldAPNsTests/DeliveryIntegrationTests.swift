@@ -30,8 +30,8 @@ struct DeliveryIntegrationTests {
         }
     }
 
-    /// Each row of SPEC §2's table, produced by the simulator's fault injection.
-    @Test("every row of SPEC §2's table gets its classification", arguments: [
+    /// Each row of the table of docs/apns.md, produced by the simulator's fault injection.
+    @Test("every row of the table of docs/apns.md gets its classification", arguments: [
         (SimulatorFault(kind: .badToken), APNsAction.tokenDead(since: nil)),
         (SimulatorFault(kind: .respond, status: 400, reason: "DeviceTokenNotForTopic"), .tokenDead(since: nil)),
         (SimulatorFault(kind: .unregistered, timestampMs: 1_700_000_123_000), .tokenDead(since: Date(timeIntervalSince1970: 1_700_000_123))),

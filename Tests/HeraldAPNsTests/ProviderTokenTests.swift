@@ -69,7 +69,7 @@ struct ProviderTokenTests {
     }
 }
 
-@Suite("Classification into SPEC §2 actions")
+@Suite("Classification into the actions docs/apns.md lists")
 struct ClassificationTests {
     static let when = Date(timeIntervalSince1970: 1_700_000_000)
 

@@ -96,15 +96,30 @@ struct ConfigFileTests {
         #expect(!message.contains("secret-password"))
     }
 
+    @Test("a misspelled variable stops the start, naming the variable and the nearest known one; HERALD_TEST_* is the test tools'",
+          arguments: [("HERALD_PORT", "HERALD_HTTP_PORT"), ("HERALD_PUBLISH_KEY", "HERALD_PUBLISH_KEYS"), ("HERALD_VAPID_KEY_PATH", "HERALD_VAPID_PRIVATE_KEY_PATH")])
+    func misspelledVariable(variable: String, nearest: String) async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-config-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (code, json) = try await runHeraldOffPool(["serve"], environment: [
+            variable: "19084", "HERALD_TEST_ANYTHING": "x",
+            "HERALD_HTTP_PORT": "0", "HERALD_DATABASE_URL": "sqlite:" + directory.appendingPathComponent("herald.sqlite").path,
+        ])
+        #expect(code == 2)
+        #expect(json["field"] as? String == variable, "\(json)")
+        #expect((json["error"] as? String)?.contains("did you mean \(nearest)?") == true, "\(json)")
+        #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("herald.sqlite").path))
+    }
+
     @Test("publishing off is said at start, and the 401 tells no key from an unknown one")
     func publishingOff() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-config-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        // A misspelled variable: no publisher key at all.
+        // No publisher key at all.
         let serve = try ServeProcess(environment: [
             "HERALD_DATABASE_URL": "sqlite:" + directory.appendingPathComponent("herald.sqlite").path, "HERALD_HTTP_PORT": "0",
-            "HERALD_PUBLISH_KEY": "publisher-key-0123456789",
         ])
         let body = #"{"template":"custom","targets":{"keys":["session:s"]},"fields":{"aps":{"alert":"x"}}}"#
         let (status, answer) = try await http("POST", serve.api + "/v1/events", body, bearer: "publisher-key-0123456789")

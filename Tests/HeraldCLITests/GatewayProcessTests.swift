@@ -193,7 +193,7 @@ struct GatewayProcessTests {
             }
             try await group.waitForAll()
         }
-        // 250 per batch: SPEC's 64 KiB body limit holds about 600 such events, below the 1,000-event batch cap.
+        // 250 per batch: the 64 KiB body limit holds about 600 such events, below the 1,000-event batch cap.
         for batch in stride(from: 0, to: devices, by: 250) {
             let events = (batch..<batch + 250).map {
                 #"{"template":"custom","targets":{"keys":["session:s\#($0)"]},"fields":{"aps":{"alert":"n\#($0)"}}}"#

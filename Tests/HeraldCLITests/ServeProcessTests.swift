@@ -93,7 +93,7 @@ struct ServeProcessTests {
             #"{"aps":{"alert":{"title":"New Message","body":"From kaspa:qp...70xmfj"},"mutable-content":1,"content-available":1,"thread-id":"\#(Self.sender)"},"kasia":{"type":"contextual_message","txId":"\#(id)","sender":"\#(Self.sender)","payload":\#(inline),"timestamp":1704067200,"daaScore":12345678}}"#
         }
         #expect(try payload(txID) == expected(txID, #""636970685f6d73673a""#))
-        // Inline at 3,500 characters, null at 3,502 (SPEC §5).
+        // Inline at 3,500 characters, null at 3,502 (docs/kasia.md).
         #expect(try payload(atLimit) == expected(atLimit, "\"" + String(repeating: "ab", count: 1_750) + "\""))
         #expect(try payload(overLimit) == expected(overLimit, "null"))
         #expect(try payload(handshakeID) == #"{"aps":{"alert":{"title":"New Contact Request","body":"From kaspa:qp...70xmfj"},"mutable-content":1,"content-available":1,"thread-id":"\#(Self.sender)"},"kasia":{"type":"handshake","txId":"\#(handshakeID)","sender":"\#(Self.sender)","payload":"ab","timestamp":1704067200,"daaScore":7}}"#)
@@ -119,8 +119,12 @@ struct ServeProcessTests {
         let metrics = String(decoding: try await http("GET", ready.admin + "/metrics").1, as: UTF8.self)
         #expect(metrics.contains(#"herald_delivery_attempts_total{outcome="sent",reason="accepted"} 6"#), "\(metrics)")
         #expect(try await http("GET", ready.admin + "/v1/stats").0 == 200)
-        #expect(try await http("GET", api + "/metrics").0 == 404)
-        #expect(try await http("GET", api + "/v1/stats").0 == 404)
+        // The operator's endpoints are 404 on the API's port, naming where they answer.
+        for path in ["/metrics", "/v1/stats", "/simulators/apns/stats"] {
+            let (status, body) = try await http("GET", api + path)
+            #expect(status == 404, "\(path)")
+            #expect(String(decoding: body, as: UTF8.self).contains("admin listener (HERALD_ADMIN_HOST:HERALD_ADMIN_PORT"), "\(path)")
+        }
         // So do the built-in simulators' control APIs, and they listen on no port of their own.
         #expect(control == ready.admin + "/simulators/apns")
         for name in ["apns", "fcm", "webpush"] {
@@ -137,6 +141,7 @@ struct ServeProcessTests {
         // Tokens appear in the log only as their first 8 characters and "…"; the publisher key never.
         let log = serve.fullLog()
         #expect(log.contains("SIMULATOR"), "every start says pushes go to the simulator")
+        #expect(log.split(separator: "\n").last?.contains("shutdown finished") == true, "a clean stop ends with a line that says so")
         #expect(log.contains(String(gone.prefix(8)) + "…"), "the token-dead line names the device by its prefix")
         for secret in [token, gone, badToken, publisherKey] {
             #expect(!log.contains(secret), "the log carries \(secret.prefix(8))… in full")

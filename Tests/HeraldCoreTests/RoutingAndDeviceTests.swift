@@ -9,7 +9,7 @@ private func address(_ byte: UInt8) -> KaspaAddress {
     try! KaspaAddress(prefix: .mainnet, version: .publicKey, payload: [UInt8](repeating: byte, count: 32))
 }
 
-@Suite("Kasia routing (SPEC §5)")
+@Suite("Kasia routing (docs/kasia.md)")
 struct KasiaRoutingTests {
     static let a = address(0xA1)
     static let b = address(0xB2)

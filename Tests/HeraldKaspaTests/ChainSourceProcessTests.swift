@@ -149,7 +149,7 @@ func deviceToken(_ n: Int) -> String {
 
 @Suite("The Kaspa chain source: node simulator → herald serve → APNs simulator", .serialized)
 struct ChainSourceProcessTests {
-    @Test("handshake, message and payment arrive as SPEC §5's exact pushes, routed by addresses and contextual routes")
+    @Test("handshake, message and payment arrive as the exact pushes of docs/kasia.md, routed by addresses and contextual routes")
     func exactPushesAndRouting() async throws {
         let fixtures = try RawFixtures.load()
         let node = try await KaspaNodeSimulator.start()

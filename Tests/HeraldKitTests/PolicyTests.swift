@@ -2,7 +2,7 @@ import Foundation
 import HeraldKit
 import Testing
 
-/// Every transition of SPEC §6's reliability and polling rules, on a test clock.
+/// Every transition of the reliability and polling rules of docs/heraldkit.md, on a test clock.
 @Suite struct PushReliabilityTrackerTests {
     @Test func aPushInsideTheGraceIsAHitAndMakesTheChannelReliable() {
         let clock = ManualClock()

@@ -8,7 +8,7 @@ import Testing
 import FoundationNetworking
 #endif
 
-/// Sealed and signed pushes end to end (SPEC §13): `herald serve` with a key `herald signing-key`
+/// Sealed and signed pushes end to end (docs/signed-pushes.md): `herald serve` with a key `herald signing-key`
 /// made, its built-in APNs, FCM and Web Push simulators, and HeraldKit on the device's side.
 @Suite("Sealed and signed pushes through herald serve", .serialized)
 struct SealedDeliveryTests {

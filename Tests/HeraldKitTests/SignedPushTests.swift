@@ -9,7 +9,7 @@ import HeraldTestSupport
 import PushSigning
 import Testing
 
-/// Signed and sealed pushes (SPEC §13): what Herald's `PushSealing` makes of a push, and what
+/// Signed and sealed pushes (docs/signed-pushes.md): what Herald's `PushSealing` makes of a push, and what
 /// HeraldKit's `PushAuthenticator` and the independent Python verifier (Fixtures/verify_push.py,
 /// `cryptography` and `http_ece`) accept and refuse.
 @Suite("Signed and sealed pushes")

@@ -27,6 +27,7 @@ struct ErrorEnvelopeTests {
                 #expect(response.headers[.allow] == nil)
                 let error = try #require(try json(response)["error"] as? [String: Any], "\(path)")
                 #expect(error["code"] as? String == "not_found")
+                #expect(!(error["message"] as? String ?? "").contains("admin listener"), "\(path)")
             }
             // A route's own answers are untouched.
             #expect(try await send(client, .get, "/healthz").status == .ok)

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 import HeraldDelivery
 import HeraldMatrix
 @testable import HeraldServer
@@ -58,5 +59,37 @@ struct OpenAPITests {
             }
         }
         #expect(checked == 18)
+    }
+
+    /// Watch keys in every form a client may send: the API accepts exactly what the document's
+    /// pattern allows, both ways (a combining mark or a lone modifier after the `:`, zero-width and
+    /// bidi characters, any script, and the 256-scalar limit counted as the pattern counts it).
+    @Test("a watch key is accepted exactly when the document's pattern matches it", arguments: [
+        "user:\u{301}", "user:\u{1F3FB}", "user:e\u{301}", "user:\u{E9}", "conv:\u{200B}", "session:\u{200D}",
+        "user:\u{202E}abc", "user:\u{FEFF}", "user:\u{A0}", "user:\u{85}", "user:\u{3000}", "user:日本語", "user:مرحبا",
+        "conv:👩‍👩‍👧", "user:🏳️‍🌈", "user:" + String(repeating: "\u{301}", count: 256), "user:" + String(repeating: "\u{301}", count: 257),
+        "user:" + String(repeating: "👩‍👩‍👧", count: 51), "user:" + String(repeating: "👩‍👩‍👧", count: 52),
+        "user: x", "user:\u{7F}", "user:\u{1F}", "user:", "conv\u{301}:abc", "Conv:abc", "user:a:b", ":abc", "session:\t",
+    ])
+    func watchKeyAgreesWithPattern(key: String) throws {
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(OpenAPIDocument.json.utf8)) as? [String: Any])
+        let schemas = try #require((document["components"] as? [String: Any])?["schemas"] as? [String: [String: Any]])
+        let branches = try #require(schemas["WatchKey"]?["anyOf"] as? [[String: Any]])
+        let pattern = try #require(branches.compactMap { $0["pattern"] as? String }.first)
+        // ICU's patterns, like JSON Schema's, match code points: the scalar reading the API must share.
+        let regex = try NSRegularExpression(pattern: pattern)
+        let matches = regex.firstMatch(in: key, range: NSRange(key.startIndex..., in: key)) != nil
+        let accepted = (try? WatchKey(key)) != nil
+        #expect(accepted == matches, "\(key.unicodeScalars.map { String($0.value, radix: 16) }): pattern \(matches), API \(accepted)")
+        // A key the API accepts is stored as sent, byte for byte.
+        if accepted { #expect(try WatchKey(key).description.utf8.elementsEqual(key.utf8)) }
+    }
+
+    @Test("two spellings of one text are two watch keys, as the store's index compares them")
+    func watchKeysCompareAsBytes() throws {
+        let composed = try WatchKey("user:\u{E9}"), decomposed = try WatchKey("user:e\u{301}")
+        #expect(composed != decomposed)
+        #expect(Set([composed, decomposed]).count == 2)
+        #expect(try WatchKey("user:\u{E9}") == composed)
     }
 }

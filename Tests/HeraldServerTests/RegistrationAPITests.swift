@@ -107,7 +107,7 @@ struct RegistrationShapeTests {
             #expect(r.status == .ok)
             r = try await send(client, .post, "/v1/push/register", #"{"device_token":"\#(fcm)","platform":"android","watched_addresses":["session:s1"]}"#)
             #expect(r.status == .ok)
-            // Status keeps SPEC §3.1's shape: {registered, watched_addresses, last_seen}.
+            // Status keeps the shape of docs/api.md: {registered, watched_addresses, last_seen}.
             let status = try json(try await send(client, .get, "/v1/push/status?device_token=\(fid)"))
             #expect(Set(status.keys) == ["registered", "watched_addresses", "last_seen"] && status["registered"] as? Bool == true)
             #expect(try await store.devices(app: "default", watching: "session:s1").map(\.attributes.tokenKind).sorted { $0.rawValue < $1.rawValue } == [.fid, .token])

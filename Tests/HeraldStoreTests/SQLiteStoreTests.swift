@@ -446,7 +446,7 @@ struct SQLiteDurabilityTests {
     }
 }
 
-/// Instances on one database send one JWT per key (SPEC §2: never `TooManyProviderTokenUpdates`).
+/// Instances on one database send one JWT per key (docs/apns.md: never `TooManyProviderTokenUpdates`).
 @Suite("Store: the shared APNs provider token (SQLite, and PostgreSQL when configured)")
 struct ProviderTokenLedgerTests {
     static let key = APNsSigningKey(privateKey: .init(), keyID: "KEY1234567", teamID: "TEAM123456")
