@@ -404,6 +404,9 @@ let package = Package(
             exclude: ["Fixtures"]
         ),
         // Writes to a HeraldKit shared store from a second process (the cross-process test).
+        // An end-to-end encrypted messenger's use of HeraldKit without Kasia (push_keys, the pinned
+        // signing key, PushAuthenticator), run by HeraldCLITests' MessengerExampleTests.
+        .executableTarget(name: "MessengerExample", dependencies: [.product(name: "HeraldKit", package: "HeraldKit")], path: "Examples/Messenger"),
         .executableTarget(name: "SharedStoreWriter", dependencies: [.product(name: "HeraldKit", package: "HeraldKit")], path: "Tests/SharedStoreWriter"),
         // Test helpers shared by test targets: fresh PostgreSQL databases.
         .target(

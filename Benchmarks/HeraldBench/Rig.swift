@@ -126,6 +126,20 @@ final class Rig: @unchecked Sendable {
         for n in 0..<instances { try await launchOne(n, extra: extra) }
     }
 
+    /// `herald signing-key`'s file in the rig's folder, made on first use.
+    private func sharedSigningKey() throws -> String {
+        let folder = directory.appendingPathComponent("signing")
+        let path = folder.appendingPathComponent("signing-key.pem").path
+        guard !FileManager.default.fileExists(atPath: path) else { return path }
+        let make = Process()
+        make.executableURL = URL(fileURLWithPath: heraldPath)
+        make.arguments = ["signing-key", "--out", folder.path]
+        make.standardOutput = FileHandle.nullDevice
+        try make.run()
+        make.waitUntilExit()
+        return path
+    }
+
     private func launchOne(_ n: Int, extra: [String: String]) async throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: heraldPath)
@@ -140,6 +154,8 @@ final class Rig: @unchecked Sendable {
             // The load comes from one address and one key: measure the gateway, not its rate limits.
             "HERALD_REGISTRATION_RATE": "0", "HERALD_PUBLISH_RATE": "0",
         ]) { _, new in new }
+        // One signing key for every instance: PostgreSQL refuses a key made at start.
+        if postgresURL != nil { env["HERALD_SIGNING_KEY_PATH"] = try sharedSigningKey() }
         env.merge(extra) { _, new in new }
         process.environment = env
         let logPath = directory.appendingPathComponent("serve-\(n).log").path

@@ -58,6 +58,7 @@ public func buildApplication(
     settings: ServeSettings, pushServices: PushServiceRegistry = .builtIn, store: any Store, metrics: (HeraldMetrics, PrometheusCollectorRegistry) = HeraldMetrics.prometheus(),
     logger: Logger, onListening: @escaping @Sendable (ListeningAddresses) -> Void = ReadinessLine.print
 ) async throws -> HeraldApplication {
+    try await SigningKeyRecord.check(settings.apps, store: store, shared: settings.postgresURL != nil, replacing: settings.signingKeyReplaces)
     let group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
     let simulators = try await BuiltInSimulators.start(for: settings, pushServices: pushServices, eventLoopGroup: group, logger: logger)
     var services = simulators.services

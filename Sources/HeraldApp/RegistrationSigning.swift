@@ -24,7 +24,8 @@ enum RegistrationSigning {
             keys.hs256Secret = Array(secret.utf8)
         }
         if let publicKeyPath {
-            let pem = try KeyFile.text(at: publicKeyPath, field: publicKeyField)
+            let pem: String
+            do { pem = try KeyFile.text(at: publicKeyPath, field: publicKeyField) } catch let unreadable { throw error(publicKeyField, unreadable.message) }
             guard let key = try? P256.Signing.PublicKey(pemRepresentation: pem)
             else { throw error(publicKeyField, "\(publicKeyPath) is not a P-256 public key (PEM)") }
             keys.es256PublicKey = key

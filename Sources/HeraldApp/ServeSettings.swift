@@ -116,6 +116,9 @@ public struct ServeSettings: Sendable {
     /// Each push service's settings for every app (`HERALD_WEBPUSH_*`: where Web Push may be
     /// sent and which extra roots to trust), by platform.
     var pushServiceSettings: [Platform: any Sendable] = [:]
+    /// `HERALD_SIGNING_KEY_REPLACES`: public signing keys (base64url, comma-separated) that the
+    /// configured key replaces on purpose; any other recorded key stops the start.
+    var signingKeyReplaces: Set<String> = []
     /// `HERALD_SHUTDOWN_GRACE_SECONDS`: how long a SIGTERM/SIGINT waits for sends in flight and
     /// their outcomes before the rest is cancelled (default 20).
     var shutdownGrace: Duration = .seconds(20)
@@ -127,6 +130,7 @@ public struct ServeSettings: Sendable {
         if let refusal = KnownVariables.refusal(env, pushServices: pushServices) { throw refusal }
         let file = try env["HERALD_CONFIG"].flatMap { $0.isEmpty ? nil : $0 }.map { try ConfigFile.load(path: $0, pushServices: pushServices) }
         try readListenersAndStore(env, file: file)
+        signingKeyReplaces = Self.list(env["HERALD_SIGNING_KEY_REPLACES"])
         try readOutboxAndChain(env)
         try readTransport(env)
         for service in pushServices.services {
@@ -172,8 +176,9 @@ public struct ServeSettings: Sendable {
             }
         }
         if let days = file?.staleAfterDays.map(String.init) ?? env["HERALD_STALE_AFTER_DAYS"], !days.isEmpty {
-            guard let parsed = Int(days), parsed >= 1 else {
-                throw HeraldConfigurationError(field: "HERALD_STALE_AFTER_DAYS", message: "is a whole number of days, 1 or more")
+            // Bounded: days become seconds and dates, which a number past the range would overflow.
+            guard let parsed = Int(days), (1...36_500).contains(parsed) else {
+                throw HeraldConfigurationError(field: "HERALD_STALE_AFTER_DAYS", message: "is a whole number of days from 1 to 36500")
             }
             staleAfterDays = parsed
         }
@@ -188,10 +193,10 @@ public struct ServeSettings: Sendable {
     private mutating func readOutboxAndChain(_ env: [String: String]) throws {
         if let lease = env["HERALD_OUTBOX_LEASE_SECONDS"], !lease.isEmpty {
             // A lease shorter than a send's deadline would let another worker take a push still in flight.
-            guard let parsed = Int(lease), parsed >= Self.minimumLeaseSeconds else {
+            guard let parsed = Int(lease), (Self.minimumLeaseSeconds...86_400).contains(parsed) else {
                 throw HeraldConfigurationError(
                     field: "HERALD_OUTBOX_LEASE_SECONDS",
-                    message: "is a whole number of seconds, \(Self.minimumLeaseSeconds) or more (a push's APNs deadline is 10 s)")
+                    message: "is a whole number of seconds from \(Self.minimumLeaseSeconds) (a push's APNs deadline is 10 s) to 86400")
             }
             outboxLease = .seconds(parsed)
         }
@@ -249,10 +254,14 @@ public struct ServeSettings: Sendable {
         if let text = env["HERALD_KASPA_MAX_AGE"], !text.isEmpty {
             let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
             let unit = text.last.flatMap { units[$0] }
-            guard let value = Int64(unit == nil ? text : String(text.dropLast())), value > 0 else {
-                throw HeraldConfigurationError(field: "HERALD_KASPA_MAX_AGE", message: "is a duration: seconds, or a number with s, m, h or d (24h)")
+            // At most a year: the product is checked before it becomes a duration.
+            guard let value = Int64(unit == nil ? text : String(text.dropLast())), value > 0,
+                case let (seconds, overflow) = value.multipliedReportingOverflow(by: unit ?? 1), !overflow, seconds <= 366 * 86_400
+            else {
+                throw HeraldConfigurationError(
+                    field: "HERALD_KASPA_MAX_AGE", message: "is a duration up to a year: seconds, or a number with s, m, h or d (24h)")
             }
-            kaspaMaximumAge = .seconds(value * (unit ?? 1))
+            kaspaMaximumAge = .seconds(seconds)
         }
     }
 

@@ -2,7 +2,9 @@ import Logging
 
 /// `HERALD_LOG_FORMAT=text`: swift-log's stream handler, with control characters in the message
 /// and metadata escaped (`\n` → `\\n`), so text a peer chose — a push service's reason, a
-/// client's header — cannot start a log line of its own.
+/// client's header — cannot start a log line of its own; so are the line and paragraph separators
+/// (U+2028, U+2029) and format characters (bidi overrides and isolates, zero-width characters),
+/// which would break or reorder the line in a viewer.
 struct TextLogHandler: LogHandler {
     private var stream: StreamLogHandler
     /// Kept here and handed to the stream only when a line is written: the stream formats its
@@ -53,15 +55,24 @@ struct TextLogHandler: LogHandler {
         }
     }
 
+    /// Scalars a log line shows escaped: controls, separators of lines and paragraphs, and format
+    /// characters (U+202E reverses what follows it on screen).
+    static func isHidden(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.properties.generalCategory {
+        case .control, .lineSeparator, .paragraphSeparator, .format: true
+        default: false
+        }
+    }
+
     static func escaped(_ text: String) -> String {
-        guard text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else { return text }
+        guard text.unicodeScalars.contains(where: isHidden) else { return text }
         var out = ""
         for scalar in text.unicodeScalars {
             switch scalar {
             case "\n": out += "\\n"
             case "\r": out += "\\r"
             case "\t": out += "\\t"
-            case _ where scalar.properties.generalCategory == .control: out += "\\u{\(String(scalar.value, radix: 16))}"
+            case _ where isHidden(scalar): out += "\\u{\(String(scalar.value, radix: 16))}"
             default: out.unicodeScalars.append(scalar)
             }
         }

@@ -122,7 +122,10 @@ public struct WebPushAddressPolicy: Sendable {
         if a[0..<12].allSatisfy({ $0 == 0 }) { return false }
         if a[0..<8].allSatisfy({ $0 == 0 }) && a[8] == 0xff && a[9] == 0xff && a[10] == 0 && a[11] == 0 { return false }
         if a[0..<6] == [0x00, 0x64, 0xff, 0x9b, 0x00, 0x01] { return false }
-        if a[0..<4] == [0x20, 0x01, 0x00, 0x00] { return false }
+        // 2001::/23, IETF protocol assignments: Teredo, 2001:2::/48 benchmarking, ORCHID; no push service.
+        if a[0] == 0x20 && a[1] == 0x01 && a[2] & 0xfe == 0 { return false }
+        if a[0] == 0x3f && a[1] == 0xff && a[2] & 0xf0 == 0 { return false }  // 3fff::/20 documentation (RFC 9637)
+        if a[0] == 0x5f && a[1] == 0x00 { return false }  // 5f00::/16 segment routing SIDs (RFC 9602)
         if a[0] & 0xfe == 0xfc { return false }  // fc00::/7 unique local
         if a[0] == 0xfe && a[1] & 0xc0 == 0x80 { return false }  // fe80::/10 link-local
         if a[0] == 0xfe && a[1] & 0xc0 == 0xc0 { return false }  // fec0::/10 site-local (deprecated)
@@ -140,6 +143,7 @@ public struct WebPushAddressPolicy: Sendable {
         case (172, 16...31): return false
         case (192, 168): return false
         case (192, 0) where a[2] == 0 || a[2] == 2: return false  // IETF protocol assignments, TEST-NET-1
+        case (192, 88) where a[2] == 99: return false  // 6to4 relay anycast (deprecated)
         case (198, 18...19): return false  // benchmarking
         case (198, 51) where a[2] == 100: return false  // TEST-NET-2
         case (203, 0) where a[2] == 113: return false  // TEST-NET-3

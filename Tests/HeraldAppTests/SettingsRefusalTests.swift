@@ -67,6 +67,11 @@ let badVariables: [([String: String], String)] = [
         (["HERALD_MAX_CONNECTIONS": "0"], "HERALD_MAX_CONNECTIONS"),
         (["HERALD_MAX_CONNECTIONS": "99999999"], "HERALD_MAX_CONNECTIONS"),
         (["HERALD_HTTP_REQUEST_TIMEOUT_SECONDS": "0"], "HERALD_HTTP_REQUEST_TIMEOUT_SECONDS"),
+        // Numbers past what their conversion to seconds and dates can hold: refused, never a crash.
+        (["HERALD_STALE_AFTER_DAYS": "999999999999"], "HERALD_STALE_AFTER_DAYS"),
+        (["HERALD_KASPA_MAX_AGE": "99999999999999999d"], "HERALD_KASPA_MAX_AGE"),
+        (["HERALD_KASPA_MAX_AGE": "400d"], "HERALD_KASPA_MAX_AGE"),
+        (["HERALD_OUTBOX_LEASE_SECONDS": "99999999999999999"], "HERALD_OUTBOX_LEASE_SECONDS"),
         (["HERALD_APNS_SANDBOX_URL": "http://127.0.0.1:1", "HERALD_APNS_KEY_PATH": "/k.p8", "HERALD_APNS_KEY_ID": "K", "HERALD_APNS_TEAM_ID": "T", "HERALD_APNS_TOPIC": "t"], "HERALD_APNS_SANDBOX_URL"),
         (["HERALD_MATRIX_APPS": "im.example.ios=gcm"], "HERALD_MATRIX_APPS"),
         (["HERALD_MATRIX_APPS": "im.example.ios"], "HERALD_MATRIX_APPS"),

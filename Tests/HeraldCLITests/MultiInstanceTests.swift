@@ -44,7 +44,7 @@ struct MultiInstanceTests {
             var env = mock.serveEnvironment.merging(fcm.serveEnvironment) { _, new in new }
             env.merge([
                 "HERALD_DATABASE_URL": database, "HERALD_HTTP_PORT": "0", "HERALD_PUBLISH_KEYS": "publisher-key-00001",
-                "HERALD_OUTBOX_LEASE_SECONDS": "30", "HERALD_PUBLISH_RATE": "0",
+                "HERALD_OUTBOX_LEASE_SECONDS": "30", "HERALD_PUBLISH_RATE": "0", "HERALD_SIGNING_KEY_PATH": try signingKeyFile(in: directory),
             ]) { _, new in new }
             let instances = try (0..<3).map { _ in try HeraldProcess(["serve"], environment: env) }
             defer { for instance in instances where instance.process.isRunning { instance.kill(SIGKILL) } }

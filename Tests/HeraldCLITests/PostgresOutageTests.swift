@@ -56,6 +56,7 @@ struct PostgresOutageTests {
         defer { if !removed { Task { await server.remove() } } }
         let serve = try ServeProcess(environment: [
             "HERALD_DATABASE_URL": server.url, "HERALD_HTTP_PORT": "0", "HERALD_PUBLISH_KEYS": Self.publisherKey, "HERALD_PUBLISH_RATE": "0",
+            "HERALD_SIGNING_KEY_PATH": try signingKeyFile(),
         ])
         defer { if serve.process.process.isRunning { serve.process.kill(SIGKILL) } }
         let token = String(repeating: "d7", count: 32)
@@ -125,10 +126,11 @@ struct PostgresOutageTests {
         let server = try await Server.start()
         var removed = false
         defer { if !removed { Task { await server.remove() } } }
+        let key = try signingKeyFile()
         let instances = try (0..<3).map { _ in
             try ServeProcess(environment: [
                 "HERALD_DATABASE_URL": server.url, "HERALD_HTTP_PORT": "0", "HERALD_PUBLISH_KEYS": Self.publisherKey,
-                "HERALD_PUBLISH_RATE": "0",
+                "HERALD_PUBLISH_RATE": "0", "HERALD_SIGNING_KEY_PATH": key,
             ])
         }
         defer { for instance in instances where instance.process.process.isRunning { instance.process.kill(SIGKILL) } }

@@ -27,4 +27,16 @@ struct TextLogHandlerTests {
         #expect(written.allSatisfy { $0.filter { $0 == "\n" }.count == 1 })
         #expect(logger[metadataKey: "request_id"] == "trace-7")
     }
+
+    @Test("line and paragraph separators, bidi controls and zero-width characters a peer sends are escaped, other text kept",
+          arguments: ["\u{2028}", "\u{2029}", "\u{202E}", "\u{2066}", "\u{200B}", "\u{200F}", "\u{FEFF}", "\u{85}"])
+    func hiddenCharacters(hidden: String) {
+        let lines = Lines()
+        let logger = Logger(label: "herald") { TextLogHandler(label: $0, level: .info, output: lines) }
+        logger.info("reason: Bad\(hidden)Token é 日本", metadata: ["origin": "x\(hidden)y"])
+        let line = lines.written.withLock { $0 }.first ?? ""
+        #expect(!line.unicodeScalars.contains { hidden.unicodeScalars.contains($0) }, "\(line.unicodeScalars.map { String($0.value, radix: 16) })")
+        #expect(line.contains("\\u{\(String(hidden.unicodeScalars.first!.value, radix: 16))}"))
+        #expect(line.contains("é 日本"))
+    }
 }

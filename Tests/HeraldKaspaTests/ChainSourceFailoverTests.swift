@@ -20,7 +20,7 @@ struct ChainSourceFailoverTests {
             var env = mock.serveEnvironment
             env.merge([
                 "HERALD_DATABASE_URL": database, "HERALD_HTTP_PORT": "0", "HERALD_KASPA_WRPC_URL": node.url,
-                "HERALD_REGISTRATION_RATE": "0",
+                "HERALD_REGISTRATION_RATE": "0", "HERALD_SIGNING_KEY_PATH": try signingKeyFile(in: directory),
             ]) { _, new in new }
             let instances = try (0..<3).map { _ in try HeraldProcess(["serve"], environment: env) }
             defer { for instance in instances where instance.process.isRunning { instance.kill(SIGKILL) } }

@@ -340,3 +340,14 @@ private func readyLine(_ pipe: Pipe, of command: String) throws -> (json: [Strin
 public func withoutSignature(_ payload: String) -> String {
     payload.replacing(/,?"herald_signature":"[0-9]+\.[A-Za-z0-9_-]+"\}$/, with: "}")
 }
+
+/// A signing key file made by `herald signing-key` in a new folder under `directory`: instances
+/// sharing a PostgreSQL database must all sign with one key file (a key made at start is refused there).
+public func signingKeyFile(in directory: URL = FileManager.default.temporaryDirectory) throws -> String {
+    let folder = directory.appendingPathComponent("herald-signing-key-\(UUID())").path
+    let made = try runProcess(try heraldExecutable(), ["signing-key", "--out", folder])
+    guard made.status == 0, let path = made.lastJSONLine["private_key_path"] as? String else {
+        throw CLIError("herald signing-key failed: \(String(decoding: made.stderr, as: UTF8.self))")
+    }
+    return path
+}

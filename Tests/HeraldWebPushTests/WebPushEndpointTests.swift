@@ -34,6 +34,9 @@ struct WebPushEndpointTests {
         ("::127.0.0.1", false), ("::8.8.8.8", false), ("::ffff:0:127.0.0.1", false), ("::ffff:0:8.8.8.8", false),
         ("64:ff9b:1::a9fe:a9fe", false), ("2002:a9fe:a9fe::1", false), ("2002:7f00:1::1", false), ("2002:808:808::1", true),
         ("2001:0:4136:e378:8000:63bf:3fff:fdd2", false),
+        // Documentation, benchmarking, SRv6 and the 6to4 relay: special-purpose, no push service there.
+        ("3fff::1", false), ("3fff:fff::1", false), ("2001:2::1", false), ("2001:1ff::1", false), ("5f00::1", false),
+        ("192.88.99.1", false), ("192.88.98.1", true), ("3ffe::1", true), ("2001:200::1", true), ("2001:4860:4860::8888", true),
     ])
     func classification(address: String, isPublic: Bool) throws {
         let bytes = try #require(WebPushAddressPolicy.literal(address))
