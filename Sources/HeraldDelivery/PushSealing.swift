@@ -20,11 +20,31 @@ public enum SealingMode: String, Sendable, CaseIterable {
 /// An app's Ed25519 key for signed pushes, kept as PKCS#8 PEM (`openssl pkey` reads it).
 public struct PushSigningKey: Sendable {
     public let privateKey: Curve25519.Signing.PrivateKey
+    /// Turns a sealed push's collapse id into an opaque one (`opaqueCollapseID`): derived from the
+    /// signing key, so every instance with the key makes the same ids and no other secret is kept.
+    private let collapseKey: SymmetricKey
 
     /// A fresh key.
-    public init() { privateKey = Curve25519.Signing.PrivateKey() }
+    public init() { self.init(privateKey: Curve25519.Signing.PrivateKey()) }
 
-    public init(privateKey: Curve25519.Signing.PrivateKey) { self.privateKey = privateKey }
+    public init(privateKey: Curve25519.Signing.PrivateKey) {
+        self.privateKey = privateKey
+        collapseKey = Self.collapseKey(privateKey)
+    }
+
+    private static func collapseKey(_ key: Curve25519.Signing.PrivateKey) -> SymmetricKey {
+        HKDF<SHA256>.deriveKey(
+            inputKeyMaterial: SymmetricKey(data: key.rawRepresentation), info: Array("herald collapse id".utf8), outputByteCount: 32)
+    }
+
+    /// What Apple, Google and a Web Push service see as a sealed push's collapse id (`apns-collapse-id`,
+    /// `collapse_key`, `Topic`): 24 bytes of HMAC-SHA256 of the id, base64url (32 characters, a
+    /// Topic's limit). Pushes with one id still replace each other; the id itself (a txid, a
+    /// conversation) stays inside the seal.
+    public func opaqueCollapseID(_ id: String) -> String {
+        let mac = HMAC<SHA256>.authenticationCode(for: Array(id.utf8), using: collapseKey)
+        return Base64URLText.encode(Array(Array(mac).prefix(24)))
+    }
 
     /// RFC 8410's PKCS#8 form of an Ed25519 private key is this prefix and the 32-byte seed.
     private static let pkcs8Prefix: [UInt8] = [0x30, 0x2E, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2B, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20]
@@ -38,7 +58,7 @@ public struct PushSigningKey: Sendable {
             der.count == 48, Array(der.prefix(16)) == Self.pkcs8Prefix,
             let key = try? Curve25519.Signing.PrivateKey(rawRepresentation: der.suffix(32))
         else { return nil }
-        privateKey = key
+        self.init(privateKey: key)
     }
 
     public var pem: String {
@@ -121,9 +141,11 @@ public struct PushSealing: Sendable {
     /// - Parameter template: the event's template, for its generic alert.
     /// - Parameter signatures: signatures already made for documents of this batch.
     /// - Parameter now: the sealing key's age is read against it (`sessions`).
+    /// - Parameter opaqueCollapseID: the collapse id goes opaque even unsealed (Web Push: the body
+    ///   is encrypted to the browser, and its push service sees only the `Topic`).
     public func prepare(
         _ push: RenderedPush, for device: DeviceAttributes, template: String? = nil, issuedAt: Int64, limit: Int,
-        signatures: inout SignedDocuments, now: Date = Date()
+        signatures: inout SignedDocuments, now: Date = Date(), opaqueCollapseID: Bool = false
     ) -> RenderedPush {
         // Most devices have no keys: a read of their attributes' bytes, not a parse.
         let session = seals(device) ? sessions.session(for: device, now: now) : nil
@@ -138,6 +160,8 @@ public struct PushSealing: Sendable {
                 signatures[document.payload] = signed
             }
             var out = document
+            // Nothing outside the seal names what is inside: the collapse id becomes opaque.
+            if session != nil || opaqueCollapseID { out.collapseID = document.collapseID.map(signingKey.opaqueCollapseID) }
             if let session {
                 // A device with keys never gets its push in clear: what cannot be sealed whole
                 // shrinks, and what cannot shrink goes as the generic alert alone.
@@ -247,7 +271,7 @@ public struct SealingPushProvider: PushProvider {
             var prepared = delivery
             prepared.push = sealing.prepare(
                 delivery.push, for: delivery.device.attributes, template: delivery.template, issuedAt: issuedAt,
-                limit: limit(delivery.push.pushType.rawValue), signatures: &signatures, now: date)
+                limit: limit(delivery.push.pushType.rawValue), signatures: &signatures, now: date, opaqueCollapseID: platform == .web)
             return prepared
         }
         sealing.cost.add(pushes: pushes.count, since: started)

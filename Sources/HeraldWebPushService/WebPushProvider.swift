@@ -21,8 +21,8 @@ public final class WebPushProvider: PushProvider {
     private let now: @Sendable () -> Date
     /// Origin → not before, from a 429 (or 406, or 5xx) with Retry-After.
     private let backOff = Mutex<[String: Date]>([:])
-    /// Blame for 401/403: which origins accepted the app's VAPID key, and which of those refused it since.
-    private let keyEvidence = Mutex(KeyEvidence())
+    /// Blame for 401/403: which trusted origins accepted the app's VAPID key, and which of those refused it since.
+    private let keyEvidence: Mutex<KeyEvidence>
     /// Endpoints parsed before: a URL parse per message cost as much as the HTTP/2 send.
     private let endpoints = Mutex<[String: WebPushEndpoint]>([:])
 
@@ -41,10 +41,14 @@ public final class WebPushProvider: PushProvider {
         return parsed
     }
 
-    public init(client: WebPushClient, signer: VAPIDSigner, now: @escaping @Sendable () -> Date = { Date() }) {
+    /// - Parameter trusted: the push services whose refusals may pause the app (the browsers' by default).
+    public init(
+        client: WebPushClient, signer: VAPIDSigner, trusted: TrustedPushServices = .browsers, now: @escaping @Sendable () -> Date = { Date() }
+    ) {
         self.client = client
         self.signer = signer
         self.now = now
+        keyEvidence = Mutex(KeyEvidence(trusted: trusted))
     }
 
     public func send(_ delivery: ClaimedDelivery) async -> PushOutcome {
@@ -146,8 +150,8 @@ public final class WebPushProvider: PushProvider {
         case .tooLarge: return .shrinkPayload(reason: reason)
         case .vapidRefused:
             // Anyone may run a push service that answers 403: the refusal is charged to the
-            // subscription (its pushes back off), and pauses the app only when origins that took
-            // the app's key before refuse it now.
+            // subscription (its pushes back off), and pauses the app only when trusted origins
+            // that took the app's key before refuse it now.
             let keyRefused = keyEvidence.withLock { $0.refused(by: origin, now: now()) }
             return keyRefused ? .refreshCredentials(reason: reason) : .retry(after: nil, scope: .token, reason: reason)
         case .backOff(_, let after), .serviceError(_, let after):
@@ -187,10 +191,12 @@ public final class WebPushProvider: PushProvider {
 }
 
 /// What the push services' answers say of the app's VAPID key: a 401/403 from one origin may be
-/// that origin's (or that subscription's) doing; the same from origins that accepted the key
-/// before is the key's.
+/// that origin's (or that subscription's) doing; the same from trusted origins that accepted the
+/// key before is the key's. An origin the operator does not trust is never evidence: its
+/// registrant chose it.
 struct KeyEvidence {
-    /// Origins that accepted the key in this process (at most `maximumOrigins`).
+    let trusted: TrustedPushServices
+    /// Trusted origins that accepted the key in this process (at most `maximumOrigins`).
     private var acceptedBy: Set<String> = []
     /// Of those, the ones that refused it since, and when.
     private var refusedBy: [String: Date] = [:]
@@ -199,9 +205,13 @@ struct KeyEvidence {
     static let window: TimeInterval = 600
     static let maximumOrigins = 1_000
 
+    init(trusted: TrustedPushServices) {
+        self.trusted = trusted
+    }
+
     mutating func accepted(by origin: String) {
         refusedBy[origin] = nil
-        guard !acceptedBy.contains(origin) else { return }
+        guard !acceptedBy.contains(origin), trusted.trusts(origin: origin) else { return }
         if acceptedBy.count >= Self.maximumOrigins { acceptedBy.removeFirst() }
         acceptedBy.insert(origin)
     }

@@ -17,7 +17,9 @@ public struct WebPushService: PushService {
 
     public var settingsBlock: PushServiceSettingsBlock? { PushServiceSettingsBlock(key: "vapid", variables: VAPIDSettings.fileKeys) }
 
-    public var variables: Set<String> { Set(VAPIDSettings.fileKeys.values).union(["HERALD_WEBPUSH_ALLOW_HOSTS", "HERALD_WEBPUSH_CA_FILE"]) }
+    public var variables: Set<String> {
+        Set(VAPIDSettings.fileKeys.values).union(["HERALD_WEBPUSH_ALLOW_HOSTS", "HERALD_WEBPUSH_CA_FILE", "HERALD_WEBPUSH_TRUSTED_SERVICES"])
+    }
 
     /// The `HERALD_VAPID_*` variables, the key loaded.
     public func appSettings(from variables: [String: String], source: PushServiceSettingsSource) throws -> (any Sendable)? {
@@ -54,7 +56,7 @@ public struct WebPushService: PushService {
     public func makeProvider(for app: PushServiceApp, context: PushServiceContext) throws -> any PushProvider {
         let shared = context.shared as! WebPushShared
         let vapid = shared.vapid[app.id]!
-        return WebPushProvider(client: shared.client, signer: VAPIDSigner(key: vapid.key, subject: vapid.subject))
+        return WebPushProvider(client: shared.client, signer: VAPIDSigner(key: vapid.key, subject: vapid.subject), trusted: shared.trusted)
     }
 
     /// Every app's provider shares one client: its connections, counted once.
@@ -94,10 +96,17 @@ public struct WebPushShared: Sendable {
     let endpointGuard: WebPushEndpointGuard
     let client: WebPushClient
     let vapid: [String: VAPIDSettings]
+    /// Whose refusals may pause an app: the operator's list, and the built-in simulator.
+    let trusted: TrustedPushServices
 
     init(apps: [PushServiceApp], settings: WebPushSettings, simulated: WebPushService.Simulated?, eventLoopGroup group: MultiThreadedEventLoopGroup) throws {
         var allowHosts = settings.allowHosts
-        if let simulated { allowHosts.insert(simulated.host) }
+        var trusted = settings.trusted
+        if let simulated {
+            allowHosts.insert(simulated.host)
+            trusted.insert(simulated.host)
+        }
+        self.trusted = trusted
         endpointGuard = WebPushEndpointGuard(policy: WebPushAddressPolicy(allowedHosts: allowHosts))
         var configuration = WebPushClientConfiguration(endpointGuard: endpointGuard)
         configuration.trustRootsPEMFiles = settings.caFile.map { [$0] } ?? []

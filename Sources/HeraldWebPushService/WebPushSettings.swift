@@ -51,6 +51,9 @@ struct WebPushSettings: Sendable {
     var allowHosts: Set<String> = []
     /// `HERALD_WEBPUSH_CA_FILE`: extra trust roots for those hosts.
     var caFile: String?
+    /// `HERALD_WEBPUSH_TRUSTED_SERVICES`: the push services whose refusals of an app's VAPID key
+    /// may pause the app's Web Push (the browsers' own by default).
+    var trusted = TrustedPushServices.browsers
 
     /// No allowed hosts, no extra roots.
     init() {}
@@ -59,6 +62,14 @@ struct WebPushSettings: Sendable {
         allowHosts = Set((env["HERALD_WEBPUSH_ALLOW_HOSTS"] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { !$0.isEmpty })
         for host in allowHosts where host.contains("/") || host.contains("@") || host.contains(" ") {
             throw HeraldConfigurationError(field: "HERALD_WEBPUSH_ALLOW_HOSTS", message: "is a comma-separated list of host or host:port, not \(host)")
+        }
+        if let text = env["HERALD_WEBPUSH_TRUSTED_SERVICES"], !text.isEmpty {
+            let entries = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            for entry in entries where entry.contains("/") || entry.contains("@") || entry.contains(" ") || entry.dropFirst(2).contains("*") {
+                throw HeraldConfigurationError(
+                    field: "HERALD_WEBPUSH_TRUSTED_SERVICES", message: "is a comma-separated list of host, host:port or *.domain, not \(entry)")
+            }
+            trusted = TrustedPushServices(entries)
         }
         if let file = env["HERALD_WEBPUSH_CA_FILE"], !file.isEmpty {
             guard FileManager.default.isReadableFile(atPath: file) else {

@@ -139,6 +139,71 @@ struct SealedDeliveryTests {
         #expect((cpuSeconds ?? 0) > 0, "\(metrics)")
     }
 
+    @Test("nothing outside the seal names the collapse id: a sealed iPhone, a sealed Android device and a browser get an opaque one, stable per id; an unsealed iPhone the id as given")
+    func opaqueCollapseIDs() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-collapse-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let serve = try ServeProcess(environment: [
+            "HERALD_DATABASE_URL": "sqlite:" + directory.appendingPathComponent("herald.sqlite").path, "HERALD_HTTP_PORT": "0",
+            "HERALD_PUBLISH_KEYS": Self.publisher,
+        ])
+        defer { serve.process.kill(SIGTERM) }
+        func client(_ keys: SealedPushKeys?) -> HeraldClient {
+            var configuration = HeraldClient.Configuration(baseURL: URL(string: serve.api)!)
+            configuration.pushKeys = keys
+            return HeraldClient(configuration: configuration)
+        }
+        var builder = WatchSetBuilder()
+        builder.addKey("session:collapse")
+        func token() async throws -> String {
+            try #require(try Self.json(try await http("POST", serve.control + "/tokens", #"{"environment":"sandbox"}"#).1)["token"] as? String)
+        }
+        let sealedPhone = try await token(), plainPhone = try await token()
+        try await client(SealedPushKeys()).register(deviceToken: sealedPhone, watchSet: try builder.build(), environment: "sandbox")
+        try await client(nil).register(deviceToken: plainPhone, watchSet: try builder.build(), environment: "sandbox")
+        let android = "fcm-collapse_1:" + String(repeating: "C", count: 140)
+        try await client(SealedPushKeys()).register(deviceToken: android, watchSet: try builder.build(), platform: "android", environment: nil)
+        let web = try #require(serve.webPushControl)
+        let vapid = try Self.json(try await http("GET", serve.api + "/v1/push/vapid-public-key").1)["public_key"] as? String ?? ""
+        let subscription = try Self.json(try await http("POST", web + "/subscribe", #"{"application_server_key":"\#(vapid)"}"#).1)
+        let subscriptionJSON = String(decoding: try JSONSerialization.data(withJSONObject: subscription), as: UTF8.self)
+        #expect(try await http("POST", serve.api + "/v1/push/register", #"{"platform":"web","subscription":\#(subscriptionJSON),"watched_addresses":["session:collapse"]}"#).0 == 200)
+
+        // Two events with one collapse id (a txid, say), one with another.
+        for (collapse, text) in [("tx-4e3855c6", "first"), ("tx-4e3855c6", "second"), ("tx-other", "third")] {
+            let (status, _) = try await http(
+                "POST", serve.api + "/v1/events",
+                #"{"template":"custom","collapse_id":"\#(collapse)","targets":{"keys":["session:collapse"]},"fields":{"aps":{"alert":"\#(text)"}}}"#,
+                bearer: Self.publisher)
+            #expect(status == 202)
+        }
+        let endpoint = try #require(subscription["endpoint"] as? String).addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+        var seen: [String: [String]] = [:]
+        try await Self.eventually {
+            func ids(_ url: String, _ field: String) async throws -> [String] {
+                (try Self.json(try await http("GET", url).1)["notifications"] as? [[String: Any]] ?? []).compactMap { $0[field] as? String }
+            }
+            seen["sealed"] = try await ids(serve.control + "/notifications?token=" + sealedPhone, "collapse_id")
+            seen["plain"] = try await ids(serve.control + "/notifications?token=" + plainPhone, "collapse_id")
+            seen["android"] = try await ids(try #require(serve.fcmControl) + "/notifications?token=" + android, "collapse_key")
+            seen["web"] = try await ids(web + "/notifications?endpoint=" + endpoint, "topic")
+            return seen.values.allSatisfy { $0.count == 3 }
+        }
+        // Pushes of one event may arrive in any order: compared as counts per id.
+        #expect(seen["plain"]?.sorted() == ["tx-4e3855c6", "tx-4e3855c6", "tx-other"])
+        var twice: [String: String] = [:]
+        for name in ["sealed", "android", "web"] {
+            let ids = seen[name] ?? []
+            let counts = Dictionary(grouping: ids, by: { $0 }).mapValues(\.count)
+            #expect(counts.values.sorted() == [1, 2], "\(name): one opaque id per collapse id: \(ids)")
+            #expect(ids.allSatisfy { $0.count == 32 && !$0.contains("tx-") && !$0.contains("4e3855c6") }, "\(name): \(ids)")
+            twice[name] = counts.first { $0.value == 2 }?.key
+        }
+        // One opaque id per app and collapse id, whatever the service.
+        #expect(Set(twice.values).count == 1 && twice.count == 3, "\(twice)")
+    }
+
     @Test("an app with sealed: required refuses an iPhone without push_keys (422 naming push_keys) and takes one with them; a bad key is 422 naming the part")
     func requiredSealing() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-required-\(UUID())")

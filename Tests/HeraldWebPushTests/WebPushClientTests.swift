@@ -218,12 +218,46 @@ import WebPushCrypto
         await client.shutdown()
     }
 
-    @Test("a 403 is charged to the subscription; the app's key counts as refused only when two origins that took it refuse it")
+    /// The push services trusted with an app's pause: these simulators, standing in for the browsers'.
+    static func trusting(_ simulators: [WebPushSimulator]) -> TrustedPushServices {
+        TrustedPushServices(simulators.map { String($0.origin.dropFirst("https://".count)) })
+    }
+
+    @Test("origins the operator does not trust never pause the app: two that take the key, then refuse it, charge only their subscriptions")
+    func untrustedOriginsNeverPause() async throws {
+        let mallory1 = try await WebPushSimulator.start(), mallory2 = try await WebPushSimulator.start(), browser = try await WebPushSimulator.start()
+        defer { Task { await mallory1.shutdown(); await mallory2.shutdown(); await browser.shutdown() } }
+        let client = try Self.client(for: [mallory1, mallory2, browser])
+        let provider = WebPushProvider(client: client, signer: Self.signer, trusted: Self.trusting([browser]))
+        let otherKey = VAPIDKey(privateKey: .init()).applicationServerKey
+        for _ in 0..<3 {
+            for origin in [mallory1, mallory2] {
+                #expect(await provider.send(try Self.delivery(to: origin.subscribe(), payload: "{}")) == .delivered)
+                #expect(await provider.send(try Self.delivery(to: origin.subscribe(applicationServerKey: otherKey), payload: "{}"))
+                    == .retry(after: nil, scope: .token, reason: "HTTP 403 VAPID refused"))
+            }
+        }
+        #expect(await provider.send(try Self.delivery(to: browser.subscribe(), payload: "{}")) == .delivered)
+        // The browsers' own list by default: the simulators' loopback origins are not in it.
+        let defaults = WebPushProvider(client: client, signer: Self.signer)
+        for origin in [mallory1, mallory2] {
+            #expect(await defaults.send(try Self.delivery(to: origin.subscribe(), payload: "{}")) == .delivered)
+            #expect(await defaults.send(try Self.delivery(to: origin.subscribe(applicationServerKey: otherKey), payload: "{}"))
+                == .retry(after: nil, scope: .token, reason: "HTTP 403 VAPID refused"))
+        }
+        #expect(TrustedPushServices.browsers.trusts(origin: "https://fcm.googleapis.com"))
+        #expect(TrustedPushServices.browsers.trusts(origin: "https://wns2-par02p.notify.windows.com"))
+        #expect(!TrustedPushServices.browsers.trusts(origin: "https://notify.windows.com.evil.example"))
+        #expect(!TrustedPushServices.browsers.trusts(origin: "https://evilfcm.googleapis.com.example"))
+        await client.shutdown()
+    }
+
+    @Test("a 403 is charged to the subscription; the app's key counts as refused only when two trusted origins that took it refuse it")
     func refusalBlame() async throws {
         let a = try await WebPushSimulator.start(), b = try await WebPushSimulator.start(), stranger = try await WebPushSimulator.start()
         defer { Task { await a.shutdown(); await b.shutdown(); await stranger.shutdown() } }
         let client = try Self.client(for: [a, b, stranger])
-        let provider = WebPushProvider(client: client, signer: Self.signer)
+        let provider = WebPushProvider(client: client, signer: Self.signer, trusted: Self.trusting([a, b, stranger]))
         let otherKey = VAPIDKey(privateKey: .init()).applicationServerKey
         // An origin nobody delivered to refuses, again and again: only its subscription backs off.
         for _ in 0..<3 {
