@@ -23,6 +23,11 @@ public enum RegistrationGrant: Sendable, Hashable {
     /// (`session:<id>`, `user:<id>`); a key ending in `*` grants every key it begins.
     case identity(String, keys: [String] = [])
 
+    /// The identity a signed token granted; nil under open and bearer policies.
+    public var identity: String? {
+        if case .identity(let granted, _) = self { granted } else { nil }
+    }
+
     /// Whether the request may act for `identity` (an `X-Device-ID`, a `session_id`, a `device_id`).
     public func permits(_ identity: String?) -> Bool {
         switch self {
@@ -36,9 +41,12 @@ public enum RegistrationGrant: Sendable, Hashable {
         switch self {
         case .anyIdentity: return true
         case .identity(let granted, let keys):
-            if key == "session:" + granted || key == "user:" + granted { return true }
+            // Exact bytes, as the store compares keys: `e` + U+0301 is not `é`.
+            let bytes = Array(key.utf8)
+            if bytes == Array(("session:" + granted).utf8) || bytes == Array(("user:" + granted).utf8) { return true }
             return keys.contains { pattern in
-                pattern.hasSuffix("*") ? key.hasPrefix(pattern.dropLast()) : pattern == key
+                let p = Array(pattern.utf8)
+                return p.last == UInt8(ascii: "*") ? bytes.starts(with: p.dropLast()) : p == bytes
             }
         }
     }

@@ -179,10 +179,11 @@ public struct DeviceRegistrar: Sendable {
             throw Refusal.invalid("device_id", "device_id is 1 to 256 characters, none of them a control character")
         }
         let watchSet = try self.watchSet(request.watch)
-        try Self.requireGranted(request.watch.watched, by: grant)
+        try Self.requireGranted(request.watch, by: grant)
         try proveOwnership(request.watch.own, app: app, token: token.value)
-        // A token registered under one identity moves to another only with that identity's token.
-        try await requireOwned(token.value, app: app, grant: grant)
+        // A token registered under one identity moves to another only with that identity's token,
+        // and a device that registered keys is never sent in clear by a registration without them.
+        try await requireRebindable(token.value, app: app, grant: grant, bringsKeys: request.pushKeys != nil || tokenRule is any DeviceRegistrationRule)
         let registration = Registration(
             app: app, token: token, attributes: attributes, deviceID: request.deviceID, watchSet: watchSet)
         if let settings = apps[app] { try await admit(token, app: settings, field: "device_token") }
@@ -198,7 +199,7 @@ public struct DeviceRegistrar: Sendable {
         guard let token = token ?? subscriptionEndpoint else { throw Refusal.missing("device_token") }
         try await requireOwned(token, app: app, grant: grant)
         let watchSet = try self.watchSet(watch)
-        try Self.requireGranted(watch.watched, by: grant)
+        try Self.requireGranted(watch, by: grant)
         try proveOwnership(watch.own, app: app, token: DeviceToken.lookupForm(token))
         guard try await store.updateWatchSet(app: app, token: DeviceToken.lookupForm(token), watchSet: watchSet, now: clock.now()) else {
             throw Refusal(.notFound, code: "not_registered", message: "no device with this token", field: "device_token")
@@ -221,11 +222,14 @@ public struct DeviceRegistrar: Sendable {
 
     // MARK: Every registration route
 
-    /// Stores a registration a compatibility route built, once the app's device limit admits it.
-    public func register(_ registration: Registration, app: AppSettings, field: String) async throws -> DeviceRecord {
-        if DevicePushKeys(registration.attributes) == nil, registration.token.platform != .web {
-            try Self.requireUnsealedAllowed(app, field: field)
-        }
+    /// Stores a registration a compatibility route built, under the grant its app's policy gave
+    /// the request, once the app's device limit admits it. The same rules as the native route: a
+    /// token another identity registered is not taken over, nor one with keys sent in clear.
+    public func register(_ registration: Registration, app: AppSettings, grant: RegistrationGrant, field: String) async throws -> DeviceRecord {
+        let bringsKeys = DevicePushKeys(registration.attributes) != nil || registration.token.platform == .web
+        if !bringsKeys { try Self.requireUnsealedAllowed(app, field: field) }
+        try Self.requireGranted(WatchRequest(watched: registration.watchSet.watched.map(\.description), own: nil, routes: nil), by: grant)
+        try await requireRebindable(registration.token.value, app: app.id, grant: grant, bringsKeys: bringsKeys, field: field)
         try await admit(registration.token, app: app, field: field)
         let now = clock.now()
         let record = try await store.register(registration, now: now)
@@ -272,11 +276,22 @@ public struct DeviceRegistrar: Sendable {
     }
 
     /// Under a signed policy, a device watches only what its token grants: its own identity's keys
-    /// and the `keys` claim's (naming the first other one).
-    static func requireGranted(_ watched: [String]?, by grant: RegistrationGrant) throws {
+    /// and the `keys` claim's (naming the first other one). The same holds for the Kaspa addresses
+    /// it calls its own and the peers of its contextual routes: each reaches the device a Kasia
+    /// event, so each needs the grant (`keys` naming it).
+    static func requireGranted(_ watch: WatchRequest, by grant: RegistrationGrant) throws {
         guard grant != .anyIdentity else { return }
-        for (i, key) in (watched ?? []).enumerated() where !grant.permitsWatching(key) {
-            throw Refusal(.forbidden, code: "forbidden", message: "the registration token does not grant watching \(key)", field: "watched_addresses[\(i)]")
+        func check(_ keys: [String], _ field: String) throws {
+            for (i, key) in keys.enumerated() where !grant.permitsWatching(key) {
+                throw Refusal(.forbidden, code: "forbidden", message: "the registration token does not grant \(key)", field: "\(field)[\(i)]")
+            }
+        }
+        try check(watch.watched ?? [], "watched_addresses")
+        try check((watch.own ?? []).map(\.address), "addresses")
+        for (i, route) in (watch.routes ?? []).enumerated() where route.peerAddress.map(grant.permitsWatching) == false {
+            throw Refusal(
+                .forbidden, code: "forbidden", message: "the registration token does not grant \(route.peerAddress)",
+                field: "contextual_routes[\(i)].peer_address")
         }
     }
 
@@ -286,6 +301,20 @@ public struct DeviceRegistrar: Sendable {
         guard grant != .anyIdentity else { return }
         guard let device = try await store.devices(app: app, tokens: [DeviceToken.lookupForm(token)]).first else { return }
         try AppDirectory.require(grant, covers: device.deviceID, field: "device_token")
+    }
+
+    /// What registering a known token again may not do, on every route: take it from the identity
+    /// that registered it (`requireOwned`), or drop the keys its pushes are sealed to, which would
+    /// send them in clear (`push_keys_required`, naming `push_keys`; unregistering first is the owner's way).
+    private func requireRebindable(_ token: String, app: String, grant: RegistrationGrant, bringsKeys: Bool, field: String = "device_token") async throws {
+        guard let device = try await store.devices(app: app, tokens: [DeviceToken.lookupForm(token)]).first else { return }
+        if grant != .anyIdentity { try AppDirectory.require(grant, covers: device.deviceID, field: field) }
+        if !bringsKeys, DevicePushKeys(device.attributes) != nil, apps[app]?.sealing.map({ $0.mode != .off }) ?? true {
+            throw Refusal(
+                .unprocessable, code: "push_keys_required",
+                message: "this token registered push_keys, and its pushes are sealed to them: a registration without them would send them in clear; send push_keys (or unregister the token first)",
+                field: "push_keys")
+        }
     }
 
     /// The platforms whose rules meet `condition`, as a refusal names them ("android").

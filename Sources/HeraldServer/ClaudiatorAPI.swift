@@ -49,8 +49,8 @@ public struct ClaudiatorAPI: Sendable {
         let token = try DeviceRegistrar.token(body.token, platform: platform, field: "token")
         try AppDirectory.require(grant, covers: token.value, field: "token")
         _ = try await registrar.register(
-            Registration(app: app.id, token: token, attributes: DeviceAttributes(production: app.production), watchSet: .empty),
-            app: app, field: "token")
+            Registration(app: app.id, token: token, attributes: DeviceAttributes(production: app.production), deviceID: grant.identity, watchSet: .empty),
+            app: app, grant: grant, field: "token")
         return RegistrationAPI.json(["registered": true])
     }
 }

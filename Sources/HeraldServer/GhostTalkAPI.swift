@@ -54,10 +54,11 @@ public struct GhostTalkAPI: Sendable {
         let session = try Self.sessionKey(body.session_id)
         try AppDirectory.require(grant, covers: body.session_id, field: "session_id")
         let token = try DeviceRegistrar.token(body.device_token, platform: .ios)
+        // Under a signed policy the device is the granted identity's, as on the native route.
         _ = try await registrar.register(
-            Registration(app: app.id, token: token, attributes: DeviceAttributes(production: app.production),
+            Registration(app: app.id, token: token, attributes: DeviceAttributes(production: app.production), deviceID: grant.identity,
                          watchSet: try WatchSet(watched: [session])),
-            app: app, field: "device_token")
+            app: app, grant: grant, field: "device_token")
         return RegistrationAPI.json(["success": true, "message": "Device registered successfully"])
     }
 

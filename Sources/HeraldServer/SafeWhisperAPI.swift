@@ -50,7 +50,7 @@ public struct SafeWhisperAPI: Sendable {
         let device = try await registrar.register(
             Registration(app: app.id, token: token, attributes: DeviceAttributes(production: app.production), deviceID: deviceID, watchSet: .empty,
                          replacesDeviceTokens: true),
-            app: app, field: "apnsToken")
+            app: app, grant: grant, field: "apnsToken")
         return RegistrationAPI.json(["id": .string(Self.recordID(app: device.app, token: device.token))], status: .created)
     }
 

@@ -162,6 +162,75 @@ struct SignedRegistrationTests {
         }
     }
 
+    /// A device's `push_keys` member: a P-256 public key and an auth secret, base64url.
+    static func pushKeys() -> String {
+        let key = P256.KeyAgreement.PrivateKey().publicKey.x963Representation
+        return #""push_keys":{"p256dh":"\#(Base64URL.encode(Array(key)))","auth":"\#(Base64URL.encode([UInt8](repeating: 7, count: 16)))"}"#
+    }
+
+    @Test("one route over, the same rule: Mallory's JWT posting Bob's token to GhostTalk's or SafeWhisper's routes is 403, and Bob keeps it with its keys")
+    func noTakeoverOnCompatibilityRoutes() async throws {
+        try await Self.signed { client in
+            let bobs = String(repeating: "cd", count: 32)
+            let bob = Self.jwt(sub: "bob", keys: ["session:s"]), mallory = Self.jwt(sub: "mallory", keys: ["session:s"])
+            let body = #"{"device_token":"\#(bobs)","platform":"ios","device_id":"bob","watched_addresses":["session:s"],\#(Self.pushKeys())}"#
+            #expect(try await send(client, .post, "/v1/push/register", body, headers: Self.headers(bob)).status == .ok)
+            // GhostTalk's route, Mallory's own session.
+            var r = try await send(client, .post, "/apns/register", #"{"session_id":"mallory","device_token":"\#(bobs)"}"#, headers: Self.headers(mallory))
+            #expect(r.status == .forbidden)
+            #expect((try json(r)["error"] as? [String: Any])?["field"] as? String == "device_token")
+            // SafeWhisper's route, Mallory's own device id.
+            r = try await send(client, .post, "/api/devices/token", #"{"apnsToken":"\#(bobs)"}"#, headers: Self.headers(mallory, deviceID: "mallory"))
+            #expect(r.status == .forbidden)
+            #expect((try json(r)["error"] as? [String: Any])?["field"] as? String == "apnsToken")
+            // Bob's device is still his, and still sealed: a registration without its keys would send it in clear.
+            #expect(try await Self.status(client, bobs, bob) == true)
+            r = try await send(client, .post, "/v1/push/register", Self.register(bobs, deviceID: "bob"), headers: Self.headers(bob))
+            #expect(r.status == .unprocessableContent)
+            #expect((try json(r)["error"] as? [String: Any])?["code"] as? String == "push_keys_required")
+            #expect(try await send(client, .post, "/v1/push/register", body, headers: Self.headers(bob)).status == .ok)
+            // GhostTalk's route under signed records the session's identity: Mallory cannot take that device either.
+            let sessionJWT = Self.jwt(sub: "session-9"), mine = String(repeating: "ef", count: 32)
+            #expect(try await send(client, .post, "/apns/register", #"{"session_id":"session-9","device_token":"\#(mine)"}"#, headers: Self.headers(sessionJWT)).status == .ok)
+            r = try await send(client, .post, "/apns/register", #"{"session_id":"mallory","device_token":"\#(mine)"}"#, headers: Self.headers(mallory))
+            #expect(r.status == .forbidden)
+        }
+    }
+
+    @Test("the Kaspa addresses a device calls its own, and its contextual routes' peers, need the grant too")
+    func ownAddressesGranted() async throws {
+        try await Self.signed { client in
+            let token = String(repeating: "ab", count: 32)
+            let bobsAddress = "kaspa:qp0l70zd5x85ttwd6jv7g3s3a8llzj96d8dncn4zmhv4tlzx5k2jyqh70xmfj"
+            let alice = Self.jwt(sub: "alice", keys: ["session:s"])
+            func register(_ extra: String, _ jwt: String) async throws -> (HTTPResponse.Status, String?) {
+                let body = #"{"device_token":"\#(token)","platform":"ios","device_id":"alice","watched_addresses":["session:alice"],\#(extra)}"#
+                let r = try await send(client, .post, "/v1/push/register", body, headers: Self.headers(jwt))
+                return (r.status, (try? json(r))?["error"].flatMap { ($0 as? [String: Any])?["field"] as? String })
+            }
+            var (status, field) = try await register(#""addresses":["\#(bobsAddress)"]"#, alice)
+            #expect(status == .forbidden && field == "addresses[0]", "\(status) \(String(describing: field))")
+            (status, field) = try await register(#""contextual_routes":[{"peer_address":"\#(bobsAddress)","aliases":["a1b2c3d4e5f6"]}]"#, alice)
+            #expect(status == .forbidden && field == "contextual_routes[0].peer_address", "\(status) \(String(describing: field))")
+            // Granted by name, it is the device's own.
+            let granted = Self.jwt(sub: "alice", keys: [bobsAddress])
+            #expect(try await register(#""addresses":["\#(bobsAddress)"]"#, granted).0 == .ok)
+        }
+    }
+
+    @Test("identities and keys compare as exact bytes: a JWT for e + U+0301 does not grant session:é")
+    func identitiesAreBytes() async throws {
+        try await Self.signed { client in
+            let token = String(repeating: "ab", count: 32)
+            let decomposed = Self.jwt(sub: "e\u{301}", keys: nil)
+            let body = #"{"device_token":"\#(token)","platform":"ios","device_id":"e\#u{301}","watched_addresses":["session:\#u{E9}"]}"#
+            let r = try await send(client, .post, "/v1/push/register", body, headers: Self.headers(decomposed))
+            #expect(r.status == .forbidden)
+            let own = #"{"device_token":"\#(token)","platform":"ios","device_id":"e\#u{301}","watched_addresses":["session:e\#u{301}"]}"#
+            #expect(try await send(client, .post, "/v1/push/register", own, headers: Self.headers(decomposed)).status == .ok)
+        }
+    }
+
     /// Whether `token` is registered, read with `jwt`'s identity.
     static func status(_ client: any TestClientProtocol, _ token: String, _ jwt: String) async throws -> Bool? {
         let r = try await send(client, .get, "/v1/push/status", headers: [HTTPField.Name("X-Device-Token")!: token, .authorization: "Bearer \(jwt)"])
