@@ -352,6 +352,7 @@ public struct ServeSettings: Sendable {
             settings.sealing = try SealingSettings.read({ env[$0].flatMap { $0.isEmpty ? nil : $0 } }, field: { $0 })
             // GhostTalk's testing-only /apns/send.
             settings.ghostTalkSendEnabled = ["1", "true", "yes"].contains(env["HERALD_GHOSTTALK_SEND_ENABLED"]?.lowercased() ?? "")
+            settings.matrixReachesRegisteredDevices = ["1", "true", "yes"].contains(env["HERALD_MATRIX_REACHES_REGISTERED_DEVICES"]?.lowercased() ?? "")
             var app = ConfigFile.App(settings: settings)
             try app.readServiceSettings(pushServices, source: .environment) { _ in env }
             apps = [app]

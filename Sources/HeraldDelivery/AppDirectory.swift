@@ -65,6 +65,10 @@ public struct AppSettings: Sendable {
     public var agentEventTexts = AgentEventTemplate.Texts()
     /// GhostTalk's testing-only `POST /apns/send` (off unless enabled; always behind a publisher key).
     public var ghostTalkSendEnabled = false
+    /// A Matrix notify pushes to the app's devices that registered another way (the native API,
+    /// a compatibility route) too; off by default: a notify needs no credentials, so it reaches
+    /// only the devices Matrix pushers made (`matrix_reaches_registered_devices`).
+    public var matrixReachesRegisteredDevices = false
     /// The most devices the app may have; a registration of a new token past it is refused.
     public var maximumDevices: Int?
     /// What the app's Kasia pushes show the push services (`privacy: minimal` keeps the sender,

@@ -9,7 +9,9 @@ import KasiaProtocol
 /// The Matrix Push Gateway use case (`POST /_matrix/push/v1/notify`): each device of a
 /// notification becomes a delivery of its Matrix app's Herald app, committed with the others
 /// before the homeserver gets its answer, so a homeserver never retries a push Herald holds.
-/// A pushkey needs no registration: the notify names it, and the store admits it.
+/// A pushkey needs no registration: the notify names it, and the store admits it. A token the
+/// app registered another way gets nothing from a notify unless the app opts in
+/// (`matrixReachesRegisteredDevices`), and every document a notify makes says it came from Matrix.
 ///
 /// Rejected (so the homeserver deletes the pusher): a pushkey of an unknown `app_id`, one that is
 /// malformed for its platform, and one a push service called dead (APNs's Unregistered or
@@ -104,6 +106,9 @@ public struct MatrixNotifier: Sendable {
                 continue
             }
             perApp[app.pattern, default: (0, 0, [])].devices += 1
+            // A device the app registered another way is not a Matrix pusher's: an unauthenticated
+            // notify naming its token pushes nothing to it (nor says so), unless the app opts in.
+            if record.registeredElsewhere, publisher.apps[app.app]?.matrixReachesRegisteredDevices != true { continue }
             guard publisher.platforms.contains(record.platform), let push = pusher.push(n, device: device, app: app) else { continue }
             var event = NewEvent(
                 id: UUID.timeOrdered(at: now).lowercasedString, app: app.app, template: "matrix", push: push,

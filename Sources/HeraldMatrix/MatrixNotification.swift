@@ -15,6 +15,16 @@ public struct MatrixNotifyRequest: Sendable {
 /// notification (a read receipt) has no event, a null `type` and an empty `sender`; an
 /// `event_id_only` pusher gets ids and counts only.
 public struct MatrixNotification: Sendable {
+    /// The member every document a notify makes carries, in the signed bytes: `"herald_source":"matrix"`.
+    /// HeraldKit reads such a document as nothing but a notification's alert.
+    public static let sourceKey = "herald_source"
+    public static let sourceValue = "matrix"
+
+    /// A top-level key a homeserver's data may not set: `kasia` and Herald's own `herald_*`.
+    public static func isReservedKey(_ key: String) -> Bool {
+        key == "kasia" || key.utf8.starts(with: "herald_".utf8)
+    }
+
     public var eventID: String?
     public var roomID: String?
     public var type: String?
@@ -81,8 +91,12 @@ public struct MatrixNotification: Sendable {
 
         /// `data.format`: `event_id_only` or absent.
         public var format: String? { data?[path: ["format"]]?.stringValue }
-        /// `data.default_payload`'s fields (absent or not an object: none).
-        public var defaultPayload: [JSONValue.Field] { data?[path: ["default_payload"]]?.objectFields ?? [] }
+        /// `data.default_payload`'s fields (absent or not an object: none), less the keys Herald's
+        /// own documents use (`kasia`, `herald_*`): whoever set the pusher wrote them, and Herald
+        /// signs the document, so they could pass for a Kasia push or Herald's own markers.
+        public var defaultPayload: [JSONValue.Field] {
+            (data?[path: ["default_payload"]]?.objectFields ?? []).filter { !MatrixNotification.isReservedKey($0.key) }
+        }
         /// A `data` flag (`only_last_per_room`, `events_only`).
         public func flag(_ key: String) -> Bool { data?[path: [key]] == .bool(true) }
         /// A `data` string (`endpoint`, `auth`).

@@ -58,6 +58,7 @@ public enum MatrixPushBuilder {
             put(&aps, "content-available", .int(1))
             put(&root, "aps", .object(aps))
         }
+        put(&root, MatrixNotification.sourceKey, .string(MatrixNotification.sourceValue))
         guard let payload = fitted(root, limit: RenderedPush.maximumAlertSize) else { return nil }
         return RenderedPush(
             pushType: visible ? .alert : .background, priority: visible && !n.isLowPriority ? .immediate : .considerate,
@@ -200,6 +201,7 @@ public enum MatrixPushBuilder {
             }
         }
         data["prio"] = n.isLowPriority ? "normal" : "high"
+        data[MatrixNotification.sourceKey] = MatrixNotification.sourceValue
         if let unread = n.counts?.unread { data["unread"] = String(unread) }
         if let missed = n.counts?.missedCalls { data["missed_calls"] = String(missed) }
         // Over FCM's 4,096 bytes: the content goes first, largest first.
@@ -258,6 +260,7 @@ public enum MatrixPushBuilder {
         }
         if let unread = n.counts?.unread { put(&root, "unread", .int(unread)) }
         if let missed = n.counts?.missedCalls { put(&root, "missed_calls", .int(missed)) }
+        put(&root, MatrixNotification.sourceKey, .string(MatrixNotification.sourceValue))
         var payload = JSONValue.object(root).encoded
         if payload.count > WebPushEncryption.maximumPlaintext {
             // One record at most: the content goes (the app fetches the event by its id).

@@ -281,6 +281,7 @@ public final class PostgresStore: Store {
                     if written == nil {
                         written = try await Self.devices(try await db.query(
                             "SELECT \(unescaped: Self.deviceColumns) FROM devices WHERE app_id = \(d.app) AND token = \(d.token.value)", logger: logger)).first
+                        written?.registeredElsewhere = true
                     }
                     guard let device = written else { throw PostgresStoreError("the device was not written") }
                     records.append(device.disabledReason == nil ? device : nil)

@@ -158,7 +158,10 @@ public final class SQLiteStore: Store {
                     d.app, d.token.platform.rawValue, d.token.value,
                     d.storedAttributes.storedForm, ms, registered, ms, revived,
                 ])
-                guard let device = try Self.device(db, app: d.app, token: d.token.value), device.disabledReason == nil else { return nil }
+                // No row written: the device is another route's, and stays as it is.
+                let elsewhere = db.changesCount == 0
+                guard var device = try Self.device(db, app: d.app, token: d.token.value), device.disabledReason == nil else { return nil }
+                device.registeredElsewhere = elsewhere
                 return device
             }
         }

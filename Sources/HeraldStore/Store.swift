@@ -20,6 +20,9 @@ public struct DeviceRecord: Hashable, Sendable {
     public var lastSeen: Date
     /// Set when the push service called the token bad for its app and environment.
     public var disabledReason: String?
+    /// Set by `admit` for a device another route registered (the native API, a compatibility
+    /// route): a Matrix notify does not push to it unless its app says so.
+    public var registeredElsewhere = false
 
     public init(
         rowID: Int64, app: String, platform: Platform, token: String, attributes: DeviceAttributes, deviceID: String? = nil,
@@ -99,7 +102,10 @@ extension NamedDevice {
     /// nil when admitting must write (a new device, a revival, a later registration, new keys, an old `lastSeen`).
     /// A device another route registered (`ownedElsewhere`) is taken as it is: a notify never rewrites it.
     func admittedWithoutWrite(_ device: DeviceRecord?, deadAt: Int64?, now: Date, ownedElsewhere: Bool = false) -> DeviceRecord?? {
-        if let device, ownedElsewhere { return .some(device.disabledReason == nil ? device : nil) }
+        if var device, ownedElsewhere {
+            device.registeredElsewhere = true
+            return .some(device.disabledReason == nil ? device : nil)
+        }
         if let deadAt { return registeredAt.milliseconds <= deadAt ? .some(nil) : nil }
         guard let device else { return nil }
         if device.disabledReason != nil { return .some(nil) }

@@ -85,6 +85,19 @@ import Testing
             alert: .init(title: "New Message", body: "From x"))))
     }
 
+    /// A Matrix notify's document (marked `herald_source: matrix` in the signed bytes) is a
+    /// homeserver's words: never a Kasia push, whatever a pusher put in it, on any service.
+    @Test func matrixDocumentsAreNeverKasia() throws {
+        let forged = #"{"aps":{"alert":{"title":"Payment Received","body":"100000 KAS"}},"kasia":{"type":"payment","txId":"ab12","sender":"kaspa:qp","payload":null,"timestamp":1704067200,"daaScore":1,"amount":1},"session_id":"s","message_id":"m","herald_source":"matrix"}"#
+        let alert = HeraldPush.Alert(title: "Payment Received", body: "100000 KAS")
+        #expect(try HeraldPush(json: Data(forged.utf8)) == .other(alert: alert))
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(forged.utf8)) as? [String: Any])
+        #expect(HeraldPush(userInfo: object) == .other(alert: alert))
+        let fcm = ["title": "Payment Received", "body": "100000 KAS", "herald_source": "matrix",
+                   "kasia": #"{"type":"payment","txId":"ab12","sender":"kaspa:qp","timestamp":1,"daaScore":1,"amount":1}"#]
+        #expect(HeraldPush(fcmData: fcm) == .other(alert: alert))
+    }
+
     @Test func theOtherAppsPushes() throws {
         #expect(try HeraldPush(json: Data(#"{"aps":{"content-available":1},"c":"0123456789abcdef0123456789abcdef"}"#.utf8))
             == .conversation(ConversationPush(conversationHash: "0123456789abcdef0123456789abcdef")))

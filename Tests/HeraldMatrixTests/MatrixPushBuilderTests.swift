@@ -24,9 +24,18 @@ private let defaultPayload: JSONValue = .object([
     ]))]))
 ])
 
-/// A payload as a Foundation object, for comparison whatever the key order.
+/// A payload as a Foundation object, for comparison whatever the key order, less the
+/// `"herald_source":"matrix"` every document a notify makes must carry (checked here).
 private func object(_ bytes: [UInt8]) throws -> NSDictionary {
-    try #require(try JSONSerialization.jsonObject(with: Data(bytes)) as? NSDictionary)
+    let parsed = try #require(try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any])
+    #expect(parsed["herald_source"] as? String == "matrix", "\(String(decoding: bytes, as: UTF8.self))")
+    return parsed.filter { $0.key != "herald_source" } as NSDictionary
+}
+
+/// An FCM data map less its `herald_source` (checked: `matrix`).
+private func data(_ map: [String: String]?) -> [String: String]? {
+    #expect(map?["herald_source"] == "matrix")
+    return map?.filter { $0.key != "herald_source" }
 }
 
 private func object(_ json: String) throws -> NSDictionary {
@@ -161,7 +170,7 @@ struct MatrixPushBuilderTests {
         open.encryptedRoomDetails = true
         #expect(String(decoding: MatrixPushBuilder.apns(n, device: device, app: open)!.payload, as: UTF8.self).contains("Major Tom"))
         let fcm = try #require(MatrixPushBuilder.fcm(n, device: device, app: MatrixApp(pattern: "a", app: "b", kind: .fcm)))
-        #expect(fcm.fcmData == ["event_id": n.eventID!, "room_id": n.roomID!, "prio": "high", "unread": "2", "missed_calls": "1"])
+        #expect(data(fcm.fcmData) == ["event_id": n.eventID!, "room_id": n.roomID!, "prio": "high", "unread": "2", "missed_calls": "1"])
         let web = try #require(MatrixPushBuilder.webPush(n, device: device, app: MatrixApp(pattern: "a", app: "b", kind: .webpush)))
         #expect(try object(web.payload) == object(#"{"room_id":"!slw48wfj34rtnrf:example.com","event_id":"$qTOWWTEL48yPm3uT-gdNhFcoHxfKbZuqRVnnWWSkGBs","unread":2,"missed_calls":1}"#))
     }
@@ -172,7 +181,7 @@ struct MatrixPushBuilderTests {
             .init("default_payload", .object([.init("tag", .string("x")), .init("n", .int(3))]))
         ]))
         let push = try #require(MatrixPushBuilder.fcm(sygnalNotification(devices: [d]), device: d, app: MatrixApp(pattern: "x", app: "y", kind: .fcm)))
-        #expect(push.fcmData == [
+        #expect(data(push.fcmData) == [
             "tag": "x", "n": "3",
             "event_id": "$qTOWWTEL48yPm3uT-gdNhFcoHxfKbZuqRVnnWWSkGBs", "type": "m.room.message", "sender": "@exampleuser:matrix.org",
             "room_name": "Mission Control", "room_alias": "#exampleroom:matrix.org", "sender_display_name": "Major Tom",
@@ -187,7 +196,7 @@ struct MatrixPushBuilderTests {
         let d = MatrixNotification.Device(appID: "x", pushkey: "k", data: .object([.init("format", .string("event_id_only"))]))
         let n = sygnalNotification(devices: [d])
         let fcm = try #require(MatrixPushBuilder.fcm(n, device: d, app: MatrixApp(pattern: "x", app: "y", kind: .fcm)))
-        #expect(fcm.fcmData == ["event_id": n.eventID!, "room_id": n.roomID!, "prio": "high", "unread": "2", "missed_calls": "1"])
+        #expect(data(fcm.fcmData) == ["event_id": n.eventID!, "room_id": n.roomID!, "prio": "high", "unread": "2", "missed_calls": "1"])
         let web = try #require(MatrixPushBuilder.webPush(n, device: d, app: MatrixApp(pattern: "x", app: "y", kind: .webpush)))
         #expect(!String(decoding: web.payload, as: UTF8.self).contains("Major Tom"))
     }
@@ -202,6 +211,25 @@ struct MatrixPushBuilderTests {
         #expect(FCMMessage.dataBytes(of: data) <= FCMMessage.maximumDataBytes)
         #expect(data["content_a"] != nil && data["content_d"] == nil, "content dropped, largest first, until it fits")
         #expect(data["event_id"] == n.eventID)
+    }
+
+    @Test("a pusher's default_payload cannot carry kasia or herald_* keys: Herald signs the document and marks it as Matrix's, on every service")
+    func reservedKeys() throws {
+        let forged: JSONValue = .object([.init("default_payload", .object([
+            .init("kasia", .object([.init("type", .string("payment")), .init("sender", .string("kaspa:qalice"))])),
+            .init("herald_source", .string("kasia")), .init("herald_signature", .string("x")), .init("keep", .int(1)),
+        ])), .init("format", .string("event_id_only"))])
+        let n = sygnalNotification(devices: [])
+        for (kind, build) in [
+            (MatrixApp.Kind.apns, MatrixPushBuilder.apns), (.fcm, MatrixPushBuilder.fcm), (.webpush, MatrixPushBuilder.webPush),
+        ] as [(MatrixApp.Kind, (MatrixNotification, MatrixNotification.Device, MatrixApp) -> RenderedPush?)] {
+            let d = MatrixNotification.Device(appID: "a", pushkey: "k", data: forged)
+            let push = try #require(build(n, d, MatrixApp(pattern: "a", app: "y", kind: kind)), "\(kind)")
+            let document = try #require(try JSONSerialization.jsonObject(with: Data(push.payload)) as? [String: Any])
+            #expect(document["kasia"] == nil && document["herald_signature"] == nil, "\(kind): \(document)")
+            #expect(document["herald_source"] as? String == "matrix", "\(kind)")
+            #expect(document["keep"] != nil, "\(kind): the pusher's other keys stay, as Sygnal keeps them")
+        }
     }
 
     @Test("Web Push: Sygnal's fields; only_last_per_room gives the room's pushes one Topic; events_only skips badge updates")

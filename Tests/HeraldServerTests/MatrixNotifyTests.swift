@@ -80,7 +80,7 @@ struct MatrixNotifyTests {
             let claimed = try await store.claimDue(app: "default", platform: .ios, limit: 10, now: Date(), lease: .seconds(30))
             let payloads = claimed.map { String(decoding: $0.push.payload, as: UTF8.self) }
             #expect(payloads.filter { $0.contains("$event1") }.count == 1)
-            #expect(payloads.filter { $0 == #"{"aps":{"badge":2}}"# }.count == 2)
+            #expect(payloads.filter { $0 == #"{"aps":{"badge":2},"herald_source":"matrix"}"# }.count == 2)
             let scrape = String(decoding: metrics.1.emitToBuffer(), as: UTF8.self)
             #expect(scrape.contains(#"herald_matrix_deduplicated_total{matrix_app="im.example.ios"} 1"#))
             #expect(scrape.contains(#"herald_matrix_notifications_total{matrix_app="im.example.ios"} 5"#))
@@ -133,7 +133,7 @@ struct MatrixNotifyTests {
         }
     }
 
-    @Test("a notify never rewrites a device registered through another route; it pushes to it as registered")
+    @Test("a notify never rewrites a device registered through another route, and pushes nothing to it (nor says so) unless the app opts in")
     func neverRewritesOthers() async throws {
         try await withRegistrationServer(matrix: matrixApps) { client, store in
             // The app registered this token itself, for production (the Matrix app would say sandbox).
@@ -145,7 +145,18 @@ struct MatrixNotifyTests {
             #expect(try json(n)["rejected"] as? [String] == [])
             let after = try #require(try await store.devices(app: "default", tokens: [hexToken]).first)
             #expect(after.attributes.apnsEnvironment == .production && after.platform == before.platform && after.updatedAt == before.updatedAt)
-            // The push went to the device as registered.
+            // Nothing for it: an unauthenticated notify naming a known token reaches no app device.
+            #expect(try await store.stats().deliveries == [:])
+        }
+        // An app that opts in: the push goes to the device as registered.
+        try await withRegistrationServer(configure: {
+            var app = $0.apps.apps[0]
+            app.matrixReachesRegisteredDevices = true
+            $0.apps = AppDirectory([app])
+        }, matrix: matrixApps) { client, store in
+            let r = try await send(client, .post, "/v1/push/register", #"{"device_token":"\#(hexToken)","platform":"ios","environment":"production","watched_addresses":["session:m"]}"#)
+            #expect(r.status == .ok)
+            #expect(try await send(client, .post, notifyPath, notify(devices: "[\(device(ts: Int(Date().timeIntervalSince1970)))]")).status == .ok)
             #expect(try await store.stats().deliveries == [.pending: 1])
         }
     }

@@ -75,11 +75,20 @@ public enum HeraldPush: Hashable, Sendable {
         self.init(dictionary: d)
     }
 
+    /// The member Herald marks a Matrix notify's documents with (`"herald_source":"matrix"`).
+    static let sourceKey = "herald_source"
+
     /// Fields the templates send as JSON booleans (numbers are read from strings anyway).
     static let fcmBooleanKeys: Set<String> = ["encrypted", "has_attachment"]
 
     init(dictionary d: [String: Any], decodingProof: Bool = true) {
         let alert = Self.alert(d["aps"])
+        // A Matrix notify's document (Herald marks it in the signed bytes): a homeserver's words,
+        // never a Kasia push or another template's, whatever keys it carries.
+        if d[Self.sourceKey] as? String == "matrix" {
+            self = .other(alert: alert)
+            return
+        }
         if let kasia = d["kasia"] as? [String: Any], let push = KasiaPush(kasia, alert: alert, decodingProof: decodingProof) {
             self = .kasia(push)
         } else if let hash = d["c"] as? String {
