@@ -28,7 +28,7 @@ let payload = Hex.encode(KasiaPayload.contextualMessagePayload(alias: "a1b2c3d4e
 let pushJSON = Data(
     #"{"aps":{"alert":{"title":"New Message","body":"From x"},"mutable-content":1,"content-available":1},"kasia":{"type":"contextual_message","txId":"\#(String(repeating: "ab", count: 32))","sender":"\#(sender)","payload":"\#(payload)","timestamp":1750000000,"daaScore":1}}"#.utf8)
 let contacts = [Contact(address: sender, name: "Alice")]
-let resolver = NotificationContentResolver(cipher: cipher)
+let resolver = try NotificationContentResolver(cipher: cipher)
 
 /// Runs `body` until the time or count bound; operations per second.
 func measure(_ body: () throws -> Bool) rethrows -> Double {

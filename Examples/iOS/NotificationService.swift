@@ -29,8 +29,13 @@ final class NotificationService: UNNotificationServiceExtension {
         } else {
             verified = .failure(.unsigned)
         }
-        let (outcome, rejection) = NotificationContentResolver(cipher: KasiaCipher(curve: P256KCurve()))
-            .resolve(verified: verified, contacts: contacts, privateKey: key)
+        // P256KCurve is also the BIP340 verifier Kasia sender proofs need: without one the
+        // resolver is not made, and the generic text stands rather than an unchecked sender.
+        guard let resolver = try? NotificationContentResolver(cipher: KasiaCipher(curve: P256KCurve())) else {
+            contentHandler(content)
+            return
+        }
+        let (outcome, rejection) = resolver.resolve(verified: verified, contacts: contacts, privateKey: key)
         if let rejection { SharedKeychain.noteRejectedPush(rejection) }  // the app feeds its PushReliabilityTracker
         if !outcome.title.isEmpty { content.title = outcome.title }
         if !outcome.body.isEmpty { content.body = outcome.body }

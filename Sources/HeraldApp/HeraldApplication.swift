@@ -256,6 +256,9 @@ struct Listeners {
     let pushServices: PushServiceRegistry
     let onListening: @Sendable (ListeningAddresses) -> Void
 
+    /// Connections the admin listener takes at once.
+    static let adminConnectionCap = 128
+
     /// The admin listener, then the API last in the group, so it stops first: no new requests
     /// while the rest winds down.
     func services(eventLoopGroup group: MultiThreadedEventLoopGroup, logger: Logger) -> [any Service] {
@@ -264,12 +267,18 @@ struct Listeners {
         let controls = simulators.controls
         let line = ReadinessLine(host: settings.host, adminHost: settings.adminHost, simulators: Set(controls.keys), report: onListening)
         // `/metrics` and `/v1/stats` on a listener of their own, loopback by default: what the
-        // instance counts is for its operator, not for whoever reaches the API.
+        // instance counts is for its operator, not for whoever reaches the API. Held to the API's
+        // deadlines, with a cap of its own (a scraper or two need no more) so a crowd there cannot
+        // take the API's descriptors.
+        let adminConnections = ConnectionTable(limits: ConnectionLimits(
+            maximumConnections: min(Self.adminConnectionCap, settings.maximumConnections),
+            requestTimeout: .seconds(Int64(settings.httpRequestTimeoutSeconds)), idleTimeout: .seconds(Int64(settings.httpIdleTimeoutSeconds))))
         let admin = Application(
             router: Gateway.operationsRouter(
                 store: store, metrics: metrics, sources: sources, readiness: readiness, sending: sending, lanes: lanes, simulators: controls,
                 browserOrigins: api.browserOrigins),
-            server: .http1(configuration: .init(idleTimeout: .seconds(Int64(settings.httpIdleTimeoutSeconds)))),
+            server: .http1(configuration: .init(
+                additionalChannelHandlers: [adminConnections.handler()], idleTimeout: .seconds(Int64(settings.httpIdleTimeoutSeconds)))),
             configuration: .init(address: .hostname(settings.adminHost, port: settings.adminPort), serverName: "Herald"),
             onServerRunning: { channel in await line.admin(channel.localAddress?.port ?? 0) },
             eventLoopGroupProvider: .shared(group), logger: logger)

@@ -143,6 +143,14 @@ public final class ConnectionTable: Sendable {
 /// must arrive whole within `requestTimeout` of its start (the connection's opening, or the end of
 /// the previous answer plus the idle time), and its answer must be handed over within
 /// `answerTimeout`; past either, the connection closes.
+///
+/// A client that does not read its answers costs a bounded amount: at most
+/// `maximumPipelinedRequests` requests may wait for their answers on one connection (one more
+/// closes it, dropping the rest of what it sent), and while the connection cannot take more writes
+/// (its unsent answers are past the channel's high watermark, 64 KiB) nothing more is read from
+/// it and a new request closes it. A request answered before
+/// its body ended (a 401, 413 or 429 given on the head) closes its connection once the answer is
+/// written, rather than waiting out the rest of a body trickled in.
 public final class ConnectionGuardHandler: ChannelDuplexHandler, RemovableChannelHandler {
     public typealias InboundIn = HTTPRequestPart
     public typealias InboundOut = HTTPRequestPart
@@ -154,6 +162,16 @@ public final class ConnectionGuardHandler: ChannelDuplexHandler, RemovableChanne
     private var deadline: Scheduled<Void>?
     /// Requests read whose answers are not yet written (HTTP/1.1 may pipeline).
     private var unanswered = 0
+    /// A request's head was read and its end not yet: its body is still arriving.
+    private var receiving = false
+    /// A read held back while the connection could not take more writes.
+    private var readHeld = false
+    /// Closed for what it sent: the rest of its parts are dropped.
+    private var closing = false
+    /// Requests one connection may have waiting for their answers (HTTP/1.1 pipelining): each
+    /// parsed request is kept until it is answered, so this bounds what a client that sends
+    /// thousands per write and reads nothing costs.
+    static let maximumPipelinedRequests = 16
 
     init(table: ConnectionTable) { self.table = table }
 
@@ -197,16 +215,44 @@ public final class ConnectionGuardHandler: ChannelDuplexHandler, RemovableChanne
     }
 
     public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if case .end = unwrapInboundIn(data), let id {
-            unanswered += 1
-            table.set(id, .answering)
-            arm(context: context, in: table.limits.answerTimeout)
+        guard !closing else { return }
+        switch unwrapInboundIn(data) {
+        case .head:
+            // Too many requests waiting, or earlier answers sitting unsent: the client is not
+            // reading what it asked for.
+            guard context.channel.isWritable, unanswered < Self.maximumPipelinedRequests else {
+                closing = true
+                context.close(promise: nil)
+                return
+            }
+            receiving = true
+        case .end:
+            receiving = false
+            if let id {
+                unanswered += 1
+                table.set(id, .answering)
+                arm(context: context, in: table.limits.answerTimeout)
+            }
+        case .body:
+            break
         }
         context.fireChannelRead(data)
     }
 
     public func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if case .end = unwrapOutboundIn(data), let id {
+        guard case .end = unwrapOutboundIn(data) else {
+            context.write(data, promise: promise)
+            return
+        }
+        if receiving {
+            // Answered before its body ended: nothing more of this connection is worth reading.
+            let channel = context.channel
+            let written = promise ?? context.eventLoop.makePromise()
+            written.futureResult.whenComplete { _ in channel.close(promise: nil) }
+            context.writeAndFlush(data, promise: written)
+            return
+        }
+        if let id {
             unanswered = max(0, unanswered - 1)
             if unanswered == 0 {
                 table.set(id, .idle)
@@ -214,6 +260,23 @@ public final class ConnectionGuardHandler: ChannelDuplexHandler, RemovableChanne
             }
         }
         context.write(data, promise: promise)
+    }
+
+    /// Reads wait while the connection cannot take more writes.
+    public func read(context: ChannelHandlerContext) {
+        guard context.channel.isWritable else {
+            readHeld = true
+            return
+        }
+        context.read()
+    }
+
+    public func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable, readHeld {
+            readHeld = false
+            context.read()
+        }
+        context.fireChannelWritabilityChanged()
     }
 
     private func arm(context: ChannelHandlerContext, in amount: TimeAmount) {

@@ -41,6 +41,11 @@ enum JSONBody {
     /// a form a page on another site posts carries no `application/json`, so a browser cannot
     /// send one without asking first).
     static func collect(_ request: Request, limit: Int) async throws -> ByteBuffer {
+        // A length the head already says is over the limit is refused at once, and the
+        // connection closes (ConnectionGuardHandler) instead of waiting for the body.
+        if let text = request.headers[.contentLength], let length = Int(text), length > limit {
+            throw APIError(.contentTooLarge, code: "body_too_large", message: "the body is limited to \(limit) bytes")
+        }
         let buffer: ByteBuffer
         do {
             buffer = try await request.body.collect(upTo: limit)

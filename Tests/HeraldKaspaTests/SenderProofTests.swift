@@ -186,7 +186,7 @@ struct SenderProofTests {
         // The sealed device's: Apple sees the generic alert and ciphertext; HeraldKit opens, checks
         // Herald's signature, then Alice's own signature over each transaction.
         let authenticator = try PushAuthenticator(pinnedKey: signingKey, keys: keys)
-        let resolver = NotificationContentResolver(cipher: KasiaCipher())
+        let resolver = try NotificationContentResolver(cipher: KasiaCipher())
         let bob = try KasiaPrivateKey(hex: chain.bobKey)
         var kinds: [String] = []
         for push in sealed {
@@ -266,7 +266,7 @@ struct SenderProofTests {
         try #require(pushes.count == 5, "\(stats)")
 
         let authenticator = try PushAuthenticator(pinnedKey: signingKey, keys: keys)
-        let resolver = NotificationContentResolver(cipher: KasiaCipher())
+        let resolver = try NotificationContentResolver(cipher: KasiaCipher())
         var checks: [String: [NotificationContentResolver.SenderCheck]] = [:]
         for push in pushes {
             let userInfo = try #require(try JSONSerialization.jsonObject(with: Data((push["payload"] as! String).utf8)) as? [String: Any])
@@ -295,7 +295,7 @@ struct SenderProofTests {
         let spent = try chain.decoded("handshake").outputs[1].utxoEntry
         let proof = try #require(message.senderProof(spending: spent))
         let push = KasiaPush(kind: .contextualMessage, txID: message.id!, sender: chain.alice, payloadHex: nil, timestamp: 1, daaScore: 1, proof: proof)
-        let resolver = NotificationContentResolver(cipher: KasiaCipher())
+        let resolver = try NotificationContentResolver(cipher: KasiaCipher())
         #expect(resolver.checkSender(of: push) == .unchecked)
         let outcome = resolver.resolve(push, contacts: [], privateKey: nil)
         #expect(!outcome.senderProven)

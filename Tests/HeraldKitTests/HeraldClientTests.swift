@@ -193,7 +193,7 @@ import FoundationNetworking
         let push = try HeraldPush(json: Data(try #require(pushJSON).utf8))
         guard case .kasia(let kasia) = push else { Issue.record("not a Kasia push: \(push)"); return }
         #expect(kasia.txID == txID && kasia.amount == 150_000_000 && kasia.payloadHex == payload)
-        let outcome = NotificationContentResolver(cipher: cipher).resolve(push, contacts: [Contact(address: sender, name: "Carol")], privateKey: key)
+        let outcome = try NotificationContentResolver(cipher: cipher).resolve(push, contacts: [Contact(address: sender, name: "Carol")], privateKey: key)
         #expect(outcome.title == "Payment Received")
         #expect(outcome.body == "1.5 KAS from Carol")
         #expect(outcome.record == .message(StoredMessage(txID: txID, sender: sender, kind: "payment", plaintext: memo, timestamp: 1_750_000_000)))

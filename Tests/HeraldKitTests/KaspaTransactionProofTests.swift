@@ -1,4 +1,6 @@
+import Crypto
 import Foundation
+import HeraldKit
 import KasiaCrypto
 import KasiaProtocol
 import Testing
@@ -126,5 +128,64 @@ struct KaspaTransactionProofTests {
         let proof = try fixture.proof("forged")
         #expect(throws: Never.self) { try proof.verify(sender: try KaspaAddress(fixture.addresses["mallory"]!), verifier: Self.curve) }
         #expect(throws: (any Error).self) { try proof.verify(sender: try KaspaAddress(fixture.addresses["alice"]!), verifier: Self.curve) }
+    }
+
+    /// The fixtures' keys, as `make_fixtures.py` derives them: SHA-256 of `herald-fixture-<name>`.
+    static func fixtureKey(_ name: String) throws -> KasiaPrivateKey {
+        try KasiaPrivateKey(bytes: Array(SHA256.hash(data: Array("herald-fixture-\(name)".utf8))))
+    }
+
+    @Test("every SDK-signed transaction's id, computed from its fields, is the id the SDK gave it")
+    func transactionIDs() throws {
+        let fixture = try Fixture("kasia_transactions.json")
+        #expect(fixture.cases.count >= 8)
+        for (name, tx) in fixture.cases {
+            let given = try #require((tx["verboseData"] as? [String: Any])?["transactionId"] as? String, "\(name)")
+            #expect(Hex.encode(try fixture.proof(name).transactionID()) == given, "\(name)")
+        }
+        let forged = try Fixture("forged_sender.json")
+        let given = try #require((forged.cases["forged"]?["verboseData"] as? [String: Any])?["transactionId"] as? String)
+        #expect(Hex.encode(try forged.proof("forged").transactionID()) == given)
+    }
+
+    @Test("a genuine proof shows only what it proves: another txId, another kind, another amount, or a device it does not pay is refused")
+    func bindsWhatIsShown() throws {
+        let fixture = try Fixture("kasia_transactions.json")
+        let proof = try fixture.proof("payment")  // Alice pays Bob 1.5 KAS
+        let txID = try #require((fixture.cases["payment"]?["verboseData"] as? [String: Any])?["transactionId"] as? String)
+        let alice = try #require(fixture.addresses["alice"])
+        let resolver = try NotificationContentResolver(cipher: KasiaCipher())
+        func check(txID id: String = txID, kind: KasiaPush.Kind = .payment, amount: UInt64? = 150_000_000, device: String = "bob")
+            throws -> NotificationContentResolver.SenderCheck
+        {
+            let push = KasiaPush(
+                kind: kind, txID: id, sender: alice, payloadHex: nil, timestamp: 0, daaScore: 0, amount: amount, proof: proof)
+            return resolver.checkSender(of: push, contacts: [], privateKey: try Self.fixtureKey(device))
+        }
+        #expect(try check() == .proven(alice))
+        #expect(try check(amount: nil) == .proven(alice))
+        #expect(try check(amount: 10_000_000_000_000) == .failed(.otherAmount), "100,000 KAS claimed on a 1.5 KAS proof")
+        #expect(try check(txID: String(repeating: "ab", count: 32)) == .failed(.otherTransaction))
+        #expect(try check(kind: .handshake) == .failed(.otherKind))
+        #expect(try check(kind: .contextualMessage) == .failed(.otherKind))
+        #expect(try check(device: "funder") == .failed(.notToThisDevice), "a payment to another wallet")
+        #expect(try check(amount: nil, device: "alice") == .failed(.notToThisDevice), "the sender's own change is not a payment to her")
+        // Through the extension's path: the push is refused, never shown with the claimed amount.
+        let lie = #"{"aps":{"alert":{"title":"Payment Received","body":"100000 KAS"}},"kasia":{"type":"payment","txId":"\#(txID)","sender":"\#(alice)","payload":null,"timestamp":1,"daaScore":1,"amount":10000000000000,"proof":\#(String(decoding: try JSONEncoder().encode(proof), as: UTF8.self))}}"#
+        let (outcome, rejection) = resolver.resolve(verified: .success(Array(lie.utf8)), contacts: [], privateKey: try Self.fixtureKey("bob"))
+        #expect(rejection == .senderNotProven)
+        #expect(!outcome.body.contains("100000"))
+    }
+
+    @Test("a resolver without a BIP340 verifier is not made: setup says so, instead of showing unchecked senders")
+    func verifierRequired() {
+        struct NoVerifierCurve: Secp256k1Curve {
+            func publicKey(privateKey: [UInt8]) throws(KasiaCipherError) -> [UInt8] { throw .invalidPrivateKey }
+            func sharedX(privateKey: [UInt8], publicKey: [UInt8]) throws(KasiaCipherError) -> [UInt8] { throw .invalidPrivateKey }
+        }
+        #expect(throws: NotificationContentResolver.SetupError.noSchnorrVerifier) {
+            try NotificationContentResolver(cipher: KasiaCipher(curve: NoVerifierCurve()))
+        }
+        #expect(throws: Never.self) { try NotificationContentResolver(cipher: KasiaCipher(curve: NoVerifierCurve()), verifier: Self.curve) }
     }
 }

@@ -69,7 +69,7 @@ import Testing
     }
 
     @Test func theTable() throws {
-        let resolver = NotificationContentResolver(cipher: cipher)
+        let resolver = try NotificationContentResolver(cipher: cipher)
         let (contacts, rows) = try table()
         #expect(rows.count >= 20)
         for row in rows {
@@ -96,7 +96,7 @@ import Testing
 
     @Test("a push of an app with privacy: minimal names no sender: the contact is found by the message's alias, else the record waits for the fetched transaction")
     func minimalPrivacy() throws {
-        let resolver = NotificationContentResolver(cipher: cipher)
+        let resolver = try NotificationContentResolver(cipher: cipher)
         let me = try cipher.randomPrivateKey()
         let alice = try cipher.address(of: cipher.randomPrivateKey()).string
         let contacts = [Contact(address: alice, name: "Alice", aliases: ["a1b2c3d4e5f6"])]

@@ -188,7 +188,7 @@ struct SignedPushTests {
         let registrar = DeviceRegistrar(store: store, apps: AppDirectory([app, unsealed]), rules: .init(), clock: clock)
         let keys = SealedPushKeys()
         let token = String(repeating: "ab", count: 32)
-        func register(app: String = "kasia", keys: SealedPushKeys? = keys) async throws {
+        func register(app: String = "kasia", keys: SealedPushKeys? = keys, token: String = token) async throws {
             _ = try await registrar.register(
                 .init(
                     platform: "ios", tokenKind: nil, deviceToken: token, subscription: nil, environment: nil, deviceID: nil,
@@ -218,8 +218,10 @@ struct SignedPushTests {
         #expect(try await keyID(at: start + 3_650) != late)
         // No key where nothing is sealed: an app that does not seal, a device without keys.
         try await register(app: "plain")
-        try await register(keys: nil)
+        try await register(keys: nil, token: String(repeating: "cd", count: 32))
         #expect(sealing.sessions.count == 1 && unsealed.sealing?.sessions.count == 0)
+        // The sealed device itself is never registered again without its keys: its pushes would go in clear.
+        await #expect(throws: Refusal.self) { try await register(keys: nil) }
     }
 
     @Test("over the service's limit, Kasia's inline payload goes first, then the push is sealed and signed again")
@@ -313,7 +315,7 @@ struct SignedPushTests {
     @Test("the extension shows a verified push as it came, and anything else as the app's generic text with the reason tracked")
     func extensionPath() throws {
         let keys = SealedPushKeys()
-        let resolver = NotificationContentResolver(cipher: KasiaCipher())
+        let resolver = try NotificationContentResolver(cipher: KasiaCipher())
         let good = try Self.object(try prepared(Self.alert(Array(#"{"aps":{"alert":{"title":"Alice","body":"hi"}}}"#.utf8)), keys: keys).payload)
         let opener = try authenticator(keys)
         let shown = resolver.resolve(verified: Result { () throws(PushRejection) in try opener.document(userInfo: good) }, contacts: [], privateKey: nil)

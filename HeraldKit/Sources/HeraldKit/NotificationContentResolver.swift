@@ -90,17 +90,30 @@ public struct PendingFetch: Codable, Hashable, Sendable {
 /// title, body and what to store.
 public struct NotificationContentResolver: Sendable {
     public let cipher: KasiaCipher
-    /// Checks Kasia sender proofs (BIP340 Schnorr); nil: proofs are not checked and no sender is
-    /// proven.
-    public let verifier: (any SchnorrVerifier)?
+    /// Checks Kasia sender proofs (BIP340 Schnorr).
+    public let verifier: any SchnorrVerifier
+
+    /// Why a resolver cannot be made.
+    public enum SetupError: Error, Hashable, Sendable, CustomStringConvertible {
+        /// No BIP340 verifier: neither given nor the cipher's curve. A resolver without one could
+        /// only show senders it never checked, so none is made.
+        case noSchnorrVerifier
+
+        public var description: String {
+            "NotificationContentResolver needs a SchnorrVerifier to check Kasia sender proofs: pass verifier:, or a curve that conforms to SchnorrVerifier (the DocC adapter's P256KCurve does)"
+        }
+    }
 
     /// - Parameters:
     ///   - cipher: opens Kasia messages.
-    ///   - verifier: checks Kasia sender proofs; nil takes the cipher's curve when it can
-    ///     (`LibSecp256k1` can).
-    public init(cipher: KasiaCipher, verifier: (any SchnorrVerifier)? = nil) {
+    ///   - verifier: checks Kasia sender proofs; nil takes the cipher's curve (`LibSecp256k1`,
+    ///     or an app's curve that conforms to `SchnorrVerifier`).
+    /// - Throws: `SetupError.noSchnorrVerifier` when there is none: an extension that cannot
+    ///   check senders fails at setup, never shows unproven senders as if checked.
+    public init(cipher: KasiaCipher, verifier: (any SchnorrVerifier)? = nil) throws(SetupError) {
+        guard let verifier = verifier ?? (cipher.curve as? any SchnorrVerifier) else { throw .noSchnorrVerifier }
         self.cipher = cipher
-        self.verifier = verifier ?? (cipher.curve as? any SchnorrVerifier)
+        self.verifier = verifier
     }
 
     /// What a Kasia push's sender proof says of its sender.
@@ -114,9 +127,13 @@ public struct NotificationContentResolver: Sendable {
     }
 
     /// Checks `push`'s sender proof against the sender it names (without one, the address the
-    /// proof's spent coin pays, on the network of `contacts`' addresses, else mainnet).
-    public func checkSender(of push: KasiaPush, contacts: [Contact] = []) -> SenderCheck {
-        guard var proof = push.proof, let verifier else { return .unchecked }
+    /// proof's spent coin pays, on the network of `contacts`' addresses, else mainnet), and that
+    /// what the push shows is what the proven transaction says: its id is the push's `txId`, its
+    /// payload the push's kind, and — with the wallet's `privateKey` — a handshake or payment pays
+    /// the device's own address (a payment the amount the push names), and a message's alias is
+    /// one of the sender's conversations with the device (when `contacts` lists its aliases).
+    public func checkSender(of push: KasiaPush, contacts: [Contact] = [], privateKey: KasiaPrivateKey? = nil) -> SenderCheck {
+        guard var proof = push.proof else { return .unchecked }
         if proof.payload.bytes.isEmpty {
             guard let payload = push.payloadHex.flatMap({ Hex.decode($0) }) else { return .unchecked }
             proof.payload = HexBytes(payload)
@@ -132,10 +149,40 @@ public struct NotificationContentResolver: Sendable {
         }
         do {
             try proof.verify(sender: claimed, verifier: verifier)
-            return .proven(claimed.string)
         } catch {
             return .failed(error)
         }
+        if let failure = Self.binding(of: proof, to: push, sender: claimed, contacts: contacts, ownAddress: privateKey.flatMap {
+            try? cipher.address(of: $0, prefix: claimed.prefix)
+        }) {
+            return .failed(failure)
+        }
+        return .proven(claimed.string)
+    }
+
+    /// Why the proven transaction is not what the push shows, or nil when it is.
+    static func binding(
+        of proof: KaspaTransactionProof, to push: KasiaPush, sender: KaspaAddress, contacts: [Contact], ownAddress: KaspaAddress?
+    ) -> KaspaTransactionProof.Failure? {
+        guard Hex.encode(proof.transactionID()) == push.txID.lowercased() else { return .otherTransaction }
+        let payload = KasiaPayload(proof.payload.bytes)
+        switch (push.kind, payload) {
+        case (.handshake, .handshake?), (.handshake, .legacy?), (.payment, .payment?), (.contextualMessage, .contextualMessage?): break
+        default: return .otherKind
+        }
+        switch push.kind {
+        case .handshake, .payment:
+            guard let own = ownAddress else { return nil }
+            // The sender's change is not a payment to the device: the device must not be the sender.
+            guard own != sender, let paid = proof.paid(to: own) else { return .notToThisDevice }
+            if push.kind == .payment, let amount = push.amount, amount != paid { return .otherAmount }
+        case .contextualMessage:
+            guard case .contextualMessage(let alias, _)? = payload, let contact = contacts.first(where: { $0.address == sender.string }),
+                !contact.aliases.isEmpty
+            else { return nil }
+            if !contact.aliases.contains(alias) { return .notToThisDevice }
+        }
+        return nil
     }
 
     /// Resolves a push. Non-Kasia pushes keep their alert and store nothing: their content is
@@ -164,7 +211,9 @@ public struct NotificationContentResolver: Sendable {
         case .success(let bytes):
             guard let push = try? HeraldPush(json: Data(bytes)) else { return (generic, .malformed) }
             // Signed by Herald, but a Kasia sender the transaction does not prove is not shown.
-            if case .kasia(let kasia) = push, case .failed = checkSender(of: kasia, contacts: contacts) { return (generic, .senderNotProven) }
+            if case .kasia(let kasia) = push, case .failed = checkSender(of: kasia, contacts: contacts, privateKey: privateKey) {
+                return (generic, .senderNotProven)
+            }
             return (resolve(push, contacts: contacts, privateKey: privateKey), nil)
         }
     }
@@ -176,7 +225,7 @@ public struct NotificationContentResolver: Sendable {
     /// with a sender proof names the sender only when the proof holds (`checkSender`); one whose
     /// proof fails names nobody.
     public func resolve(_ push: KasiaPush, contacts: [Contact], privateKey: KasiaPrivateKey?) -> NotificationOutcome {
-        let check = checkSender(of: push, contacts: contacts)
+        let check = checkSender(of: push, contacts: contacts, privateKey: privateKey)
         let claimed: String? =
             switch check {
             case .proven(let address): address

@@ -13,11 +13,57 @@ extension KaspaTransactionProof {
         case spentOutputNotTheSender
         /// The signature does not sign this transaction for that key.
         case badSignature
+        /// The proven transaction is not the one the push names (its id is another `txId`).
+        case otherTransaction
+        /// The push says another kind (message, handshake, payment) than the transaction's payload.
+        case otherKind
+        /// A handshake or payment that pays none of the device's own addresses, or a message whose
+        /// alias is none of the sender's conversations with the device.
+        case notToThisDevice
+        /// A payment's amount is not what the transaction pays the device.
+        case otherAmount
     }
 
     /// Kaspa's sighash type for "all inputs and outputs", the only one Kasia wallets sign with.
     public static let sigHashAll: UInt8 = 0x01
     static let hashKey = Array("TransactionSigningHash".utf8)
+    static let idKey = Array("TransactionID".utf8)
+
+    /// The transaction's id, as nodes and explorers name it (rusty-kaspa's `tx.id()` for a
+    /// transaction that is not a coinbase): BLAKE2b-256 keyed `TransactionID` over the
+    /// transaction with its signature scripts (and their sig-op counts) left out.
+    public func transactionID() -> [UInt8] {
+        var writer = Writer()
+        writer.u16(version)
+        writer.u64(UInt64(inputs.count))
+        for input in inputs {
+            writer.bytes(input.transactionID.bytes)
+            writer.u32(input.index)
+            writer.varBytes([])
+            writer.u64(input.sequence)
+        }
+        writer.u64(UInt64(outputs.count))
+        for output in outputs {
+            writer.u64(output.value)
+            writer.u16(output.scriptVersion)
+            writer.varBytes(output.script.bytes)
+        }
+        writer.u64(lockTime)
+        writer.bytes(subnetworkID.bytes)
+        writer.u64(gas)
+        writer.varBytes(payload.bytes)
+        return Blake2b.hash(writer.data, key: Self.idKey, outputLength: 32)
+    }
+
+    /// What the transaction pays `address` (its pay-to-public-key outputs), in sompi; nil when
+    /// it pays it nothing. Saturates rather than overflows.
+    public func paid(to address: KaspaAddress) -> UInt64? {
+        guard address.version == .publicKey else { return nil }
+        let script = [0x20] + address.payload + [0xAC]
+        let values = outputs.filter { $0.scriptVersion == 0 && $0.script.bytes == script }.map(\.value)
+        guard !values.isEmpty else { return nil }
+        return values.reduce(0 as UInt64) { $0.addingReportingOverflow($1).overflow ? .max : $0 + $1 }
+    }
 
     /// Checks that input 0 was signed by `sender`'s key over this whole transaction (Kaspa's
     /// Schnorr signature hash, SigHashAll), and that the coin it spends is `sender`'s.
