@@ -53,7 +53,9 @@ public enum Gateway {
             headers[.contentType] = "application/json"
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: document))
         }
-        Health(store: store, readiness: readiness, sending: sending, lanes: lanes, sources: sources).addRoutes(to: router)
+        // The public listener's /readyz says ready or not, and no more: which apps, simulators and
+        // paused lanes an instance has is for its operator (the admin listener's /readyz).
+        Health(store: store, readiness: readiness, sending: sending, lanes: lanes, sources: sources, detailed: operations).addRoutes(to: router)
         if operations { addOperations(to: router, store: store, metrics: metrics, sources: sources) }
         served.fill(router.routes.map { ($0.method.rawValue, "\($0.path)") })
         return router
@@ -127,16 +129,18 @@ public enum Gateway {
 }
 
 /// `/healthz` (the process answers) and `/readyz` (its dependencies), on both listeners: load
-/// balancers ask the public one.
+/// balancers ask the public one, which answers only whether the instance is ready.
 struct Health {
     let store: any DeviceRegistry & StoreStatistics
     let readiness: [ReadinessCheck]
     let sending: [String: [String: String]]
     let lanes: [OutboxLane]
     let sources: [SourceReport]
+    /// Name what is checked, how each app sends and its lanes' state (the admin listener).
+    var detailed = true
 
     func addRoutes(to router: Router<HeraldRequestContext>) {
-        let (store, readiness, sending, lanes, sources) = (store, readiness, sending, lanes, sources)
+        let (store, readiness, sending, lanes, sources, detailed) = (store, readiness, sending, lanes, sources, detailed)
         router.get("/healthz") { _, _ in RegistrationAPI.json(["status": "ok"]) }
         // Ready: the store answers a cheap query and every check holds; else 503 naming each failure.
         // Either way the answer says what each dependency is doing: a lane paused for refused
@@ -147,8 +151,12 @@ struct Health {
             do { try await store.ping() } catch { failing.append("store not reachable") }
             for check in readiness where await !check.isReady() { failing.append(check.name) }
             guard failing.isEmpty else {
+                guard detailed else {
+                    throw APIError(.serviceUnavailable, code: "not_ready", message: "not ready (the admin listener's /readyz says why)")
+                }
                 throw APIError(.serviceUnavailable, code: "not_ready", message: "not ready: " + failing.joined(separator: "; "))
             }
+            guard detailed else { return RegistrationAPI.json(["ready": true]) }
             var body: [String: JSONValue] = [
                 "ready": true, "checked": .array((["store"] + readiness.map(\.name)).map(JSONValue.string)),
                 "apps": .sortedObject(sending.mapValues { .sortedObject($0.mapValues(JSONValue.string)) }),

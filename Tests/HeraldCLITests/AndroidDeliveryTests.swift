@@ -262,7 +262,7 @@ import FoundationNetworking
             #expect(try await Self.fcmPushes(serve, token: betaAndroid).count == 1)
             #expect(try await Self.fcmPushes(serve, token: alphaAndroid).isEmpty)
             // /readyz tells which lane is paused, and which are sending.
-            let (ready, readyBody) = try await http("GET", serve.api + "/readyz")
+            let (ready, readyBody) = try await http("GET", serve.admin + "/readyz")
             #expect(ready == 200)
             let lanes = (try JSONSerialization.jsonObject(with: readyBody) as? [String: Any])?["lanes"] as? [String: [String: String]]
             #expect(lanes?["alpha"]?["android"] == "paused", "\(String(decoding: readyBody, as: UTF8.self))")

@@ -94,8 +94,11 @@ struct MonitoringTests {
         // The scrape in progress is the one active request.
         #expect(exposition.contains(#"http_server_active_requests{http_request_method="GET"} 1"#))
 
-        // Ready: the store and the three built-in simulators.
-        let (readyStatus, readyBody) = try await http("GET", serve.api + "/readyz")
+        // Ready: the store and the three built-in simulators, named on the admin listener; the
+        // public listener says ready and nothing of the instance's apps or simulators.
+        let (publicStatus, publicBody) = try await http("GET", serve.api + "/readyz")
+        #expect(publicStatus == 200 && String(decoding: publicBody, as: UTF8.self) == #"{"ready":true}"#)
+        let (readyStatus, readyBody) = try await http("GET", serve.admin + "/readyz")
         #expect(readyStatus == 200)
         let checked = (try JSONSerialization.jsonObject(with: readyBody) as? [String: Any])?["checked"] as? [String]
         #expect(checked == ["store", "built-in APNs simulator listening", "built-in FCM simulator listening", "built-in Web Push simulator listening"])

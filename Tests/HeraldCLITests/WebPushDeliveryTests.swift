@@ -194,7 +194,7 @@ import FoundationNetworking
         }
         #expect(try await Self.received(refusing.control, refused).isEmpty)
         // The 403 was charged to its subscription: the app's Web Push is not paused.
-        let (_, ready) = try await http("GET", serve.api + "/readyz")
+        let (_, ready) = try await http("GET", serve.admin + "/readyz")
         #expect(!String(decoding: ready, as: UTF8.self).contains("paused"))
         // SIGTERM while the hanging origin still holds its pushes: a clean exit (waited for off
         // the task pool: the stop may take a connect deadline).
