@@ -26,9 +26,14 @@ public struct IPNetwork: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { "\(Self.text(of: bytes))/\(prefixLength)" }
 
-    /// Whether `address` (in text form) is inside this block.
+    /// Whether `address` (in text form) is inside this block. An IPv4 peer of a listener on `::`
+    /// arrives IPv4-mapped (`::ffff:10.0.0.1`): it is the IPv4 address, and IPv4 blocks hold it.
     public func contains(_ address: String) -> Bool {
-        guard let other = Self.bytes(of: address), other.count == bytes.count else { return false }
+        guard var other = Self.bytes(of: address) else { return false }
+        if bytes.count == 4, other.count == 16, other[0..<10].allSatisfy({ $0 == 0 }), other[10] == 0xFF, other[11] == 0xFF {
+            other = Array(other[12...])
+        }
+        guard other.count == bytes.count else { return false }
         var remaining = prefixLength
         for (a, b) in zip(bytes, other) where remaining > 0 {
             let mask: UInt8 = remaining >= 8 ? 0xFF : ~(0xFF >> UInt8(remaining))

@@ -47,7 +47,7 @@ public final class PostgresStore: Store {
         let port = components.port ?? 5432
         var configuration = PostgresClient.Configuration(
             host: host, port: port, username: user, password: components.password,
-            database: database.isEmpty ? nil : database, tls: try PostgresTLSMode(query: components.queryItems ?? []).tls)
+            database: database.isEmpty ? nil : database, tls: try PostgresTLSMode(query: components.queryItems ?? [], host: host).tls)
         configuration.options.connectTimeout = .seconds(10)
         client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.logger = logger

@@ -19,6 +19,14 @@ struct ClientAddressTests {
         #expect((IPNetwork(text) != nil) == valid)
     }
 
+    @Test("an IPv4 block holds its addresses IPv4-mapped too (a listener on ::); an IPv6 block does not hold IPv4")
+    func mapped() {
+        #expect(IPNetwork("10.0.0.0/8")!.contains("::ffff:10.9.8.7"))
+        #expect(!IPNetwork("10.0.0.0/8")!.contains("::ffff:11.0.0.1"))
+        #expect(!IPNetwork("::1/128")!.contains("127.0.0.1"))
+        #expect(!IPNetwork("10.0.0.0/8")!.contains("::10.9.8.7"))
+    }
+
     @Test("a header counts only from a trusted proxy; the nearest untrusted hop is the client", arguments: [
         ("127.0.0.1", nil, "203.0.113.5", "203.0.113.5"),
         ("127.0.0.1", nil, "198.51.100.9, 10.0.0.2", "198.51.100.9"),
@@ -27,6 +35,10 @@ struct ClientAddressTests {
         ("127.0.0.1", "for=192.0.2.60;proto=https", nil, "192.0.2.60"),
         ("192.0.2.44", nil, "203.0.113.5", "192.0.2.44"),                 // an untrusted peer's header is ignored
         ("127.0.0.1", nil, "not-an-address", "127.0.0.1"),
+        // A listener on `::` sees an IPv4 proxy as IPv4-mapped: it is still that trusted proxy.
+        ("::ffff:127.0.0.1", nil, "203.0.113.5", "203.0.113.5"),
+        ("::ffff:10.1.2.3", nil, "198.51.100.9", "198.51.100.9"),
+        ("::ffff:192.0.2.44", nil, "203.0.113.5", "::ffff:192.0.2.44"),
     ] as [(String, String?, String?, String)])
     func client(peer: String, forwarded: String?, forwardedFor: String?, expected: String) {
         let header: ProxyHeader = forwarded == nil ? .xForwardedFor : .forwarded

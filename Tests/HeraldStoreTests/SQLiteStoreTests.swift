@@ -769,10 +769,18 @@ struct NamedDeviceTests {
 struct PostgresTLSTests {
     @Test("sslmode and sslrootcert as libpq reads them; anything else in the URL is refused")
     func parsing() throws {
-        func mode(_ query: String) throws -> PostgresTLSMode {
-            try PostgresTLSMode(query: URLComponents(string: "postgres://u@h/d" + query)?.queryItems ?? [])
+        func mode(_ query: String, host: String = "127.0.0.1") throws -> PostgresTLSMode {
+            try PostgresTLSMode(query: URLComponents(string: "postgres://u@h/d" + query)?.queryItems ?? [], host: host)
         }
+        // No sslmode: libpq's prefer on loopback; elsewhere require, so a man in the middle who
+        // says "no TLS" stops the connection instead of reading it.
         #expect(try mode("").mode == .prefer)
+        #expect(try mode("", host: "[::1]").mode == .prefer)
+        #expect(try mode("", host: "db.example.com").mode == .require)
+        #expect(try mode("", host: "10.0.0.5").mode == .require)
+        #expect(try mode("?sslmode=prefer", host: "db.example.com").mode == .prefer)
+        // verify-ca checks no host name: without its own CA it would trust any public certificate.
+        #expect(throws: PostgresStoreError.self) { try mode("?sslmode=verify-ca") }
         #expect(try mode("?sslmode=disable").mode == .disable)
         #expect(try mode("?sslmode=require").mode == .require)
         #expect(try mode("?sslmode=verify-full").mode == .verifyFull)
