@@ -43,8 +43,7 @@ struct MockAPNsCommand: AsyncParsableCommand {
         configuration.sandboxPort = sandboxPort
         configuration.controlPort = controlPort
         configuration.topics = Set(topics)
-        let directory = URL(fileURLWithPath: certOut ?? FileManager.default.temporaryDirectory
-            .appendingPathComponent("herald-mock-apns-\(getpid())").path).standardizedFileURL.path
+        let directory = URL(fileURLWithPath: try certOut ?? PrivateFile.temporaryFolder(prefix: "herald-mock-apns")).standardizedFileURL.path
         var output: [String: Any] = [:]
         do {
             configuration.keys = try publicKeys.map(SimulatorKey.init(argument:))

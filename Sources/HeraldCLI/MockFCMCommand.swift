@@ -40,8 +40,7 @@ struct MockFCMCommand: AsyncParsableCommand {
         configuration.controlPort = controlPort
         configuration.projectID = projectID
         let simulator = try await FCMSimulator.start(configuration: configuration, logger: logger)
-        let directory = URL(fileURLWithPath: credentialsOut ?? FileManager.default.temporaryDirectory
-            .appendingPathComponent("herald-mock-fcm-\(getpid())").path).standardizedFileURL
+        let directory = URL(fileURLWithPath: try credentialsOut ?? PrivateFile.temporaryFolder(prefix: "herald-mock-fcm")).standardizedFileURL
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let credentials = directory.appendingPathComponent("service-account.json")
         // The account's private key: readable by its owner only.

@@ -36,7 +36,7 @@ struct MockWebPushCommand: AsyncParsableCommand {
         configuration.controlPort = controlPort
         configuration.offersHTTP2 = !http1Only
         let simulator = try await WebPushSimulator.start(configuration: configuration, logger: logger)
-        let directory = caOut ?? FileManager.default.temporaryDirectory.appendingPathComponent("herald-mock-webpush-\(getpid())").path
+        let directory = try caOut ?? PrivateFile.temporaryFolder(prefix: "herald-mock-webpush")
         let ca = try simulator.tls.writeCA(to: directory)
         let allowed = "\(host.contains(":") ? "[\(host)]" : host):\(simulator.port)"
         CLIOutput.printJSON([

@@ -34,6 +34,17 @@ enum PrivateFile {
         }
     }
 
+    /// A new folder of this user's only (mode 0700) in the temporary directory, its name not
+    /// guessable (`mkdtemp`): the simulators' default output folder. A predictable name there
+    /// would let another local user plant links in it beforehand and have the command write
+    /// through them.
+    static func temporaryFolder(prefix: String) throws -> String {
+        var template = Array((FileManager.default.temporaryDirectory.appendingPathComponent(prefix + "-XXXXXX").path).utf8CString)
+        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+        guard made != nil else { throw CLIOutput.invalid(field: "out", message: "cannot make a folder in \(FileManager.default.temporaryDirectory.path)") }
+        return String(cString: template)
+    }
+
     /// A key command's output: `name` in `directory`, a new file only. Without a group the file is
     /// 0600 and a folder it makes 0700; with one (the group the service runs in, `herald` for the
     /// packaged unit) the file is 0640 and a folder it makes 0750, both in that group.

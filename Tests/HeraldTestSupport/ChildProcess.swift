@@ -322,7 +322,7 @@ public struct MockWebPushProcess: Sendable {
 }
 
 /// A simulator's first stdout line: its JSON and the two ports it names.
-private func readyLine(_ pipe: Pipe, of command: String) throws -> (json: [String: Any], port: Int, controlPort: Int) {
+public func readyLine(_ pipe: Pipe, of command: String) throws -> (json: [String: Any], port: Int, controlPort: Int) {
     var data = Data()
     while !data.contains(UInt8(ascii: "\n")) {
         let chunk = pipe.fileHandleForReading.availableData
