@@ -71,6 +71,8 @@ public struct AppSettings: Sendable {
     public var matrixReachesRegisteredDevices = false
     /// The most devices the app may have; a registration of a new token past it is refused.
     public var maximumDevices: Int?
+    /// New devices being admitted now, for `maximumDevices` under concurrent registrations.
+    public let admissions = DeviceAdmissions()
     /// What the app's Kasia pushes show the push services (`privacy: minimal` keeps the sender,
     /// amount and thread id out).
     public var privacy = PushPrivacy.standard

@@ -186,7 +186,9 @@ public struct DeviceRegistrar: Sendable {
         try await requireRebindable(token.value, app: app, grant: grant, bringsKeys: request.pushKeys != nil || tokenRule is any DeviceRegistrationRule)
         let registration = Registration(
             app: app, token: token, attributes: attributes, deviceID: request.deviceID, watchSet: watchSet)
-        if let settings = apps[app] { try await admit(token, app: settings, field: "device_token") }
+        var reserved = 0
+        if let settings = apps[app] { reserved = try await admit(token, app: settings, field: "device_token") }
+        defer { if reserved > 0 { apps[app]?.admissions.release(reserved) } }
         let now = clock.now()
         let record = try await store.register(registration, now: now)
         apps[app]?.sealing?.registered(record.attributes, now: now)
@@ -230,7 +232,8 @@ public struct DeviceRegistrar: Sendable {
         if !bringsKeys { try Self.requireUnsealedAllowed(app, field: field) }
         try Self.requireGranted(WatchRequest(watched: registration.watchSet.watched.map(\.description), own: nil, routes: nil), by: grant)
         try await requireRebindable(registration.token.value, app: app.id, grant: grant, bringsKeys: bringsKeys, field: field)
-        try await admit(registration.token, app: app, field: field)
+        let reserved = try await admit(registration.token, app: app, field: field)
+        defer { app.admissions.release(reserved) }
         let now = clock.now()
         let record = try await store.register(registration, now: now)
         app.sealing?.registered(record.attributes, now: now)
@@ -247,13 +250,22 @@ public struct DeviceRegistrar: Sendable {
         }
     }
 
-    /// Refuses (`device_limit`) a new token once the app has its `maximumDevices`; a token
-    /// already registered may always register again. Registrations racing each other at the
-    /// limit may pass it by as many as are in flight.
-    func admit(_ token: DeviceToken, app: AppSettings, field: String) async throws {
+    /// Refuses (`device_limit`) a new token once the app has its `maximumDevices`, counting the
+    /// new devices other requests are admitting now; a token already registered may always
+    /// register again.
+    /// - Returns: the admissions reserved (1 for a new token under a limit, else 0): the caller
+    ///   releases them once the device is written.
+    func admit(_ token: DeviceToken, app: AppSettings, field: String) async throws -> Int {
         // A known token is the common case and an index lookup; the count runs for new tokens only.
-        guard let maximum = app.maximumDevices, try await store.devices(app: app.id, tokens: [token.value]).isEmpty else { return }
-        guard try await store.deviceCount(app: app.id) >= maximum else { return }
+        guard let maximum = app.maximumDevices, try await store.devices(app: app.id, tokens: [token.value]).isEmpty else { return 0 }
+        let before = app.admissions.reserve(1)
+        do {
+            guard try await store.deviceCount(app: app.id) + before >= maximum else { return 1 }
+        } catch {
+            app.admissions.release(1)
+            throw error
+        }
+        app.admissions.release(1)
         throw Refusal(.forbidden, code: "device_limit", message: "app \(app.id) has its maximum of \(maximum) devices", field: field)
     }
 

@@ -94,7 +94,8 @@ public struct MatrixNotifier: Sendable {
                 app: app.app, token: token, attributes: DeviceAttributes(production: settings.production).merging(values),
                 registeredAt: Date(timeIntervalSince1970: TimeInterval(ts)))))
         }
-        try await admitWithinLimits(named.map { ($0.device, "notification.devices[\($0.index)].pushkey") })
+        let reserved = try await admitWithinLimits(named.map { ($0.device, "notification.devices[\($0.index)].pushkey") })
+        defer { for (app, count) in reserved { publisher.apps[app]?.admissions.release(count) } }
         let admitted = named.isEmpty ? [] : try await publisher.store.admit(named.map(\.device), now: now)
         var events: [NewEvent] = []
         var perApp: [String: (devices: Int, rejected: Int, events: [String])] = [:]
@@ -134,16 +135,28 @@ public struct MatrixNotifier: Sendable {
     /// Refuses (forbidden, `device_limit`, nothing written) a notify whose new pushkeys would take an app
     /// past its `max_devices`, as registration does: a notify needs no credentials, so the limit
     /// is what bounds the devices anyone can create through it.
-    private func admitWithinLimits(_ devices: [(device: NamedDevice, field: String)]) async throws {
-        for (app, entries) in Dictionary(grouping: devices, by: \.device.app) {
-            guard let maximum = publisher.apps[app]?.maximumDevices else { continue }
-            let known = Set(try await publisher.store.devices(app: app, tokens: entries.map(\.device.token.value)).map(\.token))
-            let new = entries.filter { !known.contains($0.device.token.value) }
-            guard let first = new.first else { continue }
-            guard try await publisher.store.deviceCount(app: app) + Set(new.map(\.device.token.value)).count <= maximum else {
-                throw Refusal(.forbidden, code: "device_limit", message: "app \(app) has its maximum of \(maximum) devices", field: first.field)
+    /// - Returns: the admissions reserved per app (its new pushkeys), for the caller to release
+    ///   once they are written; counted with other requests' in flight, as registration's are.
+    private func admitWithinLimits(_ devices: [(device: NamedDevice, field: String)]) async throws -> [String: Int] {
+        var reserved: [String: Int] = [:]
+        do {
+            for (app, entries) in Dictionary(grouping: devices, by: \.device.app) {
+                guard let settings = publisher.apps[app], let maximum = settings.maximumDevices else { continue }
+                let known = Set(try await publisher.store.devices(app: app, tokens: entries.map(\.device.token.value)).map(\.token))
+                let new = entries.filter { !known.contains($0.device.token.value) }
+                guard let first = new.first else { continue }
+                let count = Set(new.map(\.device.token.value)).count
+                let before = settings.admissions.reserve(count)
+                reserved[app] = count
+                guard try await publisher.store.deviceCount(app: app) + before + count <= maximum else {
+                    throw Refusal(.forbidden, code: "device_limit", message: "app \(app) has its maximum of \(maximum) devices", field: first.field)
+                }
             }
+        } catch {
+            for (app, count) in reserved { publisher.apps[app]?.admissions.release(count) }
+            throw error
         }
+        return reserved
     }
 
     /// The event's dedupe key for one device: a hash, so the store holds no pushkey beside the token.

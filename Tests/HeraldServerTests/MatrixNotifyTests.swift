@@ -161,6 +161,30 @@ struct MatrixNotifyTests {
         }
     }
 
+    @Test("max_devices holds under concurrency: 50 notifies and 50 registrations of new tokens at once leave exactly 10 devices")
+    func deviceLimitUnderConcurrency() async throws {
+        try await withRegistrationServer(configure: {
+            var app = AppSettings(id: "default", publishKeys: ["pk"])
+            app.maximumDevices = 10
+            $0.apps = .single(app)
+        }, matrix: matrixApps) { client, store in
+            let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                for i in 0..<50 {
+                    let key = Data((0..<32).map { UInt8(truncatingIfNeeded: $0 * 7 + i) }).base64EncodedString()
+                    group.addTask { Int(try await send(client, .post, notifyPath, notify(eventID: "$e\(i)", devices: "[\(device("im.example.ios", key))]")).status.code) }
+                    let token = String(format: "%064x", i + 1_000)
+                    group.addTask {
+                        Int(try await send(client, .post, "/v1/push/register", #"{"device_token":"\#(token)","platform":"ios","watched_addresses":["session:x"]}"#).status.code)
+                    }
+                }
+                return try await group.reduce(into: [Int]()) { $0.append($1) }
+            }
+            #expect(statuses.filter { $0 == 200 }.count == 10, "\(statuses)")
+            #expect(statuses.filter { $0 == 403 }.count == 90)
+            #expect(try await store.deviceCount(app: "default") == 10)
+        }
+    }
+
     @Test("a notify cannot take an app past max_devices: the new pushkey is refused (403) and nothing is written; known ones go on")
     func deviceLimit() async throws {
         try await withRegistrationServer(configure: {
