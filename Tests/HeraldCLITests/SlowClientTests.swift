@@ -48,7 +48,10 @@ struct SlowClientTests {
         let answers = (try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["answers"] as? [String] ?? []
         #expect(answers.count == Self.attackers / 250 + Self.rounds, "\(line)")
         #expect(answers.allSatisfy { $0 == "200" }, "\(answers)")
-        #expect(maximumDescriptors > 0 && maximumDescriptors <= 1_024, "\(maximumDescriptors)")
+        // Client connections stay under the cap Herald sets below the limit (1,024 less the 256 it
+        // keeps for the store and push services: 768), plus the process's own descriptors; without
+        // the cap 2,000 attackers take all 1,024 (the limit itself could never be passed).
+        #expect(maximumDescriptors > 0 && maximumDescriptors <= 768 + 100, "\(maximumDescriptors)")
         #expect(serve.process.process.isRunning)
         // Still serving after the attack, and it stops cleanly.
         let (status, _) = try await http("GET", serve.api + "/healthz")

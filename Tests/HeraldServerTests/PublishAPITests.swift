@@ -70,6 +70,17 @@ struct PublishBadInputTests {
         }
     }
 
+    @Test("an unknown template's refusal lists the templates there are")
+    func unknownTemplateNamesTheTemplates() async throws {
+        try await withRegistrationServer { client, _ in
+            let r = try await send(client, .post, "/v1/events", #"{"template":"sms","targets":{"tokens":[]},"fields":{}}"#, headers: publisher)
+            let message = try #require((try json(r)["error"] as? [String: Any])?["message"] as? String)
+            for template in ["custom", "kasia.handshake", "kasia.contextual_message", "kasia.payment", "session.message", "agent.event", "conversation.silent"] {
+                #expect(message.contains(template), "\(message)")
+            }
+        }
+    }
+
     @Test("a good publish answers 202 after the commit, with deliveries and unknown tokens")
     func accepted() async throws {
         try await withRegistrationServer { client, store in
