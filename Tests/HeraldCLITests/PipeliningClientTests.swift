@@ -83,4 +83,47 @@ struct PipeliningClientTests {
         #expect(String(decoding: output.stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) == "413 closed",
                 "\(String(decoding: output.stdout + output.stderr, as: UTF8.self))")
     }
+
+    /// A body trickled a byte every half second, 60 bytes of the 100 announced: how many bytes
+    /// went out before Herald closed the connection ("60 open" when it never did).
+    static let trickle = """
+        import socket, sys, time
+        s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
+        s.sendall(b"POST /v1/push/register HTTP/1.1\\r\\nHost: x\\r\\nContent-Type: application/json\\r\\nContent-Length: 100\\r\\n\\r\\n")
+        for sent in range(1, 61):
+            time.sleep(0.5)
+            try:
+                s.sendall(b" ")
+                s.setblocking(False)
+                try:
+                    if s.recv(4096) == b"":
+                        print(sent, "closed"); break
+                except BlockingIOError:
+                    pass
+                finally:
+                    s.setblocking(True)
+            except OSError:
+                print(sent, "closed"); break
+        else:
+            print(60, "open")
+        """
+
+    @Test("a request must arrive whole within HERALD_HTTP_REQUEST_TIMEOUT_SECONDS: a body trickled a byte at a time is cut off, each byte resetting nothing")
+    func wholeRequestDeadline() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-trickle-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        // 2 s for the whole request; the client would take 30 s to send 60 bytes of its body. An
+        // idle timeout reset by each byte would never end it.
+        let serve = try ServeProcess(environment: [
+            "HERALD_DATABASE_URL": "sqlite:" + directory.appendingPathComponent("herald.sqlite").path, "HERALD_HTTP_PORT": "0",
+            "HERALD_HTTP_REQUEST_TIMEOUT_SECONDS": "2", "HERALD_HTTP_IDLE_TIMEOUT_SECONDS": "3600",
+        ])
+        defer { serve.process.kill(SIGTERM) }
+        let port = try #require(serve.api.split(separator: ":").last.map(String.init))
+        let output = try await runProcessOffPool(URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", Self.trickle, port])
+        let words = String(decoding: output.stdout, as: UTF8.self).split(separator: " ").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+        #expect(words.last == "closed", "\(words) \(String(decoding: output.stderr, as: UTF8.self))")
+        #expect((Int(words.first ?? "") ?? 0) < 60, "\(words)")
+    }
 }
