@@ -22,41 +22,78 @@ public struct WebPushLookupFailure: Error, Sendable {
     public init() {}
 }
 
-/// The system's resolver (`getaddrinfo`), run on NIO's blocking-I/O thread pool so a slow DNS
-/// server never holds an event loop or a task's thread.
-public struct SystemHostResolver: WebPushHostResolver {
-    public init() {}
+/// The system's resolver (`getaddrinfo`), on threads of its own so a slow DNS server never holds
+/// an event loop, a task's thread or NIO's shared blocking pool. A lookup cannot be cancelled:
+/// one a DNS server never answers holds its thread until the system resolver gives up, past the
+/// guard's deadline. So at most `maximumOutstanding` run at once; past that a lookup fails for
+/// now at once (`WebPushLookupFailure`: the push waits), and hosts anyone can name cannot queue
+/// work without end.
+public final class SystemHostResolver: WebPushHostResolver {
+    /// Lookups running at once, those past their deadline included.
+    public static let maximumOutstanding = 32
+    private let pool: NIOThreadPool
+    private let outstanding = Mutex(0)
+    private let lookup: @Sendable (String) throws -> [[UInt8]]
+
+    /// - Parameters:
+    ///   - threads: the lookups' own threads.
+    ///   - lookup: the blocking lookup (`getaddrinfo` by default; tests give a slow one).
+    public init(threads: Int = 4, lookup: @escaping @Sendable (String) throws -> [[UInt8]] = SystemHostResolver.getaddrinfo) {
+        pool = NIOThreadPool(numberOfThreads: threads)
+        pool.start()
+        self.lookup = lookup
+    }
+
+    deinit { pool.shutdownGracefully { _ in } }
+
+    /// Lookups running now.
+    public var running: Int { outstanding.withLock { $0 } }
 
     public func addresses(of host: String) async throws -> [[UInt8]] {
         if let literal = WebPushAddressPolicy.literal(host) { return [literal] }
-        return try await NIOThreadPool.singleton.runIfActive {
-            var hints = addrinfo()
-            hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-            var list: UnsafeMutablePointer<addrinfo>?
-            let status = getaddrinfo(host, nil, &hints, &list)
-            // EAI_AGAIN: the name server failed for now (EAI_NONAME and the rest: no such name).
-            if status == EAI_AGAIN { throw WebPushLookupFailure() }
-            guard status == 0, let first = list else { return [] }
-            defer { freeaddrinfo(first) }
-            var out: [[UInt8]] = []
-            var next: UnsafeMutablePointer<addrinfo>? = first
-            while let entry = next {
-                switch entry.pointee.ai_family {
-                case AF_INET:
-                    entry.pointee.ai_addr.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
-                        out.append(withUnsafeBytes(of: $0.pointee.sin_addr) { Array($0) })
-                    }
-                case AF_INET6:
-                    entry.pointee.ai_addr.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
-                        out.append(withUnsafeBytes(of: $0.pointee.sin6_addr) { Array($0) })
-                    }
-                default: break
-                }
-                next = entry.pointee.ai_next
-            }
-            var seen = Set<[UInt8]>()
-            return out.filter { seen.insert($0).inserted }
+        let admitted = outstanding.withLock { count in
+            guard count < Self.maximumOutstanding else { return false }
+            count += 1
+            return true
         }
+        guard admitted else { throw WebPushLookupFailure() }
+        defer { outstanding.withLock { $0 -= 1 } }
+        let lookup = self.lookup
+        return try await pool.runIfActive { try lookup(host) }
+    }
+
+    /// `getaddrinfo`'s addresses of `host`, each once; `WebPushLookupFailure` for `EAI_AGAIN`.
+    @Sendable public static func getaddrinfo(_ host: String) throws -> [[UInt8]] {
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>?
+        #if canImport(Glibc)
+        let status = Glibc.getaddrinfo(host, nil, &hints, &list)
+        #else
+        let status = Darwin.getaddrinfo(host, nil, &hints, &list)
+        #endif
+        // EAI_AGAIN: the name server failed for now (EAI_NONAME and the rest: no such name).
+        if status == EAI_AGAIN { throw WebPushLookupFailure() }
+        guard status == 0, let first = list else { return [] }
+        defer { freeaddrinfo(first) }
+        var out: [[UInt8]] = []
+        var next: UnsafeMutablePointer<addrinfo>? = first
+        while let entry = next {
+            switch entry.pointee.ai_family {
+            case AF_INET:
+                entry.pointee.ai_addr.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
+                    out.append(withUnsafeBytes(of: $0.pointee.sin_addr) { Array($0) })
+                }
+            case AF_INET6:
+                entry.pointee.ai_addr.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
+                    out.append(withUnsafeBytes(of: $0.pointee.sin6_addr) { Array($0) })
+                }
+            default: break
+            }
+            next = entry.pointee.ai_next
+        }
+        var seen = Set<[UInt8]>()
+        return out.filter { seen.insert($0).inserted }
     }
 }
 

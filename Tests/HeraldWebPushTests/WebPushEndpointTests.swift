@@ -1,3 +1,5 @@
+import Foundation
+import HeraldWebPush
 import HeraldWebPushCore
 import Testing
 
@@ -59,5 +61,24 @@ struct WebPushEndpointTests {
         let smtp = try WebPushEndpoint("https://push.example.net:25/x")
         #expect(throws: WebPushEndpointError.port(25)) { try WebPushAddressPolicy().check(smtp, resolvedTo: [outside]) }
         try WebPushAddressPolicy(allowedHosts: ["push.example.net:25"]).check(smtp, resolvedTo: [outside])
+    }
+
+    @Test("DNS lookups run on threads of their own, at most 32 at once, those past their deadline included: the next fails for now at once")
+    func boundedLookups() async throws {
+        let release = DispatchSemaphore(value: 0)
+        // A DNS server that never answers, until the test lets it.
+        let resolver = SystemHostResolver(lookup: { _ in
+            release.wait()
+            return [[93, 184, 215, 14]]
+        })
+        let hanging = (0..<SystemHostResolver.maximumOutstanding).map { i in Task { try await resolver.addresses(of: "slow\(i).example") } }
+        for _ in 0..<200 where resolver.running < SystemHostResolver.maximumOutstanding { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(resolver.running == SystemHostResolver.maximumOutstanding)
+        await #expect(throws: WebPushLookupFailure.self) { try await resolver.addresses(of: "one-more.example") }
+        // A literal address needs no lookup and is never refused.
+        #expect(try await resolver.addresses(of: "93.184.215.14") == [[93, 184, 215, 14]])
+        for _ in hanging { release.signal() }
+        for task in hanging { #expect(try await task.value == [[93, 184, 215, 14]]) }
+        #expect(resolver.running == 0)
     }
 }
