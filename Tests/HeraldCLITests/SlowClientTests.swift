@@ -65,3 +65,34 @@ struct SlowClientTests {
         (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? 0
     }
 }
+
+/// `herald serve` raises its soft open-file limit to the hard one at start: a distribution's
+/// default soft limit (1,024, or lower) would otherwise cap client connections far below what the
+/// machine allows.
+@Suite("The open-file limit")
+struct OpenFileLimitTests {
+    /// The soft and hard `Max open files` of a process.
+    static func limits(of pid: Int32) -> (soft: Int, hard: Int)? {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/limits", encoding: .utf8),
+            let line = text.split(separator: "\n").first(where: { $0.hasPrefix("Max open files") })
+        else { return nil }
+        let numbers = line.split(separator: " ").compactMap { Int($0) }
+        return numbers.count >= 2 ? (numbers[0], numbers[1]) : nil
+    }
+
+    @Test("started with a soft limit of 256 under a higher hard one, it runs with the hard one")
+    func raisedToHard() throws {
+        let hard = try #require(Self.limits(of: getpid())?.hard)
+        try #require(hard > 256, "this machine's hard limit \(hard) leaves nothing to raise")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-nofile-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let process = try HeraldProcess(["serve"], environment: [
+            "HERALD_DATABASE_URL": "sqlite:" + directory.appendingPathComponent("herald.sqlite").path, "HERALD_HTTP_PORT": "0",
+        ], softOpenFileLimit: 256)
+        defer { process.kill(SIGTERM) }
+        _ = try process.ready()
+        let limits = try #require(Self.limits(of: process.process.processIdentifier))
+        #expect(limits.soft == limits.hard && limits.hard == hard, "\(limits)")
+    }
+}

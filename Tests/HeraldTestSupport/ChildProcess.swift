@@ -100,10 +100,15 @@ public final class HeraldProcess: @unchecked Sendable {
 
     private let output: Pipe
 
-    /// - Parameter openFileLimit: runs the process under this open-file limit (soft and hard), as
-    ///   a small machine's default would.
-    public init(_ arguments: [String], environment: [String: String], stdout: Pipe? = nil, openFileLimit: Int? = nil) throws {
-        if let openFileLimit {
+    /// - Parameters:
+    ///   - openFileLimit: runs the process under this open-file limit (soft and hard), as a small
+    ///     machine's default would.
+    ///   - softOpenFileLimit: lowers only the soft limit, the hard one kept (a distribution's default).
+    public init(_ arguments: [String], environment: [String: String], stdout: Pipe? = nil, openFileLimit: Int? = nil, softOpenFileLimit: Int? = nil) throws {
+        if let softOpenFileLimit {
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            process.arguments = ["-c", #"ulimit -S -n \#(softOpenFileLimit) && exec "$0" "$@""#, try heraldExecutable().path] + arguments
+        } else if let openFileLimit {
             process.executableURL = URL(fileURLWithPath: "/bin/sh")
             process.arguments = ["-c", #"ulimit -n \#(openFileLimit) && exec "$0" "$@""#, try heraldExecutable().path] + arguments
         } else {
