@@ -83,6 +83,41 @@ struct ConfigFileTests {
         #expect(status == 200)
     }
 
+    @Test("a PostgreSQL host that takes the connection and never answers stops the start within its deadline (exit 2), naming it")
+    func blackHoledDatabase() async throws {
+        // A black hole: it accepts every connection and never sends a byte (for two minutes at most).
+        let hole = Process()
+        hole.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        hole.arguments = ["python3", "-c", """
+            import socket, sys, time
+            s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(64); s.settimeout(1)
+            print(s.getsockname()[1], flush=True)
+            held, end = [], time.time() + 120
+            while time.time() < end:
+                try: held.append(s.accept())
+                except socket.timeout: pass
+            """]
+        let output = Pipe()
+        hole.standardOutput = output
+        try hole.run()
+        defer { hole.terminate() }
+        var line = Data()
+        while !line.contains(UInt8(ascii: "\n")) {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            line += chunk
+        }
+        let port = try #require(Int(String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)))
+        // Without the start's deadline the pool would retry for ever and this would never return.
+        let (code, json) = try await runHeraldOffPool(["serve"], environment: [
+            "HERALD_DATABASE_URL": "postgres://herald:secret-password@127.0.0.1:\(port)/herald", "HERALD_HTTP_PORT": "0",
+        ])
+        #expect(code == 2)
+        #expect(json["field"] as? String == "HERALD_DATABASE_URL", "\(json)")
+        #expect((json["error"] as? String)?.contains("127.0.0.1:\(port)") == true, "\(json)")
+        #expect((json["error"] as? String)?.contains("secret-password") == false)
+    }
+
     @Test("a PostgreSQL that does not answer stops the start (exit 2), naming its host, port and cause")
     func unreachableDatabase() async throws {
         // Nothing listens on port 1.
