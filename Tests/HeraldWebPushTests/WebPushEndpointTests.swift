@@ -81,4 +81,30 @@ struct WebPushEndpointTests {
         for task in hanging { #expect(try await task.value == [[93, 184, 215, 14]]) }
         #expect(resolver.running == 0)
     }
+
+    @Test("a DNS server that never answers holds a send for the guard's deadline only: the endpoint is unavailable for now")
+    func resolveDeadline() async throws {
+        let never = DispatchSemaphore(value: 0)
+        defer { never.signal() }
+        let guardian = {
+            var made = WebPushEndpointGuard(resolver: SystemHostResolver(lookup: { _ in never.wait(); return [] }))
+            made.resolveTimeout = .milliseconds(200)
+            return made
+        }()
+        let endpoint = try WebPushEndpoint("https://push.example.net/x")
+        // Without the deadline this would wait for ever; the outer bound turns that into a failure.
+        let outcome = await withTaskGroup(of: String?.self) { group in
+            group.addTask {
+                do { _ = try await guardian.addresses(for: endpoint); return "resolved" } catch { return "\(error)" }
+            }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(60))
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+        #expect(outcome == "\(WebPushEndpointError.unavailable("push.example.net"))", "\(String(describing: outcome))")
+    }
 }
