@@ -6,8 +6,10 @@ import Testing
 /// requests from the document a live `herald serve` serves (SQLite, built-in simulators) and runs
 /// every check it has: requests the document allows are accepted, requests it forbids refused,
 /// every answer (errors, 404s and 405s included) as documented. Fixtures/schemathesis.toml keeps
-/// schemathesis's expected statuses but for three rules no schema can state, each named there;
-/// the generator for `format: kaspa-address` is beside it.
+/// schemathesis's expected statuses but for the rules no schema can state (a byte limit, one of
+/// two parameters, two fields equal), each named there with the one status it adds; the
+/// generators for the document's own formats (Kaspa addresses, P-256 points, auth secrets,
+/// endpoints Herald may send to) are beside it.
 @Suite(
     "Schemathesis against herald serve", .serialized,
     // CI runs it on its own after the rest (.ci/run): its thousands of requests beside the other
@@ -26,12 +28,24 @@ struct SchemathesisTests {
             // Thousands of registrations from one address: the limiter's 429 would hide the answers.
             "HERALD_REGISTRATION_RATE": "0", "HERALD_PUBLISH_RATE": "0",
             "HERALD_MATRIX_APPS": "im.example.ios=apns,im.example.android*=fcm,im.example.web=webpush",
+            // Lists whose limits multiply to less than the 64 KiB body limit: every body the
+            // document allows fits (a longer one is 413, a rule no schema can state).
+            "HERALD_MAX_WATCH_KEYS": "30", "HERALD_MAX_ALIASES": "10",
         ])
         defer { serve.process.kill(SIGKILL) }
+        // Subscriptions on the built-in Web Push simulator's host: the one inside host Herald
+        // sends to without being told (the test machine resolves no other name).
+        let simulator = try #require(serve.webPushControl)
+        let (_, vapid) = try await http("GET", serve.api + "/v1/push/vapid-public-key")
+        let vapidKey = try #require((try JSONSerialization.jsonObject(with: vapid) as? [String: Any])?["public_key"] as? String)
+        let (_, subscribed) = try await http("POST", simulator + "/subscribe", #"{"application_server_key":"\#(vapidKey)"}"#)
+        let endpoint = try #require((try JSONSerialization.jsonObject(with: subscribed) as? [String: Any])?["endpoint"] as? String)
+        let webPushHost = try #require(URLComponents(string: endpoint).map { "\($0.host ?? ""):\($0.port ?? 443)" })
 
         let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
         var environment = ProcessInfo.processInfo.environment
         environment["SCHEMATHESIS_HOOKS"] = "schemathesis_hooks"
+        environment["HERALD_TEST_WEBPUSH_HOST"] = webPushHost
         environment["PYTHONPATH"] = fixtures.path
         // Bounded: a fixed seed and number of examples per operation, the coverage phase's
         // boundary cases besides; each request has schemathesis's own time-out.
