@@ -49,7 +49,14 @@ public final class WebPushProvider: PushProvider {
         self.signer = signer
         self.now = now
         keyEvidence = Mutex(KeyEvidence(trusted: trusted))
+        self.trusted = trusted
     }
+
+    /// Whose refusals are evidence against the app's key; any other origin that refuses is backed
+    /// off as a whole for `refusingOriginBackOff`.
+    private let trusted: TrustedPushServices
+    /// How long an untrusted origin that answered 401/403 waits before Herald sends to it again.
+    static let refusingOriginBackOff: TimeInterval = 60
 
     public func send(_ delivery: ClaimedDelivery) async -> PushOutcome {
         switch prepare(delivery) {
@@ -153,19 +160,26 @@ public final class WebPushProvider: PushProvider {
             // subscription (its pushes back off), and pauses the app only when trusted origins
             // that took the app's key before refuse it now.
             let keyRefused = keyEvidence.withLock { $0.refused(by: origin, now: now()) }
-            return keyRefused ? .refreshCredentials(reason: reason) : .retry(after: nil, scope: .token, reason: reason)
+            if keyRefused { return .refreshCredentials(reason: reason) }
+            // An origin the operator does not trust waits as a whole too: one that refuses every
+            // push (anyone's, registered by anyone) then costs a request a minute, not one a push.
+            if !trusted.trusts(origin: origin) { holdOrigin(origin, for: Self.refusingOriginBackOff) }
+            return .retry(after: nil, scope: .token, reason: reason)
         case .backOff(_, let after), .serviceError(_, let after):
-            if let after {
-                let now = self.now()
-                let until = now.addingTimeInterval(after.seconds)
-                backOff.withLock { backOff in
-                    // Hosts are anyone's to register: past a thousand, the lapsed back-offs go.
-                    if backOff.count >= 1_000 { backOff = backOff.filter { $0.value > now } }
-                    backOff[origin] = max(backOff[origin] ?? until, until)
-                }
-            }
+            if let after { holdOrigin(origin, for: after.seconds) }
             return .retry(after: after, scope: .destination, reason: reason)
         case .refused: return .failed(reason: reason)
+        }
+    }
+
+    /// Holds `origin`'s pushes back for `seconds` (the longer of this and a hold it has).
+    private func holdOrigin(_ origin: String, for seconds: TimeInterval) {
+        let now = self.now()
+        let until = now.addingTimeInterval(seconds)
+        backOff.withLock { backOff in
+            // Hosts are anyone's to register: past a thousand, the lapsed back-offs go.
+            if backOff.count >= 1_000 { backOff = backOff.filter { $0.value > now } }
+            backOff[origin] = max(backOff[origin] ?? until, until)
         }
     }
 

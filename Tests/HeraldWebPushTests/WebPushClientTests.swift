@@ -11,6 +11,7 @@ import HeraldWebPushCore
 import HeraldWebPushService
 import HeraldWebPushSimulator
 import NIOPosix
+import Synchronization
 import Testing
 import WebPushCrypto
 
@@ -223,19 +224,34 @@ import WebPushCrypto
         TrustedPushServices(simulators.map { String($0.origin.dropFirst("https://".count)) })
     }
 
-    @Test("origins the operator does not trust never pause the app: two that take the key, then refuse it, charge only their subscriptions")
+    /// A clock the test moves.
+    final class MovingClock: Sendable {
+        let date = Mutex(Date())
+        func advance(_ seconds: TimeInterval) { date.withLock { $0 += seconds } }
+    }
+
+    @Test("origins the operator does not trust never pause the app: two that take the key, then refuse it, cost their subscriptions and a minute's wait of their own origin")
     func untrustedOriginsNeverPause() async throws {
         let mallory1 = try await WebPushSimulator.start(), mallory2 = try await WebPushSimulator.start(), browser = try await WebPushSimulator.start()
         defer { Task { await mallory1.shutdown(); await mallory2.shutdown(); await browser.shutdown() } }
         let client = try Self.client(for: [mallory1, mallory2, browser])
-        let provider = WebPushProvider(client: client, signer: Self.signer, trusted: Self.trusting([browser]))
+        let clock = MovingClock()
+        let provider = WebPushProvider(client: client, signer: Self.signer, trusted: Self.trusting([browser]), now: { clock.date.withLock { $0 } })
         let otherKey = VAPIDKey(privateKey: .init()).applicationServerKey
         for _ in 0..<3 {
             for origin in [mallory1, mallory2] {
                 #expect(await provider.send(try Self.delivery(to: origin.subscribe(), payload: "{}")) == .delivered)
                 #expect(await provider.send(try Self.delivery(to: origin.subscribe(applicationServerKey: otherKey), payload: "{}"))
                     == .retry(after: nil, scope: .token, reason: "HTTP 403 VAPID refused"))
+                // The refusing origin then waits a minute as a whole: its other pushes are not sent.
+                guard case .retry(_, .destination, "origin backing off") = await provider.send(try Self.delivery(to: origin.subscribe(), payload: "{}")) else {
+                    Issue.record("a refusing untrusted origin was sent to again at once")
+                    return
+                }
+                // The browser's service is not held back by it.
+                #expect(await provider.send(try Self.delivery(to: browser.subscribe(), payload: "{}")) == .delivered)
             }
+            clock.advance(61)
         }
         #expect(await provider.send(try Self.delivery(to: browser.subscribe(), payload: "{}")) == .delivered)
         // The browsers' own list by default: the simulators' loopback origins are not in it.
@@ -280,7 +296,8 @@ import WebPushCrypto
         let sim = try await WebPushSimulator.start()
         defer { Task { await sim.shutdown() } }
         let client = try Self.client(for: [sim])
-        let provider = WebPushProvider(client: client, signer: Self.signer)
+        // The simulator stands for a browser's push service: trusted, so a refusal holds no origin.
+        let provider = WebPushProvider(client: client, signer: Self.signer, trusted: Self.trusting([sim]))
         let otherKey = VAPIDKey(privateKey: .init()).applicationServerKey
         let boundElsewhere = sim.subscribe(applicationServerKey: otherKey)
         // One subscription refused (another key than the app's): charged to it, not to the app.
