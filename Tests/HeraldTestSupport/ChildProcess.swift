@@ -211,7 +211,9 @@ public struct ServeProcess: Sendable {
 }
 
 /// One HTTP request on loopback; the status and the body.
-public func http(_ method: String, _ url: String, _ body: String? = nil, bearer: String? = nil) async throws -> (Int, Data) {
+public func http(
+    _ method: String, _ url: String, _ body: String? = nil, bearer: String? = nil, headers: [String: String] = [:]
+) async throws -> (Int, Data) {
     var request = URLRequest(url: URL(string: url)!)
     request.httpMethod = method
     if let body {
@@ -219,6 +221,7 @@ public func http(_ method: String, _ url: String, _ body: String? = nil, bearer:
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
     }
     if let bearer { request.setValue("Bearer \(bearer)", forHTTPHeaderField: "Authorization") }
+    for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
     let (data, response) = try await URLSession.shared.data(for: request)
     return ((response as? HTTPURLResponse)?.statusCode ?? 0, data)
 }
