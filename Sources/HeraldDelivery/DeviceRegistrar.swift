@@ -183,11 +183,12 @@ public struct DeviceRegistrar: Sendable {
         try proveOwnership(request.watch.own, app: app, token: token.value)
         // A token registered under one identity moves to another only with that identity's token,
         // and a device that registered keys is never sent in clear by a registration without them.
-        try await requireRebindable(token.value, app: app, grant: grant, bringsKeys: request.pushKeys != nil || tokenRule is any DeviceRegistrationRule)
+        let known = try await requireRebindable(
+            token.value, app: app, grant: grant, bringsKeys: request.pushKeys != nil || tokenRule is any DeviceRegistrationRule)
         let registration = Registration(
             app: app, token: token, attributes: attributes, deviceID: request.deviceID, watchSet: watchSet)
         var reserved = 0
-        if let settings = apps[app] { reserved = try await admit(token, app: settings, field: "device_token") }
+        if let settings = apps[app], !known { reserved = try await admitNew(app: settings, field: "device_token") }
         defer { if reserved > 0 { apps[app]?.admissions.release(reserved) } }
         let now = clock.now()
         let record = try await store.register(registration, now: now)
@@ -231,8 +232,8 @@ public struct DeviceRegistrar: Sendable {
         let bringsKeys = DevicePushKeys(registration.attributes) != nil || registration.token.platform == .web
         if !bringsKeys { try Self.requireUnsealedAllowed(app, field: field) }
         try Self.requireGranted(WatchRequest(watched: registration.watchSet.watched.map(\.description), own: nil, routes: nil), by: grant)
-        try await requireRebindable(registration.token.value, app: app.id, grant: grant, bringsKeys: bringsKeys, field: field)
-        let reserved = try await admit(registration.token, app: app, field: field)
+        let known = try await requireRebindable(registration.token.value, app: app.id, grant: grant, bringsKeys: bringsKeys, field: field)
+        let reserved = known ? 0 : try await admitNew(app: app, field: field)
         defer { app.admissions.release(reserved) }
         let now = clock.now()
         let record = try await store.register(registration, now: now)
@@ -250,22 +251,20 @@ public struct DeviceRegistrar: Sendable {
         }
     }
 
-    /// Refuses (`device_limit`) a new token once the app has its `maximumDevices`, counting the
-    /// new devices other requests are admitting now; a token already registered may always
-    /// register again.
-    /// - Returns: the admissions reserved (1 for a new token under a limit, else 0): the caller
-    ///   releases them once the device is written.
-    func admit(_ token: DeviceToken, app: AppSettings, field: String) async throws -> Int {
-        // A known token is the common case and an index lookup; the count runs for new tokens only.
-        guard let maximum = app.maximumDevices, try await store.devices(app: app.id, tokens: [token.value]).isEmpty else { return 0 }
+    /// Refuses (`device_limit`) a token the app does not have yet once it has its
+    /// `maximumDevices`, counting the new devices other requests are admitting now (a token
+    /// already registered may always register again: the caller knows it from `requireRebindable`).
+    /// - Returns: the admissions reserved (1 under a limit, else 0): the caller releases them once
+    ///   the device is written.
+    func admitNew(app: AppSettings, field: String) async throws -> Int {
+        guard let maximum = app.maximumDevices else { return 0 }
         let before = app.admissions.reserve(1)
-        do {
-            guard try await store.deviceCount(app: app.id) + before >= maximum else { return 1 }
-        } catch {
-            app.admissions.release(1)
-            throw error
+        var admitted = false
+        defer { if !admitted { app.admissions.release(1) } }
+        guard try await store.deviceCount(app: app.id) + before >= maximum else {
+            admitted = true
+            return 1
         }
-        app.admissions.release(1)
         throw Refusal(.forbidden, code: "device_limit", message: "app \(app.id) has its maximum of \(maximum) devices", field: field)
     }
 
@@ -318,8 +317,9 @@ public struct DeviceRegistrar: Sendable {
     /// What registering a known token again may not do, on every route: take it from the identity
     /// that registered it (`requireOwned`), or drop the keys its pushes are sealed to, which would
     /// send them in clear (`push_keys_required`, naming `push_keys`; unregistering first is the owner's way).
-    private func requireRebindable(_ token: String, app: String, grant: RegistrationGrant, bringsKeys: Bool, field: String = "device_token") async throws {
-        guard let device = try await store.devices(app: app, tokens: [DeviceToken.lookupForm(token)]).first else { return }
+    /// - Returns: whether the token is registered already (one index lookup, shared with the device limit).
+    private func requireRebindable(_ token: String, app: String, grant: RegistrationGrant, bringsKeys: Bool, field: String = "device_token") async throws -> Bool {
+        guard let device = try await store.devices(app: app, tokens: [DeviceToken.lookupForm(token)]).first else { return false }
         if grant != .anyIdentity { try AppDirectory.require(grant, covers: device.deviceID, field: field) }
         if !bringsKeys, DevicePushKeys(device.attributes) != nil, apps[app]?.sealing.map({ $0.mode != .off }) ?? true {
             throw Refusal(
@@ -327,6 +327,7 @@ public struct DeviceRegistrar: Sendable {
                 message: "this token registered push_keys, and its pushes are sealed to them: a registration without them would send them in clear; send push_keys (or unregister the token first)",
                 field: "push_keys")
         }
+        return true
     }
 
     /// The platforms whose rules meet `condition`, as a refusal names them ("android").

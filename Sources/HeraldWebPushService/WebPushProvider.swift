@@ -22,7 +22,7 @@ public final class WebPushProvider: PushProvider {
     /// Origin → not before, from a 429 (or 406, or 5xx) with Retry-After.
     private let backOff = Mutex<[String: Date]>([:])
     /// Blame for 401/403: which trusted origins accepted the app's VAPID key, and which of those refused it since.
-    private let keyEvidence: Mutex<KeyEvidence>
+    private let keyEvidence = Mutex(KeyEvidence())
     /// Endpoints parsed before: a URL parse per message cost as much as the HTTP/2 send.
     private let endpoints = Mutex<[String: WebPushEndpoint]>([:])
 
@@ -48,7 +48,6 @@ public final class WebPushProvider: PushProvider {
         self.client = client
         self.signer = signer
         self.now = now
-        keyEvidence = Mutex(KeyEvidence(trusted: trusted))
         self.trusted = trusted
     }
 
@@ -150,7 +149,8 @@ public final class WebPushProvider: PushProvider {
         let reason = answer.reason
         switch answer {
         case .delivered:
-            keyEvidence.withLock { $0.accepted(by: origin) }
+            // Only a trusted service's word about the key is evidence either way.
+            if trusted.trusts(origin: origin) { keyEvidence.withLock { $0.accepted(by: origin) } }
             return .delivered
         // No timestamp from the service: the answer's moment stands in (a later registration keeps the device).
         case .subscriptionGone: return .tokenDead(since: now(), reason: reason)
@@ -209,7 +209,6 @@ public final class WebPushProvider: PushProvider {
 /// key before is the key's. An origin the operator does not trust is never evidence: its
 /// registrant chose it.
 struct KeyEvidence {
-    let trusted: TrustedPushServices
     /// Trusted origins that accepted the key in this process (at most `maximumOrigins`).
     private var acceptedBy: Set<String> = []
     /// Of those, the ones that refused it since, and when.
@@ -219,13 +218,9 @@ struct KeyEvidence {
     static let window: TimeInterval = 600
     static let maximumOrigins = 1_000
 
-    init(trusted: TrustedPushServices) {
-        self.trusted = trusted
-    }
-
     mutating func accepted(by origin: String) {
         refusedBy[origin] = nil
-        guard !acceptedBy.contains(origin), trusted.trusts(origin: origin) else { return }
+        guard !acceptedBy.contains(origin) else { return }
         if acceptedBy.count >= Self.maximumOrigins { acceptedBy.removeFirst() }
         acceptedBy.insert(origin)
     }
