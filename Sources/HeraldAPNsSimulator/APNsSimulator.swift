@@ -61,7 +61,7 @@ public final class APNsSimulator: Sendable {
         eventLoopGroup: EventLoopGroup,
         logger: Logger = Logger(label: "herald.mock-apns")
     ) async throws -> APNsSimulator {
-        let tls = try SimulatorTLSIdentity.generate()
+        let tls = try SimulatorTLSIdentity.generate(host: configuration.host)
         let sslContext = try tls.makeServerContext()
         let state = SimulatorState(configuration: configuration)
         let server = try await listen(

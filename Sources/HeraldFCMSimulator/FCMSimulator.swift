@@ -58,7 +58,7 @@ public final class FCMSimulator: Sendable {
 
     /// Starts both listeners and makes the service account whose grants it accepts.
     public static func start(configuration: Configuration = .init(), logger: Logger = Logger(label: "herald.mock-fcm")) async throws -> FCMSimulator {
-        let tls = try SimulatorTLSIdentity.generate()
+        let tls = try SimulatorTLSIdentity.generate(host: configuration.host)
         let state = FCMSimulatorState()
         var tlsConfiguration = TLSConfiguration.makeServerConfiguration(
             certificateChain: [.certificate(try NIOSSLCertificate(bytes: Array(tls.leafPEM.utf8), format: .pem))],

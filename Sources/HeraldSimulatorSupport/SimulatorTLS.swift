@@ -4,6 +4,10 @@ import NIOSSL
 import SwiftASN1
 import X509
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The simulator's TLS identity: an ephemeral CA and a leaf certificate for the loopback
 /// names, made at start. Clients trust it through `ca.pem`.
 public struct SimulatorTLSIdentity: Sendable {
@@ -12,8 +16,9 @@ public struct SimulatorTLSIdentity: Sendable {
     package let leafPEM: String
     package let leafKeyPEM: String
 
-    /// Makes a CA and a leaf valid for `localhost`, `127.0.0.1` and `::1`.
-    public static func generate(now: Date = Date()) throws -> SimulatorTLSIdentity {
+    /// Makes a CA and a leaf valid for `localhost`, `127.0.0.1`, `::1` and `host` when it is
+    /// another IP address (a simulator on 127.0.0.2 is a second origin on one machine).
+    public static func generate(now: Date = Date(), host: String = "127.0.0.1") throws -> SimulatorTLSIdentity {
         let caKey = P256.Signing.PrivateKey()
         let caName = try DistinguishedName {
             OrganizationName("Herald")
@@ -39,16 +44,29 @@ public struct SimulatorTLSIdentity: Sendable {
                 Critical(BasicConstraints.notCertificateAuthority)
                 Critical(KeyUsage(digitalSignature: true))
                 try ExtendedKeyUsage([.serverAuth])
-                SubjectAlternativeNames([
-                    .dnsName("localhost"),
-                    .ipAddress(ASN1OctetString(contentBytes: [127, 0, 0, 1])),
-                    .ipAddress(ASN1OctetString(contentBytes: ArraySlice([UInt8](repeating: 0, count: 15) + [1]))),
-                ])
+                SubjectAlternativeNames(names(host: host))
             })
         return SimulatorTLSIdentity(
             caPEM: try ca.serializeAsPEM().pemString,
             leafPEM: try leaf.serializeAsPEM().pemString,
             leafKeyPEM: leafKey.pemRepresentation)
+    }
+
+    /// The leaf's names: the loopback ones, and `host` when it is another IP address.
+    private static func names(host: String) -> [GeneralName] {
+        let loopback: [[UInt8]] = [[127, 0, 0, 1], [UInt8](repeating: 0, count: 15) + [1]]
+        var addresses = loopback
+        if let extra = ipAddressBytes(host), !loopback.contains(extra) { addresses.append(extra) }
+        return [.dnsName("localhost")] + addresses.map { .ipAddress(ASN1OctetString(contentBytes: ArraySlice($0))) }
+    }
+
+    /// The 4 or 16 bytes of an IP address literal; nil for a name.
+    private static func ipAddressBytes(_ text: String) -> [UInt8]? {
+        var v4 = in_addr()
+        if inet_pton(AF_INET, text, &v4) == 1 { return withUnsafeBytes(of: &v4) { Array($0) } }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, text, &v6) == 1 { return withUnsafeBytes(of: &v6) { Array($0) } }
+        return nil
     }
 
     /// A certificate valid from an hour ago for a year, signed with ECDSA-SHA256.
@@ -67,7 +85,8 @@ public struct SimulatorTLSIdentity: Sendable {
     public func writeCA(to directory: String) throws -> String {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let path = (directory as NSString).appendingPathComponent("ca.pem")
-        try caPEM.write(toFile: path, atomically: true, encoding: .utf8)
+        // Ends in a newline, as PEM files do: `cat` of two simulators' files is a bundle.
+        try (caPEM.hasSuffix("\n") ? caPEM : caPEM + "\n").write(toFile: path, atomically: true, encoding: .utf8)
         return path
     }
 

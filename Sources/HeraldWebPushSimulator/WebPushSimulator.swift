@@ -67,7 +67,7 @@ public final class WebPushSimulator: Sendable {
 
     /// Starts both listeners.
     public static func start(configuration: Configuration = .init(), logger: Logger = Logger(label: "herald.mock-webpush")) async throws -> WebPushSimulator {
-        let tls = try SimulatorTLSIdentity.generate()
+        let tls = try SimulatorTLSIdentity.generate(host: configuration.host)
         let state = WebPushSimulatorState()
         var tlsConfiguration = TLSConfiguration.makeServerConfiguration(
             certificateChain: [.certificate(try NIOSSLCertificate(bytes: Array(tls.leafPEM.utf8), format: .pem))],

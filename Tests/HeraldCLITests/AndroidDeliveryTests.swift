@@ -72,15 +72,6 @@ import FoundationNetworking
         return (try JSONSerialization.jsonObject(with: data) as? [String: Any])?["notifications"] as? [[String: Any]] ?? []
     }
 
-    /// Polls until `condition` holds (60 s at most by default: three full-jitter retries need at
-    /// most 7 s, and a loaded machine is slow, never a failure by itself).
-    static func eventually(seconds: Int = 60, _ condition: () async throws -> Bool) async throws {
-        for _ in 0..<(seconds * 20) {
-            if try await condition() { return }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-    }
-
     @Test("one app, an Android and an iOS device watching one key: each gets its push once, FCM data-only and APNs alert")
     func mixedDevices() async throws {
         try await Self.withServe { serve in
@@ -96,7 +87,7 @@ import FoundationNetworking
                 #"{"template":"custom","targets":{"keys":["session:s1"]},"fields":{"aps":{"alert":{"title":"Hi","body":"Hello"}},"data":{"room":"r1"}},"collapse_id":"c1"}"#,
                 bearer: Self.publisher)
             #expect(status == 202, "\(String(decoding: body, as: UTF8.self))")
-            try await Self.eventually {
+            try await eventually {
                 let fcm = try await Self.fcmPushes(serve, token: android).count
                 let apns = try await Self.apnsPushes(serve, token: ios).count
                 return fcm >= 1 && apns >= 1
@@ -127,7 +118,7 @@ import FoundationNetworking
                 #"{"template":"custom","targets":{"keys":["session:v"]},"fields":{"aps":{"alert":"Hi"},"data":{"room":"r1"},"fcm":{"data":{"sealed":"b64box","v":"2"}}}}"#,
                 bearer: Self.publisher)
             #expect(status == 202, "\(String(decoding: body, as: UTF8.self))")
-            try await Self.eventually {
+            try await eventually {
                 let fcm = try await Self.fcmPushes(serve, token: android).count
                 let apns = try await Self.apnsPushes(serve, token: ios).count
                 return fcm >= 1 && apns >= 1
@@ -156,7 +147,7 @@ import FoundationNetworking
                 "POST", serve.api + "/v1/events", #"{"template":"custom","targets":{"keys":["session:s2"]},"fields":{"aps":{"alert":"Hello"}}}"#,
                 bearer: Self.publisher)
             #expect(status == 202)
-            try await Self.eventually {
+            try await eventually {
                 let (_, body) = try await http("GET", serve.api + "/v1/push/status?device_token=" + dead)
                 let gone = (try JSONSerialization.jsonObject(with: body) as? [String: Any])?["registered"] as? Bool == false
                 let delivered = try await Self.fcmPushes(serve, token: live).count
@@ -179,7 +170,7 @@ import FoundationNetworking
             _ = try await http("POST", control + "/faults", #"{"kind":"unavailable"}"#)
             let start = ContinuousClock.now
             for n in 1...3 { try await Self.publish(serve, key: "session:out", text: "m\(n)") }
-            try await Self.eventually {
+            try await eventually {
                 ((try await Self.fcmStats(serve))["rejected"] as? [String: Int])?["UNAVAILABLE", default: 0] ?? 0 >= 12
             }
             #expect(try await Self.received(serve, tokens).values.allSatisfy(\.isEmpty), "a push got through the outage")
@@ -187,7 +178,7 @@ import FoundationNetworking
             // The outage ends (the simulator forgets its faults and what it counted).
             _ = try await http("POST", control + "/reset")
             // Back-off after 30 s of failures is at most 32 s per push (full jitter); two minutes is room.
-            try await Self.eventually(seconds: 120) { try await Self.received(serve, tokens).values.allSatisfy { $0.count >= 3 } }
+            try await eventually(seconds: 120) { try await Self.received(serve, tokens).values.allSatisfy { $0.count >= 3 } }
             try await Task.sleep(for: .milliseconds(500))  // room for a duplicate to show
             for (token, bodies) in try await Self.received(serve, tokens) {
                 #expect(bodies.sorted() == ["m1", "m2", "m3"], "\(shortToken(token)): \(bodies)")
@@ -209,13 +200,13 @@ import FoundationNetworking
                 ((try await Self.fcmStats(serve))["rejected"] as? [String: Int])?["QUOTA_EXCEEDED", default: 0] ?? 0
             }
             try await Self.publish(serve, key: "session:storm", text: "q1")
-            try await Self.eventually { try await quotaRefusals() == 4 }
+            try await eventually { try await quotaRefusals() == 4 }
             // The project is backing off (at least 60 s): new events wait too, APNs does not.
             for n in 2...3 { try await Self.publish(serve, key: "session:storm", text: "q\(n)") }
-            try await Self.eventually { try await Self.apnsPushes(serve, token: ios).count == 3 }
+            try await eventually { try await Self.apnsPushes(serve, token: ios).count == 3 }
             try await Task.sleep(for: .seconds(3))
             #expect(try await Self.received(serve, tokens).values.allSatisfy(\.isEmpty), "an Android push went out during the back-off")
-            try await Self.eventually(seconds: 180) { try await Self.received(serve, tokens).values.allSatisfy { $0.count >= 3 } }
+            try await eventually(seconds: 180) { try await Self.received(serve, tokens).values.allSatisfy { $0.count >= 3 } }
             try await Task.sleep(for: .milliseconds(500))  // room for a duplicate to show
             for (_, bodies) in try await Self.received(serve, tokens) { #expect(bodies.sorted() == ["q1", "q2", "q3"]) }
             // No hot loop: the storm's 4 answers were all the lane spent.
@@ -248,7 +239,7 @@ import FoundationNetworking
             _ = try await http("POST", control + "/faults", #"{"kind":"permission_denied","token":"\#(alphaAndroid)"}"#)
             try await Self.publish(serve, key: "session:a", text: "to alpha", bearer: "alpha-publisher-0001")
             try await Self.publish(serve, key: "session:b", text: "to beta", bearer: "beta-publisher-00001")
-            try await Self.eventually {
+            try await eventually {
                 let metrics = String(decoding: try await http("GET", serve.admin + "/metrics").1, as: UTF8.self)
                 let apns = try await Self.apnsPushes(serve, token: alphaIOS).count
                 let beta = try await Self.fcmPushes(serve, token: betaAndroid).count

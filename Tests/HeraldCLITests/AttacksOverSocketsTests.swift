@@ -71,3 +71,66 @@ struct AttacksOverSocketsTests {
         #expect(pushes.first?["collapse_id"] as? String != "tx-1")
     }
 }
+
+extension AttacksOverSocketsTests {
+    @Test("two push services an attacker runs (127.0.0.2 and 127.0.0.3) accept the app's first push and refuse the rest with 403: the app's Web Push is not paused and its other browsers get every push")
+    func originsAnyoneRunsCannotPause() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-origins-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var attackers: [MockWebPushProcess] = []
+        defer { for attacker in attackers { attacker.process.kill(SIGTERM) } }
+        for host in ["127.0.0.2", "127.0.0.3"] {
+            let folder = directory.appendingPathComponent(host)
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            attackers.append(try MockWebPushProcess(directory: folder, host: host))
+        }
+        // The operator allows the attackers' hosts (as a UnifiedPush user's server would be) and
+        // trusts their CAs; it does not list them among its trusted push services.
+        let caFile = directory.appendingPathComponent("cas.pem")
+        let cas = try attackers.map { try String(contentsOfFile: $0.serveEnvironment["HERALD_WEBPUSH_CA_FILE"]!, encoding: .utf8) }.joined()
+        try cas.write(to: caFile, atomically: true, encoding: .utf8)
+        let serve = try ServeProcess(environment: [
+            "HERALD_DATABASE_URL": "sqlite:" + directory.appendingPathComponent("herald.sqlite").path, "HERALD_HTTP_PORT": "0",
+            "HERALD_PUBLISH_KEYS": Self.publisher, "HERALD_REGISTRATION_RATE": "0",
+            "HERALD_WEBPUSH_ALLOW_HOSTS": attackers.map { $0.serveEnvironment["HERALD_WEBPUSH_ALLOW_HOSTS"]! }.joined(separator: ","),
+            "HERALD_WEBPUSH_CA_FILE": caFile.path,
+        ])
+        defer { serve.process.kill(SIGTERM) }
+        let builtIn = try #require(serve.webPushControl)
+        typealias Web = WebPushDeliveryTests
+        let calm = try await Web.subscribe(serve, at: builtIn)
+        var planted: [[String: Any]] = []
+        for attacker in attackers { planted.append(try await Web.subscribe(serve, at: attacker.control)) }
+        for subscription in [calm] + planted { try await Web.register(serve, subscription, key: "session:origins") }
+
+        // The first push: every origin accepts it (201).
+        try await AndroidDeliveryTests.publish(serve, key: "session:origins", text: "m1", bearer: Self.publisher)
+        try await eventually(seconds: 30) {
+            for (attacker, subscription) in zip(attackers, planted) where try await Web.received(attacker.control, subscription).isEmpty { return false }
+            return try await Web.received(builtIn, calm).count == 1
+        }
+        // Then both answer 403 to every push, as a refusal of the app's VAPID key would read.
+        for attacker in attackers {
+            #expect(try await http("POST", attacker.control + "/faults", #"{"kind":"server_error","status":403}"#).0 == 201)
+        }
+        try await AndroidDeliveryTests.publish(serve, key: "session:origins", text: "m2", bearer: Self.publisher)
+        try await eventually(seconds: 30) {
+            for attacker in attackers {
+                let (_, body) = try await http("GET", attacker.control + "/stats")
+                let rejected = (try Self.json(body)["rejected"] as? [String: Int]) ?? [:]
+                if rejected.values.reduce(0, +) == 0 { return false }
+            }
+            return try await Web.received(builtIn, calm).count == 2
+        }
+        // Both refusals are in: the app's Web Push is not paused, and the next pushes reach the calm browser.
+        let (_, ready) = try await http("GET", serve.admin + "/readyz")
+        #expect(!String(decoding: ready, as: UTF8.self).contains("paused"), "\(String(decoding: ready, as: UTF8.self))")
+        for text in ["m3", "m4"] { try await AndroidDeliveryTests.publish(serve, key: "session:origins", text: text, bearer: Self.publisher) }
+        try await eventually(seconds: 30) { try await Web.received(builtIn, calm).count == 4 }
+        // Its log, once it has stopped (waited for off the task pool), never says it paused the app.
+        let process = serve.process
+        try await offPool { process.kill(SIGTERM) }
+        #expect(!serve.process.fullLog().contains("pausing this app's sends"))
+    }
+}

@@ -62,7 +62,7 @@ import FoundationNetworking
                 #"{"template":"custom","targets":{"keys":["session:three"]},"fields":{"aps":{"alert":{"title":"Hi","body":"Hello"}},"data":{"room":"r1"}},"collapse_id":"c1"}"#,
                 bearer: Android.publisher)
             #expect(status == 202, "\(String(decoding: body, as: UTF8.self))")
-            try await Android.eventually {
+            try await eventually {
                 let counts = [
                     try await Android.apnsPushes(serve, token: ios).count, try await Android.fcmPushes(serve, token: android).count,
                     try await Self.received(web, browser).count,
@@ -115,7 +115,7 @@ import FoundationNetworking
         _ = try await http("POST", second.control + "/faults", #"{"kind":"too_many_requests","retry_after":2}"#)
 
         try await Android.publish(serve, key: "session:storm", text: "m1")
-        try await Android.eventually {
+        try await eventually {
             let gone = try await !Self.registered(serve, dead)
             let delivered = try await Self.received(builtIn, calm).count >= 1
             return gone && delivered
@@ -123,7 +123,7 @@ import FoundationNetworking
         #expect(try await !Self.registered(serve, dead), "the 410 subscription is still registered")
         // The storm holds the second origin's push back; the first origin's next push still goes at once.
         try await Android.publish(serve, key: "session:storm", text: "m2")
-        try await Android.eventually { try await Self.received(builtIn, calm).count >= 2 }
+        try await eventually { try await Self.received(builtIn, calm).count >= 2 }
         #expect(try await Self.received(builtIn, calm).count == 2)
         #expect(try await Self.received(second.control, stormy).isEmpty, "a push got through the storm")
         let (_, stats) = try await http("GET", second.control + "/stats")
@@ -132,7 +132,7 @@ import FoundationNetworking
 
         // The storm ends: both pushes reach the stormy subscription, once each.
         _ = try await http("POST", second.control + "/reset")
-        try await Android.eventually(seconds: 120) { try await Self.received(second.control, stormy).count >= 2 }
+        try await eventually(seconds: 120) { try await Self.received(second.control, stormy).count >= 2 }
         try await Task.sleep(for: .milliseconds(500))  // room for a duplicate to show
         let bodies = try await Self.received(second.control, stormy).compactMap { $0["plaintext"] as? String }
         #expect(bodies.count == 2)
@@ -185,7 +185,7 @@ import FoundationNetworking
         for subscription in [hanging, refused, calm] { try await Self.register(serve, subscription, key: "session:hostile") }
 
         for text in ["m1", "m2", "m3"] { try await Android.publish(serve, key: "session:hostile", text: text) }
-        try await Android.eventually {
+        try await eventually {
             let counts = [
                 try await Android.apnsPushes(serve, token: ios).count, try await Android.fcmPushes(serve, token: android).count,
                 try await Self.received(builtIn, calm).count,

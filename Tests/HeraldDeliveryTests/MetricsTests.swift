@@ -28,12 +28,12 @@ struct MetricsTests {
         provider.hold()
         let lane = OutboxLane(app: "default", queue: queue, provider: provider, settings: OutboxLaneTests.recordingAtOnce, clock: clock, metrics: metrics)
         try await OutboxLaneTests.running([lane]) {
-            #expect(await eventually { provider.inFlight == 10 })
+            try await eventually { provider.inFlight == 10 }
             #expect(test.meters(label: "herald_deliveries_in_flight").first?.lastValue == 10)
             // The push service takes 2 s to answer.
             clock.advance(by: 2)
             provider.release()
-            #expect(await eventually { queue.count(.sent) == 9 && queue.count(.failed) == 1 })
+            try await eventually { queue.count(.sent) == 9 && queue.count(.failed) == 1 }
         }
         #expect(try test.expectMeter("herald_deliveries_in_flight").lastValue == 0)
         let latency = try test.expectTimer("herald_delivery_latency_seconds", [("provider", "ios")])
@@ -60,12 +60,12 @@ struct MetricsTests {
         try await OutboxLaneTests.enqueue(queue, app: "default", devices: devices, clock: clock)
         let lane = OutboxLane(app: "default", queue: queue, provider: provider, settings: OutboxLaneTests.recordingAtOnce, clock: clock, metrics: metrics)
         try await OutboxLaneTests.running([lane]) {
-            #expect(await eventually { queue.count(.sent) == 18 && queue.count(.failed) == 42 })
+            try await eventually { queue.count(.sent) == 18 && queue.count(.failed) == 42 }
         }
         // Three more events to the 18 that deliver: still one handle for ("sent", "accepted").
         for _ in 0..<3 { try await OutboxLaneTests.enqueue(queue, app: "default", devices: Array(devices[42...]), clock: clock) }
         let again = OutboxLane(app: "default", queue: queue, provider: provider, settings: OutboxLaneTests.recordingAtOnce, clock: clock, metrics: metrics)
-        try await OutboxLaneTests.running([again]) { #expect(await eventually { queue.count(.sent) == 18 * 4 }) }
+        try await OutboxLaneTests.running([again]) { try await eventually { queue.count(.sent) == 18 * 4 } }
         let attempts = factory.made.filter { $0.label == "herald_delivery_attempts_total" }
         #expect(attempts.filter { $0.dimensions == ["outcome", "sent", "reason", "accepted"] }.count == 1)
         #expect(Set(attempts.map(\.dimensions)).count == attempts.count, "no label set made twice")

@@ -62,11 +62,11 @@ struct OutboxLaneTests {
         ]
         try await Self.running(lanes) {
             // Every slow push is at its service, unanswered; every fast push is delivered and recorded.
-            #expect(await eventually { queue.count(.sent, app: "fast") == 200 && slowProvider.inFlight == 200 })
+            try await eventually { queue.count(.sent, app: "fast") == 200 && slowProvider.inFlight == 200 }
             #expect(queue.count(.sent, app: "slow") == 0)
             #expect(queue.count(.sending, app: "slow") == 200)
             slowProvider.release()
-            #expect(await eventually { queue.count(.sent, app: "slow") == 200 })
+            try await eventually { queue.count(.sent, app: "slow") == 200 }
         }
         #expect(fastProvider.sent.count == 200)
         #expect(slowProvider.sent.count == 200)
@@ -86,7 +86,7 @@ struct OutboxLaneTests {
             [NewEvent(id: "e1", app: "kasia", template: "custom", push: push, expiresAt: clock.now().addingTimeInterval(86_400), deviceRowIDs: devices.map(\.rowID))],
             checkpoint: nil, now: clock.now())
         try await Self.running([OutboxLane(app: "kasia", queue: queue, provider: provider, settings: Self.recordingAtOnce, clock: clock)]) {
-            #expect(await eventually { queue.count(.sent) == 25 && queue.count(.failed) == 5 })
+            try await eventually { queue.count(.sent) == 25 && queue.count(.failed) == 5 }
         }
         let smaller = push.shrunk()!.payload
         for (n, device) in devices.enumerated() {
@@ -118,25 +118,25 @@ struct OutboxLaneTests {
         ]
         try await Self.running(lanes) {
             // Both lanes asleep: the fine app delivered everything, the refused app's batch waits out the pause.
-            #expect(await eventually { queue.count(.sent, app: "fine") == 20 && refusedProvider.sent.count == 20 && clock.sleepers == 2 })
+            try await eventually { queue.count(.sent, app: "fine") == 20 && refusedProvider.sent.count == 20 && clock.sleepers == 2 }
             #expect(paused().flatMap(Double.init) == 1)
             #expect(queue.rows().filter { $0.device.app == "refused" }.allSatisfy {
                 $0.state == .pending && $0.nextAttemptAt == clock.now().addingTimeInterval(60)
             })
             // Half-way through the pause nothing is sent.
             clock.advance(by: 30)
-            #expect(await eventually { clock.sleepers == 2 })
+            try await eventually { clock.sleepers == 2 }
             #expect(refusedProvider.sent.count == 20)
             // At its end one delivery probes; refused again, the pause doubles.
             clock.advance(by: 30)
-            #expect(await eventually { refusedProvider.sent.count == 21 && clock.sleepers == 2 })
+            try await eventually { refusedProvider.sent.count == 21 && clock.sleepers == 2 }
             clock.advance(by: 119)
-            #expect(await eventually { clock.sleepers == 2 })
+            try await eventually { clock.sleepers == 2 }
             #expect(refusedProvider.sent.count == 21)
             // The credentials are put right: the next probe is delivered and the lane reopens.
             refusedProvider.answerEverything(.delivered)
             clock.advance(by: 1)
-            #expect(await eventually { queue.count(.sent, app: "refused") == 20 })
+            try await eventually { queue.count(.sent, app: "refused") == 20 }
         }
         // The refused batch, a refused probe, a probe delivered, then the other 19.
         let expectedSends = 20 + 1 + 1 + 19
@@ -158,11 +158,11 @@ struct OutboxLaneTests {
         let outbox = Outbox(
             queue: queue, providers: [(app: "mixed", providers: [apns, fcm])], settings: Self.recordingAtOnce, clock: clock, metrics: metrics)
         try await Self.running(outbox.lanes) {
-            #expect(await eventually { apns.sent.count == 10 && fcm.sent.count == 10 && queue.count(.sent, app: "mixed") == 10 })
+            try await eventually { apns.sent.count == 10 && fcm.sent.count == 10 && queue.count(.sent, app: "mixed") == 10 }
             // Another event while the Android lane is paused: iOS delivers it at once.
             try await Self.enqueue(queue, app: "mixed", devices: phones + androids, clock: clock)
             outbox.notify(app: "mixed")
-            #expect(await eventually { apns.sent.count == 20 && queue.count(.sent, app: "mixed") == 20 })
+            try await eventually { apns.sent.count == 20 && queue.count(.sent, app: "mixed") == 20 }
             #expect(fcm.sent.count == 10)
         }
         let text = String(decoding: registry.emitToBuffer(), as: UTF8.self)
@@ -185,10 +185,10 @@ struct OutboxLaneTests {
         let lane = OutboxLane(app: "default", queue: queue, provider: provider, settings: settings, clock: clock)
         try await Self.running([lane]) {
             for _ in 0..<30 {
-                #expect(await eventually { clock.sleepers == 1 && queue.count(.sending) == 0 })
+                try await eventually { clock.sleepers == 1 && queue.count(.sending) == 0 }
                 clock.advance(by: 1)
             }
-            #expect(await eventually { clock.sleepers == 1 && queue.count(.sending) == 0 })
+            try await eventually { clock.sleepers == 1 && queue.count(.sending) == 0 }
             let refused = provider.sent.count
             // Full-jitter back-off from 1 s capped at 8 s: about 10 tries a delivery in 30 s.
             #expect(refused >= 100 && refused <= 100 * 20, "\(refused) refused attempts")
@@ -196,7 +196,7 @@ struct OutboxLaneTests {
             provider.answerEverything(.delivered)
             for _ in 0..<10 where queue.count(.sent) < 100 {
                 clock.advance(by: 1)
-                #expect(await eventually { clock.sleepers == 1 && queue.count(.sending) == 0 })
+                try await eventually { clock.sleepers == 1 && queue.count(.sending) == 0 }
             }
             #expect(queue.count(.sent) == 100)
             #expect(provider.sent.count - refused == 100)
@@ -217,16 +217,16 @@ struct OutboxLaneTests {
         // One delivery in flight at a time, so the second push to the throttled device is still queued.
         let lane = OutboxLane(app: "default", queue: queue, provider: provider, maximumInFlight: 1, settings: Self.recordingAtOnce, clock: clock)
         try await Self.running([lane]) {
-            #expect(await eventually { queue.count(.sent) == 1 && clock.sleepers == 1 })
+            try await eventually { queue.count(.sent) == 1 && clock.sleepers == 1 }
             #expect(provider.sends(of: throttled.token) == 1)
             #expect(provider.sends(of: other.token) == 1)
             let held = queue.rows().filter { $0.device.rowID == throttled.rowID }
             #expect(held.count == 2 && held.allSatisfy { $0.state == .pending && $0.nextAttemptAt >= clock.now().addingTimeInterval(60) })
             clock.advance(by: 59)
-            #expect(await eventually { clock.sleepers == 1 })
+            try await eventually { clock.sleepers == 1 }
             #expect(provider.sends(of: throttled.token) == 1)
             clock.advance(by: 1)
-            #expect(await eventually { queue.count(.sent) == 3 })
+            try await eventually { queue.count(.sent) == 3 }
         }
         #expect(provider.sends(of: throttled.token) == 3)
     }
@@ -243,18 +243,18 @@ struct OutboxLaneTests {
             provider.hold()
             try await Self.enqueue(queue, app: "default", devices: [devices[0]], clock: clock)
             lane.notify()
-            #expect(await eventually { provider.inFlight == 1 })
+            try await eventually { provider.inFlight == 1 }
             // The others, published while it hangs, are delivered.
             provider.stopHolding()
             for device in devices.dropFirst() {
                 try await Self.enqueue(queue, app: "default", devices: [device], clock: clock)
                 lane.notify()
             }
-            #expect(await eventually { queue.count(.sent) == 5 })
+            try await eventually { queue.count(.sent) == 5 }
             #expect(provider.inFlight == 1)
             // The hanging one's answer is recorded when it comes.
             provider.release()
-            #expect(await eventually { queue.count(.sent) == 6 })
+            try await eventually { queue.count(.sent) == 6 }
         }
     }
 
@@ -269,9 +269,9 @@ struct OutboxLaneTests {
         let lane = OutboxLane(app: "default", queue: queue, provider: provider, maximumInFlight: 10, clock: clock)
         let group = ServiceGroup(services: [lane], logger: .init(label: "test"))
         let running = Task { try await group.run() }
-        #expect(await eventually { provider.inFlight == 10 })
+        try await eventually { provider.inFlight == 10 }
         await group.triggerGracefulShutdown()
-        #expect(await eventually { lane.isShuttingDown })
+        try await eventually { lane.isShuttingDown }
         provider.release()
         try await running.value
         #expect(queue.count(.sent) == 10)
@@ -290,7 +290,7 @@ struct OutboxLaneTests {
         try await Self.enqueue(queue, app: "default", devices: devices, clock: clock)
         let lane = OutboxLane(app: "default", queue: queue, provider: provider, clock: clock)
         let running = Task { try await lane.run() }
-        #expect(await eventually { provider.inFlight == 10 })
+        try await eventually { provider.inFlight == 10 }
         running.cancel()
         provider.release()
         try await running.value
@@ -306,7 +306,7 @@ struct OutboxLaneTests {
         try await Self.enqueue(queue, app: "default", devices: devices, clock: clock)
         let outbox = Outbox(queue: queue, providers: [(app: "default", providers: [ScriptedProvider()])], clock: clock)
         try await Self.running(outbox.lanes) {
-            #expect(await eventually { queue.count(.failed) == 1 })
+            try await eventually { queue.count(.failed) == 1 }
         }
         #expect(queue.rows().first?.reason == "no push provider for android devices")
     }
@@ -328,23 +328,23 @@ struct OutboxLaneTests {
         }
         try await Self.running(outbox.lanes) {
             // The lanes made their first claim (nothing due) and wait.
-            #expect(await eventually { outbox.directClaim(apps: ["default"])?.lanes[LaneKey(app: "default", platform: .ios)] == 500 })
+            try await eventually { outbox.directClaim(apps: ["default"])?.lanes[LaneKey(app: "default", platform: .ios)] == 500 }
             let claimsBefore = queue.claims
             let first = try await publish()
             #expect(first.claimed.count == 3 && first.pending.isEmpty)
-            #expect(await eventually { queue.count(.sent) == 3 })
+            try await eventually { queue.count(.sent) == 3 }
             #expect(queue.claims == claimsBefore, "no claim transaction for deliveries handed over")
             // While the lane sends, the next commit still hands it its deliveries, up to its limit
             // in flight: they queue behind the batch on the wire, and nobody claims them.
             provider.hold()
             _ = try await publish()
-            #expect(await eventually { provider.inFlight == 3 })
+            try await eventually { provider.inFlight == 3 }
             #expect(outbox.directClaim(apps: ["default"])?.lanes[LaneKey(app: "default", platform: .ios)] == 500)
             let second = try await publish()
             #expect(second.claimed.count == 3 && second.pending.isEmpty)
             #expect(outbox.directClaim(apps: ["default"])?.lanes[LaneKey(app: "default", platform: .ios)] == 497)
             provider.release()
-            #expect(await eventually { queue.count(.sent) == 9 })
+            try await eventually { queue.count(.sent) == 9 }
             #expect(queue.claims == claimsBefore, "no claim transaction for deliveries handed over")
         }
         #expect(provider.sent.count == 9)
@@ -362,7 +362,7 @@ struct OutboxLaneTests {
         let lane = OutboxLane(app: "default", queue: queue, provider: provider, maximumInFlight: 1, clock: clock)
         let group = ServiceGroup(services: [lane], logger: .init(label: "test"))
         let running = Task { try await group.run() }
-        #expect(await eventually { provider.inFlight == 1 })
+        try await eventually { provider.inFlight == 1 }
         // A commit leased three more to the lane while it was busy.
         let event = NewEvent(
             id: "late", app: "default", template: "custom", push: Self.alert, expiresAt: clock.now().addingTimeInterval(86_400),
@@ -371,7 +371,7 @@ struct OutboxLaneTests {
             [event], checkpoint: nil, now: clock.now(), claim: DirectClaim(lanes: [LaneKey(app: "default", platform: .ios): 500], lease: .seconds(30)))
         lane.handOff(result.claimed, leaseUntil: clock.now().addingTimeInterval(30))
         await group.triggerGracefulShutdown()
-        #expect(await eventually { lane.isShuttingDown })
+        try await eventually { lane.isShuttingDown }
         provider.release()
         try await running.value
         #expect(queue.count(.sent) == 1)
@@ -392,17 +392,17 @@ struct OutboxLaneTests {
             for (i, device) in devices[..<2].enumerated() {
                 try await Self.enqueue(queue, app: "default", devices: [device], clock: clock)
                 outbox.notify(app: "default")
-                #expect(await eventually { provider.sent.count == i + 1 })
+                try await eventually { provider.sent.count == i + 1 }
             }
             // Both went out; neither is recorded while the clock stands still.
-            #expect(await eventually { clock.sleepers >= 1 })
+            try await eventually { clock.sleepers >= 1 }
             #expect(queue.count(.sending) == 2 && queue.completions == 0)
             clock.advance(by: 0.02)
-            #expect(await eventually { queue.count(.sent) == 2 })
+            try await eventually { queue.count(.sent) == 2 }
             #expect(queue.completions == 1, "one transaction for both outcomes")
             try await Self.enqueue(queue, app: "default", devices: [devices[2]], clock: clock)
             outbox.notify(app: "default")
-            #expect(await eventually { queue.count(.pending) == 1 && queue.completions == 2 })
+            try await eventually { queue.count(.pending) == 1 && queue.completions == 2 }
         }
     }
 }

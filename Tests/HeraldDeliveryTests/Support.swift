@@ -229,12 +229,3 @@ final class ScriptedProvider: PushProvider {
         }
     }
 }
-
-/// Waits (yielding, bounded by a count of polls, not by time) until `condition` holds.
-func eventually(_ polls: Int = 20_000, _ condition: () async throws -> Bool) async rethrows -> Bool {
-    for _ in 0..<polls {
-        if try await condition() { return true }
-        try? await Task.sleep(for: .microseconds(200))
-    }
-    return try await condition()
-}

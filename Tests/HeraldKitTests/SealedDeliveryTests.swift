@@ -14,13 +14,6 @@ import FoundationNetworking
 struct SealedDeliveryTests {
     static let publisher = "publisher-key-00001"
 
-    static func eventually(_ condition: () async throws -> Bool) async throws {
-        for _ in 0..<1_200 {
-            if try await condition() { return }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-    }
-
     static func json(_ data: Data) throws -> [String: Any] {
         try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
     }
@@ -86,7 +79,7 @@ struct SealedDeliveryTests {
         var apns: [[String: Any]] = []
         var fcm: [[String: Any]] = []
         var browser: [[String: Any]] = []
-        try await Self.eventually {
+        try await eventually {
             apns = try Self.json(try await http("GET", serve.control + "/notifications?token=" + iPhone).1)["notifications"] as? [[String: Any]] ?? []
             fcm = try Self.json(try await http("GET", try #require(serve.fcmControl) + "/notifications?token=" + android).1)["notifications"] as? [[String: Any]] ?? []
             let query = endpoint.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? endpoint
@@ -180,7 +173,7 @@ struct SealedDeliveryTests {
         }
         let endpoint = try #require(subscription["endpoint"] as? String).addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
         var seen: [String: [String]] = [:]
-        try await Self.eventually {
+        try await eventually {
             func ids(_ url: String, _ field: String) async throws -> [String] {
                 (try Self.json(try await http("GET", url).1)["notifications"] as? [[String: Any]] ?? []).compactMap { $0[field] as? String }
             }

@@ -318,14 +318,15 @@ public struct MockWebPushProcess: Sendable {
     public let control: String
     public let serveEnvironment: [String: String]
 
-    public init(directory: URL, http1Only: Bool = false) throws {
+    /// Listens on `host` (another loopback address is another origin), writing its CA into `directory`.
+    public init(directory: URL, host: String = "127.0.0.1", http1Only: Bool = false) throws {
         let readyPipe = Pipe()
         process = try HeraldProcess(
-            ["mock-webpush", "--port", "0", "--control-port", "0", "--ca-out", directory.path] + (http1Only ? ["--http1-only"] : []),
+            ["mock-webpush", "--host", host, "--port", "0", "--control-port", "0", "--ca-out", directory.path] + (http1Only ? ["--http1-only"] : []),
             environment: [:], stdout: readyPipe)
         let (ready, port, controlPort) = try readyLine(readyPipe, of: "herald mock-webpush")
-        control = "http://127.0.0.1:\(controlPort)"
-        serveEnvironment = ["HERALD_WEBPUSH_ALLOW_HOSTS": "127.0.0.1:\(port)", "HERALD_WEBPUSH_CA_FILE": ready["ca"] as? String ?? ""]
+        control = "http://\(host):\(controlPort)"
+        serveEnvironment = ["HERALD_WEBPUSH_ALLOW_HOSTS": "\(host):\(port)", "HERALD_WEBPUSH_CA_FILE": ready["ca"] as? String ?? ""]
     }
 }
 
