@@ -323,7 +323,7 @@ public struct DeviceRegistrar: Sendable {
         if grant != .anyIdentity { try AppDirectory.require(grant, covers: device.deviceID, field: field) }
         if !bringsKeys, DevicePushKeys(device.attributes) != nil, apps[app]?.sealing.map({ $0.mode != .off }) ?? true {
             throw Refusal(
-                .unprocessable, code: "push_keys_required",
+                .conflict, code: "push_keys_required",
                 message: "this token registered push_keys, and its pushes are sealed to them: a registration without them would send them in clear; send push_keys (or unregister the token first)",
                 field: "push_keys")
         }

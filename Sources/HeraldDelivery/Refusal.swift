@@ -17,6 +17,8 @@ public struct Refusal: Error, Hashable, Sendable {
         /// Credentials that do not allow this.
         case forbidden
         case notFound
+        /// Valid, and at odds with what is stored (a registration that would undo another's).
+        case conflict
         /// More than a limit on size or count allows.
         case tooLarge
         case rateLimited

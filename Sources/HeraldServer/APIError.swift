@@ -37,6 +37,7 @@ public struct APIError: Error, Hashable, Sendable {
         case .unauthenticated: .unauthorized
         case .forbidden: .forbidden
         case .notFound: .notFound
+        case .conflict: .conflict
         case .tooLarge: .contentTooLarge
         case .rateLimited: .tooManyRequests
         case .unavailable: .serviceUnavailable

@@ -48,7 +48,7 @@ struct AttacksOverSocketsTests {
         #expect(try await http("POST", serve.api + "/api/devices/token", #"{"apnsToken":"\#(token)"}"#, bearer: mallory, headers: ["X-Device-ID": "mallory"]).0 == 403)
         // Bob's own registration without his keys would send his pushes in clear: refused too.
         let bare = #"{"device_token":"\#(token)","platform":"ios","environment":"sandbox","device_id":"bob","watched_addresses":["session:s"]}"#
-        #expect(try await http("POST", serve.api + "/v1/push/register", bare, bearer: bob).0 == 422)
+        #expect(try await http("POST", serve.api + "/v1/push/register", bare, bearer: bob).0 == 409)
 
         // A Matrix notify naming Bob's token (no credentials needed), with a forged Kasia payment in its payload.
         let pushkey = Data(stride(from: 0, to: token.count, by: 2).map { UInt8(token.dropFirst($0).prefix(2), radix: 16)! }).base64EncodedString()

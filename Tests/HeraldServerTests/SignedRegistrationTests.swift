@@ -186,7 +186,7 @@ struct SignedRegistrationTests {
             // Bob's device is still his, and still sealed: a registration without its keys would send it in clear.
             #expect(try await Self.status(client, bobs, bob) == true)
             r = try await send(client, .post, "/v1/push/register", Self.register(bobs, deviceID: "bob"), headers: Self.headers(bob))
-            #expect(r.status == .unprocessableContent)
+            #expect(r.status == .conflict)
             #expect((try json(r)["error"] as? [String: Any])?["code"] as? String == "push_keys_required")
             #expect(try await send(client, .post, "/v1/push/register", body, headers: Self.headers(bob)).status == .ok)
             // GhostTalk's route under signed records the session's identity: Mallory cannot take that device either.
