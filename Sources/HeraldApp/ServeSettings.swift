@@ -32,8 +32,9 @@ public struct ServeSettings: Sendable {
             try await store.migrate()
             return try await body(store)
         }
-        // An API call that gets no connection within 1.5 s is answered 503 store_unavailable.
-        let store = try PostgresStore(url: postgresURL, connectionWait: .milliseconds(1_500))
+        // An API call that gets no connection within 1.5 s, or no answer 10 s after that, is
+        // answered 503 store_unavailable (a batch of 1,000 events takes well under a second).
+        let store = try PostgresStore(url: postgresURL, connectionWait: .milliseconds(1_500), answerDeadline: .seconds(10))
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await store.run() }
             defer { group.cancelAll() }

@@ -27,17 +27,23 @@ public final class PostgresStore: Store {
     /// again on another. A connection opened while the server restarted can stay open and never
     /// answer: without this, the lane that sent on it waited for ever.
     public let laneAnswerDeadline: Duration
+    /// How long any other call (the API's) waits for the database's answer once it has a
+    /// connection, past `connectionWait`; then it is `StoreUnavailable` (a 503) and the connection
+    /// closed. nil waits as long as the database takes. A pooled connection the database stopped
+    /// answering is handed out at once, so `connectionWait` alone does not bound it.
+    public let answerDeadline: Duration?
     /// When a call last had its answer from the database: a busy pool is one that still answers.
     private let progress = DatabaseProgress()
 
     /// - Parameter url: `postgres://user:password@host:port/database[?sslmode=…&sslrootcert=…]`,
     ///   TLS as libpq reads it (`PostgresTLSMode`; default `prefer`).
     public init(
-        url: String, connectionWait: Duration? = nil, laneAnswerDeadline: Duration = .seconds(30),
+        url: String, connectionWait: Duration? = nil, laneAnswerDeadline: Duration = .seconds(30), answerDeadline: Duration? = nil,
         logger: Logger = Logger(label: "herald.postgres")
     ) throws {
         self.connectionWait = connectionWait
         self.laneAnswerDeadline = laneAnswerDeadline
+        self.answerDeadline = answerDeadline
         guard let components = URLComponents(string: url), ["postgres", "postgresql"].contains(components.scheme ?? ""),
             let host = components.host, !host.isEmpty, let user = components.user
         else {
@@ -81,11 +87,12 @@ public final class PostgresStore: Store {
     /// a connection slower than it to open, by cancelling the request that waited for it: the
     /// default is none, and `herald serve` chooses. With `answering`, a call that got its
     /// connection gives up when the database has not answered `answering` after the connection
-    /// wait ended, and closes the connection. A cancelled call with a connection closes it after `cancellationGrace`.
+    /// wait ended, and closes the connection (default `answerDeadline`). A cancelled call with a connection closes it after `cancellationGrace`.
     func leased<R: Sendable>(
         waiting: Duration? = nil, answering: Duration? = nil, _ body: @escaping @Sendable (PostgresConnection) async throws -> R
     ) async throws -> R {
         let wait = waiting ?? connectionWait
+        let answering = answering ?? answerDeadline
         let (client, address, progress) = (client, address, progress)
         guard let wait else {
             let leased = LeaseFlag()
@@ -97,7 +104,7 @@ public final class PostgresStore: Store {
                     return value
                 }
             } catch {
-                guard !leased.started.load(ordering: .sequentiallyConsistent), !(error is CancellationError) else { throw error }
+                guard !leased.started.load(ordering: .sequentiallyConsistent) || Self.isConnectionFailure(error), !(error is CancellationError) else { throw error }
                 throw StoreUnavailable(address: address, cause: "\(error)")
             }
         }
@@ -120,7 +127,8 @@ public final class PostgresStore: Store {
                         race.settle(.success(value))
                     } catch {
                         race.settle(.failure(
-                            race.isConnected || error is CancellationError ? error : StoreUnavailable(address: address, cause: "\(error)")))
+                            (race.isConnected && !Self.isConnectionFailure(error)) || error is CancellationError
+                                ? error : StoreUnavailable(address: address, cause: "\(error)")))
                     }
                 })
                 race.add(Task {
@@ -144,6 +152,13 @@ public final class PostgresStore: Store {
         } onCancel: {
             race.cancel(grace: Self.cancellationGrace)
         }
+    }
+
+    /// A failure of the connection, not of the statement (closed, reset, its TLS, the pool shut):
+    /// the database is out of reach, which the caller may try again (503), never a bug (500).
+    static func isConnectionFailure(_ error: any Error) -> Bool {
+        guard let error = error as? PSQLError else { return false }
+        return [.serverClosedConnection, .clientClosedConnection, .connectionError, .uncleanShutdown, .poolClosed].contains(error.code)
     }
 
     public func migrate() async throws {

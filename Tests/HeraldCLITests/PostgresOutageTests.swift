@@ -186,4 +186,39 @@ struct PostgresOutageTests {
         await server.remove()
         removed = true
     }
+
+    @Test("a database that takes the connection and never answers: publishes are 503 store_unavailable, not held requests, /readyz is 503, and once it answers again the same process publishes")
+    func silentDatabase() async throws {
+        try await TestPostgres.withDatabase(serverURL: TestPostgres.serverURL!) { databaseURL in
+            var components = try #require(URLComponents(string: databaseURL))
+            let relay = try await SilentRelay.start(to: components.port ?? 5432)
+            components.port = relay.port
+            let serve = try ServeProcess(environment: [
+                "HERALD_DATABASE_URL": try #require(components.string), "HERALD_HTTP_PORT": "0", "HERALD_PUBLISH_KEYS": Self.publisherKey,
+                "HERALD_PUBLISH_RATE": "0", "HERALD_SIGNING_KEY_PATH": try signingKeyFile(),
+            ])
+            defer { if serve.process.process.isRunning { serve.process.kill(SIGKILL) } }
+            let register = #"{"device_token":"\#(String(repeating: "d8", count: 32))","platform":"ios","watched_addresses":["session:outage"]}"#
+            #expect(try await http("POST", serve.api + "/v1/push/register", register).0 == 200)
+            #expect(try await Self.publish(serve.api, 0).0 == 202)
+
+            // Silent: every connection the pool holds, and every new one, passes no byte. Without the
+            // store's deadline each publish would wait on its query until the client gave up (60 s).
+            relay.silence()
+            for n in 1...3 {
+                let (status, body) = try await Self.publish(serve.api, n)
+                #expect(status == 503 && (body["error"] as? [String: Any])?["code"] as? String == "store_unavailable", "\(status) \(body)")
+            }
+            try await eventually { try await http("GET", serve.api + "/readyz").0 == 503 }
+
+            // Answering again: the connections it holds are closed (a few seconds for their TLS to
+            // give up), new ones work, and the same process publishes.
+            relay.resume()
+            try await eventually { try await Self.publish(serve.api, 9).0 == 202 }
+            let process = serve.process
+            try await offPool { process.kill(SIGTERM) }
+            #expect(process.process.terminationReason == .exit && process.process.terminationStatus == 0)
+            await relay.close()
+        }
+    }
 }

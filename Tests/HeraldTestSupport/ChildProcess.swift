@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -92,11 +93,15 @@ public struct CLIError: Error, CustomStringConvertible {
     public init(_ d: String) { description = d }
 }
 
-/// A child `herald` process whose standard error is read as it comes.
+/// A child `herald` process whose standard error is read as it comes, by a thread of its own: a
+/// process that logs more than a pipe holds (64 KiB) never stalls on a test that reads it later.
 public final class HeraldProcess: @unchecked Sendable {
     public let process = Process()
     private let errors = Pipe()
-    public private(set) var log = ""
+    private let captured = CapturedOutput()
+
+    /// What the process wrote to standard error so far.
+    public var log: String { captured.text }
 
     private let output: Pipe
 
@@ -125,6 +130,11 @@ public final class HeraldProcess: @unchecked Sendable {
         output = stdout ?? Pipe()
         process.standardOutput = output
         try process.run()
+        let (handle, captured) = (errors.fileHandleForReading, captured)
+        Thread.detachNewThread {
+            while case let chunk = handle.availableData, !chunk.isEmpty { captured.append(chunk) }
+            captured.end()
+        }
     }
 
     /// `herald serve`'s readiness line: the API's, the admin listener's and the built-in simulators' base URLs.
@@ -154,9 +164,8 @@ public final class HeraldProcess: @unchecked Sendable {
                 return port
             }
             guard Date().timeIntervalSince(start) < timeout else { throw CLIError("no \(marker) in: \(log)") }
-            let chunk = errors.fileHandleForReading.availableData
-            if chunk.isEmpty { throw CLIError("process exited: \(log)") }
-            log += String(decoding: chunk, as: UTF8.self)
+            if captured.ended { throw CLIError("process exited: \(log)") }
+            Thread.sleep(forTimeInterval: 0.02)
         }
     }
 
@@ -177,8 +186,31 @@ public final class HeraldProcess: @unchecked Sendable {
     /// Everything the process wrote to standard error, once it has exited.
     public func fullLog() -> String {
         process.waitUntilExit()
-        log += String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        captured.waitForEnd()
         return log
+    }
+}
+
+/// Bytes a reader thread appends until the pipe ends.
+private final class CapturedOutput: Sendable {
+    private let state = Mutex<(bytes: Data, ended: Bool)>((Data(), false))
+    private let endSignal = DispatchSemaphore(value: 0)
+
+    var text: String { state.withLock { String(decoding: $0.bytes, as: UTF8.self) } }
+    var ended: Bool { state.withLock { $0.ended } }
+
+    func append(_ chunk: Data) { state.withLock { $0.bytes += chunk } }
+
+    func end() {
+        state.withLock { $0.ended = true }
+        endSignal.signal()
+    }
+
+    /// Returns once the pipe has ended (at once after the first time).
+    func waitForEnd() {
+        guard !ended else { return }
+        endSignal.wait()
+        endSignal.signal()
     }
 }
 
