@@ -198,6 +198,99 @@ struct SealedDeliveryTests {
         #expect(Set(twice.values).count == 1 && twice.count == 3, "\(twice)")
     }
 
+    @Test("nothing outside the seal identifies: each template (Kasia message, handshake, payment, custom, conversation.silent, a Matrix notify) to a sealed iPhone, a sealed Android device and a browser shows Apple, Google and the push service no value the event carries")
+    func nothingOutsideTheSeal() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-outside-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let serve = try ServeProcess(environment: [
+            "HERALD_DATABASE_URL": "sqlite:" + directory.appendingPathComponent("herald.sqlite").path, "HERALD_HTTP_PORT": "0",
+            "HERALD_PUBLISH_KEYS": Self.publisher, "HERALD_MATRIX_APPS": "im.example.ios=apns,im.example.android=fcm",
+            "HERALD_MATRIX_REACHES_REGISTERED_DEVICES": "true",
+        ])
+        defer { serve.process.kill(SIGTERM) }
+        let keys = #""push_keys":{"p256dh":"BCVxsr7N_eNgVRqvHtD0zTZsEc6-VV-JvLexhqUzORcxaOzi6-AYWXvTBHm4bjyPjs7Vd8pZGH6SRpkNtoIAiw4","auth":"BTBZMqHH6r4Tts7J_aSIgg"}"#
+        let phone = try #require(try Self.json(try await http("POST", serve.control + "/tokens", #"{"environment":"sandbox"}"#).1)["token"] as? String)
+        let android = "fcm-outside_1:" + String(repeating: "O", count: 140)
+        for body in [
+            #"{"device_token":"\#(phone)","platform":"ios","environment":"sandbox","device_id":"phone-1","watched_addresses":[],\#(keys)}"#,
+            #"{"device_token":"\#(android)","platform":"android","device_id":"android-1","watched_addresses":[],\#(keys)}"#,
+        ] {
+            let (status, answer) = try await http("POST", serve.api + "/v1/push/register", body)
+            #expect(status == 200, "\(String(decoding: answer, as: UTF8.self))")
+        }
+        let web = try #require(serve.webPushControl)
+        let vapid = try Self.json(try await http("GET", serve.api + "/v1/push/vapid-public-key").1)["public_key"] as? String ?? ""
+        let subscription = try Self.json(try await http("POST", web + "/subscribe", #"{"application_server_key":"\#(vapid)"}"#).1)
+        let endpoint = try #require(subscription["endpoint"] as? String)
+        let subscriptionJSON = String(decoding: try JSONSerialization.data(withJSONObject: subscription), as: UTF8.self)
+        #expect(try await http("POST", serve.api + "/v1/push/register", #"{"platform":"web","device_id":"browser-1","subscription":\#(subscriptionJSON),"watched_addresses":[]}"#).0 == 200)
+
+        // What the events carry, each a value only the seal may hold.
+        let sender = "kaspa:qp0l70zd5x85ttwd6jv7g3s3a8llzj96d8dncn4zmhv4tlzx5k2jyqh70xmfj"
+        let (message, handshake, payment) = (String(repeating: "6a", count: 32), String(repeating: "6b", count: 32), String(repeating: "6c", count: 32))
+        let carried = [
+            message, handshake, payment, "qp0l70zd", "70xmfj", "aliaszz", "6369706839", "150000000", "1.5", "conv-secret-7", "hello secret",
+            "thread-secret-9", "conversation-secret-3", "secretroom", "secretevent", "@alice", "matrix words",
+        ]
+        let tokens = #""targets":{"tokens":["\#(phone)","\#(android)","\#(endpoint)"]}"#
+        for body in [
+            #"{"template":"kasia.contextual_message",\#(tokens),"fields":{"tx_id":"\#(message)","sender":"\#(sender)","alias":"aliaszz","payload":"6369706839","timestamp":1704067200,"daa_score":9}}"#,
+            #"{"template":"kasia.handshake",\#(tokens),"fields":{"tx_id":"\#(handshake)","sender":"\#(sender)","payload":"ab","timestamp":1704067200,"daa_score":7}}"#,
+            #"{"template":"kasia.payment",\#(tokens),"fields":{"tx_id":"\#(payment)","sender":"\#(sender)","timestamp":1704067200,"daa_score":8,"amount":150000000}}"#,
+            #"{"template":"custom","collapse_id":"conv-secret-7","thread_id":"thread-secret-9",\#(tokens),"fields":{"aps":{"alert":"hello secret"}}}"#,
+            #"{"template":"conversation.silent","targets":{"device_ids":["phone-1","android-1","browser-1"]},"fields":{"conversation_id":"conversation-secret-3"}}"#,
+        ] {
+            let (status, answer) = try await http("POST", serve.api + "/v1/events", body, bearer: Self.publisher)
+            #expect(status == 202, "\(body): \(String(decoding: answer, as: UTF8.self))")
+        }
+        let apnsKey = Data(stride(from: 0, to: phone.count, by: 2).map { UInt8(phone.dropFirst($0).prefix(2), radix: 16)! }).base64EncodedString()
+        let notify = #"{"notification":{"event_id":"$secretevent","room_id":"!secretroom:x","sender":"@alice:x","type":"m.room.message","content":{"body":"matrix words"},"counts":{"unread":1},"devices":[{"app_id":"im.example.ios","pushkey":"\#(apnsKey)","pushkey_ts":1},{"app_id":"im.example.android","pushkey":"\#(android)","pushkey_ts":1}]}}"#
+        let (notified, answer) = try await http("POST", serve.api + "/_matrix/push/v1/notify", notify)
+        #expect(notified == 200 && String(decoding: answer, as: UTF8.self) == #"{"rejected":[]}"#)
+
+        // What each push service sees: every header and every outer byte, the ciphertext aside.
+        func records(_ url: String) async throws -> [[String: Any]] {
+            try Self.json(try await http("GET", url).1)["notifications"] as? [[String: Any]] ?? []
+        }
+        let query = endpoint.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? endpoint
+        var seen: (apns: [[String: Any]], fcm: [[String: Any]], web: [[String: Any]]) = ([], [], [])
+        try await eventually {
+            seen = (
+                try await records(serve.control + "/notifications?token=" + phone),
+                try await records(try #require(serve.fcmControl) + "/notifications?token=" + android),
+                try await records(web + "/notifications?endpoint=" + query))
+            return seen.apns.count == 6 && seen.fcm.count == 6 && seen.web.count == 5
+        }
+        /// A record with its ciphertext taken out, as text.
+        func outside(_ record: [String: Any], dropping fields: [String]) throws -> String {
+            var record = record
+            for field in fields { record[field] = nil }
+            if let payload = record["payload"] as? String, var document = try JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any] {
+                #expect(document["herald_sealed"] is String, "\(payload)")
+                document["herald_sealed"] = nil
+                #expect(Set(document.keys) == ["aps"], "only aps beside the seal: \(payload)")
+                #expect((document["aps"] as? [String: Any])?["thread-id"] == nil, "\(payload)")
+                record["payload"] = String(decoding: try JSONSerialization.data(withJSONObject: document, options: .sortedKeys), as: UTF8.self)
+            }
+            if var data = record["data"] as? [String: Any] {
+                #expect(data["herald_sealed"] is String, "\(data)")
+                data["herald_sealed"] = nil
+                #expect(data.isEmpty, "only the seal in FCM's data: \(data)")
+                record["data"] = data
+            }
+            return String(decoding: try JSONSerialization.data(withJSONObject: record, options: .sortedKeys), as: UTF8.self)
+        }
+        var outer: [String] = []
+        for record in seen.apns { outer.append(try outside(record, dropping: ["token", "received_at_ms", "apns_id", "key_id"])) }
+        for record in seen.fcm { outer.append(try outside(record, dropping: ["token"])) }
+        // The browser's push service sees TTL, Urgency, Topic and ciphertext (`plaintext` is what the browser decrypts).
+        for record in seen.web { outer.append(try outside(record, dropping: ["endpoint", "plaintext", "vapid_key"])) }
+        for text in outer {
+            for value in carried { #expect(!text.contains(value), "\(value) outside the seal: \(text)") }
+        }
+    }
+
     @Test("an app with sealed: required refuses an iPhone without push_keys (422 naming push_keys) and takes one with them; a bad key is 422 naming the part")
     func requiredSealing() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-required-\(UUID())")
