@@ -362,7 +362,7 @@ let package = Package(
         ),
         // Tests that start the `herald` binary as separate processes.
         .testTarget(
-            name: "HeraldCLITests", dependencies: ["HeraldCLI", "HeraldStore", "HeraldCore", "HeraldPushCore", "HeraldWebPushCore", "HeraldTestSupport", "KaspaNodeSimulator", .product(name: "Logging", package: "swift-log")]),
+            name: "HeraldEndToEndTests", dependencies: ["HeraldCLI", "HeraldStore", "HeraldCore", "HeraldPushCore", "HeraldWebPushCore", "HeraldTestSupport", "KaspaNodeSimulator", .product(name: "Logging", package: "swift-log")]),
         // `herald serve`'s settings and composition root, in-process.
         .testTarget(
             name: "HeraldAppTests",
@@ -375,7 +375,7 @@ let package = Package(
         .testTarget(name: "HeraldMatrixTests", dependencies: ["HeraldMatrix", "HeraldCore", "HeraldFCMCore"]),
         .testTarget(
             name: "HeraldFCMTests",
-            dependencies: ["HeraldFCMService", "HeraldFCM", "HeraldFCMSimulator", "HeraldDelivery", "HeraldStore", "HeraldCore", "HeraldPushCore", .product(name: "HeraldKit", package: "HeraldKit"), "HeraldTestSupport", .product(name: "NIOPosix", package: "swift-nio")],
+            dependencies: ["HeraldFCMService", "HeraldFCM", "HeraldFCMCore", "HeraldFCMSimulator", "HeraldDelivery", "HeraldStore", "HeraldCore", "HeraldPushCore", .product(name: "HeraldKit", package: "HeraldKit"), "HeraldTestSupport", .product(name: "NIOPosix", package: "swift-nio")],
             exclude: ["Fixtures"]
         ),
         .testTarget(
@@ -405,7 +405,7 @@ let package = Package(
         ),
         // Writes to a HeraldKit shared store from a second process (the cross-process test).
         // An end-to-end encrypted messenger's use of HeraldKit without Kasia (push_keys, the pinned
-        // signing key, PushAuthenticator), run by HeraldCLITests' MessengerExampleTests.
+        // signing key, PushAuthenticator), run by HeraldEndToEndTests' MessengerExampleTests.
         .executableTarget(name: "MessengerExample", dependencies: [.product(name: "HeraldKit", package: "HeraldKit")], path: "Examples/Messenger"),
         .executableTarget(name: "SharedStoreWriter", dependencies: [.product(name: "HeraldKit", package: "HeraldKit")], path: "Tests/SharedStoreWriter"),
         // Test helpers shared by test targets: fresh PostgreSQL databases.

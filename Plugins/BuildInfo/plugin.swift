@@ -8,7 +8,6 @@ import PackagePlugin
 struct BuildInfo: BuildToolPlugin {
     func createBuildCommands(context: PluginContext, target: Target) throws -> [Command] {
         let output = context.pluginWorkDirectoryURL.appending(path: "generated")
-        let file = output.appending(path: "BuildInfo.swift")
         let script = #"""
             set -u
             commit=$(git -C "$1" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)

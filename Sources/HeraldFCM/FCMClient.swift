@@ -1,6 +1,6 @@
 import Foundation
-@_exported import HeraldFCMCore
-@_exported import HeraldHTTP2
+import HeraldFCMCore
+import HeraldHTTP2
 import Logging
 import NIOCore
 import NIOHPACK

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldFCM
+import HeraldFCMCore
 import HeraldPushCore
 import HeraldPushService
 import Logging

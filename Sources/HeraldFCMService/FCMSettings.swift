@@ -1,5 +1,6 @@
 import Foundation
 import HeraldFCM
+import HeraldFCMCore
 import HeraldPushCore
 
 /// One app's FCM service account and hosts, from the `HERALD_FCM_*` variables or an app's `fcm`

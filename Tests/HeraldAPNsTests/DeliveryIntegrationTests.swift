@@ -62,7 +62,7 @@ struct DeliveryIntegrationTests {
     @Test("a 403 provider-token refusal mints a new JWT and retries once when the 20-minute floor allows")
     func refreshAndRetryOnce() async throws {
         try await SimulatorFixture.with { f in
-            let clock = TestClock()
+            let clock = ManualClock(now: Date())
             let tokens = APNsProviderTokenSource(key: f.key, now: clock.now)
             let client = try f.makeClient(connections: 1, tokens: tokens)
             #expect(try await client.send(alert(deviceToken(1))).action == .done)
@@ -92,7 +92,7 @@ struct DeliveryIntegrationTests {
     @Test("a batch goes out together, past the connections' stream limits: each result is its own notification's, and a refused provider token is refreshed once and its push sent again")
     func batch() async throws {
         try await SimulatorFixture.with { f in
-            let clock = TestClock()
+            let clock = ManualClock(now: Date())
             let tokens = APNsProviderTokenSource(key: f.key, now: clock.now)
             // A request's deadline counts its wait in the queue, and the whole batch is queued at once:
             // a debug build on a busy 2-core machine takes several ms a push, so 1,500 need more than 10 s.
@@ -122,7 +122,7 @@ struct DeliveryIntegrationTests {
     @Test("one JWT per key: 10,000 sends over 4 connections mint one token; 51 minutes later, one more")
     func oneTokenPerKey() async throws {
         try await SimulatorFixture.with { f in
-            let clock = TestClock()
+            let clock = ManualClock(now: Date())
             let tokens = APNsProviderTokenSource(key: f.key, now: clock.now)
             // The subject is the token count, not deadlines: a loaded machine may hold a send past
             // the default 10 s (the full suite did), which would make it a retry.

@@ -27,7 +27,7 @@ struct ProviderTokenTests {
 
     @Test("one token until 50 minutes, then exactly one more")
     func refreshAtFiftyMinutes() async {
-        let clock = TestClock()
+        let clock = ManualClock(now: Date())
         let source = APNsProviderTokenSource(key: key, now: clock.now)
         let first = await source.currentToken()
         for _ in 0..<1_000 { #expect(await source.currentToken() == first) }
@@ -42,7 +42,7 @@ struct ProviderTokenTests {
 
     @Test("a refused token is replaced only once the 20-minute floor has passed")
     func twentyMinuteFloor() async {
-        let clock = TestClock()
+        let clock = ManualClock(now: Date())
         let source = APNsProviderTokenSource(key: key, now: clock.now)
         let first = await source.currentToken()
         clock.advance(by: 5 * 60)

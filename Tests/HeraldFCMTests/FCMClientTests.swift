@@ -2,6 +2,7 @@ import Foundation
 import HeraldCore
 import HeraldDelivery
 import HeraldFCM
+import HeraldFCMCore
 import HeraldFCMSimulator
 import HeraldFCMService
 import HeraldPushCore

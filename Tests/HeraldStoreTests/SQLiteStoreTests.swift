@@ -3,6 +3,7 @@ import HeraldAPNs
 import HeraldAPNsCore
 import HeraldCore
 import HeraldFCM
+import HeraldFCMCore
 import HeraldPushCore
 import HeraldStore
 import HeraldTestSupport
@@ -456,7 +457,7 @@ struct ProviderTokenLedgerTests {
     func oneTokenAcrossInstances() async throws {
         try await withEachStore { first, reopen in
             let second = try await reopen()
-            let clock = TestClock()
+            let clock = ManualClock(now: Date())
             let a = APNsProviderTokenSource(key: Self.key, ledger: first, now: clock.now)
             let b = APNsProviderTokenSource(key: Self.key, ledger: second, now: clock.now)
             // Many senders on both at once: one mint in all.
@@ -500,7 +501,7 @@ struct ProviderTokenLedgerTests {
                 make: @escaping @Sendable () async throws -> LedgerCredential
             ) async throws -> (credential: LedgerCredential, made: Bool) { throw CancellationError() }
         }
-        let clock = TestClock()
+        let clock = ManualClock(now: Date())
         let source = APNsProviderTokenSource(key: Self.key, ledger: Down(), now: clock.now)
         let first = await source.currentToken()
         #expect(source.mintedCount == 1)
@@ -528,7 +529,7 @@ struct FCMLedgerAndLaneTests {
     func oneAccessTokenAcrossInstances() async throws {
         try await withEachStore { first, reopen in
             let second = try await reopen()
-            let clock = TestClock()
+            let clock = ManualClock(now: Date())
             let endpoint = TokenEndpoint()
             let a = FCMAccessTokenSource(account: Self.account, ledger: first, now: clock.now, exchange: endpoint.exchange)
             let b = FCMAccessTokenSource(account: Self.account, ledger: second, now: clock.now, exchange: endpoint.exchange)

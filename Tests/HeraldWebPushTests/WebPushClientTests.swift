@@ -224,19 +224,13 @@ import WebPushCrypto
         TrustedPushServices(simulators.map { String($0.origin.dropFirst("https://".count)) })
     }
 
-    /// A clock the test moves.
-    final class MovingClock: Sendable {
-        let date = Mutex(Date())
-        func advance(_ seconds: TimeInterval) { date.withLock { $0 += seconds } }
-    }
-
     @Test("origins the operator does not trust never pause the app: two that take the key, then refuse it, cost their subscriptions and a minute's wait of their own origin")
     func untrustedOriginsNeverPause() async throws {
         let mallory1 = try await WebPushSimulator.start(), mallory2 = try await WebPushSimulator.start(), browser = try await WebPushSimulator.start()
         defer { Task { await mallory1.shutdown(); await mallory2.shutdown(); await browser.shutdown() } }
         let client = try Self.client(for: [mallory1, mallory2, browser])
-        let clock = MovingClock()
-        let provider = WebPushProvider(client: client, signer: Self.signer, trusted: Self.trusting([browser]), now: { clock.date.withLock { $0 } })
+        let clock = ManualClock(now: Date())
+        let provider = WebPushProvider(client: client, signer: Self.signer, trusted: Self.trusting([browser]), now: { clock.now() })
         let otherKey = VAPIDKey(privateKey: .init()).applicationServerKey
         for _ in 0..<3 {
             for origin in [mallory1, mallory2] {
@@ -251,7 +245,7 @@ import WebPushCrypto
                 // The browser's service is not held back by it.
                 #expect(await provider.send(try Self.delivery(to: browser.subscribe(), payload: "{}")) == .delivered)
             }
-            clock.advance(61)
+            clock.advance(by: 61)
         }
         #expect(await provider.send(try Self.delivery(to: browser.subscribe(), payload: "{}")) == .delivered)
         // The browsers' own list by default: the simulators' loopback origins are not in it.

@@ -22,8 +22,8 @@ struct TextLogHandlerTests {
         logger.debug("below the level")
         let written = lines.written.withLock { $0 }
         #expect(written.count == 2)
-        #expect(written.first?.contains("herald: path=/v1/events request_id=trace-7 [HeraldCLITests] first") == true)
-        #expect(written.last?.contains(#"herald: peer=bad\nline request_id=trace-7 [HeraldCLITests] second\nforged"#) == true)
+        #expect(written.first?.contains("herald: path=/v1/events request_id=trace-7 [HeraldEndToEndTests] first") == true)
+        #expect(written.last?.contains(#"herald: peer=bad\nline request_id=trace-7 [HeraldEndToEndTests] second\nforged"#) == true)
         #expect(written.allSatisfy { $0.filter { $0 == "\n" }.count == 1 })
         #expect(logger[metadataKey: "request_id"] == "trace-7")
     }
