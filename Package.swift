@@ -54,7 +54,8 @@ let package = Package(
     ],
     targets: [
         // What every push service and the HTTP/2 pool share, no NIO: transport failures,
-        // configuration errors, Retry-After, ES256 JWTs, base64url, UUIDs.
+        // configuration errors, Retry-After, ES256 JWTs, base64url, UUIDs, key files, the
+        // credential ledger's values, a device's opaque service attributes.
         .target(name: "HeraldPushCore", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
         // APNs as values, no NIO: notification, push type, priority, token, validation rules,
         // reasons and their classification, the ES256 provider token.
@@ -82,7 +83,8 @@ let package = Package(
             name: "HeraldFCMCore",
             dependencies: ["HeraldPushCore", .product(name: "_CryptoExtras", package: "swift-crypto")]
         ),
-        // Web Push's value core: RFC 8291 message encryption (aes128gcm) and subscription keys.
+        // Web Push as values, no NIO: subscription keys, VAPID, endpoints and the SSRF address
+        // policy, the message's headers and what each push-service answer means.
         .target(name: "HeraldWebPushCore", dependencies: ["HeraldPushCore", .product(name: "Crypto", package: "swift-crypto"), .product(name: "WebPushCrypto", package: "HeraldKit")]),
         // The FCM transport: OAuth access tokens and messages:send on the HTTP/2 pool.
         .target(
@@ -179,7 +181,7 @@ let package = Package(
             name: "KasiaCLI",
             dependencies: [.product(name: "KasiaCrypto", package: "HeraldKit"), .product(name: "KasiaProtocol", package: "HeraldKit"), .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
-        // Herald's domain, no I/O: watch keys, Kaspa addresses, events, push templates.
+        // Herald's domain, no I/O: watch keys, device tokens, routing, events, push templates, the clock.
         .target(
             name: "HeraldCore",
             dependencies: [
@@ -187,7 +189,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
-        // Durable state behind a `Store` protocol; SQLite (one file, WAL) here.
+        // Durable state behind role protocols; SQLite (one file, WAL) and PostgreSQL implement them all.
         .target(
             name: "HeraldStore",
             dependencies: [
@@ -198,11 +200,11 @@ let package = Package(
                 "HeraldPushCore", .product(name: "KasiaProtocol", package: "HeraldKit"), .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
-        // The delivery core: the publish use case (`EventPublisher`), the outbox lanes, the
-        // provider-neutral `PushProvider` seam and its providers (APNs), as lifecycle services.
         // The Matrix Push Gateway API as values, no I/O: the notify body, the app_id map, pushkeys as
         // devices, and Sygnal-shaped payloads for APNs, FCM and Web Push.
         .target(name: "HeraldMatrix", dependencies: ["HeraldCore", "HeraldFCMCore", "HeraldPushCore", "HeraldWebPushCore", .product(name: "KasiaProtocol", package: "HeraldKit"), .product(name: "WebPushCrypto", package: "HeraldKit")]),
+        // The delivery core: the publish and registration use cases (`EventPublisher`,
+        // `DeviceRegistrar`), the outbox lanes and the provider-neutral `PushProvider` seam.
         .target(
             name: "HeraldDelivery",
             dependencies: [
@@ -259,7 +261,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
-        // A Kaspa node look-alike speaking wRPC JSON, fed with transactions (tests, `herald mock-kaspad`).
+        // A Kaspa node look-alike speaking wRPC JSON, fed with transactions (tests and benchmarks).
         .target(
             name: "KaspaNodeSimulator",
             dependencies: [
@@ -287,7 +289,7 @@ let package = Package(
             resources: [.embedInCode("Resources/openapi.json"), .embedInCode("Resources/openapi-matrix.json")]
         ),
         // The composition root: `herald serve`'s settings (environment and HERALD_CONFIG) and
-        // `buildApplication(settings:store:)`, every part wired into one ServiceGroup.
+        // `buildApplication(settings:pushServices:store:…)`, every part wired into one ServiceGroup.
         .target(
             name: "HeraldApp",
             dependencies: [
@@ -308,7 +310,7 @@ let package = Package(
         .executableTarget(
             name: "HeraldCLI",
             dependencies: [
-                "HeraldApp", "HeraldAPNsSimulator", "HeraldCore", "HeraldDelivery", "HeraldFCM", "HeraldFCMSimulator", "HeraldPushCore",
+                "HeraldApp", "HeraldAPNsSimulator", "HeraldCore", "HeraldDelivery", "HeraldFCM", "HeraldFCMCore", "HeraldFCMSimulator", "HeraldPushCore",
                 "HeraldPushService", "HeraldServer", "HeraldStore", "HeraldWebPushCore", "HeraldWebPushSimulator",
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -320,7 +322,7 @@ let package = Package(
         ),
         // `herald version`'s commit, from git at build time.
         .plugin(name: "BuildInfo", capability: .buildTool()),
-        // `herald-bench`: the gateway's benchmarks (README → Performance).
+        // `herald-bench`: the gateway's benchmarks (Benchmarks/README.md).
         .executableTarget(
             name: "HeraldBench",
             dependencies: [

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HeraldFCM
+import HeraldFCMCore
 import HeraldFCMSimulator
 import HeraldPushCore
 import Logging

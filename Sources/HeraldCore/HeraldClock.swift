@@ -1,5 +1,4 @@
 import Foundation
-import HeraldAPNsCore
 
 /// The time source of everything that schedules: the wall time that is stored and compared
 /// (leases, retries, expirations) and the sleeps between attempts. Tests inject one they move
