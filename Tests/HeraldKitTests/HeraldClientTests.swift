@@ -40,6 +40,19 @@ import FoundationNetworking
     let cipher = KasiaCipher()
     static let token = String(repeating: "5a", count: 32)
 
+    @Test("an iPhone registers the token bytes iOS hands it: Herald knows it by their hex")
+    func registerTokenBytes() async throws {
+        let served = try Served.start()
+        defer { served.stop() }
+        let client = HeraldClient(configuration: .init(baseURL: served.api))
+        var builder = WatchSetBuilder()
+        builder.addKey("session:bytes")
+        let bytes = Data((0..<32).map { UInt8($0 * 7 + 3) })
+        #expect(try await client.register(deviceToken: bytes, watchSet: try builder.build(), environment: "sandbox") == 1)
+        let hex = bytes.map { String(format: "%02x", $0) }.joined()
+        #expect(try await client.status(deviceToken: hex).registered)
+    }
+
     @Test func registerStatusUpdateUnregister() async throws {
         let served = try Served.start()
         defer { served.stop() }

@@ -98,6 +98,28 @@ public struct HeraldClient: Sendable {
         return try Self.int(answer["watched_addresses"], "watched_addresses")
     }
 
+    /// Registers this iPhone's APNs token as `application(_:didRegisterForRemoteNotificationsWithDeviceToken:)`
+    /// hands it over: the bytes, sent as the lowercase hex Herald and Apple read. Otherwise as
+    /// `register(deviceToken:watchSet:platform:environment:deviceID:ownership:)` with `platform` "ios".
+    @discardableResult
+    public func register(
+        deviceToken: Data, watchSet: WatchSet, environment: String? = APNsBuildEnvironment.current, deviceID: String? = nil,
+        ownership: AddressOwnership? = nil
+    ) async throws(HeraldClientError) -> Int {
+        try await register(
+            deviceToken: Self.hex(deviceToken), watchSet: watchSet, platform: "ios", environment: environment, deviceID: deviceID,
+            ownership: ownership)
+    }
+
+    /// Lowercase hex of a token's bytes.
+    static func hex(_ bytes: Data) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var text = [UInt8]()
+        text.reserveCapacity(bytes.count * 2)
+        for byte in bytes { text += [digits[Int(byte >> 4)], digits[Int(byte & 0x0f)]] }
+        return String(decoding: text, as: UTF8.self)
+    }
+
     /// Pins the answer's signing key on first use, or checks it against the pinned one.
     func checkSigningKey(_ answer: [String: Any]) throws(HeraldClientError) {
         guard let pin = configuration.signingKeyPin else { return }
