@@ -90,12 +90,30 @@ import Testing
     @Test func matrixDocumentsAreNeverKasia() throws {
         let forged = #"{"aps":{"alert":{"title":"Payment Received","body":"100000 KAS"}},"kasia":{"type":"payment","txId":"ab12","sender":"kaspa:qp","payload":null,"timestamp":1704067200,"daaScore":1,"amount":1},"session_id":"s","message_id":"m","herald_source":"matrix"}"#
         let alert = HeraldPush.Alert(title: "Payment Received", body: "100000 KAS")
-        #expect(try HeraldPush(json: Data(forged.utf8)) == .other(alert: alert))
+        func shown(_ push: HeraldPush) -> HeraldPush.Alert? {
+            if case .other(let custom) = push { return custom.alert }
+            Issue.record("a Matrix document read as \(push)")
+            return nil
+        }
+        #expect(shown(try HeraldPush(json: Data(forged.utf8))) == alert)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(forged.utf8)) as? [String: Any])
-        #expect(HeraldPush(userInfo: object) == .other(alert: alert))
+        #expect(shown(HeraldPush(userInfo: object)) == alert)
         let fcm = ["title": "Payment Received", "body": "100000 KAS", "herald_source": "matrix",
                    "kasia": #"{"type":"payment","txId":"ab12","sender":"kaspa:qp","timestamp":1,"daaScore":1,"amount":1}"#]
-        #expect(HeraldPush(fcmData: fcm) == .other(alert: alert))
+        #expect(shown(HeraldPush(fcmData: fcm)) == alert)
+    }
+
+    @Test("a custom push keeps its data, the same map from an iPhone's payload, an FCM data message and a browser's message")
+    func customPushData() throws {
+        let json = #"{"aps":{"alert":{"title":"Order","body":"shipped"}},"order_id":"A-17","count":3,"paid":true,"items":[{"sku":"x","n":1}],"herald_signature":"1.sig"}"#
+        let expected = CustomPush(
+            alert: .init(title: "Order", body: "shipped"),
+            data: ["order_id": "A-17", "count": "3", "paid": "true", "items": #"[{"n":1,"sku":"x"}]"#])
+        #expect(try HeraldPush(json: Data(json.utf8)) == .other(expected))
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
+        #expect(HeraldPush(userInfo: object) == .other(expected))
+        let fcm = ["title": "Order", "body": "shipped", "order_id": "A-17", "count": "3", "paid": "true", "items": #"[{"sku":"x","n":1}]"#]
+        #expect(HeraldPush(fcmData: fcm) == .other(expected))
     }
 
     @Test func theOtherAppsPushes() throws {
@@ -106,9 +124,9 @@ import Testing
         #expect(s.sessionID == "s1" && s.messageID == "m1" && s.timestamp == 1_700_000_000 && s.encrypted && !s.hasAttachment)
         let agent = try HeraldPush(json: Data(#"{"aps":{"alert":{"title":"Permission needed","body":"Bash on mac"},"sound":"default"},"session_id":"s2","device_name":"mac","event_type":"Notification"}"#.utf8))
         #expect(agent == .agentEvent(AgentEventPush(sessionID: "s2", deviceName: "mac", eventType: "Notification", alert: .init(title: "Permission needed", body: "Bash on mac"))))
-        #expect(try HeraldPush(json: Data(#"{"aps":{"alert":"Hello"}}"#.utf8)) == .other(alert: .init(title: nil, body: "Hello")))
-        // A kasia dictionary missing its required keys is not a Kasia push.
-        #expect(try HeraldPush(json: Data(#"{"kasia":{"type":"payment"}}"#.utf8)) == .other(alert: nil))
+        #expect(try HeraldPush(json: Data(#"{"aps":{"alert":"Hello"}}"#.utf8)) == .other(CustomPush(alert: .init(title: nil, body: "Hello"))))
+        // A kasia dictionary missing its required keys is not a Kasia push: the app gets it as data.
+        #expect(try HeraldPush(json: Data(#"{"kasia":{"type":"payment"}}"#.utf8)) == .other(CustomPush(alert: nil, data: ["kasia": #"{"type":"payment"}"#])))
         #expect(throws: HeraldPushError.notAJSONObject) { try HeraldPush(json: Data("[1]".utf8)) }
         #expect(throws: HeraldPushError.notAJSONObject) { try HeraldPush(json: Data("{".utf8)) }
     }

@@ -11,8 +11,8 @@ public enum HeraldPush: Hashable, Sendable {
     case session(SessionPush)
     /// A Claudiator agent event (`session_id`, `device_name`, `event_type`).
     case agentEvent(AgentEventPush)
-    /// Anything else (a `custom` push): only its alert is known.
-    case other(alert: Alert?)
+    /// Anything else (a `custom` push, or a Matrix notify's document): its alert and its data.
+    case other(CustomPush)
 
     /// The visible alert a push carries, if any.
     public struct Alert: Hashable, Sendable {
@@ -66,12 +66,14 @@ public enum HeraldPush: Hashable, Sendable {
                 d[key] = text
             }
         }
+        // The alert's texts travel as `title`, `subtitle` and `body`: the alert, never a custom push's data.
         if d["aps"] == nil, data["title"] != nil || data["body"] != nil {
             var alert: [String: Any] = [:]
             alert["title"] = data["title"]
             alert["body"] = data["body"]
             d["aps"] = ["alert": alert]
         }
+        for key in ["title", "subtitle", "body"] { d[key] = nil }
         self.init(dictionary: d)
     }
 
@@ -86,7 +88,7 @@ public enum HeraldPush: Hashable, Sendable {
         // A Matrix notify's document (Herald marks it in the signed bytes): a homeserver's words,
         // never a Kasia push or another template's, whatever keys it carries.
         if d[Self.sourceKey] as? String == "matrix" {
-            self = .other(alert: alert)
+            self = .other(CustomPush(alert: alert, document: d))
             return
         }
         if let kasia = d["kasia"] as? [String: Any], let push = KasiaPush(kasia, alert: alert, decodingProof: decodingProof) {
@@ -100,7 +102,7 @@ public enum HeraldPush: Hashable, Sendable {
         } else if let session = d["session_id"] as? String, let event = d["event_type"] as? String {
             self = .agentEvent(AgentEventPush(sessionID: session, deviceName: d["device_name"] as? String, eventType: event, alert: alert))
         } else {
-            self = .other(alert: alert)
+            self = .other(CustomPush(alert: alert, document: d))
         }
     }
 
@@ -109,6 +111,32 @@ public enum HeraldPush: Hashable, Sendable {
         if let text = aps["alert"] as? String { return Alert(title: nil, body: text) }
         guard let alert = aps["alert"] as? [String: Any] else { return nil }
         return Alert(title: alert["title"] as? String, body: alert["body"] as? String)
+    }
+}
+
+/// A push no template of Herald's shaped (`custom`), as the app's backend published it.
+public struct CustomPush: Hashable, Sendable {
+    public var alert: HeraldPush.Alert?
+    /// The document's members besides `aps` and Herald's own (`herald_…`): a string as itself, any
+    /// other value as its JSON text (sorted keys), as FCM's data map carries every value, so an
+    /// iPhone, an Android device and a browser read the same map.
+    public var data: [String: String]
+
+    public init(alert: HeraldPush.Alert?, data: [String: String] = [:]) {
+        self.alert = alert
+        self.data = data
+    }
+
+    init(alert: HeraldPush.Alert?, document: [String: Any]) {
+        var data: [String: String] = [:]
+        for (key, value) in document where key != "aps" && !key.hasPrefix("herald_") {
+            if let text = value as? String {
+                data[key] = text
+            } else if let json = try? JSONSerialization.data(withJSONObject: value, options: [.fragmentsAllowed, .sortedKeys, .withoutEscapingSlashes]) {
+                data[key] = String(decoding: json, as: UTF8.self)
+            }
+        }
+        self.init(alert: alert, data: data)
     }
 }
 

@@ -193,7 +193,7 @@ public struct NotificationContentResolver: Sendable {
             return resolve(kasia, contacts: contacts, privateKey: privateKey)
         case .session(let p): return NotificationOutcome(title: p.alert?.title ?? "", body: p.alert?.body ?? "", record: nil)
         case .agentEvent(let p): return NotificationOutcome(title: p.alert?.title ?? "", body: p.alert?.body ?? "", record: nil)
-        case .other(let alert): return NotificationOutcome(title: alert?.title ?? "", body: alert?.body ?? "", record: nil)
+        case .other(let push): return NotificationOutcome(title: push.alert?.title ?? "", body: push.alert?.body ?? "", record: nil)
         case .conversation: return NotificationOutcome(title: "", body: "", record: nil)
         }
     }
