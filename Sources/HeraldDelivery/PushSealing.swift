@@ -161,7 +161,9 @@ public struct PushSealing: Sendable {
             }
             var out = document
             // Nothing outside the seal names what is inside: the collapse id becomes opaque.
-            if session != nil || opaqueCollapseID { out.collapseID = document.collapseID.map(signingKey.opaqueCollapseID) }
+            if session != nil || opaqueCollapseID, let id = document.collapseID {
+                out.collapseID = signatures.opaqueCollapseID(id, with: signingKey)
+            }
             if let session {
                 // A device with keys never gets its push in clear: what cannot be sealed whole
                 // shrinks, and what cannot shrink goes as the generic alert alone.
@@ -386,15 +388,17 @@ public final class SealingCost: Sendable {
     }
 }
 
-/// Signatures made for the documents of one batch, by the document's bytes: a fan-out signs its
-/// document once. The bytes are hashed in one call (an array of bytes hashes byte by byte, which
-/// cost a sealed push more than its HMACs).
+/// Signatures made for the documents of one batch, by the document's bytes, and the opaque
+/// collapse ids made for it: a fan-out signs its document and hashes its collapse id once. The
+/// bytes are hashed in one call (an array of bytes hashes byte by byte, which cost a sealed push
+/// more than its HMACs).
 public struct SignedDocuments: Sendable {
     private struct Key: Hashable {
         let bytes: [UInt8]
         func hash(into hasher: inout Hasher) { bytes.withUnsafeBytes { hasher.combine(bytes: $0) } }
     }
     private var signed: [Key: SignedPush] = [:]
+    private var opaqueIDs: [String: String] = [:]
     private let remembering: Bool
 
     /// - Parameter remembering: false for a batch of one push, which has nothing to share: it
@@ -405,5 +409,14 @@ public struct SignedDocuments: Sendable {
     public subscript(document: [UInt8]) -> SignedPush? {
         get { remembering ? signed[Key(bytes: document)] : nil }
         set { if remembering { signed[Key(bytes: document)] = newValue } }
+    }
+
+    /// `key`'s opaque form of the collapse id `id`, made once a batch.
+    public mutating func opaqueCollapseID(_ id: String, with key: PushSigningKey) -> String {
+        guard remembering else { return key.opaqueCollapseID(id) }
+        if let known = opaqueIDs[id] { return known }
+        let made = key.opaqueCollapseID(id)
+        opaqueIDs[id] = made
+        return made
     }
 }
