@@ -192,7 +192,7 @@ let package = Package(
         // Durable state behind role protocols; SQLite (one file, WAL) and PostgreSQL implement them all.
         .target(
             name: "HeraldStore",
-            dependencies: [
+            dependencies: ["HeraldAPNsCore", 
                 "HeraldCore", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log"),
@@ -202,12 +202,12 @@ let package = Package(
         ),
         // The Matrix Push Gateway API as values, no I/O: the notify body, the app_id map, pushkeys as
         // devices, and Sygnal-shaped payloads for APNs, FCM and Web Push.
-        .target(name: "HeraldMatrix", dependencies: ["HeraldCore", "HeraldFCMCore", "HeraldPushCore", "HeraldWebPushCore", .product(name: "KasiaProtocol", package: "HeraldKit"), .product(name: "WebPushCrypto", package: "HeraldKit")]),
+        .target(name: "HeraldMatrix", dependencies: ["HeraldAPNsCore", "HeraldCore", "HeraldFCMCore", "HeraldPushCore", "HeraldWebPushCore", .product(name: "KasiaProtocol", package: "HeraldKit"), .product(name: "WebPushCrypto", package: "HeraldKit")]),
         // The delivery core: the publish and registration use cases (`EventPublisher`,
         // `DeviceRegistrar`), the outbox lanes and the provider-neutral `PushProvider` seam.
         .target(
             name: "HeraldDelivery",
-            dependencies: [
+            dependencies: ["HeraldAPNsCore", 
                 "HeraldCore", "HeraldStore", "HeraldMatrix",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -230,7 +230,7 @@ let package = Package(
         // Each push service in one module: its `PushService`, settings, `PushProvider` and direct send.
         .target(
             name: "HeraldAPNsService",
-            dependencies: [
+            dependencies: ["HeraldSimulatorSupport", 
                 "HeraldAPNs", "HeraldAPNsCore", "HeraldAPNsSimulator", "HeraldCore", "HeraldDelivery", "HeraldMatrix", "HeraldPushCore", "HeraldPushService",
                 "HeraldStore", .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -238,14 +238,14 @@ let package = Package(
         ),
         .target(
             name: "HeraldFCMService",
-            dependencies: [
+            dependencies: ["HeraldAPNsCore", "HeraldSimulatorSupport", 
                 "HeraldCore", "HeraldDelivery", "HeraldFCM", "HeraldFCMCore", "HeraldFCMSimulator", "HeraldMatrix", "HeraldPushCore", "HeraldPushService", "HeraldStore",
                 .product(name: "Logging", package: "swift-log"), .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
         .target(
             name: "HeraldWebPushService",
-            dependencies: [
+            dependencies: [.product(name: "Crypto", package: "swift-crypto"), "HeraldAPNsCore", "HeraldSimulatorSupport", 
                 "HeraldCore", "HeraldDelivery", "HeraldMatrix", "HeraldPushCore", "HeraldPushService", "HeraldStore", "HeraldWebPush", "HeraldWebPushCore", .product(name: "WebPushCrypto", package: "HeraldKit"),
                 "HeraldWebPushSimulator", .product(name: "Logging", package: "swift-log"), .product(name: "NIOPosix", package: "swift-nio"),
             ]
@@ -292,7 +292,7 @@ let package = Package(
         // `buildApplication(settings:pushServices:store:…)`, every part wired into one ServiceGroup.
         .target(
             name: "HeraldApp",
-            dependencies: [
+            dependencies: [.product(name: "UnixSignals", package: "swift-service-lifecycle"), 
                 "HeraldAPNsService", "HeraldCore", "HeraldDelivery", "HeraldFCMService", "HeraldKaspa", "HeraldMatrix", "HeraldPushCore",
                 "HeraldPushService", "HeraldServer", "HeraldSimulatorSupport", "HeraldStore", "HeraldWebPushService",
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -309,7 +309,7 @@ let package = Package(
         // The `herald` command.
         .executableTarget(
             name: "HeraldCLI",
-            dependencies: [
+            dependencies: ["HeraldSimulatorSupport", 
                 "HeraldApp", "HeraldAPNsSimulator", "HeraldCore", "HeraldDelivery", "HeraldFCM", "HeraldFCMCore", "HeraldFCMSimulator", "HeraldPushCore",
                 "HeraldPushService", "HeraldServer", "HeraldStore", "HeraldWebPushCore", "HeraldWebPushSimulator",
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -325,7 +325,7 @@ let package = Package(
         // `herald-bench`: the gateway's benchmarks (Benchmarks/README.md).
         .executableTarget(
             name: "HeraldBench",
-            dependencies: [
+            dependencies: ["HeraldAPNsCore", .product(name: "NIOFoundationEssentialsCompat", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"), 
                 "HeraldWebPushService",
                 "HeraldAPNsSimulator", "HeraldCore", "HeraldStore", "HeraldKaspa", "KaspaNodeSimulator", "HeraldDelivery",
                 "HeraldWebPush",
@@ -364,25 +364,25 @@ let package = Package(
         ),
         // Tests that start the `herald` binary as separate processes.
         .testTarget(
-            name: "HeraldEndToEndTests", dependencies: ["HeraldCLI", "HeraldStore", "HeraldCore", "HeraldPushCore", "HeraldWebPushCore", "HeraldTestSupport", "KaspaNodeSimulator", .product(name: "Logging", package: "swift-log")]),
+            name: "HeraldEndToEndTests", dependencies: ["HeraldAPNsCore", "HeraldCLI", "HeraldStore", "HeraldCore", "HeraldPushCore", "HeraldWebPushCore", "HeraldTestSupport", "KaspaNodeSimulator", .product(name: "Logging", package: "swift-log")]),
         // `herald serve`'s settings and composition root, in-process.
         .testTarget(
             name: "HeraldAppTests",
-            dependencies: [
+            dependencies: ["HeraldAPNsCore", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"), 
                 "HeraldApp", "HeraldCore", "HeraldDelivery", "HeraldPushCore", "HeraldPushService", "HeraldStore", "HeraldTestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore", "HeraldPushCore", "HeraldAPNs", "HeraldAPNsCore", .product(name: "KasiaProtocol", package: "HeraldKit")]),
-        .testTarget(name: "HeraldMatrixTests", dependencies: ["HeraldMatrix", "HeraldCore", "HeraldFCMCore"]),
+        .testTarget(name: "HeraldMatrixTests", dependencies: ["HeraldAPNsCore", "HeraldMatrix", "HeraldCore", "HeraldFCMCore"]),
         .testTarget(
             name: "HeraldFCMTests",
-            dependencies: ["HeraldFCMService", "HeraldFCM", "HeraldFCMCore", "HeraldFCMSimulator", "HeraldDelivery", "HeraldStore", "HeraldCore", "HeraldPushCore", .product(name: "HeraldKit", package: "HeraldKit"), "HeraldTestSupport", .product(name: "NIOPosix", package: "swift-nio")],
+            dependencies: ["HeraldSimulatorSupport", "HeraldFCMService", "HeraldFCM", "HeraldFCMCore", "HeraldFCMSimulator", "HeraldDelivery", "HeraldStore", "HeraldCore", "HeraldPushCore", .product(name: "HeraldKit", package: "HeraldKit"), "HeraldTestSupport", .product(name: "NIOPosix", package: "swift-nio")],
             exclude: ["Fixtures"]
         ),
         .testTarget(
             name: "HeraldWebPushTests",
-            dependencies: [
+            dependencies: ["HeraldAPNsCore", "HeraldSimulatorSupport", .product(name: "NIOCore", package: "swift-nio"), 
                 "HeraldWebPushService",
                 "HeraldWebPushCore", "HeraldWebPush", "HeraldWebPushSimulator", "HeraldDelivery", "HeraldStore", "HeraldCore", .product(name: "HeraldKit", package: "HeraldKit"), .product(name: "WebPushCrypto", package: "HeraldKit"),
                 "HeraldTestSupport", .product(name: "Crypto", package: "swift-crypto"), .product(name: "NIOPosix", package: "swift-nio"),
@@ -392,12 +392,12 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldKaspaTests",
-            dependencies: ["HeraldKaspa", "HeraldCore", "HeraldStore", .product(name: "HeraldKit", package: "HeraldKit"), "KaspaNodeSimulator", "HeraldTestSupport", .product(name: "KasiaProtocol", package: "HeraldKit")],
+            dependencies: ["HeraldAPNsCore", "HeraldKaspa", "HeraldCore", "HeraldStore", .product(name: "HeraldKit", package: "HeraldKit"), "KaspaNodeSimulator", "HeraldTestSupport", .product(name: "KasiaProtocol", package: "HeraldKit")],
             exclude: ["Fixtures"]
         ),
         .testTarget(
             name: "HeraldKitTests",
-            dependencies: [
+            dependencies: ["HeraldAPNsCore", 
                 .product(name: "HeraldKit", package: "HeraldKit"), .product(name: "KasiaProtocol", package: "HeraldKit"), .product(name: "KasiaCrypto", package: "HeraldKit"),
                 "HeraldTestSupport", "HeraldPushCore", "HeraldWebPushCore", .product(name: "WebPushCrypto", package: "HeraldKit"),
                 .product(name: "PushSigning", package: "HeraldKit"), "HeraldCore", "HeraldDelivery", "HeraldStore",
@@ -423,7 +423,7 @@ let package = Package(
         // The delivery core on an in-memory queue, a scripted provider and a manual clock.
         .testTarget(
             name: "HeraldDeliveryTests",
-            dependencies: [
+            dependencies: ["HeraldAPNsCore", .product(name: "Logging", package: "swift-log"), 
                 "HeraldDelivery", "HeraldServer", "HeraldStore", "HeraldCore", "HeraldPushCore", "HeraldTestSupport",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -431,7 +431,7 @@ let package = Package(
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ]
         ),
-        .testTarget(name: "HeraldStoreTests", dependencies: ["HeraldStore", "HeraldPushCore", "HeraldFCMCore", .product(name: "GRDB", package: "GRDB.swift"), "HeraldCore", "HeraldAPNs", "HeraldFCM", "HeraldTestSupport", "HeraldAPNsCore", "HeraldWebPushCore", .product(name: "KasiaProtocol", package: "HeraldKit")]),
+        .testTarget(name: "HeraldStoreTests", dependencies: [.product(name: "Crypto", package: "swift-crypto"), "HeraldStore", "HeraldPushCore", "HeraldFCMCore", .product(name: "GRDB", package: "GRDB.swift"), "HeraldCore", "HeraldAPNs", "HeraldFCM", "HeraldTestSupport", "HeraldAPNsCore", "HeraldWebPushCore", .product(name: "KasiaProtocol", package: "HeraldKit")]),
         .testTarget(
             name: "HeraldServerTests",
             dependencies: [
@@ -450,3 +450,11 @@ let package = Package(
         ),
     ]
 )
+
+// The compiler keeps the map, as Hummingbird's manifest does: an existential is spelled `any`,
+// and a file sees only the members of modules it imports itself.
+for target in package.targets where target.type != .plugin {
+    target.swiftSettings = (target.swiftSettings ?? []) + [
+        .enableUpcomingFeature("ExistentialAny"), .enableUpcomingFeature("MemberImportVisibility"),
+    ]
+}

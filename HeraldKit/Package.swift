@@ -42,3 +42,11 @@ let package = Package(
         .target(name: "HeraldKit", dependencies: ["KasiaProtocol", "KasiaCrypto", "WebPushCrypto", "PushSigning", .product(name: "Crypto", package: "swift-crypto")]),
     ]
 )
+
+// The compiler keeps the map, as in Herald's manifest: an existential is spelled `any`, and a file
+// sees only the members of modules it imports itself.
+for target in package.targets where target.type != .system && target.type != .plugin {
+    target.swiftSettings = (target.swiftSettings ?? []) + [
+        .enableUpcomingFeature("ExistentialAny"), .enableUpcomingFeature("MemberImportVisibility"),
+    ]
+}

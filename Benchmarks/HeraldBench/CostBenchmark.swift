@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HeraldCore
+import HeraldPushCore
 
 /// `herald-bench cost`: Herald's own CPU time per event (read from `/proc`, not wall time), for
 /// single-event publishes at a fixed open-loop rate, batches of 250, and fan-out to 1,000

@@ -1,6 +1,9 @@
 import ArgumentParser
 import Foundation
+import HeraldAPNsSimulator
 import HeraldCore
+import HeraldPushCore
+import HeraldStore
 
 /// `herald-bench`: the gateway's benchmarks (README → Performance). Each runs a release
 /// `herald serve` against a fresh SQLite file and an in-process APNs simulator, on loopback.

@@ -1,7 +1,9 @@
 import ArgumentParser
 import Foundation
+import HeraldAPNsSimulator
 import HeraldCore
 import HeraldKaspa
+import HeraldPushCore
 import KasiaProtocol
 import KaspaNodeSimulator
 

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
+import HeraldAPNsSimulator
 import HeraldCore
+import HeraldPushCore
 import KasiaProtocol
 
 /// `herald-bench matrix`: a Matrix homeserver's load on the push gateway. `--clients` concurrent

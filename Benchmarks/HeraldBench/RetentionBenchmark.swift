@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
 import GRDB
+import HeraldCore
+import HeraldPushCore
 
 /// `herald-bench retention`: a SQLite database holding `--finished` finished deliveries (sent, two
 /// hours old, `--fanout` per event) is pruned by `herald serve` (`HERALD_RETENTION_HOURS=1`)

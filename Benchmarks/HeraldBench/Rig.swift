@@ -7,6 +7,8 @@ import HeraldDelivery
 import HeraldPushCore
 import HeraldStore
 import NIOCore
+import NIOFoundationEssentialsCompat
+import NIOHTTP1
 import NIOPosix
 import Synchronization
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Crypto
 import Foundation
+import HeraldAPNsCore
 import HeraldCore
 import HeraldDelivery
 import HeraldPushCore

@@ -1,17 +1,19 @@
 import ArgumentParser
 import Crypto
 import Foundation
+import HeraldAPNsCore
 import HeraldCore
 import HeraldDelivery
 import HeraldPushCore
 import HeraldStore
 import HeraldWebPush
+import HeraldWebPushCore
 import HeraldWebPushService
+import NIOCore
 import NIOPosix
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
-import HeraldWebPushCore
 #endif
 import WebPushCrypto
 

@@ -1,3 +1,4 @@
+import Foundation
 /// What an APNs payload says about itself: enough to check it against its push type.
 public struct APNsPayloadSummary: Sendable, Hashable {
     /// The keys of the `aps` dictionary.

@@ -3,6 +3,7 @@ import HeraldAPNs
 import HeraldAPNsCore
 import HeraldCore
 import HeraldDelivery
+import HeraldPushCore
 import HeraldStore
 import Synchronization
 

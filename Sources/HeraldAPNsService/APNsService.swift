@@ -8,6 +8,7 @@ import HeraldDelivery
 import HeraldMatrix
 import HeraldPushCore
 import HeraldPushService
+import HeraldSimulatorSupport
 import Logging
 import NIOPosix
 

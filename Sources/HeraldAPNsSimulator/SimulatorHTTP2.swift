@@ -1,6 +1,7 @@
 import Foundation
 import HeraldAPNs
 import HeraldAPNsCore
+import HeraldPushCore
 import NIOCore
 import NIOHPACK
 import NIOHTTP2

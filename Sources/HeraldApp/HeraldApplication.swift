@@ -14,6 +14,7 @@ import NIOCore
 import NIOPosix
 import Prometheus
 import ServiceLifecycle
+import UnixSignals
 
 /// The gateway, built and ready to run: every long-running part in one `ServiceGroup`.
 public struct HeraldApplication: Sendable {

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldDelivery
 import HeraldPushCore
 import HeraldStore
 

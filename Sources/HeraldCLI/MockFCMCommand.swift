@@ -4,6 +4,7 @@ import HeraldFCM
 import HeraldFCMCore
 import HeraldFCMSimulator
 import HeraldPushCore
+import HeraldSimulatorSupport
 import Logging
 
 /// `herald mock-fcm`: the FCM simulator as its own process.

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HeraldPushCore
+import HeraldSimulatorSupport
 import HeraldWebPushSimulator
 import Logging
 

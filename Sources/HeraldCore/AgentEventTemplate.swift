@@ -1,3 +1,4 @@
+import Foundation
 import HeraldAPNsCore
 
 /// Claudiator's `agent.event` template: a

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldPushCore
 
 /// The time source of everything that schedules: the wall time that is stored and compared
 /// (leases, retries, expirations) and the sleeps between attempts. Tests inject one they move

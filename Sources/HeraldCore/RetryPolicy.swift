@@ -1,3 +1,4 @@
+import HeraldPushCore
 
 /// When to try a delivery again: exponential back-off with full jitter,
 /// base 1 s, cap 10 minutes, and never sooner than the server's Retry-After.

@@ -1,11 +1,18 @@
 import Crypto
 import Foundation
+import HeraldAPNsCore
 import HeraldCore
 import HeraldPushCore
 import HeraldStore
 import PushSigning
 import Synchronization
 import WebPushCrypto
+
+#if canImport(Glibc)
+// `timespec` as Foundation's CoreFoundation declares it on Linux (its fields need the import).
+import CoreFoundation
+import Glibc
+#endif
 
 /// Whether an app seals its pushes to its devices' `push_keys` (docs/signed-pushes.md).
 public enum SealingMode: String, Sendable, CaseIterable {

@@ -6,6 +6,7 @@ import HeraldFCMCore
 import HeraldFCMSimulator
 import HeraldPushCore
 import HeraldPushService
+import HeraldSimulatorSupport
 import Logging
 import NIOPosix
 

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import Logging
 import Synchronization
 
 /// The web origins whose pages may call the registration routes (`/v1/push/*`) from a browser

@@ -3,6 +3,7 @@ import HeraldDelivery
 import HeraldStore
 import HTTPTypes
 import Hummingbird
+import Logging
 import Synchronization
 
 /// Every answer that is not a success is in Herald's envelope, `{"error": {"code", "message",

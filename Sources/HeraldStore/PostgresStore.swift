@@ -1,6 +1,8 @@
 import Foundation
+import HeraldAPNsCore
 import HeraldCore
 import HeraldPushCore
+import KasiaProtocol
 import Logging
 import NIOCore
 import NIOSSL

@@ -3,8 +3,10 @@ import GRDB
 #if canImport(Glibc)
 import Glibc
 #endif
+import HeraldAPNsCore
 import HeraldCore
 import HeraldPushCore
+import KasiaProtocol
 
 /// The `Store` on one SQLite file in WAL mode. Its SQL is the kind PostgreSQL also runs, so
 /// the PostgreSQL store can share the statements.

@@ -1,6 +1,8 @@
 import Foundation
+import HeraldAPNsCore
 import HeraldCore
 import HeraldDelivery
+import HeraldPushCore
 import HeraldStore
 import HeraldWebPush
 import HeraldWebPushCore

@@ -1,8 +1,10 @@
+import Crypto
 import HeraldCore
 import HeraldDelivery
 import HeraldMatrix
 import HeraldPushCore
 import HeraldPushService
+import HeraldSimulatorSupport
 import HeraldWebPush
 import HeraldWebPushCore
 import HeraldWebPushSimulator

@@ -2,6 +2,7 @@ import Foundation
 @testable import HeraldAPNs
 import HeraldAPNsCore
 import HeraldAPNsSimulator
+import HeraldPushCore
 import HeraldTestSupport
 import NIOCore
 import Testing

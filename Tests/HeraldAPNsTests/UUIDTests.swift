@@ -1,5 +1,6 @@
 import Foundation
 import HeraldAPNsCore
+import HeraldPushCore
 import Testing
 
 @Suite("Random UUIDs and their lowercase form")

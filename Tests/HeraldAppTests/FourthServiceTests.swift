@@ -3,6 +3,7 @@ import HeraldApp
 import HeraldPushService
 import HeraldTestSupport
 import Logging
+import ServiceLifecycle
 import Testing
 
 /// A push service added from outside: `RecordingService` and one registry line, nothing else.

@@ -1,11 +1,14 @@
 import Foundation
+import HeraldAPNsCore
 import HeraldApp
 import HeraldCore
+import HeraldDelivery
 import HeraldPushService
 import HeraldPushCore
 import HeraldStore
 import HeraldTestSupport
 import Logging
+import ServiceLifecycle
 import Testing
 
 /// `herald serve`'s settings and composition, in this process: no child process, no port to

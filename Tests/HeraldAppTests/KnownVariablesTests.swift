@@ -1,5 +1,6 @@
 import Foundation
 @testable import HeraldApp
+import HeraldPushCore
 import Testing
 
 @Suite("HeraldApp: the HERALD_* variables, known and documented")

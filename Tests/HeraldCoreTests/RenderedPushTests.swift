@@ -1,3 +1,4 @@
+import HeraldAPNsCore
 import HeraldCore
 import Testing
 

@@ -1,9 +1,11 @@
 import Foundation
+import HeraldAPNsCore
 import HeraldCore
 import HeraldDelivery
 import HeraldServer
 import HeraldStore
 import HeraldTestSupport
+import Logging
 import Prometheus
 import ServiceLifecycle
 import Testing

@@ -7,6 +7,7 @@ import HeraldFCMSimulator
 import HeraldFCMService
 import HeraldPushCore
 import HeraldKit
+import HeraldSimulatorSupport
 import HeraldStore
 import HeraldTestSupport
 import NIOPosix

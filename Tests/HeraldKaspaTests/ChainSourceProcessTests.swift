@@ -2,12 +2,13 @@ import Foundation
 import HeraldCore
 import HeraldKaspa
 import HeraldTestSupport
+import KasiaProtocol
 import KaspaNodeSimulator
+import Synchronization
 import Testing
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
-import KasiaProtocol
 #endif
 
 /// The SDK-made transactions as raw node JSON (what the simulator serves).

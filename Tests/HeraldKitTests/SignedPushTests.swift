@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import HeraldAPNsCore
 import HeraldCore
 import HeraldDelivery
 import HeraldKit

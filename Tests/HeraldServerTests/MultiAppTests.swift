@@ -8,6 +8,7 @@ import HeraldServer
 import HeraldStore
 import Hummingbird
 import HummingbirdTesting
+import Prometheus
 import Testing
 
 /// Two apps in one instance: the real router, outbox, APNs clients (one key each), simulator and SQLite.

@@ -9,6 +9,8 @@ import HeraldDelivery
 import HeraldPushCore
 import HeraldServer
 import HeraldStore
+import KasiaProtocol
+import NIOCore
 import NIOPosix
 import Synchronization
 import Testing

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldAPNsCore
 import HeraldDelivery
 import HeraldCore
 import HeraldServer

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldAPNsCore
 import HeraldCore
 import HeraldDelivery
 import HeraldMatrix

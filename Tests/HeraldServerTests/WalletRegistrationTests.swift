@@ -3,6 +3,7 @@ import Foundation
 import HeraldCore
 import HeraldDelivery
 import HeraldServer
+import HeraldStore
 import HeraldTestSupport
 import Hummingbird
 import HummingbirdTesting

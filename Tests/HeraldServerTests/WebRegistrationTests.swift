@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldDelivery
 import HeraldServer
 import HeraldStore
 import HeraldWebPush

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import HeraldAPNs
 import HeraldAPNsCore

@@ -1,4 +1,8 @@
 import Crypto
+import Foundation
+#if canImport(FoundationEssentials)
+import FoundationEssentials  // Linux: its Data members need the import; Apple's Foundation has them
+#endif
 
 /// A push document signed by its app's Ed25519 key at an issue time (docs/signed-pushes.md).
 ///

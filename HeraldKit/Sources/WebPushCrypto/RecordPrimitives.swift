@@ -1,5 +1,9 @@
 import Crypto
+import Foundation
 
+#if canImport(FoundationEssentials)
+import FoundationEssentials  // Linux: its Data members need the import; Apple's Foundation has them
+#endif
 #if canImport(CCryptoBoringSSL) && !HERALDKIT_APPLE_PATH
 internal import CCryptoBoringSSL
 #endif
