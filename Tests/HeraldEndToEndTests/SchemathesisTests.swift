@@ -16,6 +16,9 @@ import Testing
     // process suites starved a 2-core machine past the push services' request timeouts.
     .enabled(if: ProcessInfo.processInfo.environment["HERALD_TEST_SCHEMATHESIS_SEPARATELY"] == nil))
 struct SchemathesisTests {
+    /// The watch-key limit the served document states per list, and the hooks hold lists to together.
+    static let maxWatchKeys = 30
+
     @Test("every schemathesis check passes on every operation of /openapi.json")
     func allChecks() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-schemathesis-\(UUID())")
@@ -30,7 +33,7 @@ struct SchemathesisTests {
             "HERALD_MATRIX_APPS": "im.example.ios=apns,im.example.android*=fcm,im.example.web=webpush",
             // Lists whose limits multiply to less than the 64 KiB body limit: every body the
             // document allows fits (a longer one is 413, a rule no schema can state).
-            "HERALD_MAX_WATCH_KEYS": "30", "HERALD_MAX_ALIASES": "10",
+            "HERALD_MAX_WATCH_KEYS": "\(Self.maxWatchKeys)", "HERALD_MAX_ALIASES": "10",
         ])
         defer { serve.process.kill(SIGKILL) }
         // Subscriptions on the built-in Web Push simulator's host: the one inside host Herald
@@ -46,6 +49,7 @@ struct SchemathesisTests {
         var environment = ProcessInfo.processInfo.environment
         environment["SCHEMATHESIS_HOOKS"] = "schemathesis_hooks"
         environment["HERALD_TEST_WEBPUSH_HOST"] = webPushHost
+        environment["HERALD_TEST_MAX_WATCH_KEYS"] = "\(Self.maxWatchKeys)"
         environment["PYTHONPATH"] = fixtures.path
         // Bounded: a fixed seed and number of examples per operation, the coverage phase's
         // boundary cases besides; each request has schemathesis's own time-out.

@@ -91,3 +91,23 @@ def filter_case(context, case):
         return True
     limit = _batch_body_limit if case.operation.path == "/v1/events:batch" else _body_limit
     return len(json.dumps(case.body).encode()) <= limit
+
+
+_max_watch_keys = int(os.environ.get("HERALD_TEST_MAX_WATCH_KEYS", "30"))
+
+
+@schemathesis.hook("map_case").apply_to(path_regex=r"/push/(register|update)$")
+def watch_keys_within_the_limit(context, case):
+    """A device's watched keys and its own addresses count together against the watch-key limit
+    (HERALD_MAX_WATCH_KEYS): a sum of two lists, which JSON Schema cannot state (each list's
+    maxItems is the limit; entries count as given). Over it is 422 naming `watched_addresses`. Own
+    addresses give way."""
+    body = case.body
+    if not (_positive(case, ParameterLocation.BODY) and isinstance(body, dict)):
+        return case
+    watched, own = body.get("watched_addresses"), body.get("addresses")
+    if not isinstance(watched, list) or not isinstance(own, list):
+        return case
+    while own and len(watched) + len(own) > _max_watch_keys:
+        own.pop()
+    return case
