@@ -40,6 +40,9 @@ let package = Package(
         .target(name: "PushSigning", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
         // The client library: registration, decoding and decrypting pushes, reliability, polling.
         .target(name: "HeraldKit", dependencies: ["KasiaProtocol", "KasiaCrypto", "WebPushCrypto", "PushSigning", .product(name: "Crypto", package: "swift-crypto")]),
+        // HeraldKit's own tests, no server needed: `swift test` in this folder, as an app that adds
+        // HeraldKit runs them. Those against `herald serve` are the gateway's `HeraldKitTests`.
+        .testTarget(name: "HeraldKitUnitTests", dependencies: ["HeraldKit", "KasiaProtocol"]),
     ]
 )
 
