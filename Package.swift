@@ -117,6 +117,7 @@ let package = Package(
         .target(
             name: "HeraldSimulatorSupport",
             dependencies: [
+                "HeraldPushCore",
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"), .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HummingbirdHTTP2", package: "hummingbird"),

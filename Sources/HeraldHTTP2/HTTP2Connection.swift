@@ -507,11 +507,7 @@ package struct HTTP2ConnectionFactory: Sendable {
 
     /// A host that is an IP literal gets no SNI; NIOSSL then matches the certificate's IP SAN.
     private var serverNameForSNI: String? {
-        var v4 = in_addr()
-        var v6 = in6_addr()
-        let bare = host.trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
-        if inet_pton(AF_INET, bare, &v4) == 1 || inet_pton(AF_INET6, bare, &v6) == 1 { return nil }
-        return host
+        IPAddressLiteral.bytes(host.trimmingCharacters(in: CharacterSet(charactersIn: "[]"))) == nil ? host : nil
     }
 
     /// Connects, negotiates TLS and HTTP/2, and returns the channel and its multiplexer.

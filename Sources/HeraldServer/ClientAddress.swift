@@ -1,8 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import HeraldPushCore
 
 /// A block of IP addresses, `10.0.0.0/8` or `::1/128` (a bare address is a block of one).
 public struct IPNetwork: Sendable, Hashable, CustomStringConvertible {
@@ -13,7 +9,7 @@ public struct IPNetwork: Sendable, Hashable, CustomStringConvertible {
     /// Parses `address[/prefix]`; nil when it is neither IPv4 nor IPv6, or the prefix is out of range.
     public init?(_ text: String) {
         let parts = text.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
-        guard let bytes = Self.bytes(of: String(parts[0])) else { return nil }
+        guard let bytes = IPAddressLiteral.bytes(String(parts[0])) else { return nil }
         let bits = bytes.count * 8
         if parts.count == 2 {
             guard let prefix = Int(parts[1]), (0...bits).contains(prefix) else { return nil }
@@ -29,7 +25,7 @@ public struct IPNetwork: Sendable, Hashable, CustomStringConvertible {
     /// Whether `address` (in text form) is inside this block. An IPv4 peer of a listener on `::`
     /// arrives IPv4-mapped (`::ffff:10.0.0.1`): it is the IPv4 address, and IPv4 blocks hold it.
     public func contains(_ address: String) -> Bool {
-        guard var other = Self.bytes(of: address) else { return false }
+        guard var other = IPAddressLiteral.bytes(address) else { return false }
         if bytes.count == 4, other.count == 16, other[0..<10].allSatisfy({ $0 == 0 }), other[10] == 0xFF, other[11] == 0xFF {
             other = Array(other[12...])
         }
@@ -41,15 +37,6 @@ public struct IPNetwork: Sendable, Hashable, CustomStringConvertible {
             remaining -= 8
         }
         return true
-    }
-
-    /// The bytes of an IPv4 or IPv6 address in text form.
-    static func bytes(of address: String) -> [UInt8]? {
-        var v4 = in_addr()
-        if inet_pton(AF_INET, address, &v4) == 1 { return withUnsafeBytes(of: &v4) { Array($0) } }
-        var v6 = in6_addr()
-        if inet_pton(AF_INET6, address, &v6) == 1 { return withUnsafeBytes(of: &v6) { Array($0) } }
-        return nil
     }
 
     private static func text(of bytes: [UInt8]) -> String {
@@ -82,7 +69,7 @@ enum ClientAddress {
         // Right to left: the addresses each trusted hop saw; the first untrusted one is the client.
         var nearest = peer
         for entry in chain.reversed() {
-            guard IPNetwork.bytes(of: entry) != nil else { break }
+            guard IPAddressLiteral.bytes(entry) != nil else { break }
             if !trusted.contains(where: { $0.contains(entry) }) { return entry }
             nearest = entry
         }
@@ -92,7 +79,7 @@ enum ClientAddress {
     /// The rate-limit key of an address: IPv4 as it is, IPv6 by its /64 — which one subscriber
     /// holds whole, so a client cannot take a fresh bucket per address — and an IPv4-mapped one as IPv4.
     static func bucket(_ address: String) -> String {
-        guard let bytes = IPNetwork.bytes(of: address), bytes.count == 16 else { return address }
+        guard let bytes = IPAddressLiteral.bytes(address), bytes.count == 16 else { return address }
         if bytes[0..<10].allSatisfy({ $0 == 0 }), bytes[10] == 0xFF, bytes[11] == 0xFF {
             return bytes[12...].map(String.init).joined(separator: ".")
         }

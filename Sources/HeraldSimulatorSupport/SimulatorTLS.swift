@@ -1,12 +1,9 @@
 import Crypto
 import Foundation
+import HeraldPushCore
 import NIOSSL
 import SwiftASN1
 import X509
-
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// The simulator's TLS identity: an ephemeral CA and a leaf certificate for the loopback
 /// names, made at start. Clients trust it through `ca.pem`.
@@ -56,17 +53,8 @@ public struct SimulatorTLSIdentity: Sendable {
     private static func names(host: String) -> [GeneralName] {
         let loopback: [[UInt8]] = [[127, 0, 0, 1], [UInt8](repeating: 0, count: 15) + [1]]
         var addresses = loopback
-        if let extra = ipAddressBytes(host), !loopback.contains(extra) { addresses.append(extra) }
+        if let extra = IPAddressLiteral.bytes(host), !loopback.contains(extra) { addresses.append(extra) }
         return [.dnsName("localhost")] + addresses.map { .ipAddress(ASN1OctetString(contentBytes: ArraySlice($0))) }
-    }
-
-    /// The 4 or 16 bytes of an IP address literal; nil for a name.
-    private static func ipAddressBytes(_ text: String) -> [UInt8]? {
-        var v4 = in_addr()
-        if inet_pton(AF_INET, text, &v4) == 1 { return withUnsafeBytes(of: &v4) { Array($0) } }
-        var v6 = in6_addr()
-        if inet_pton(AF_INET6, text, &v6) == 1 { return withUnsafeBytes(of: &v6) { Array($0) } }
-        return nil
     }
 
     /// A certificate valid from an hour ago for a year, signed with ECDSA-SHA256.

@@ -348,7 +348,7 @@ public final class WebPushClient: Sendable {
             throw .endpoint(error)
         }
         // No SNI for an IP literal: NIOSSL then checks the certificate against the address.
-        let serverName = WebPushAddressPolicy.literal(endpoint.host) == nil ? endpoint.host : nil
+        let serverName = IPAddressLiteral.bytes(endpoint.host) == nil ? endpoint.host : nil
         var lastError = "no address"
         for address in addresses {
             do {

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import HeraldPushCore
 import HeraldWebPushCore
 import NIOCore
 import NIOPosix
@@ -50,7 +51,7 @@ public final class SystemHostResolver: WebPushHostResolver {
     public var running: Int { outstanding.withLock { $0 } }
 
     public func addresses(of host: String) async throws -> [[UInt8]] {
-        if let literal = WebPushAddressPolicy.literal(host) { return [literal] }
+        if let literal = IPAddressLiteral.bytes(host) { return [literal] }
         let admitted = outstanding.withLock { count in
             guard count < Self.maximumOutstanding else { return false }
             count += 1

@@ -100,15 +100,6 @@ public struct WebPushAddressPolicy: Sendable {
         return allowedHosts.contains(endpoint.host) || allowedHosts.contains("\(host):\(endpoint.port)")
     }
 
-    /// The address of an IPv4 or IPv6 literal (4 or 16 bytes), or nil when `text` is a name.
-    public static func literal(_ text: String) -> [UInt8]? {
-        var v4 = in_addr()
-        if inet_pton(AF_INET, text, &v4) == 1 { return withUnsafeBytes(of: v4) { Array($0) } }
-        var v6 = in6_addr()
-        if inet_pton(AF_INET6, text, &v6) == 1 { return withUnsafeBytes(of: v6) { Array($0) } }
-        return nil
-    }
-
     /// Whether an address (4 or 16 bytes) is on the public internet.
     public static func isPublic(_ a: [UInt8]) -> Bool {
         if a.count == 4 { return isPublicV4(a) }

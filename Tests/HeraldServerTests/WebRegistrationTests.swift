@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
 import HeraldDelivery
+import HeraldPushCore
 import HeraldServer
 import HeraldStore
 import HeraldWebPush
@@ -21,7 +22,7 @@ struct WebRegistrationTests {
             case "push.example.com": [[93, 184, 216, 34]]
             case "inside.example.com": [[192, 168, 1, 10]]
             case "flaky-dns.example.com": throw WebPushLookupFailure()
-            default: WebPushAddressPolicy.literal(host).map { [$0] } ?? []
+            default: IPAddressLiteral.bytes(host).map { [$0] } ?? []
             }
         }
     }

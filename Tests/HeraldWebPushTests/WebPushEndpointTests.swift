@@ -1,4 +1,5 @@
 import Foundation
+import HeraldPushCore
 import HeraldWebPush
 import HeraldWebPushCore
 import Testing
@@ -41,22 +42,22 @@ struct WebPushEndpointTests {
         ("192.88.99.1", false), ("192.88.98.1", true), ("3ffe::1", true), ("2001:200::1", true), ("2001:4860:4860::8888", true),
     ])
     func classification(address: String, isPublic: Bool) throws {
-        let bytes = try #require(WebPushAddressPolicy.literal(address))
+        let bytes = try #require(IPAddressLiteral.bytes(address))
         #expect(WebPushAddressPolicy.isPublic(bytes) == isPublic)
     }
 
     @Test("a host resolving to one inside address is refused, unless the operator allows the host")
     func policy() throws {
         let endpoint = try WebPushEndpoint("https://push.example.net/x")
-        let inside = try #require(WebPushAddressPolicy.literal("10.0.0.5"))
-        let outside = try #require(WebPushAddressPolicy.literal("142.250.74.78"))
+        let inside = try #require(IPAddressLiteral.bytes("10.0.0.5"))
+        let outside = try #require(IPAddressLiteral.bytes("142.250.74.78"))
         #expect(throws: WebPushEndpointError.internalAddress("10.0.0.5")) {
             try WebPushAddressPolicy().check(endpoint, resolvedTo: [outside, inside])
         }
         #expect(throws: WebPushEndpointError.internalAddress("no address")) { try WebPushAddressPolicy().check(endpoint, resolvedTo: []) }
         try WebPushAddressPolicy().check(endpoint, resolvedTo: [outside])
         try WebPushAddressPolicy(allowedHosts: ["PUSH.example.net"]).check(endpoint, resolvedTo: [inside])
-        #expect(WebPushAddressPolicy.literal("push.example.net") == nil)
+        #expect(IPAddressLiteral.bytes("push.example.net") == nil)
         // Push services answer on 443: another port on a public host is refused, unless allowed as host:port.
         let smtp = try WebPushEndpoint("https://push.example.net:25/x")
         #expect(throws: WebPushEndpointError.port(25)) { try WebPushAddressPolicy().check(smtp, resolvedTo: [outside]) }

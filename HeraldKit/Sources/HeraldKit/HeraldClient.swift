@@ -107,17 +107,8 @@ public struct HeraldClient: Sendable {
         ownership: AddressOwnership? = nil
     ) async throws(HeraldClientError) -> Int {
         try await register(
-            deviceToken: Self.hex(deviceToken), watchSet: watchSet, platform: "ios", environment: environment, deviceID: deviceID,
+            deviceToken: Hex.encode(deviceToken), watchSet: watchSet, platform: "ios", environment: environment, deviceID: deviceID,
             ownership: ownership)
-    }
-
-    /// Lowercase hex of a token's bytes.
-    static func hex(_ bytes: Data) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var text = [UInt8]()
-        text.reserveCapacity(bytes.count * 2)
-        for byte in bytes { text += [digits[Int(byte >> 4)], digits[Int(byte & 0x0f)]] }
-        return String(decoding: text, as: UTF8.self)
     }
 
     /// Pins the answer's signing key on first use, or checks it against the pinned one.
