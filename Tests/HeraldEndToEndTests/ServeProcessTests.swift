@@ -141,7 +141,12 @@ struct ServeProcessTests {
         // Tokens appear in the log only as their first 8 characters and "…"; the publisher key never.
         let log = serve.fullLog()
         #expect(log.contains("SIMULATOR"), "every start says pushes go to the simulator")
-        #expect(log.split(separator: "\n").last?.contains("shutdown finished") == true, "a clean stop ends with a line that says so")
+        // A clean stop says so; nothing it logs after that is a warning or worse.
+        let lines = log.split(separator: "\n")
+        let finished = lines.lastIndex { $0.contains("shutdown finished") }
+        #expect(finished != nil, "a clean stop logs a line that says so: \(lines.suffix(4))")
+        let after = lines[((finished ?? lines.endIndex - 1) + 1)...]
+        #expect(!after.contains { $0.contains(" warning ") || $0.contains(" error ") || $0.contains(" critical ") }, "logged after the stop: \(after)")
         #expect(log.contains(String(gone.prefix(8)) + "…"), "the token-dead line names the device by its prefix")
         for secret in [token, gone, badToken, publisherKey] {
             #expect(!log.contains(secret), "the log carries \(secret.prefix(8))… in full")
