@@ -370,8 +370,8 @@ let package = Package(
         .testTarget(
             name: "HeraldAppTests",
             dependencies: ["HeraldAPNsCore", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"), 
-                "HeraldApp", "HeraldCore", "HeraldDelivery", "HeraldPushCore", "HeraldPushService", "HeraldStore", "HeraldTestSupport",
-                .product(name: "Logging", package: "swift-log"),
+                "HeraldApp", "HeraldCore", "HeraldDelivery", "HeraldPushCore", "HeraldPushService", "HeraldSimulatorSupport", "HeraldStore", "HeraldTestSupport",
+                .product(name: "Logging", package: "swift-log"), .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
         .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore", "HeraldPushCore", "HeraldAPNs", "HeraldAPNsCore", .product(name: "KasiaProtocol", package: "HeraldKit")]),

@@ -15,6 +15,9 @@ import NIOPosix
 /// Apple's push service: `platform: "ios"`, hex tokens, an APNs provider per app with a client per
 /// APNs environment (opened on first use), on Apple's hosts or the built-in simulator's two.
 public struct APNsService: PushService {
+    public typealias AppServiceSettings = APNsSettings
+    public typealias Simulated = APNsSimulated
+
     public init() {}
     public var platform: Platform { .ios }
 
@@ -22,7 +25,7 @@ public struct APNsService: PushService {
 
     /// The `HERALD_APNS_*` variables; from a file, the `.p8` is loaded at once, so a file names it
     /// wrong before anything starts.
-    public func appSettings(from variables: [String: String], source: PushServiceSettingsSource) throws -> (any Sendable)? {
+    public func appSettings(from variables: [String: String], source: PushServiceSettingsSource) throws -> APNsSettings? {
         guard let settings = try APNsSettings.fromEnvironment(variables) else {
             guard source == .file else { return nil }
             throw HeraldConfigurationError(field: "HERALD_APNS_KEY_PATH", message: "is required (with key_id, team_id and topic)")
@@ -33,8 +36,7 @@ public struct APNsService: PushService {
 
     /// The app's topic, and its builds' environment: on the built-in simulator too, the app's
     /// registrations default to it and its pushes go to that environment's host.
-    public func configure(_ app: inout AppSettings, settings: (any Sendable)?, variables: [String: String], source: PushServiceSettingsSource) throws {
-        let apns = settings as? APNsSettings
+    public func configure(_ app: inout AppSettings, settings apns: APNsSettings?, variables: [String: String], source: PushServiceSettingsSource) throws {
         let simulatorTopic = source == .file ? "com.example." + app.id : "com.example.herald"
         app.topic = apns?.topic ?? simulatorTopic
         app.production = try (apns?.environment ?? APNsSettings.environment(variables)) == .production
@@ -46,10 +48,10 @@ public struct APNsService: PushService {
     /// Matrix pushers of `type: apns`.
     public var matrixPusher: (any MatrixPusher)? { BuiltInMatrixPusher.apns }
 
-    public func makeProvider(for app: PushServiceApp, context: PushServiceContext) throws -> any PushProvider {
+    public func makeProvider(for app: PushServiceApp<APNsSettings>, context: PushServiceContext<Self>) throws -> any PushProvider {
         let logger = Logger(label: "herald.apns")
         let group = context.eventLoopGroup
-        if let apns = app.serviceSettings(as: APNsSettings.self) {
+        if let apns = app.serviceSettings {
             // The store is the ledger: every instance on this database sends the same JWT per key.
             let tokens = APNsProviderTokenSource(
                 key: try apns.loadSigningKey(), ledger: context.store,
@@ -59,9 +61,10 @@ public struct APNsService: PushService {
             }
         }
         // The simulator's two hosts, as Apple's: a client per environment, opened on first use.
-        let simulated = context.simulator!.handle as! Simulated
+        // An app without settings is one the simulator started for, with a key of its own.
+        guard let simulated = context.simulated, let key = simulated.keys[app.id] else { throw APNsSimulated.notStarted(for: app.id) }
         let sim = simulated.simulator
-        let tokens = APNsProviderTokenSource(key: simulated.keys[app.id]!)
+        let tokens = APNsProviderTokenSource(key: key)
         return APNsPushProvider(topic: app.settings.topic) { environment in
             var configuration = APNsClientConfiguration(environment: environment, url: sim.url(for: environment))
             configuration.trustRootsPEM = [sim.tls.caPEM]
@@ -69,14 +72,8 @@ public struct APNsService: PushService {
         }
     }
 
-    /// The built-in simulator and each simulated app's ephemeral signing key.
-    struct Simulated: Sendable {
-        let simulator: APNsSimulator
-        let keys: [String: APNsSigningKey]
-    }
-
     /// Apps without Apple credentials share one simulator, each with its own ephemeral key.
-    public func startSimulator(for apps: [PushServiceApp], eventLoopGroup: MultiThreadedEventLoopGroup) async throws -> BuiltInSimulator? {
+    public func startSimulator(for apps: [PushServiceApp<APNsSettings>], eventLoopGroup: MultiThreadedEventLoopGroup) async throws -> RunningSimulator<APNsSimulated>? {
         let apps = apps.filter { $0.serviceSettings == nil }
         guard !apps.isEmpty else { return nil }
         var keys: [String: APNsSigningKey] = [:]
@@ -89,15 +86,28 @@ public struct APNsService: PushService {
         configuration.controlPort = nil
         configuration.keys = keys.values.map { SimulatorKey(keyID: $0.keyID, teamID: $0.teamID, publicKey: $0.publicKey) }
         let sim = try await APNsSimulator.start(configuration: configuration, eventLoopGroup: eventLoopGroup)
-        return BuiltInSimulator(
+        let simulator = BuiltInSimulator(
             name: "apns", address: "\(sim.url)",
             warning: "No APNs credentials (HERALD_APNS_*): pushes go to the built-in APNs SIMULATOR, not to Apple", apps: apps.map(\.id),
             readinessName: "built-in APNs simulator listening", isListening: { sim.isListening }, control: sim.control,
-            stop: { await sim.shutdown() }, handle: Simulated(simulator: sim, keys: keys))
+            stop: { await sim.shutdown() })
+        return RunningSimulator(simulator, handle: APNsSimulated(simulator: sim, keys: keys))
     }
 
     /// `herald send`: the push to Apple (or `HERALD_APNS_URL`) with the `HERALD_APNS_*` credentials.
     public func directSender(for push: DirectPush, environment: [String: String], eventLoopGroup: MultiThreadedEventLoopGroup) throws -> (any DirectSender)? {
         try APNsDirectSender(push: push, environment: environment, eventLoopGroup: eventLoopGroup)
+    }
+}
+
+/// The built-in APNs simulator as the providers use it: its two hosts, and each simulated app's
+/// ephemeral signing key.
+public struct APNsSimulated: Sendable {
+    let simulator: APNsSimulator
+    let keys: [String: APNsSigningKey]
+
+    /// An app without credentials that the simulator did not start for: a bug in the assembly, said plainly.
+    static func notStarted(for app: String) -> HeraldConfigurationError {
+        HeraldConfigurationError(field: "HERALD_APNS_KEY_PATH", message: "app \(app) has no APNs credentials and no built-in simulator runs for it")
     }
 }

@@ -4,7 +4,7 @@ import HeraldAPNsCore
 import HeraldPushCore
 
 /// One app's APNs credentials and host, read from the `HERALD_APNS_*` variables or `HERALD_CONFIG`.
-struct APNsSettings: Sendable {
+public struct APNsSettings: Sendable {
     var keyPath: String
     var keyID: String
     var teamID: String

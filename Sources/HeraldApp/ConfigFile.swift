@@ -26,45 +26,20 @@ import Yams
 ///   - {app_id: im.example.web, app: kasia, type: webpush, allowed_endpoints: ["*.push.example.org"]}
 /// ```
 public struct ConfigFile: Sendable {
-    /// One app: who may use it, and each push service's settings of it.
+    /// One app: who may use it, and each push service's block of it, read as the variables its
+    /// keys stand for (none: the service's built-in simulator).
     public struct App: Sendable {
         public var settings: AppSettings
-        /// Each push service's settings of the app, by platform (none: the service's built-in simulator).
-        var serviceSettings: [Platform: any Sendable] = [:]
+        var serviceVariables: [Platform: [String: String]] = [:]
 
         init(settings: AppSettings) {
             self.settings = settings
         }
-
-        /// The app as `platform`'s service sees it.
-        func forService(_ platform: Platform) -> PushServiceApp {
-            PushServiceApp(settings: settings, serviceSettings: serviceSettings[platform])
-        }
-
-        /// Reads each of `pushServices`' settings of the app from the variables `variables` gives
-        /// for it (nil: none, as for a file's app without the service's block), and lets each set
-        /// what the app's neutral settings take from them; a setting a
-        /// service refuses is reported as `refusal` names it (a file: the block's key).
-        mutating func readServiceSettings(
-            _ pushServices: PushServiceRegistry, source: PushServiceSettingsSource,
-            variables: (any PushService) throws -> [String: String]?,
-            refusal: (any PushService, HeraldConfigurationError) -> any Error = { $1 }
-        ) throws {
-            for service in pushServices.services {
-                let given = try variables(service)
-                let values = given ?? [:]
-                do {
-                    let read = try given.flatMap { try service.appSettings(from: $0, source: source) }
-                    serviceSettings[service.platform] = read
-                    try service.configure(&settings, settings: read, variables: values, source: source)
-                } catch let failure as HeraldConfigurationError {
-                    throw refusal(service, failure)
-                }
-            }
-        }
     }
 
     var apps: [App] = []
+    /// Each push service with its settings of the apps read.
+    var services: [any ConfiguredPushService] = []
     var httpHost: String?
     var httpPort: Int?
     var adminHost: String?
@@ -99,8 +74,9 @@ public struct ConfigFile: Sendable {
     static let agentEventKeys: Set<String> = ["stop", "permission_prompt", "idle_prompt", "other", "other_without_message"]
     static let textKeys: Set<String> = ["title", "body"]
     static let registrationKeys: Set<String> = ["policy", "keys", "hs256_secret", "es256_public_key_path"]
-    /// Reads and checks the file at `path`, with `pushServices`' blocks in each app.
-    static func load(path: String, pushServices: PushServiceRegistry) throws -> ConfigFile {
+    /// Reads and checks the file at `path`, with `pushServices`' blocks in each app (their
+    /// instance settings from `environment`).
+    static func load(path: String, pushServices: PushServiceRegistry, environment: [String: String]) throws -> ConfigFile {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
             throw HeraldConfigurationError(field: "HERALD_CONFIG", message: "\(path) is not a readable file")
         }
@@ -137,6 +113,13 @@ public struct ConfigFile: Sendable {
             guard seen.insert(entry.settings.id).inserted else { throw reader.error(at: "apps[\(i)].id", "\(entry.settings.id) is used by an earlier app") }
             file.apps.append(entry)
         }
+        var settings = file.apps.map(\.settings)
+        file.services = try pushServices.configure(apps: &settings, environment: environment, source: .file) { index, service in
+            file.apps[index].serviceVariables[service.platform]
+        } refusal: { index, service, failure in
+            reader.refusal(failure, at: "apps[\(index)]", block: service.settingsBlock)
+        }
+        for index in settings.indices { file.apps[index].settings = settings[index] }
         if let value = top["matrix"] {
             guard let entries = value as? [Any] else { throw reader.error(at: "matrix", "is a list of Matrix apps") }
             for (i, entry) in entries.enumerated() {
@@ -250,11 +233,9 @@ public struct ConfigFile: Sendable {
                 }
             }
             var entry = App(settings: settings)
-            try entry.readServiceSettings(pushServices, source: .file) { service in
-                guard let block = service.settingsBlock, let value = app[block.key] else { return nil }
-                return try variables(value, at: at + "." + block.key, block: block)
-            } refusal: { service, failure in
-                refusal(failure, at: at, block: service.settingsBlock)
+            for service in pushServices.services {
+                guard let block = service.settingsBlock, let value = app[block.key] else { continue }
+                entry.serviceVariables[service.platform] = try variables(value, at: at + "." + block.key, block: block)
             }
             return entry
         }

@@ -7,7 +7,6 @@ import HeraldPushService
 import HeraldServer
 import HeraldSimulatorSupport
 import HeraldStore
-import HeraldWebPushService
 import Hummingbird
 import Logging
 import NIOCore
@@ -52,18 +51,18 @@ public struct ListeningAddresses: Sendable, Hashable {
 /// registration use case, the chain source, and the two listeners, as Hummingbird's template
 /// `buildApplication` does.
 /// - Parameters:
-///   - pushServices: the push services delivered through (APNs, FCM and Web Push by default).
 ///   - metrics: what `/metrics` renders (the caller bootstraps `MetricsSystem` with its factory, once per process).
 ///   - onListening: called once the API and the admin listener both listen; `herald serve` prints its readiness line.
 public func buildApplication(
-    settings: ServeSettings, pushServices: PushServiceRegistry = .builtIn, store: any Store, metrics: (HeraldMetrics, PrometheusCollectorRegistry) = HeraldMetrics.prometheus(),
+    settings: ServeSettings, store: any Store, metrics: (HeraldMetrics, PrometheusCollectorRegistry) = HeraldMetrics.prometheus(),
     logger: Logger, onListening: @escaping @Sendable (ListeningAddresses) -> Void = ReadinessLine.print
 ) async throws -> HeraldApplication {
     try await SigningKeyRecord.check(settings.apps, store: store, shared: settings.postgresURL != nil, replacing: settings.signingKeyReplaces)
     let group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
-    let simulators = try await BuiltInSimulators.start(for: settings, pushServices: pushServices, eventLoopGroup: group, logger: logger)
+    let pushServices = settings.pushServices
+    let push = try await PushServices.assemble(settings: settings, store: store, eventLoopGroup: group)
+    let simulators = BuiltInSimulators(push.assembled.compactMap(\.simulator), logger: logger)
     var services = simulators.services
-    let push = try PushServices(registry: pushServices, settings: settings, store: store, simulators: simulators, eventLoopGroup: group)
     push.collectMetrics(into: metrics.0, store: store, apps: settings.apps.map(\.settings))
     var outboxSettings = OutboxSettings()
     outboxSettings.lease = settings.outboxLease
@@ -74,8 +73,8 @@ public func buildApplication(
     let allProviders = push.providers.flatMap(\.providers)
     services.append(StopAtShutdown { for provider in allProviders { await provider.shutdown() } })
     services += outbox.services
-    var api = settings.apiConfiguration(webPush: push.contexts[.web]?.shared as? WebPushShared)
-    api.registration.tokenRules = pushServices.registrationRules(contexts: push.contexts)
+    var api = settings.apiConfiguration(subscriptionKeys: push.subscriptionKeys)
+    api.registration.tokenRules = push.registrationRules
     api.addedPlatformTokenSchemas = pushServices.openAPITokenSchemas
     let publisher = EventPublisher(
         store: store, apps: api.apps, outbox: outbox, metrics: metrics.0, platforms: Set(pushServices.platforms),
@@ -91,7 +90,7 @@ public func buildApplication(
     }
     let listeners = Listeners(
         settings: settings, store: store, api: api, publisher: publisher, metrics: metrics, sources: sources, lanes: outbox.lanes,
-        simulators: simulators, pushServices: pushServices, onListening: onListening)
+        simulators: simulators, onListening: onListening)
     services += listeners.services(eventLoopGroup: group, logger: logger)
     settings.warnAboutOpenDoors(logger: logger)
     logger.info("herald serve", metadata: [
@@ -121,22 +120,18 @@ private func maintenance(settings: ServeSettings, store: any Store, logger: Logg
 
 /// The built-in simulators, one per push service that some app has no credentials for.
 struct BuiltInSimulators: Sendable {
-    /// By the platform of the service each stands in for.
-    var running: [Platform: BuiltInSimulator] = [:]
+    /// By name (`apns`).
+    var running: [String: BuiltInSimulator] = [:]
     /// First in the group, so they stop last: pushes in flight at shutdown still reach them.
     var services: [any Service] = []
 
-    static func start(
-        for settings: ServeSettings, pushServices: PushServiceRegistry, eventLoopGroup: MultiThreadedEventLoopGroup, logger: Logger
-    ) async throws -> BuiltInSimulators {
-        var simulators = BuiltInSimulators()
-        for service in pushServices.services {
-            let apps = settings.apps.map { $0.forService(service.platform) }
-            guard let simulator = try await service.startSimulator(for: apps, eventLoopGroup: eventLoopGroup) else { continue }
-            simulators.running[service.platform] = simulator
-            simulators.announce(simulator, logger: logger)
+    /// The simulators the push services started, each stopping at shutdown; the operator is
+    /// told of each.
+    init(_ started: [BuiltInSimulator], logger: Logger) {
+        for simulator in started {
+            running[simulator.name] = simulator
+            announce(simulator, logger: logger)
         }
-        return simulators
     }
 
     /// A started simulator stops at shutdown (after the lanes), and the operator is told which
@@ -173,30 +168,32 @@ struct BuiltInSimulators: Sendable {
     }
 }
 
-/// Each app's providers, one per push service of the registry, and each service's context (what
-/// its providers share, which Web Push registrations need too: the SSRF rule, the VAPID keys).
+/// Each push service assembled (its simulator, shared state and each app's provider), and each
+/// app's providers, one per service in the registry's order.
 struct PushServices {
+    var assembled: [AssembledPushService] = []
     var providers: [(app: String, providers: [any PushProvider])] = []
-    let registry: PushServiceRegistry
-    var contexts: [Platform: PushServiceContext] = [:]
 
-    init(
-        registry: PushServiceRegistry, settings: ServeSettings, store: any Store, simulators: BuiltInSimulators,
-        eventLoopGroup group: MultiThreadedEventLoopGroup
-    ) throws {
-        self.registry = registry
-        for service in registry.services {
-            let platform = service.platform
-            let shared = try service.makeShared(
-                for: settings.apps.map { $0.forService(platform) }, instanceSettings: settings.pushServiceSettings[platform],
-                simulator: simulators.running[platform], eventLoopGroup: group)
-            contexts[platform] = PushServiceContext(store: store, eventLoopGroup: group, simulator: simulators.running[platform], shared: shared)
+    static func assemble(settings: ServeSettings, store: any Store, eventLoopGroup group: MultiThreadedEventLoopGroup) async throws -> PushServices {
+        var push = PushServices()
+        let apps = settings.apps.map(\.settings)
+        for service in settings.configuredServices {
+            push.assembled.append(try await service.assemble(apps: apps, store: store, eventLoopGroup: group))
         }
-        for app in settings.apps {
-            providers.append((app.settings.id, try registry.services.map { service in
-                try service.makeProvider(for: app.forService(service.platform), context: contexts[service.platform]!)
-            }))
+        push.providers = apps.map { app in
+            (app.id, push.assembled.compactMap { service in service.providers.first { $0.app == app.id }?.provider })
         }
+        return push
+    }
+
+    /// Each platform's registration rule.
+    var registrationRules: [Platform: any DeviceRegistrationRule] {
+        Dictionary(assembled.map { ($0.platform, $0.registrationRule) }) { first, _ in first }
+    }
+
+    /// The key a client of each app subscribes with (Web Push's VAPID public key), by app id.
+    var subscriptionKeys: [String: String] {
+        assembled.reduce(into: [:]) { keys, service in keys.merge(service.subscriptionKeys) { first, _ in first } }
     }
 
     /// The providers as the outbox uses them: each app's pushes signed, and sealed to devices with
@@ -215,8 +212,7 @@ struct PushServices {
     /// connections and token refreshes.
     func collectMetrics(into metrics: HeraldMetrics, store: any Store, apps settings: [AppSettings]) {
         let readings = providers
-        let registry = registry
-        let contexts = contexts
+        let connections = assembled.map { ($0.platform, $0.connectionsOpen) }
         let apps = settings.map(\.id)
         let sealing = settings.compactMap { app in app.sealing.map { (app.id, $0.sessions, $0.cost) } }
         metrics.addCollector { m in
@@ -236,10 +232,7 @@ struct PushServices {
             for (app, list) in readings {
                 for provider in list { m.tokenRefreshes(app: app, platform: provider.platform, stats: provider.stats) }
             }
-            for service in registry.services {
-                let providers = readings.flatMap(\.providers).filter { $0.platform == service.platform }
-                m.connectionsOpen(platform: service.platform, service.connectionsOpen(providers, context: contexts[service.platform]!))
-            }
+            for (platform, open) in connections { m.connectionsOpen(platform: platform, open()) }
         }
     }
 }
@@ -254,7 +247,6 @@ struct Listeners {
     let sources: [SourceReport]
     let lanes: [OutboxLane]
     let simulators: BuiltInSimulators
-    let pushServices: PushServiceRegistry
     let onListening: @Sendable (ListeningAddresses) -> Void
 
     /// Connections the admin listener takes at once.
@@ -285,7 +277,7 @@ struct Listeners {
             eventLoopGroupProvider: .shared(group), logger: logger)
         let router = Gateway.router(
             store: store, configuration: api, publisher: publisher, metrics: metrics, sources: sources, readiness: readiness,
-            sending: sending, matrix: MatrixApps(settings.matrix, pushers: pushServices.matrixPushers), lanes: lanes, operations: false)
+            sending: sending, matrix: MatrixApps(settings.matrix, pushers: settings.pushServices.matrixPushers), lanes: lanes, operations: false)
         // Every client connection is counted and held to its deadlines; past the cap, the longest
         // waiting one without a request in hand makes room (ConnectionTable).
         let connections = ConnectionTable(limits: ConnectionLimits(
@@ -307,8 +299,8 @@ struct Listeners {
         var sending: [String: [String: String]] = [:]
         for app in settings.apps {
             var ways: [String: String] = [:]
-            for service in pushServices.services where service.settingsBlock != nil {
-                ways[service.platform.rawValue] = app.serviceSettings[service.platform] == nil ? service.sendingWithoutSettings : "credentials"
+            for service in settings.configuredServices {
+                if let way = service.sending(app: app.settings.id) { ways[service.platform.rawValue] = way }
             }
             sending[app.settings.id] = ways
         }
@@ -317,13 +309,13 @@ struct Listeners {
 }
 
 extension ServeSettings {
-    /// The HTTP API's settings; Web Push registrations are answered with `webPush`'s VAPID keys.
-    func apiConfiguration(webPush: WebPushShared?) -> APIConfiguration {
+    /// The HTTP API's settings; Web Push registrations are answered with each app's `subscriptionKeys`.
+    func apiConfiguration(subscriptionKeys: [String: String]) -> APIConfiguration {
         var api = APIConfiguration()
         api.apps = AppDirectory(apps.map(\.settings))
         api.rateLimits = rateLimits
         api.registration.kaspaNetwork = kaspaNetwork?.prefix
-        api.vapidPublicKeys = webPush?.vapidPublicKeys ?? [:]
+        api.vapidPublicKeys = subscriptionKeys
         api.browserOrigins = BrowserOrigins(browserOrigins)
         if let value = limits.watchKeys { api.registration.maximumWatchKeys = value }
         if let value = limits.aliases { api.registration.maximumAliases = value }

@@ -19,11 +19,9 @@ public struct ServeSettings: Sendable {
     /// `HERALD_DATABASE_URL=postgres://…`: the PostgreSQL store instead of the SQLite file.
     var postgresURL: String?
 
-    /// Opens the configured store for `pushServices`' lanes, runs `body` with it (the PostgreSQL
+    /// Opens the configured store for its push services' lanes, runs `body` with it (the PostgreSQL
     /// pool running alongside), and closes it.
-    public func withStore<T: Sendable>(
-        for pushServices: PushServiceRegistry = .builtIn, _ body: (any Store) async throws -> T
-    ) async throws -> T {
+    public func withStore<T: Sendable>(_ body: (any Store) async throws -> T) async throws -> T {
         guard let postgresURL else {
             // One server per SQLite file: a second would share the outbox with no lease between them.
             let lock = try DatabaseLock(path: databasePath)
@@ -114,9 +112,11 @@ public struct ServeSettings: Sendable {
     /// `HERALD_KASPA_NETWORK`: the network served — the chain source checks the node's, and
     /// registrations of another network's addresses are refused.
     var kaspaNetwork: (id: String, prefix: KaspaAddress.Prefix)?
-    /// Each push service's settings for every app (`HERALD_WEBPUSH_*`: where Web Push may be
-    /// sent and which extra roots to trust), by platform.
-    var pushServiceSettings: [Platform: any Sendable] = [:]
+    /// The push services delivered through, in order.
+    public let pushServices: PushServiceRegistry
+    /// Each push service with its settings read: the instance's (`HERALD_WEBPUSH_*`: where Web
+    /// Push may be sent) and each app's.
+    var configuredServices: [any ConfiguredPushService] = []
     /// `HERALD_SIGNING_KEY_REPLACES`: public signing keys (base64url, comma-separated) that the
     /// configured key replaces on purpose; any other recorded key stops the start.
     var signingKeyReplaces: Set<String> = []
@@ -128,15 +128,15 @@ public struct ServeSettings: Sendable {
     /// settings win), with `pushServices`' settings; a value Herald cannot use throws
     /// `HeraldConfigurationError` naming it.
     public init(environment env: [String: String], pushServices: PushServiceRegistry = .builtIn) throws {
+        self.pushServices = pushServices
         if let refusal = KnownVariables.refusal(env, pushServices: pushServices) { throw refusal }
-        let file = try env["HERALD_CONFIG"].flatMap { $0.isEmpty ? nil : $0 }.map { try ConfigFile.load(path: $0, pushServices: pushServices) }
+        let file = try env["HERALD_CONFIG"].flatMap { $0.isEmpty ? nil : $0 }.map {
+            try ConfigFile.load(path: $0, pushServices: pushServices, environment: env)
+        }
         try readListenersAndStore(env, file: file)
         signingKeyReplaces = Self.list(env["HERALD_SIGNING_KEY_REPLACES"])
         try readOutboxAndChain(env)
         try readTransport(env)
-        for service in pushServices.services {
-            pushServiceSettings[service.platform] = try service.instanceSettings(from: env)
-        }
         try readLimits(env, file: file)
         try readRateLimits(env)
         try readApps(env, file: file, pushServices: pushServices)
@@ -316,6 +316,7 @@ public struct ServeSettings: Sendable {
     private mutating func readApps(_ env: [String: String], file: ConfigFile?, pushServices: PushServiceRegistry) throws {
         if let file {
             apps = file.apps
+            configuredServices = file.services
             matrix = file.matrix
         } else {
             matrix = try Self.matrixApps(env["HERALD_MATRIX_APPS"] ?? "", pushers: pushServices.matrixPushers)
@@ -354,9 +355,9 @@ public struct ServeSettings: Sendable {
             // GhostTalk's testing-only /apns/send.
             settings.ghostTalkSendEnabled = ["1", "true", "yes"].contains(env["HERALD_GHOSTTALK_SEND_ENABLED"]?.lowercased() ?? "")
             settings.matrixReachesRegisteredDevices = ["1", "true", "yes"].contains(env["HERALD_MATRIX_REACHES_REGISTERED_DEVICES"]?.lowercased() ?? "")
-            var app = ConfigFile.App(settings: settings)
-            try app.readServiceSettings(pushServices, source: .environment) { _ in env }
-            apps = [app]
+            var read = [settings]
+            configuredServices = try pushServices.configure(apps: &read, environment: env, source: .environment) { _, _ in env }
+            apps = read.map(ConfigFile.App.init(settings:))
         }
     }
 

@@ -22,7 +22,7 @@ struct Herald: AsyncParsableCommand {
     static func main() async {
         do {
             var command = try parseAsRoot()
-            if var async = command as? AsyncParsableCommand {
+            if var async = command as? any AsyncParsableCommand {
                 try await async.run()
             } else {
                 try command.run()

@@ -25,7 +25,8 @@ public struct DeviceRegistrar: Sendable {
         /// The platforms registrations may name, each with its push service's token rule (a
         /// `DeviceRegistrationRule` for a service whose devices register otherwise). By default
         /// the built-in platforms, Web Push refused (`NoWebPushRule`: no VAPID key, no SSRF rule).
-        public var tokenRules: [Platform: any DeviceTokenRule] = BuiltInTokenRule.all.merging([.web: NoWebPushRule()]) { $1 }
+        public var tokenRules: [Platform: any DeviceRegistrationRule] =
+            BuiltInTokenRule.all.mapValues { TokenRegistrationRule($0) }.merging([.web: NoWebPushRule()]) { $1 }
         public init() {}
     }
 
@@ -153,24 +154,17 @@ public struct DeviceRegistrar: Sendable {
             }
             kind = parsed
         }
-        var serviceValues = DeviceAttributes.empty
-        let token: DeviceToken
-        if let rule = tokenRule as? any DeviceRegistrationRule {
-            (token, serviceValues) = try await rule.device(from: request)
-        } else {
-            guard request.subscription == nil else {
-                throw Refusal.unprocessable("subscription", "subscription is for platform \(platforms { $0 is any DeviceRegistrationRule })")
-            }
-            guard let text = request.deviceToken else { throw Refusal.missing("device_token") }
-            do { token = try tokenRule.token(text, kind: kind) } catch { throw Refusal.invalid("device_token", error.description) }
+        guard request.subscription == nil || tokenRule.bringsOwnKeys else {
+            throw Refusal.unprocessable("subscription", "subscription is for platform \(platforms { $0.bringsOwnKeys })")
         }
+        let (token, serviceValues) = try await tokenRule.device(from: request, kind: kind)
         var attributes = try self.attributes(environment: request.environment, app: app).merging(serviceValues)
         if let keys = request.pushKeys {
-            guard !(tokenRule is any DeviceRegistrationRule) else {
+            guard !tokenRule.bringsOwnKeys else {
                 throw Refusal.unprocessable("push_keys", "push_keys is for devices with a token: a subscription brings its own keys")
             }
             attributes = try DevicePushKeys(p256dh: keys.p256dh, auth: keys.auth).stored(in: attributes)
-        } else if !(tokenRule is any DeviceRegistrationRule) {
+        } else if !tokenRule.bringsOwnKeys {
             try Self.requireUnsealedAllowed(apps[app], field: "push_keys")
         }
         // No control characters: a NUL would end the stored text early, and the device would
@@ -184,7 +178,7 @@ public struct DeviceRegistrar: Sendable {
         // A token registered under one identity moves to another only with that identity's token,
         // and a device that registered keys is never sent in clear by a registration without them.
         let known = try await requireRebindable(
-            token.value, app: app, grant: grant, bringsKeys: request.pushKeys != nil || tokenRule is any DeviceRegistrationRule)
+            token.value, app: app, grant: grant, bringsKeys: request.pushKeys != nil || tokenRule.bringsOwnKeys)
         let registration = Registration(
             app: app, token: token, attributes: attributes, deviceID: request.deviceID, watchSet: watchSet)
         var reserved = 0
@@ -331,7 +325,7 @@ public struct DeviceRegistrar: Sendable {
     }
 
     /// The platforms whose rules meet `condition`, as a refusal names them ("android").
-    private func platforms(_ condition: (any DeviceTokenRule) -> Bool) -> String {
+    private func platforms(_ condition: (any DeviceRegistrationRule) -> Bool) -> String {
         rules.tokenRules.filter { condition($0.value) }.keys.map(\.rawValue).sorted().joined(separator: " or ")
     }
 

@@ -5,7 +5,7 @@ import HeraldPushCore
 
 /// One app's FCM service account and hosts, from the `HERALD_FCM_*` variables or an app's `fcm`
 /// block in `HERALD_CONFIG`.
-struct FCMSettings: Sendable {
+public struct FCMSettings: Sendable {
     var account: FCMServiceAccount
     /// `HERALD_FCM_PROJECT_ID`; the file's `project_id` when nil.
     var projectID: String?

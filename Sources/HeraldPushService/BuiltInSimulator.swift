@@ -17,13 +17,10 @@ public struct BuiltInSimulator: Sendable {
     /// Its control API.
     public var control: @Sendable (SimulatorControlCall) async -> SimulatorControlAnswer
     public var stop: @Sendable () async -> Void
-    /// What the service's providers need of it (the service's own type).
-    public var handle: any Sendable
 
     public init(
         name: String, address: String, warning: String, apps: [String], readinessName: String, isListening: @escaping @Sendable () -> Bool,
-        control: @escaping @Sendable (SimulatorControlCall) async -> SimulatorControlAnswer, stop: @escaping @Sendable () async -> Void,
-        handle: any Sendable
+        control: @escaping @Sendable (SimulatorControlCall) async -> SimulatorControlAnswer, stop: @escaping @Sendable () async -> Void
     ) {
         self.name = name
         self.address = address
@@ -33,6 +30,17 @@ public struct BuiltInSimulator: Sendable {
         self.isListening = isListening
         self.control = control
         self.stop = stop
+    }
+}
+
+/// A started built-in simulator: what the operator sees of it, and what the service's providers
+/// need of it, as the service's own type.
+public struct RunningSimulator<Handle: Sendable>: Sendable {
+    public var simulator: BuiltInSimulator
+    public var handle: Handle
+
+    public init(_ simulator: BuiltInSimulator, handle: Handle) {
+        self.simulator = simulator
         self.handle = handle
     }
 }

@@ -8,7 +8,19 @@ import NIOPosix
 /// devices' tokens meet, its settings, and how an app's provider (and its built-in look-alike) is
 /// made. Herald's own are `APNsService`, `FCMService` and `WebPushService`, each in its module;
 /// another is a conformance of its own and one line in a `PushServiceRegistry`.
+///
+/// What a service reads and makes crosses the seam as its own types (the associated types), so
+/// nothing is cast back: `PushServiceConfiguration` carries them from the settings to the providers.
 public protocol PushService: DeviceTokenRule {
+    /// One app's settings of this service (APNs: the signing key and topic); `Never` for none.
+    associatedtype AppServiceSettings: Sendable = Never
+    /// The instance's settings of this service, for every app (Web Push: the hosts it may reach).
+    associatedtype InstanceSettings: Sendable = Void
+    /// What every app's provider of this service shares, made once (Web Push: one client and the VAPID keys).
+    associatedtype Shared: Sendable = Void
+    /// What the providers need of the service's running built-in simulator (APNs: its hosts and keys).
+    associatedtype Simulated: Sendable = Never
+
     /// Its block in an app of `HERALD_CONFIG` and the `HERALD_*` variable each of the block's keys
     /// stands for; nil: the service has no settings (every app gets its simulator, if any).
     var settingsBlock: PushServiceSettingsBlock? { get }
@@ -21,30 +33,36 @@ public protocol PushService: DeviceTokenRule {
     /// read as the variables its keys stand for); nil when none are set, so the app uses the
     /// built-in simulator.
     /// - Throws: `HeraldConfigurationError` naming the variable at fault.
-    func appSettings(from variables: [String: String], source: PushServiceSettingsSource) throws -> (any Sendable)?
+    func appSettings(from variables: [String: String], source: PushServiceSettingsSource) throws -> AppServiceSettings?
 
     /// What an app's neutral settings take from this service's (APNs: the topic, and whether the
     /// app's builds are production ones).
     /// - Throws: `HeraldConfigurationError` naming the variable at fault.
-    func configure(_ app: inout AppSettings, settings: (any Sendable)?, variables: [String: String], source: PushServiceSettingsSource) throws
+    func configure(_ app: inout AppSettings, settings: AppServiceSettings?, variables: [String: String], source: PushServiceSettingsSource) throws
 
     /// The instance's settings of this service, for every app (Web Push: the hosts it may reach).
     /// - Throws: `HeraldConfigurationError` naming the variable at fault.
-    func instanceSettings(from environment: [String: String]) throws -> (any Sendable)?
+    func instanceSettings(from environment: [String: String]) throws -> InstanceSettings
 
     /// What every app's provider of this service shares, made once before them (Web Push: one
-    /// client and each app's VAPID key); nil when nothing is shared.
-    func makeShared(for apps: [PushServiceApp], instanceSettings: (any Sendable)?, simulator: BuiltInSimulator?, eventLoopGroup: MultiThreadedEventLoopGroup) throws -> (any Sendable)?
+    /// client and each app's VAPID key).
+    func makeShared(
+        for apps: [PushServiceApp<AppServiceSettings>], instanceSettings: InstanceSettings, simulated: Simulated?, eventLoopGroup: MultiThreadedEventLoopGroup
+    ) throws -> Shared
 
-    /// What registration checks this service's devices against, once `context` is made (the
-    /// service itself by default; Web Push: its subscription rule with the SSRF guard).
-    func registrationRule(context: PushServiceContext) -> any DeviceTokenRule
+    /// What registration checks this service's devices against, given what its providers share
+    /// (its token rule by default; Web Push: its subscription rule with the SSRF guard).
+    func registrationRule(shared: Shared) -> any DeviceRegistrationRule
+
+    /// The key a client of each app subscribes with, by app id (Web Push: the VAPID public key,
+    /// as browsers take it); empty for a service whose clients need none.
+    func subscriptionKeys(shared: Shared) -> [String: String]
 
     /// The provider that delivers `app`'s pushes to this service's devices.
-    func makeProvider(for app: PushServiceApp, context: PushServiceContext) throws -> any PushProvider
+    func makeProvider(for app: PushServiceApp<AppServiceSettings>, context: PushServiceContext<Self>) throws -> any PushProvider
 
-    /// Connections open to the service across its apps' `providers` (`herald_connections_open`).
-    func connectionsOpen(_ providers: [any PushProvider], context: PushServiceContext) -> Int
+    /// Connections open to the service across its apps' `providers` (`herald_provider_connections_open`).
+    func connectionsOpen(_ providers: [any PushProvider], shared: Shared) -> Int
 
     /// What it refuses in a rendered push when an event is published (APNs: Apple's rules); nil
     /// when it fits what it carries as it sends.
@@ -59,7 +77,7 @@ public protocol PushService: DeviceTokenRule {
 
     /// Starts the service's built-in look-alike for those of `apps` that have no settings of it,
     /// or nil when none needs one (a service without a simulator: always nil).
-    func startSimulator(for apps: [PushServiceApp], eventLoopGroup: MultiThreadedEventLoopGroup) async throws -> BuiltInSimulator?
+    func startSimulator(for apps: [PushServiceApp<AppServiceSettings>], eventLoopGroup: MultiThreadedEventLoopGroup) async throws -> RunningSimulator<Simulated>?
 
     /// How an app without settings of this service sends, for `/readyz` and `/v1/stats` ("simulator").
     var sendingWithoutSettings: String { get }
@@ -85,23 +103,21 @@ extension PushService {
 
     public var variables: Set<String> { Set(settingsBlock.map { Array($0.variables.values) } ?? []) }
 
-    public func appSettings(from variables: [String: String], source: PushServiceSettingsSource) throws -> (any Sendable)? { nil }
+    public func appSettings(from variables: [String: String], source: PushServiceSettingsSource) throws -> AppServiceSettings? { nil }
 
-    public func configure(_ app: inout AppSettings, settings: (any Sendable)?, variables: [String: String], source: PushServiceSettingsSource) throws {}
+    public func configure(_ app: inout AppSettings, settings: AppServiceSettings?, variables: [String: String], source: PushServiceSettingsSource) throws {}
 
-    public func instanceSettings(from environment: [String: String]) throws -> (any Sendable)? { nil }
+    public func registrationRule(shared: Shared) -> any DeviceRegistrationRule { TokenRegistrationRule(self) }
 
-    public func makeShared(
-        for apps: [PushServiceApp], instanceSettings: (any Sendable)?, simulator: BuiltInSimulator?, eventLoopGroup: MultiThreadedEventLoopGroup
-    ) throws -> (any Sendable)? { nil }
+    public func subscriptionKeys(shared: Shared) -> [String: String] { [:] }
 
-    public func registrationRule(context: PushServiceContext) -> any DeviceTokenRule { self }
-
-    public func connectionsOpen(_ providers: [any PushProvider], context: PushServiceContext) -> Int {
+    public func connectionsOpen(_ providers: [any PushProvider], shared: Shared) -> Int {
         providers.reduce(0) { $0 + $1.stats.connectionsOpen }
     }
 
-    public func startSimulator(for apps: [PushServiceApp], eventLoopGroup: MultiThreadedEventLoopGroup) async throws -> BuiltInSimulator? {
+    public func startSimulator(
+        for apps: [PushServiceApp<AppServiceSettings>], eventLoopGroup: MultiThreadedEventLoopGroup
+    ) async throws -> RunningSimulator<Simulated>? {
         nil
     }
 
@@ -116,6 +132,16 @@ extension PushService {
     public func directSender(for push: DirectPush, environment: [String: String], eventLoopGroup: MultiThreadedEventLoopGroup) throws -> (any DirectSender)? {
         nil
     }
+}
+
+extension PushService where InstanceSettings == Void {
+    public func instanceSettings(from environment: [String: String]) throws {}
+}
+
+extension PushService where Shared == Void {
+    public func makeShared(
+        for apps: [PushServiceApp<AppServiceSettings>], instanceSettings: InstanceSettings, simulated: Simulated?, eventLoopGroup: MultiThreadedEventLoopGroup
+    ) throws {}
 }
 
 /// The push services an instance delivers through, in order: registration accepts their
@@ -143,9 +169,4 @@ public struct PushServiceRegistry: Sendable {
 
     /// The Matrix pushers of its services, in order.
     public var matrixPushers: [any MatrixPusher] { services.compactMap(\.matrixPusher) }
-
-    /// Each platform's registration rule, given each service's context.
-    public func registrationRules(contexts: [Platform: PushServiceContext]) -> [Platform: any DeviceTokenRule] {
-        Dictionary(services.compactMap { service in contexts[service.platform].map { (service.platform, service.registrationRule(context: $0)) } }) { first, _ in first }
-    }
 }

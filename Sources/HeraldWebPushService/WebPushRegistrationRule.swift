@@ -15,13 +15,14 @@ public struct WebPushRegistrationRule: DeviceRegistrationRule {
     }
 
     public var platform: Platform { .web }
+    public var bringsOwnKeys: Bool { true }
 
     public func token(_ text: String, kind: DeviceToken.Kind) throws(DeviceTokenError) -> DeviceToken {
         try DeviceToken(text, platform: .web, kind: kind)
     }
 
     /// The subscription's endpoint and keys; `device_token`, when given too, is the endpoint.
-    public func device(from request: DeviceRegistrar.Request) async throws -> (token: DeviceToken, attributes: DeviceAttributes) {
+    public func device(from request: DeviceRegistrar.Request, kind: DeviceToken.Kind) async throws -> (token: DeviceToken, attributes: DeviceAttributes) {
         guard let subscription = request.subscription else { throw Refusal.missing("subscription") }
         guard let endpoint = subscription.endpoint else { throw Refusal.missing("subscription.endpoint") }
         let token: DeviceToken

@@ -14,6 +14,11 @@ import NIOPosix
 /// Web Push: `platform: "web"`, a subscription's endpoint as the token, a provider per app signing
 /// with its VAPID key, all on one client (connections are per push service, not per app).
 public struct WebPushService: PushService {
+    public typealias AppServiceSettings = VAPIDSettings
+    public typealias InstanceSettings = WebPushSettings
+    public typealias Shared = WebPushShared
+    public typealias Simulated = WebPushSimulated
+
     public init() {}
     public var platform: Platform { .web }
 
@@ -24,7 +29,7 @@ public struct WebPushService: PushService {
     }
 
     /// The `HERALD_VAPID_*` variables, the key loaded.
-    public func appSettings(from variables: [String: String], source: PushServiceSettingsSource) throws -> (any Sendable)? {
+    public func appSettings(from variables: [String: String], source: PushServiceSettingsSource) throws -> VAPIDSettings? {
         guard let settings = try VAPIDSettings.fromEnvironment(variables) else {
             guard source == .file else { return nil }
             throw HeraldConfigurationError(field: "HERALD_VAPID_PRIVATE_KEY_PATH", message: "is required")
@@ -33,62 +38,67 @@ public struct WebPushService: PushService {
     }
 
     /// `HERALD_WEBPUSH_*`: where Web Push may be sent and which extra roots to trust.
-    public func instanceSettings(from environment: [String: String]) throws -> (any Sendable)? {
+    public func instanceSettings(from environment: [String: String]) throws -> WebPushSettings {
         try WebPushSettings(environment: environment)
     }
 
     /// One client for every app, and each app's VAPID key (an ephemeral one for an app without).
     public func makeShared(
-        for apps: [PushServiceApp], instanceSettings: (any Sendable)?, simulator: BuiltInSimulator?, eventLoopGroup: MultiThreadedEventLoopGroup
-    ) throws -> (any Sendable)? {
-        try WebPushShared(
-            apps: apps, settings: instanceSettings as? WebPushSettings ?? WebPushSettings(), simulated: simulator?.handle as? Simulated,
-            eventLoopGroup: eventLoopGroup)
+        for apps: [PushServiceApp<VAPIDSettings>], instanceSettings: WebPushSettings, simulated: WebPushSimulated?, eventLoopGroup: MultiThreadedEventLoopGroup
+    ) throws -> WebPushShared {
+        try WebPushShared(apps: apps, settings: instanceSettings, simulated: simulated, eventLoopGroup: eventLoopGroup)
     }
 
     /// A browser registers its subscription, checked by the shared SSRF rule.
-    public func registrationRule(context: PushServiceContext) -> any DeviceTokenRule {
-        guard let shared = context.shared as? WebPushShared else { return NoWebPushRule() }
-        return WebPushRegistrationRule(endpointGuard: shared.endpointGuard)
+    public func registrationRule(shared: WebPushShared) -> any DeviceRegistrationRule {
+        WebPushRegistrationRule(endpointGuard: shared.endpointGuard)
     }
+
+    /// Each app's VAPID public key, as browsers take it (`applicationServerKey`).
+    public func subscriptionKeys(shared: WebPushShared) -> [String: String] { shared.vapidPublicKeys }
 
     /// Matrix pushers of `type: webpush`.
     public var matrixPusher: (any MatrixPusher)? { BuiltInMatrixPusher.webPush }
 
-    public func makeProvider(for app: PushServiceApp, context: PushServiceContext) throws -> any PushProvider {
-        let shared = context.shared as! WebPushShared
-        let vapid = shared.vapid[app.id]!
+    public func makeProvider(for app: PushServiceApp<VAPIDSettings>, context: PushServiceContext<Self>) throws -> any PushProvider {
+        let shared = context.shared
+        guard let vapid = shared.vapid[app.id] else {
+            throw HeraldConfigurationError(field: "HERALD_VAPID_PRIVATE_KEY_PATH", message: "app \(app.id) has no VAPID key")
+        }
         return WebPushProvider(client: shared.client, signer: VAPIDSigner(key: vapid.key, subject: vapid.subject), trusted: shared.trusted)
     }
 
     /// Every app's provider shares one client: its connections, counted once.
-    public func connectionsOpen(_ providers: [any PushProvider], context: PushServiceContext) -> Int {
-        (context.shared as? WebPushShared)?.client.connectionsOpen ?? 0
+    public func connectionsOpen(_ providers: [any PushProvider], shared: WebPushShared) -> Int {
+        shared.client.connectionsOpen
     }
 
     public var sendingWithoutSettings: String { "simulator (ephemeral VAPID key)" }
 
-    /// The built-in simulator and its own address: the one inside address Herald sends to
-    /// without being told.
-    struct Simulated: Sendable {
-        let simulator: WebPushSimulator
-        let host: String
-    }
-
     /// Apps without a VAPID key sign with an ephemeral one and get a Web Push simulator.
-    public func startSimulator(for apps: [PushServiceApp], eventLoopGroup: MultiThreadedEventLoopGroup) async throws -> BuiltInSimulator? {
+    public func startSimulator(
+        for apps: [PushServiceApp<VAPIDSettings>], eventLoopGroup: MultiThreadedEventLoopGroup
+    ) async throws -> RunningSimulator<WebPushSimulated>? {
         let apps = apps.filter { $0.serviceSettings == nil }
         guard !apps.isEmpty else { return nil }
         var configuration = WebPushSimulator.Configuration()
         configuration.controlPort = nil
         let sim = try await WebPushSimulator.start(configuration: configuration)
-        return BuiltInSimulator(
+        let simulator = BuiltInSimulator(
             name: "webpush", address: "\(sim.origin)",
             warning:
                 "No VAPID key (HERALD_VAPID_*): these apps sign Web Push with an EPHEMERAL key, so browser subscriptions made with it end when Herald restarts; a built-in Web Push simulator is running",
             apps: apps.map(\.id), readinessName: "built-in Web Push simulator listening", isListening: { sim.isListening },
-            control: sim.control, stop: { await sim.shutdown() }, handle: Simulated(simulator: sim, host: "\(configuration.host):\(sim.port)"))
+            control: sim.control, stop: { await sim.shutdown() })
+        return RunningSimulator(simulator, handle: WebPushSimulated(simulator: sim, host: "\(configuration.host):\(sim.port)"))
     }
+}
+
+/// The built-in Web Push simulator and its own address: the one inside address Herald sends to
+/// without being told.
+public struct WebPushSimulated: Sendable {
+    let simulator: WebPushSimulator
+    let host: String
 }
 
 /// What every app's Web Push provider shares, and what registration needs of it: the SSRF rule
@@ -101,7 +111,7 @@ public struct WebPushShared: Sendable {
     /// Whose refusals may pause an app: the operator's list, and the built-in simulator.
     let trusted: TrustedPushServices
 
-    init(apps: [PushServiceApp], settings: WebPushSettings, simulated: WebPushService.Simulated?, eventLoopGroup group: MultiThreadedEventLoopGroup) throws {
+    init(apps: [PushServiceApp<VAPIDSettings>], settings: WebPushSettings, simulated: WebPushSimulated?, eventLoopGroup group: MultiThreadedEventLoopGroup) throws {
         var allowHosts = settings.allowHosts
         var trusted = settings.trusted
         if let simulated {
@@ -117,12 +127,12 @@ public struct WebPushShared: Sendable {
         client = try WebPushClient(configuration: configuration, eventLoopGroup: group, logger: Logger(label: "herald.webpush"))
         var vapid: [String: VAPIDSettings] = [:]
         for app in apps {
-            vapid[app.id] = try app.serviceSettings(as: VAPIDSettings.self)
+            vapid[app.id] = try app.serviceSettings
                 ?? VAPIDSettings(key: VAPIDKey(privateKey: .init()), subject: VAPIDSubject(VAPIDSettings.developmentSubject))
         }
         self.vapid = vapid
     }
 
     /// Each app's VAPID public key, as browsers take it (`applicationServerKey`).
-    public var vapidPublicKeys: [String: String] { vapid.mapValues(\.key.applicationServerKey) }
+    var vapidPublicKeys: [String: String] { vapid.mapValues(\.key.applicationServerKey) }
 }

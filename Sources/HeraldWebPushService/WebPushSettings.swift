@@ -4,7 +4,7 @@ import HeraldWebPushCore
 
 /// One app's VAPID key and subject, from `HERALD_VAPID_PRIVATE_KEY_PATH` and `HERALD_VAPID_SUBJECT`
 /// or an app's `vapid` block in `HERALD_CONFIG`.
-struct VAPIDSettings: Sendable {
+public struct VAPIDSettings: Sendable {
     var key: VAPIDKey
     var subject: VAPIDSubject
 
@@ -45,7 +45,7 @@ struct VAPIDSettings: Sendable {
 }
 
 /// The instance's Web Push transport settings.
-struct WebPushSettings: Sendable {
+public struct WebPushSettings: Sendable {
     /// `HERALD_WEBPUSH_ALLOW_HOSTS`: hosts (`host` or `host:port`) sent to even when they resolve
     /// inside (a simulator on 127.0.0.1); every other endpoint must resolve to public addresses.
     var allowHosts: Set<String> = []
