@@ -186,8 +186,7 @@ let package = Package(
         .target(
             name: "HeraldCore",
             dependencies: [
-                "HeraldAPNsCore", "HeraldFCMCore", "HeraldPushCore", "HeraldWebPushCore", .product(name: "KasiaProtocol", package: "HeraldKit"),
-                .product(name: "Crypto", package: "swift-crypto"),
+                "HeraldPushCore", .product(name: "KasiaProtocol", package: "HeraldKit"), .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         // Durable state behind role protocols; SQLite (one file, WAL) and PostgreSQL implement them all.
@@ -208,7 +207,7 @@ let package = Package(
         // `DeviceRegistrar`), the outbox lanes and the provider-neutral `PushProvider` seam.
         .target(
             name: "HeraldDelivery",
-            dependencies: ["HeraldAPNsCore", 
+            dependencies: ["HeraldAPNsCore", "HeraldFCMCore", "HeraldWebPushCore",
                 "HeraldCore", "HeraldStore", "HeraldMatrix",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -365,7 +364,7 @@ let package = Package(
         ),
         // Tests that start the `herald` binary as separate processes.
         .testTarget(
-            name: "HeraldEndToEndTests", dependencies: ["HeraldAPNsCore", "HeraldCLI", "HeraldStore", "HeraldCore", "HeraldPushCore", "HeraldWebPushCore", "HeraldTestSupport", "KaspaNodeSimulator", .product(name: "Logging", package: "swift-log")]),
+            name: "HeraldEndToEndTests", dependencies: ["HeraldAPNsCore", "HeraldCLI", "HeraldStore", "HeraldCore", "HeraldFCMCore", "HeraldPushCore", "HeraldWebPushCore", "HeraldTestSupport", "KaspaNodeSimulator", .product(name: "Logging", package: "swift-log")]),
         // `herald serve`'s settings and composition root, in-process.
         .testTarget(
             name: "HeraldAppTests",
@@ -374,8 +373,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"), .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
-        .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore", "HeraldPushCore", "HeraldAPNs", "HeraldAPNsCore", .product(name: "KasiaProtocol", package: "HeraldKit")]),
-        .testTarget(name: "HeraldMatrixTests", dependencies: ["HeraldAPNsCore", "HeraldMatrix", "HeraldCore", "HeraldFCMCore"]),
+        .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore", "HeraldPushCore", "HeraldAPNs", "HeraldAPNsCore", "HeraldAPNsService", "HeraldFCMCore", "HeraldWebPushCore", .product(name: "KasiaProtocol", package: "HeraldKit")]),
+        .testTarget(name: "HeraldMatrixTests", dependencies: ["HeraldAPNsCore", "HeraldMatrix", "HeraldCore", "HeraldFCMCore", "HeraldPushCore"]),
         .testTarget(
             name: "HeraldFCMTests",
             dependencies: ["HeraldSimulatorSupport", "HeraldFCMService", "HeraldFCM", "HeraldFCMCore", "HeraldFCMSimulator", "HeraldDelivery", "HeraldStore", "HeraldCore", "HeraldPushCore", .product(name: "HeraldKit", package: "HeraldKit"), "HeraldTestSupport", .product(name: "NIOPosix", package: "swift-nio")],
@@ -393,7 +392,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldKaspaTests",
-            dependencies: ["HeraldAPNsCore", "HeraldKaspa", "HeraldCore", "HeraldStore", .product(name: "HeraldKit", package: "HeraldKit"), "KaspaNodeSimulator", "HeraldTestSupport", .product(name: "KasiaProtocol", package: "HeraldKit")],
+            dependencies: ["HeraldAPNsCore", "HeraldKaspa", "HeraldCore", "HeraldPushCore", "HeraldStore", .product(name: "HeraldKit", package: "HeraldKit"), "KaspaNodeSimulator", "HeraldTestSupport", .product(name: "KasiaProtocol", package: "HeraldKit")],
             exclude: ["Fixtures"]
         ),
         .testTarget(
@@ -436,7 +435,7 @@ let package = Package(
         .testTarget(
             name: "HeraldServerTests",
             dependencies: [
-                "HeraldAPNsService", "HeraldWebPushService",
+                "HeraldAPNsService", "HeraldFCMService", "HeraldWebPushService",
                 "HeraldWebPush",
                 "HeraldServer", "HeraldDelivery", "HeraldStore", "HeraldCore", "HeraldAPNs", "HeraldAPNsSimulator", "HeraldTestSupport",
                 "HeraldMatrix", .product(name: "Prometheus", package: "swift-prometheus"),

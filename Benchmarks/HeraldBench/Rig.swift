@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Crypto
 import Foundation
+import HeraldAPNsCore
 import HeraldAPNsSimulator
 import HeraldCore
 import HeraldDelivery
@@ -101,7 +102,7 @@ final class Rig: @unchecked Sendable {
             for start in stride(from: 0, to: count, by: 10_000) {
                 let batch = try (start..<min(count, start + 10_000)).map { i in
                     Registration(
-                        app: "default", token: try DeviceToken(Self.token(i), platform: .ios), attributes: DeviceAttributes(production: false),
+                        app: "default", token: try APNsTokenRule().token(Self.token(i)), attributes: DeviceAttributes(production: false),
                         watchSet: try WatchSet(watched: watch(i)))
                 }
                 _ = try await store.register(batch, now: now)

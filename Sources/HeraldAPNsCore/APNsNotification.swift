@@ -1,22 +1,9 @@
 import Foundation
 import HeraldPushCore
 
-/// The `apns-push-type` values Apple accepts.
-public enum APNsPushType: String, Sendable, CaseIterable, Codable {
-    case alert, background, voip, complication, fileprovider, mdm, liveactivity, location, pushtotalk, widgets, controls
-
+extension PushType {
     /// The largest payload Apple accepts for this push type.
     public var maximumPayloadSize: Int { self == .voip ? 5_120 : 4_096 }
-}
-
-/// The `apns-priority` values Apple accepts.
-public enum APNsPriority: Int, Sendable, CaseIterable, Codable {
-    /// Deliver immediately (alerts).
-    case immediate = 10
-    /// Deliver at a time that conserves power (background pushes must use this).
-    case considerate = 5
-    /// Deliver when the device is awake anyway.
-    case low = 1
 }
 
 /// The two APNs environments and their hosts.
@@ -38,8 +25,8 @@ public struct APNsNotification: Sendable, Hashable {
     public var deviceToken: String
     /// `apns-topic`: the bundle id (with a suffix for some push types).
     public var topic: String
-    public var pushType: APNsPushType
-    public var priority: APNsPriority
+    public var pushType: PushType
+    public var priority: PushPriority
     /// `apns-expiration` in unix seconds; `0` means "deliver once or drop"; `nil` omits the header.
     public var expiration: Int?
     /// `apns-collapse-id`, at most 64 bytes.
@@ -52,8 +39,8 @@ public struct APNsNotification: Sendable, Hashable {
     public init(
         deviceToken: String,
         topic: String,
-        pushType: APNsPushType = .alert,
-        priority: APNsPriority = .immediate,
+        pushType: PushType = .alert,
+        priority: PushPriority = .immediate,
         expiration: Int? = nil,
         collapseID: String? = nil,
         apnsID: UUID = .random(),

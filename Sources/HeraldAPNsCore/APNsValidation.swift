@@ -1,3 +1,4 @@
+import HeraldPushCore
 /// A notification that Apple would reject, caught before it costs a round trip
 /// (and, on a real APNs connection, a drop of the stream limit to 1).
 public struct APNsValidationError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -42,14 +43,12 @@ public enum APNsDeviceToken {
     }
 
     /// A log-safe form: the first 8 characters and an ellipsis.
-    public static func redacted(_ token: some StringProtocol) -> String {
-        String(token.prefix(8)) + "…"
-    }
+    public static func redacted(_ token: some StringProtocol) -> String { DeviceToken.redacted(token) }
 }
 
 extension APNsNotification {
     /// The largest `apns-collapse-id` Apple accepts, in bytes.
-    public static let maximumCollapseIDSize = 64
+    public static let maximumCollapseIDSize = CollapseID.maximumSize
 
     /// Checks everything Apple would reject and what contradicts the push type.
     /// - Returns: the payload summary, for callers that want it.

@@ -58,12 +58,12 @@ struct APNsDirectSender: DirectSender {
 
     /// The notification the options describe: an alert by default, a background or VoIP push on request.
     static func notification(_ push: DirectPush, topic: String) throws -> APNsNotification {
-        guard let type = APNsPushType(rawValue: push.pushType), [.alert, .background, .voip].contains(type) else {
+        guard let type = PushType(rawValue: push.pushType), [.alert, .background, .voip].contains(type) else {
             throw HeraldConfigurationError(field: "--push-type", message: "is alert, background or voip")
         }
-        let priority: APNsPriority
+        let priority: PushPriority
         if let value = push.priority {
-            guard let p = APNsPriority(rawValue: value) else { throw HeraldConfigurationError(field: "--priority", message: "is 10, 5 or 1") }
+            guard let p = PushPriority(rawValue: value) else { throw HeraldConfigurationError(field: "--priority", message: "is 10, 5 or 1") }
             priority = p
         } else {
             priority = type == .background ? .considerate : .immediate

@@ -21,6 +21,11 @@ public struct APNsService: PushService {
     public init() {}
     public var platform: Platform { .ios }
 
+    /// Apple's tokens: hex, stored lowercase.
+    public func token(_ text: String, kind: DeviceToken.Kind) throws(DeviceTokenError) -> DeviceToken {
+        try APNsTokenRule().token(text, kind: kind)
+    }
+
     public var settingsBlock: PushServiceSettingsBlock? { PushServiceSettingsBlock(key: "apns", variables: APNsSettings.fileKeys) }
 
     /// The `HERALD_APNS_*` variables; from a file, the `.p8` is loaded at once, so a file names it

@@ -1,6 +1,7 @@
 import Foundation
 import HeraldAPNs
 import HeraldAPNsCore
+import HeraldPushCore
 import NIOCore
 import NIOHPACK
 
@@ -21,7 +22,7 @@ enum SimulatorRequestCheck {
     struct Accepted {
         var token: String
         var topic: String
-        var pushType: APNsPushType
+        var pushType: PushType
         var priority: Int
         var expiration: Int?
         var collapseID: String?
@@ -79,9 +80,9 @@ enum SimulatorRequestCheck {
         guard let topic = h.first(name: "apns-topic"), !topic.isEmpty else { return .rejected(.missingTopic) }
         if !topics.isEmpty, !topics.contains(Self.bundleID(of: topic)) { return .rejected(.badTopic) }
 
-        var pushType = APNsPushType.alert
+        var pushType = PushType.alert
         if let value = h.first(name: "apns-push-type") {
-            guard let parsed = APNsPushType(rawValue: value) else { return .rejected(.invalidPushType) }
+            guard let parsed = PushType(rawValue: value) else { return .rejected(.invalidPushType) }
             pushType = parsed
         }
         var priority = pushType == .background ? 5 : 10

@@ -3,6 +3,7 @@ import HeraldCore
 import HeraldDelivery
 import HeraldKaspa
 import HeraldMatrix
+import HeraldPushCore
 import HeraldPushService
 import HeraldServer
 import HeraldSimulatorSupport

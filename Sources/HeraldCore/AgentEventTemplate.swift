@@ -1,5 +1,5 @@
 import Foundation
-import HeraldAPNsCore
+import HeraldPushCore
 
 /// Claudiator's `agent.event` template: a
 /// visible alert for a Claude Code hook event, titled by the document's table (an app may

@@ -1,5 +1,5 @@
 import Crypto
-import HeraldAPNsCore
+import HeraldPushCore
 import KasiaProtocol
 
 /// SafeWhisper's `conversation.silent` template: a background push that says only

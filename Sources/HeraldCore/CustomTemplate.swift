@@ -1,5 +1,4 @@
-import HeraldAPNsCore
-import HeraldFCMCore
+import HeraldPushCore
 
 /// A request field a template cannot use; the API answers it with the field named.
 public struct TemplateError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -20,17 +19,17 @@ public struct TemplateError: Error, Hashable, Sendable, CustomStringConvertible 
 
 /// The `custom` template: the caller's `aps` dictionary and top-level keys.
 public enum CustomTemplate {
-    /// Renders `{"aps": aps, <data keys>…}` and checks it against `limits` (Apple's by default: the
-    /// `aps` dictionary is Apple's form).
+    /// Renders `{"aps": aps, <data keys>…}` and checks it against `limits` (the push services'
+    /// publish-time limits: Apple's see the `aps` dictionary, FCM's the `fcm` data).
     /// - Parameters:
     ///   - pushType: given, or inferred: `background` for a content-available-only `aps`, else `alert`.
     ///   - priority: given, or 5 for background and 10 otherwise.
     ///   - fcm: `{"data": {…}}`: the FCM data map Android devices get verbatim instead of the one
-    ///     derived from `aps` and `data` (strings only, FCM's reserved keys refused, 4,096 bytes).
+    ///     derived from `aps` and `data` (strings only; what FCM refuses in it is FCM's limits' to say).
     ///   - limits: the push services' publish-time limits the push is checked against.
     public static func render(
-        aps: JSONValue, data: JSONValue? = nil, pushType: APNsPushType? = nil, priority: APNsPriority? = nil,
-        collapseID: String? = nil, fcm: JSONValue? = nil, checkedBy limits: [any PushLimits] = [APNsPushLimits()]
+        aps: JSONValue, data: JSONValue? = nil, pushType: PushType? = nil, priority: PushPriority? = nil,
+        collapseID: String? = nil, fcm: JSONValue? = nil, checkedBy limits: [any PushLimits] = []
     ) throws(TemplateError) -> RenderedPush {
         guard let apsFields = aps.objectFields else {
             throw TemplateError(field: "fields.aps", message: "is a JSON object")
@@ -52,21 +51,21 @@ public enum CustomTemplate {
         let type = pushType ?? (contentAvailable && !visible ? .background : .alert)
         let resolvedPriority = priority ?? (type == .background ? .considerate : .immediate)
         var push = RenderedPush(pushType: type, priority: resolvedPriority, collapseID: collapseID, payload: payload)
-        try limits.check(push)
         if let fcm { push.fcmData = try fcmData(fcm) }
+        try limits.check(push)
         return push
     }
 
     /// A custom event's `fields.push_type`: one of Apple's `apns-push-type` values.
-    public static func pushType(_ value: JSONValue) throws(TemplateError) -> APNsPushType {
-        guard case .string(let text) = value, let parsed = APNsPushType(rawValue: text) else {
+    public static func pushType(_ value: JSONValue) throws(TemplateError) -> PushType {
+        guard case .string(let text) = value, let parsed = PushType(rawValue: text) else {
             throw TemplateError(field: "fields.push_type", message: "push_type is one of Apple's apns-push-type values")
         }
         return parsed
     }
 
-    /// Checks `fields.fcm`: only a `data` object of strings, no key FCM reserves, within 4,096 bytes.
-    /// A `notification` block is refused on purpose: it would show text FCM can read.
+    /// Reads `fields.fcm`: only a `data` object of strings. A `notification` block is refused on
+    /// purpose: it would show text FCM can read.
     static func fcmData(_ fcm: JSONValue) throws(TemplateError) -> [String: String] {
         guard let fields = fcm.objectFields else { throw TemplateError(field: "fields.fcm", message: "is a JSON object") }
         if let other = fields.first(where: { $0.key != "data" }) {
@@ -80,14 +79,7 @@ public enum CustomTemplate {
             guard case .string(let text) = field.value else {
                 throw TemplateError(field: "fields.fcm.data.\(field.key)", message: "is a string (FCM data values are strings)")
             }
-            if FCMMessage.isReservedDataKey(field.key) {
-                throw TemplateError(field: "fields.fcm.data.\(field.key)", message: "is a key FCM reserves")
-            }
             map[field.key] = text
-        }
-        let bytes = FCMMessage.dataBytes(of: map)
-        guard bytes <= FCMMessage.maximumDataBytes else {
-            throw TemplateError(field: "fields.fcm.data", message: "is \(bytes) bytes, over FCM's \(FCMMessage.maximumDataBytes)", isTooLarge: true)
         }
         return map
     }

@@ -1,16 +1,16 @@
 import Foundation
-import HeraldAPNsCore
+import HeraldPushCore
 
 /// An event's delivery options, which every template honours where its push type allows them.
 public struct EventOptions: Hashable, Sendable {
     /// `apns-priority`: 10, 5 or 1. Background pushes take only 5.
-    public var priority: APNsPriority?
+    public var priority: PushPriority?
     /// Pushes with the same collapse id replace each other on the device (at most 64 bytes).
     public var collapseID: String?
     /// `aps.thread-id`: groups alerts on the device; alerts only.
     public var threadID: String?
 
-    public init(priority: APNsPriority? = nil, collapseID: String? = nil, threadID: String? = nil) {
+    public init(priority: PushPriority? = nil, collapseID: String? = nil, threadID: String? = nil) {
         self.priority = priority
         self.collapseID = collapseID
         self.threadID = threadID
@@ -27,9 +27,9 @@ extension RenderedPush {
     /// (`apns-collapse-id`, Apple's 64 bytes; FCM's `collapse_key`), where bytes past ASCII are not safe.
     static func checkCollapseID(_ collapseID: String) throws(TemplateError) {
         let bytes = collapseID.utf8
-        guard !bytes.isEmpty, bytes.count <= APNsNotification.maximumCollapseIDSize, bytes.allSatisfy({ (0x20...0x7E).contains($0) }) else {
+        guard !bytes.isEmpty, bytes.count <= CollapseID.maximumSize, bytes.allSatisfy({ (0x20...0x7E).contains($0) }) else {
             throw TemplateError(
-                field: "collapse_id", message: "collapse_id is 1 to \(APNsNotification.maximumCollapseIDSize) printable ASCII characters")
+                field: "collapse_id", message: "collapse_id is 1 to \(CollapseID.maximumSize) printable ASCII characters")
         }
     }
 
@@ -71,8 +71,8 @@ extension RenderedPush {
 
 extension EventOptions {
     /// A publisher's `priority` (10, 5 or 1) as the push's.
-    public static func priority(_ value: Int) throws(TemplateError) -> APNsPriority {
-        guard let parsed = APNsPriority(rawValue: value) else { throw TemplateError(field: "priority", message: "priority is 10, 5 or 1") }
+    public static func priority(_ value: Int) throws(TemplateError) -> PushPriority {
+        guard let parsed = PushPriority(rawValue: value) else { throw TemplateError(field: "priority", message: "priority is 10, 5 or 1") }
         return parsed
     }
 }

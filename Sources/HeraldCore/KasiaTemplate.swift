@@ -1,5 +1,5 @@
 import Foundation
-import HeraldAPNsCore
+import HeraldPushCore
 import KasiaProtocol
 
 /// A Kasia transaction worth a push: the fields of the `kasia.*` templates.

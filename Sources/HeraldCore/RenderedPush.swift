@@ -1,10 +1,10 @@
 import Foundation
-import HeraldAPNsCore
+import HeraldPushCore
 
 /// A push rendered from an event: the APNs request minus the device and topic.
 public struct RenderedPush: Hashable, Sendable {
-    public var pushType: APNsPushType
-    public var priority: APNsPriority
+    public var pushType: PushType
+    public var priority: PushPriority
     public var collapseID: String?
     /// The exact JSON payload.
     public var payload: [UInt8]
@@ -12,7 +12,7 @@ public struct RenderedPush: Hashable, Sendable {
     /// derived from `payload`.
     public var fcmData: [String: String]?
 
-    public init(pushType: APNsPushType, priority: APNsPriority, collapseID: String?, payload: [UInt8], fcmData: [String: String]? = nil) {
+    public init(pushType: PushType, priority: PushPriority, collapseID: String?, payload: [UInt8], fcmData: [String: String]? = nil) {
         self.pushType = pushType
         self.priority = priority
         self.collapseID = collapseID
@@ -22,13 +22,13 @@ public struct RenderedPush: Hashable, Sendable {
 
     /// The largest alert push document, in bytes: APNs's limit for an alert, the smallest of the
     /// services'. Templates that fit what they can inline fit it to this.
-    public static let maximumAlertSize = APNsPushType.alert.maximumPayloadSize
+    public static let maximumAlertSize = 4_096
 
     /// A push as the stores keep it: the type and priority as their raw values (one the store
     /// does not know reads as an alert sent at once).
     public init(storedPushType: String, storedPriority: Int, collapseID: String?, payload: [UInt8], fcmData: [String: String]? = nil) {
         self.init(
-            pushType: APNsPushType(rawValue: storedPushType) ?? .alert, priority: APNsPriority(rawValue: storedPriority) ?? .immediate,
+            pushType: PushType(rawValue: storedPushType) ?? .alert, priority: PushPriority(rawValue: storedPriority) ?? .immediate,
             collapseID: collapseID, payload: payload, fcmData: fcmData)
     }
 

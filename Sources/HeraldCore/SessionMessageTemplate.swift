@@ -1,4 +1,4 @@
-import HeraldAPNsCore
+import HeraldPushCore
 
 /// GhostTalk's `session.message` template, byte for byte what GhostTalk's notifier sent:
 /// a generic alert that says nothing of the message, and the ids the app fetches it by.

@@ -1,6 +1,8 @@
 import Crypto
 import Foundation
+import HeraldAPNsCore
 import HeraldCore
+import HeraldFCMCore
 import HeraldPushCore
 import HeraldStore
 import KasiaCrypto
@@ -26,7 +28,7 @@ public struct DeviceRegistrar: Sendable {
         /// `DeviceRegistrationRule` for a service whose devices register otherwise). By default
         /// the built-in platforms, Web Push refused (`NoWebPushRule`: no VAPID key, no SSRF rule).
         public var tokenRules: [Platform: any DeviceRegistrationRule] =
-            BuiltInTokenRule.all.mapValues { TokenRegistrationRule($0) }.merging([.web: NoWebPushRule()]) { $1 }
+            [.ios: TokenRegistrationRule(APNsTokenRule()), .android: TokenRegistrationRule(FCMTokenRule()), .web: NoWebPushRule()]
         public init() {}
     }
 
@@ -235,11 +237,12 @@ public struct DeviceRegistrar: Sendable {
         return record
     }
 
-    /// A device token from a body, or a refusal naming `field`.
-    public static func token(_ text: String?, platform: Platform, kind: DeviceToken.Kind = .token, field: String = "device_token") throws -> DeviceToken {
+    /// A device token of `platform` from a body, checked by its service's rule, or a refusal naming `field`.
+    public func token(_ text: String?, platform: Platform, kind: DeviceToken.Kind = .token, field: String = "device_token") throws -> DeviceToken {
         guard let text else { throw Refusal.missing(field) }
+        guard let rule = rules.tokenRules[platform] else { throw Refusal.invalid(field, DeviceTokenError.unknownPlatform(platform).description) }
         do {
-            return try DeviceToken(text, platform: platform, kind: kind)
+            return try rule.token(text, kind: kind)
         } catch {
             throw Refusal.invalid(field, error.description)
         }

@@ -1,5 +1,6 @@
 import HeraldCore
 import HeraldPushCore
+import HeraldWebPushCore
 
 /// How a push service's devices register: by a token its rule checks (`TokenRegistrationRule`),
 /// or by something else that brings its own keys (Web Push: a browser's subscription), whose
@@ -45,7 +46,7 @@ public struct NoWebPushRule: DeviceRegistrationRule {
     public var bringsOwnKeys: Bool { true }
 
     public func token(_ text: String, kind: DeviceToken.Kind) throws(DeviceTokenError) -> DeviceToken {
-        try DeviceToken(text, platform: .web, kind: kind)
+        try WebPushTokenRule().token(text, kind: kind)
     }
 
     public func device(from request: DeviceRegistrar.Request, kind: DeviceToken.Kind) async throws -> (token: DeviceToken, attributes: DeviceAttributes) {

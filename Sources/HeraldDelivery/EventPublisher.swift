@@ -42,7 +42,7 @@ public struct EventPublisher: Sendable {
     public init(
         store: any DeviceRegistry & DeliveryQueue, apps: AppDirectory,
         outbox: Outbox? = nil, clock: any HeraldClock = SystemClock(),
-        metrics: HeraldMetrics? = nil, platforms: Set<Platform> = [.ios], pushLimits: [any PushLimits] = [APNsPushLimits()],
+        metrics: HeraldMetrics? = nil, platforms: Set<Platform> = [.ios], pushLimits: [any PushLimits] = [],
         maximumDeliveriesPerRequest: Int = EventPublisher.defaultMaximumDeliveriesPerRequest
     ) {
         self.maximumDeliveriesPerRequest = maximumDeliveriesPerRequest

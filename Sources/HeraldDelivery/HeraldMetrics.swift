@@ -1,6 +1,7 @@
 import CoreMetrics
 import Foundation
 import HeraldCore
+import HeraldPushCore
 import Metrics
 import Synchronization
 

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldPushCore
 import HeraldStore
 
 /// What a push service made of one delivery, in terms every service shares. Each provider maps

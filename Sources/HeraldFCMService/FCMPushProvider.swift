@@ -4,6 +4,7 @@ import HeraldCore
 import HeraldDelivery
 import HeraldFCM
 import HeraldFCMCore
+import HeraldPushCore
 import HeraldStore
 import Synchronization
 

@@ -19,6 +19,13 @@ public struct FCMService: PushService {
     public init() {}
     public var platform: Platform { .android }
 
+    /// Registration tokens and Firebase Installation IDs.
+    public func token(_ text: String, kind: DeviceToken.Kind) throws(DeviceTokenError) -> DeviceToken {
+        try FCMTokenRule().token(text, kind: kind)
+    }
+
+    public var tokenKinds: Set<DeviceToken.Kind> { FCMTokenRule().tokenKinds }
+
     public var settingsBlock: PushServiceSettingsBlock? { PushServiceSettingsBlock(key: "fcm", variables: FCMSettings.fileKeys) }
 
     /// The `HERALD_FCM_*` variables, the service account loaded.
@@ -29,6 +36,9 @@ public struct FCMService: PushService {
         }
         return settings
     }
+
+    /// What FCM refuses in the data a custom event gives verbatim.
+    public var publishLimits: (any PushLimits)? { FCMPushLimits() }
 
     /// Matrix pushers of `type: fcm`.
     public var matrixPusher: (any MatrixPusher)? { BuiltInMatrixPusher.fcm }

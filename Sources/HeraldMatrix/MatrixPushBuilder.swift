@@ -2,6 +2,7 @@ import Foundation
 import HeraldAPNsCore
 import HeraldCore
 import HeraldFCMCore
+import HeraldPushCore
 import HeraldWebPushCore
 import WebPushCrypto
 

@@ -1,5 +1,8 @@
 import Foundation
+import HeraldAPNsCore
 import HeraldCore
+import HeraldFCMCore
+import HeraldPushCore
 import HeraldWebPushCore
 import KasiaProtocol
 
@@ -27,16 +30,16 @@ extension MatrixApp {
                     }
                     hex = Hex.encode(bytes)
                 }
-                return (try DeviceToken(hex, platform: .ios), nil)
+                return (try APNsTokenRule().token(hex), nil)
             case .fcm:
-                return (try DeviceToken(pushkey, platform: .android), nil)
+                return (try FCMTokenRule().token(pushkey), nil)
             default:
                 guard kind == .webpush else { throw MatrixPushkeyRefusal(description: "no pusher reads \(kind.rawValue) pushkeys here") }
                 guard let endpoint = device.string("endpoint") else {
                     throw MatrixPushkeyRefusal(description: "a Web Push pusher's data has its endpoint")
                 }
                 guard let auth = device.string("auth") else { throw MatrixPushkeyRefusal(description: "a Web Push pusher's data has its auth") }
-                let token = try DeviceToken(endpoint, platform: .web)
+                let token = try WebPushTokenRule().token(endpoint)
                 let host = try WebPushEndpoint(endpoint).host
                 guard allows(host: host) else { throw MatrixPushkeyRefusal(description: "endpoint host \(host) is not among allowed_endpoints") }
                 do {

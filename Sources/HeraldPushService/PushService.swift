@@ -89,16 +89,6 @@ public protocol PushService: DeviceTokenRule {
 }
 
 extension PushService {
-    /// A built-in platform's rule (`DeviceToken.init`); a service of another platform gives its
-    /// own, or every token is refused.
-    public func token(_ text: String, kind: DeviceToken.Kind) throws(DeviceTokenError) -> DeviceToken {
-        try DeviceToken(text, platform: platform, kind: kind)
-    }
-
-    /// A built-in platform's token kinds (`BuiltInTokenRule`: Android's take a Firebase
-    /// Installation ID too); a plain token for another platform unless its service says more.
-    public var tokenKinds: Set<DeviceToken.Kind> { BuiltInTokenRule(platform).tokenKinds }
-
     public var settingsBlock: PushServiceSettingsBlock? { nil }
 
     public var variables: Set<String> { Set(settingsBlock.map { Array($0.variables.values) } ?? []) }

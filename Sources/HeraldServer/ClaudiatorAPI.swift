@@ -46,7 +46,7 @@ public struct ClaudiatorAPI: Sendable {
         guard let platformText = body.platform else { throw APIError.missing("platform") }
         let platform = Platform(platformText)
         guard Platform.builtIn.contains(platform) else { throw APIError.invalid("platform", "platform is ios or android") }
-        let token = try DeviceRegistrar.token(body.token, platform: platform, field: "token")
+        let token = try registrar.token(body.token, platform: platform, field: "token")
         try AppDirectory.require(grant, covers: token.value, field: "token")
         _ = try await registrar.register(
             Registration(app: app.id, token: token, attributes: DeviceAttributes(production: app.production), deviceID: grant.identity, watchSet: .empty),

@@ -2,6 +2,7 @@ import Foundation
 import HeraldCore
 import HeraldDelivery
 import HeraldMatrix
+import HeraldPushCore
 import HeraldStore
 import Hummingbird
 import Prometheus

@@ -53,7 +53,7 @@ public struct GhostTalkAPI: Sendable {
         let body = try await JSONBody.decode(RegisterBody.self, from: request, limit: configuration.maximumBodySize)
         let session = try Self.sessionKey(body.session_id)
         try AppDirectory.require(grant, covers: body.session_id, field: "session_id")
-        let token = try DeviceRegistrar.token(body.device_token, platform: .ios)
+        let token = try registrar.token(body.device_token, platform: .ios)
         // Under a signed policy the device is the granted identity's, as on the native route.
         _ = try await registrar.register(
             Registration(app: app.id, token: token, attributes: DeviceAttributes(production: app.production), deviceID: grant.identity,

@@ -46,7 +46,7 @@ public struct SafeWhisperAPI: Sendable {
         let deviceID = try Self.deviceID(request)
         try AppDirectory.require(grant, covers: deviceID, field: "X-Device-ID")
         let body = try await JSONBody.decode(TokenBody.self, from: request, limit: configuration.maximumBodySize)
-        let token = try DeviceRegistrar.token(body.apnsToken, platform: .ios, field: "apnsToken")
+        let token = try registrar.token(body.apnsToken, platform: .ios, field: "apnsToken")
         let device = try await registrar.register(
             Registration(app: app.id, token: token, attributes: DeviceAttributes(production: app.production), deviceID: deviceID, watchSet: .empty,
                          replacesDeviceTokens: true),

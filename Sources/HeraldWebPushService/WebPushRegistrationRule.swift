@@ -18,7 +18,7 @@ public struct WebPushRegistrationRule: DeviceRegistrationRule {
     public var bringsOwnKeys: Bool { true }
 
     public func token(_ text: String, kind: DeviceToken.Kind) throws(DeviceTokenError) -> DeviceToken {
-        try DeviceToken(text, platform: .web, kind: kind)
+        try WebPushTokenRule().token(text, kind: kind)
     }
 
     /// The subscription's endpoint and keys; `device_token`, when given too, is the endpoint.
@@ -26,7 +26,7 @@ public struct WebPushRegistrationRule: DeviceRegistrationRule {
         guard let subscription = request.subscription else { throw Refusal.missing("subscription") }
         guard let endpoint = subscription.endpoint else { throw Refusal.missing("subscription.endpoint") }
         let token: DeviceToken
-        do { token = try DeviceToken(endpoint, platform: .web) } catch { throw Refusal.unprocessable("subscription.endpoint", error.description) }
+        do { token = try WebPushTokenRule().token(endpoint) } catch { throw Refusal.unprocessable("subscription.endpoint", error.description) }
         if let deviceToken = request.deviceToken, deviceToken != token.value {
             throw Refusal.unprocessable("device_token", "device_token, when given, is the subscription's endpoint")
         }

@@ -22,6 +22,11 @@ public struct WebPushService: PushService {
     public init() {}
     public var platform: Platform { .web }
 
+    /// A subscription's endpoint.
+    public func token(_ text: String, kind: DeviceToken.Kind) throws(DeviceTokenError) -> DeviceToken {
+        try WebPushTokenRule().token(text, kind: kind)
+    }
+
     public var settingsBlock: PushServiceSettingsBlock? { PushServiceSettingsBlock(key: "vapid", variables: VAPIDSettings.fileKeys) }
 
     public var variables: Set<String> {

@@ -1,6 +1,7 @@
 import Foundation
 import HeraldAPNs
 import HeraldAPNsCore
+import HeraldPushCore
 import NIOCore
 import Testing
 
@@ -51,8 +52,8 @@ struct NotificationValidationTests {
     static let token = String(repeating: "ab", count: 32)
 
     static func make(
-        token: String = token, topic: String = "com.example.app", type: APNsPushType = .alert,
-        priority: APNsPriority = .immediate, collapseID: String? = nil, expiration: Int? = nil, payload: String
+        token: String = token, topic: String = "com.example.app", type: PushType = .alert,
+        priority: PushPriority = .immediate, collapseID: String? = nil, expiration: Int? = nil, payload: String
     ) -> APNsNotification {
         APNsNotification(
             deviceToken: token, topic: topic, pushType: type, priority: priority, expiration: expiration,

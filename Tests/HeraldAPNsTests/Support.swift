@@ -3,6 +3,7 @@ import Foundation
 import HeraldAPNs
 import HeraldAPNsCore
 import HeraldAPNsSimulator
+import HeraldPushCore
 import HeraldTestSupport
 import NIOCore
 import NIOPosix

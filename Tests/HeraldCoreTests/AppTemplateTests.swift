@@ -1,6 +1,7 @@
 import Foundation
 import HeraldAPNsCore
 import HeraldCore
+import HeraldPushCore
 import Testing
 
 @Suite("The other apps' templates: exact bytes")

@@ -2,6 +2,7 @@ import Foundation
 import HeraldAPNs
 import HeraldAPNsCore
 import HeraldCore
+import HeraldPushCore
 import KasiaProtocol
 import Testing
 

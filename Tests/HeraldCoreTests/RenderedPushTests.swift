@@ -1,5 +1,6 @@
 import HeraldAPNsCore
 import HeraldCore
+import HeraldPushCore
 import Testing
 
 @Suite("Shrinking a push after 413")

@@ -1,7 +1,11 @@
 import Foundation
 import HeraldAPNs
 import HeraldAPNsCore
+import HeraldAPNsService
 import HeraldCore
+import HeraldFCMCore
+import HeraldPushCore
+import HeraldWebPushCore
 import KasiaProtocol
 import Testing
 
@@ -57,16 +61,22 @@ struct KasiaRoutingTests {
 
 @Suite("Devices and watch sets")
 struct DeviceTests {
-    @Test("APNs tokens are hex, stored lowercase; FCM tokens are opaque and bounded")
+    @Test("each service's token rule: APNs tokens are hex, stored lowercase; FCM tokens are opaque and bounded, an installation ID 22 base64url characters; a web token is an https endpoint")
     func tokens() throws {
         let upper = String(repeating: "AB", count: 32)
-        #expect(try DeviceToken(upper, platform: .ios).value == upper.lowercased())
-        #expect(try DeviceToken(upper, platform: .ios).description == "abababab…")
-        #expect(throws: DeviceTokenError.notAPNsHex) { try DeviceToken("xyz", platform: .ios) }
-        #expect(try DeviceToken("fcm:APA91b-token_1", platform: .android).value == "fcm:APA91b-token_1")
-        #expect(throws: DeviceTokenError.notFCMToken) { try DeviceToken("", platform: .android) }
-        #expect(throws: DeviceTokenError.notFCMToken) { try DeviceToken(String(repeating: "a", count: 4_097), platform: .android) }
-        #expect(throws: DeviceTokenError.notFCMToken) { try DeviceToken("has space", platform: .android) }
+        #expect(try APNsTokenRule().token(upper).value == upper.lowercased())
+        #expect(try APNsTokenRule().token(upper).description == "abababab…")
+        #expect(throws: DeviceTokenError.refused("an APNs token is 64+ hexadecimal characters")) { try APNsTokenRule().token("xyz") }
+        #expect(throws: DeviceTokenError.refused("token_kind fid is for android devices")) { try APNsTokenRule().token(upper, kind: .fid) }
+        #expect(try FCMTokenRule().token("fcm:APA91b-token_1").value == "fcm:APA91b-token_1")
+        let notFCM = DeviceTokenError.refused("an FCM token is 1 to 4096 printable ASCII characters")
+        #expect(throws: notFCM) { try FCMTokenRule().token("") }
+        #expect(throws: notFCM) { try FCMTokenRule().token(String(repeating: "a", count: 4_097)) }
+        #expect(throws: notFCM) { try FCMTokenRule().token("has space") }
+        #expect(try FCMTokenRule().token("cXyZ0123456789_-abcdeF", kind: .fid).kind == .fid)
+        #expect(throws: DeviceTokenError.self) { try FCMTokenRule().token("cXyZ0123456789_-abcde!", kind: .fid) }
+        #expect(try WebPushTokenRule().token("https://push.example.org/s/1").value == "https://push.example.org/s/1")
+        #expect(throws: DeviceTokenError.self) { try WebPushTokenRule().token("http://push.example.org/s/1") }
     }
 
     @Test("watch-set limits: keys per device and aliases per route")
@@ -137,7 +147,7 @@ struct CustomTemplateTests {
     }
 
     @Test("what Apple would refuse names the field", arguments: [
-        (#"{"content-available":1}"#, nil as String?, APNsPushType.alert, nil as APNsPriority?, "fields.push_type"),
+        (#"{"content-available":1}"#, nil as String?, PushType.alert, nil as PushPriority?, "fields.push_type"),
         (#"{"alert":"hi"}"#, nil, .background, nil, "fields.push_type"),
         (#"{"content-available":1}"#, nil, .background, .immediate, "priority"),
         (#""not an object""#, nil, nil, nil, "fields.aps"),
@@ -145,11 +155,11 @@ struct CustomTemplateTests {
         (#"{"alert":"hi"}"#, #"[1]"#, nil, nil, "fields.data"),
         (#"{"alert":"# + "\"" + String(repeating: "x", count: 4_100) + "\"}", nil, nil, nil, "fields"),
     ])
-    func refused(aps: String, data: String?, type: APNsPushType?, priority: APNsPriority?, field: String) throws {
+    func refused(aps: String, data: String?, type: PushType?, priority: PushPriority?, field: String) throws {
         let apsValue = try Self.json(aps)
         let dataValue = try data.map(Self.json)
         #expect {
-            try CustomTemplate.render(aps: apsValue, data: dataValue, pushType: type, priority: priority)
+            try CustomTemplate.render(aps: apsValue, data: dataValue, pushType: type, priority: priority, checkedBy: [APNsPushLimits()])
         } throws: { ($0 as? TemplateError)?.field == field }
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import HeraldAPNsCore
 import HeraldCore
 import HeraldDelivery
+import HeraldPushCore
 import HeraldServer
 import HeraldStore
 import HeraldTestSupport

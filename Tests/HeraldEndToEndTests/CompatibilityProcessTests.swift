@@ -1,8 +1,9 @@
 import Foundation
-import HeraldTestSupport
+import HeraldAPNsCore
 import HeraldCore
 import HeraldPushCore
 import HeraldStore
+import HeraldTestSupport
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -142,7 +143,7 @@ struct CompatibilityProcessTests {
             seed: { store in
                 // Not seen for 100 days: the cleanup job removes it when herald serve starts (default 90 days).
                 _ = try await store.register(
-                    Registration(app: "default", token: try DeviceToken(stale, platform: .ios), attributes: DeviceAttributes(production: false),
+                    Registration(app: "default", token: try APNsTokenRule().token(stale), attributes: DeviceAttributes(production: false),
                                  watchSet: try WatchSet(watched: [WatchKey.session("05OLD")])),
                     now: Date().addingTimeInterval(-100 * 86_400))
             })

@@ -29,7 +29,7 @@ struct GatewayProcessTests {
         try await store.migrate()
         for (i, age) in [(1, 100.0), (2, 5.0)] {
             _ = try await store.register(
-                Registration(app: "default", token: try DeviceToken(hexToken(i), platform: .ios), attributes: DeviceAttributes(production: false),
+                Registration(app: "default", token: try APNsTokenRule().token(hexToken(i)), attributes: DeviceAttributes(production: false),
                              watchSet: .empty),
                 now: Date().addingTimeInterval(-age * 86_400))
         }
@@ -50,7 +50,7 @@ struct GatewayProcessTests {
         let store = try SQLiteStore(path: path)
         try await store.migrate()
         let rows = try await store.register(try (0..<devices).map { i in
-            Registration(app: "default", token: try DeviceToken(hexToken(i), platform: .ios), attributes: DeviceAttributes(production: false), watchSet: .empty)
+            Registration(app: "default", token: try APNsTokenRule().token(hexToken(i)), attributes: DeviceAttributes(production: false), watchSet: .empty)
         }, now: Date()).map(\.rowID)
         let push = RenderedPush(pushType: .alert, priority: .immediate, collapseID: nil, payload: Array(#"{"aps":{"alert":"x"}}"#.utf8))
         _ = try await store.enqueue(

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldAPNsCore
 import HeraldCore
 import HeraldPushCore
 import HeraldStore
@@ -69,7 +70,7 @@ struct LimitsTests {
         let store = try SQLiteStore(path: path)
         try await store.migrate()
         _ = try await store.register(try (0..<5_000).map { i in
-            Registration(app: "default", token: try DeviceToken(hexToken(i), platform: .ios), attributes: DeviceAttributes(production: false), watchSet: .empty)
+            Registration(app: "default", token: try APNsTokenRule().token(hexToken(i)), attributes: DeviceAttributes(production: false), watchSet: .empty)
         }, now: Date())
         let serve = try ServeProcess(environment: [
             "HERALD_DATABASE_URL": "sqlite:" + path, "HERALD_HTTP_PORT": "0", "HERALD_PUBLISH_KEYS": "publisher-key-limits-0123",

@@ -1,5 +1,7 @@
 import Foundation
+import HeraldAPNsCore
 import HeraldCore
+import HeraldFCMCore
 import HeraldPushCore
 import HeraldStore
 import HeraldTestSupport
@@ -30,8 +32,8 @@ struct MultiInstanceTests {
             try await store.migrate()
             for start in stride(from: 0, to: devices, by: 5_000) {
                 _ = try await store.register(try (start..<start + 5_000).map { i in
-                    Registration(app: "default", token: Self.isAndroid(i) ? try DeviceToken(Self.fcmToken(i), platform: .android)
-                                     : try DeviceToken(hexToken(i), platform: .ios), attributes: DeviceAttributes(production: false),
+                    Registration(app: "default", token: Self.isAndroid(i) ? try FCMTokenRule().token(Self.fcmToken(i))
+                                     : try APNsTokenRule().token(hexToken(i)), attributes: DeviceAttributes(production: false),
                                  watchSet: try WatchSet(watched: [WatchKey.session("s\(i)")]))
                 }, now: Date())
             }

@@ -3,6 +3,7 @@ import HeraldAPNsCore
 import HeraldCore
 import HeraldKaspa
 import HeraldKit
+import HeraldPushCore
 import HeraldTestSupport
 import KaspaNodeSimulator
 import Testing

@@ -3,6 +3,7 @@ import HeraldAPNsCore
 import HeraldCore
 import HeraldDelivery
 import HeraldMatrix
+import HeraldPushCore
 import HeraldServer
 import HeraldStore
 import Hummingbird

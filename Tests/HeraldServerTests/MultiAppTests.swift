@@ -54,7 +54,7 @@ struct MultiAppTests {
                 settings: settings, metrics: metrics)
             let running = Task { await outbox.run() }
             defer { running.cancel() }
-            let publisher = EventPublisher(store: h.store, apps: configuration.apps, outbox: outbox, metrics: metrics)
+            let publisher = EventPublisher(store: h.store, apps: configuration.apps, outbox: outbox, metrics: metrics, pushLimits: builtInPushLimits)
             let router = Gateway.router(store: h.store, configuration: configuration, publisher: publisher, metrics: (metrics, registry))
             try await Application(router: router).test(.live) { client in
                 // Registration: the app is named (several are served); beta's policy wants its key.

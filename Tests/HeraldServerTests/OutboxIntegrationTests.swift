@@ -64,7 +64,7 @@ struct OutboxHarness {
             let token = String(repeating: "0", count: 64 - hex.count) + hex
             tokens.append(token)
             rows.append(try await store.register(
-                Registration(app: app, token: try DeviceToken(token, platform: .ios), attributes: DeviceAttributes(apnsEnvironment: .sandbox), watchSet: .empty),
+                Registration(app: app, token: try APNsTokenRule().token(token), attributes: DeviceAttributes(apnsEnvironment: .sandbox), watchSet: .empty),
                 now: Date()).rowID)
         }
         return (rows, tokens)
@@ -148,7 +148,7 @@ struct OutboxIntegrationTests {
             var rows: [Int64] = []
             for (token, environment) in [(production, APNsEnvironment.production), (sandbox, .sandbox)] {
                 rows.append(try await h.store.register(
-                    Registration(app: "default", token: try DeviceToken(token, platform: .ios), attributes: DeviceAttributes(apnsEnvironment: environment), watchSet: .empty),
+                    Registration(app: "default", token: try APNsTokenRule().token(token), attributes: DeviceAttributes(apnsEnvironment: environment), watchSet: .empty),
                     now: Date()).rowID)
             }
             try await h.enqueue(app: "default", rows: rows)
@@ -173,7 +173,7 @@ struct OutboxIntegrationTests {
             var rows: [Int64] = []
             for token in [keep, gone] {
                 rows.append(try await store.register(
-                    Registration(app: "default", token: try DeviceToken(token, platform: .ios), attributes: DeviceAttributes(apnsEnvironment: .sandbox),
+                    Registration(app: "default", token: try APNsTokenRule().token(token), attributes: DeviceAttributes(apnsEnvironment: .sandbox),
                                  watchSet: try WatchSet(watched: [WatchKey.session("s")])),
                     now: registered).rowID)
             }

@@ -1,7 +1,8 @@
 import Foundation
 import HeraldAPNsCore
-import HeraldDelivery
 import HeraldCore
+import HeraldDelivery
+import HeraldPushCore
 import HeraldServer
 import HeraldStore
 import Hummingbird

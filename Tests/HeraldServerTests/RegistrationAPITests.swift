@@ -1,14 +1,17 @@
 import Foundation
+import HTTPTypes
 import HeraldAPNsCore
+import HeraldAPNsService
 import HeraldCore
 import HeraldDelivery
+import HeraldFCMService
 import HeraldMatrix
+import HeraldPushCore
 import HeraldServer
-import Prometheus
 import HeraldStore
 import Hummingbird
 import HummingbirdTesting
-import HTTPTypes
+import Prometheus
 import Testing
 
 let kaspaA = "kaspa:qp0l70zd5x85ttwd6jv7g3s3a8llzj96d8dncn4zmhv4tlzx5k2jyqh70xmfj"
@@ -33,12 +36,15 @@ func withRegistrationServer(
     configure(&configuration)
     let publisher = EventPublisher(
         store: store, apps: configuration.apps, metrics: metrics.0, platforms: matrix == nil ? [.ios] : [.ios, .android, .web],
-        maximumDeliveriesPerRequest: maximumDeliveriesPerRequest)
+        pushLimits: builtInPushLimits, maximumDeliveriesPerRequest: maximumDeliveriesPerRequest)
     let router = Gateway.router(
         store: store, configuration: configuration, publisher: publisher, metrics: metrics, readiness: readiness, sending: sending,
         matrix: matrix)
     try await Application(router: router).test(.live) { client in try await body(client, store) }
 }
+
+/// The built-in services' publish-time limits, as `herald serve` checks them: Apple's and FCM's.
+let builtInPushLimits: [any PushLimits] = [APNsPushLimits(), FCMPushLimits()]
 
 func json(_ response: TestResponse) throws -> [String: Any] {
     try #require(try JSONSerialization.jsonObject(with: Data(response.body.readableBytesView)) as? [String: Any])

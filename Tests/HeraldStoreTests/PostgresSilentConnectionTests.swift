@@ -39,7 +39,7 @@ struct PostgresSilentConnectionTests {
             let running = Task { await store.run() }
             defer { running.cancel() }
             try await store.migrate()
-            let token = try DeviceToken(String(repeating: "ab", count: 32), platform: .ios)
+            let token = try APNsTokenRule().token(String(repeating: "ab", count: 32))
             let device = try await store.register(
                 Registration(app: "kasia", token: token, attributes: DeviceAttributes(production: false), watchSet: try WatchSet(watched: [], own: [], routes: [])),
                 now: Self.t0)

@@ -55,7 +55,7 @@ private func address(_ byte: UInt8) -> KaspaAddress {
 
 private func token(_ i: Int) -> DeviceToken {
     let hex = String(i, radix: 16)
-    return try! DeviceToken(String(repeating: "0", count: 64 - hex.count) + hex, platform: .ios)
+    return try! APNsTokenRule().token(String(repeating: "0", count: 64 - hex.count) + hex)
 }
 
 private func registration(_ i: Int, app: String = "kasia", watching keys: [WatchKey], own: [KaspaAddress] = [],
@@ -240,7 +240,7 @@ struct StoreOutboxTests {
             let phones = try await store.register((1...3).map { try registration($0, watching: []) }, now: t0)
             let android = try await store.register(
                 [Registration(
-                    app: "kasia", token: try DeviceToken("fcm-direct:" + String(repeating: "K", count: 140), platform: .android),
+                    app: "kasia", token: try FCMTokenRule().token("fcm-direct:" + String(repeating: "K", count: 140)),
                     attributes: DeviceAttributes(apnsEnvironment: .production), deviceID: nil, watchSet: .empty)], now: t0)[0]
             let ios = LaneKey(app: "kasia", platform: .ios)
             let result = try await store.enqueue(
@@ -567,10 +567,10 @@ struct FCMLedgerAndLaneTests {
         try await withEachStore { store, _ in
             let now = Date(timeIntervalSince1970: 1_800_000_000)
             let phone = try await store.register(
-                Registration(app: "mixed", token: try DeviceToken(String(repeating: "ab", count: 32), platform: .ios), attributes: DeviceAttributes(apnsEnvironment: .sandbox), watchSet: .empty),
+                Registration(app: "mixed", token: try APNsTokenRule().token(String(repeating: "ab", count: 32)), attributes: DeviceAttributes(apnsEnvironment: .sandbox), watchSet: .empty),
                 now: now)
             let fid = try await store.register(
-                Registration(app: "mixed", token: try DeviceToken("cXyZ0123456789_-abcdeF", platform: .android, kind: .fid), attributes: DeviceAttributes(apnsEnvironment: .sandbox), watchSet: .empty),
+                Registration(app: "mixed", token: try FCMTokenRule().token("cXyZ0123456789_-abcdeF", kind: .fid), attributes: DeviceAttributes(apnsEnvironment: .sandbox), watchSet: .empty),
                 now: now)
             #expect(fid.attributes.tokenKind == .fid)
             #expect(phone.attributes.tokenKind == .token)
@@ -593,7 +593,7 @@ struct FCMLedgerAndLaneTests {
             let keys = try WebPushKeys(p256dh: "BCVxsr7N_eNgVRqvHtD0zTZsEc6-VV-JvLexhqUzORcxaOzi6-AYWXvTBHm4bjyPjs7Vd8pZGH6SRpkNtoIAiw4", auth: "BTBZMqHH6r4Tts7J_aSIgg")
             let endpoint = "https://push.example.com/wpush/v2/gAAAA"
             let browser = try await store.register(
-                Registration(app: "web", token: try DeviceToken(endpoint, platform: .web), attributes: DeviceAttributes(apnsEnvironment: .production).setting(webPushKeys: keys), watchSet: .empty),
+                Registration(app: "web", token: try WebPushTokenRule().token(endpoint), attributes: DeviceAttributes(apnsEnvironment: .production).setting(webPushKeys: keys), watchSet: .empty),
                 now: now)
             #expect(browser.platform == .web && browser.attributes.webPushKeys == keys)
             #expect(try await store.devices(app: "web", tokens: [endpoint]).first?.attributes.webPushKeys == keys)
@@ -694,7 +694,7 @@ struct StoreCounterTests {
 
             // A token registered again as another platform's: moved between platforms, not added.
             _ = try await store.register(try registration(8, watching: []), now: t0)
-            let android = try DeviceToken(token(8).value, platform: .android)
+            let android = try FCMTokenRule().token(token(8).value)
             _ = try await store.register([Registration(app: "kasia", token: android, attributes: DeviceAttributes(apnsEnvironment: .sandbox), watchSet: .empty)], now: t0)
             #expect(try await store.stats().devices == ["kasia": ["ios": 4, "android": 1], "other": ["ios": 1]])
 
