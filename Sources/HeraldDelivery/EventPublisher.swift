@@ -21,6 +21,8 @@ public struct EventPublisher: Sendable {
     /// Their services' publish-time limits: every push is checked against each before anything
     /// is committed.
     public let pushLimits: [any PushLimits]
+    /// The templates events name.
+    public let templates: EventTemplateRegistry
     /// The most deliveries one publish request may create (refused as `tooLarge` over it).
     public let maximumDeliveriesPerRequest: Int
     /// The default cap on deliveries per request.
@@ -43,8 +45,9 @@ public struct EventPublisher: Sendable {
         store: any DeviceRegistry & DeliveryQueue, apps: AppDirectory,
         outbox: Outbox? = nil, clock: any HeraldClock = SystemClock(),
         metrics: HeraldMetrics? = nil, platforms: Set<Platform> = [.ios], pushLimits: [any PushLimits] = [],
-        maximumDeliveriesPerRequest: Int = EventPublisher.defaultMaximumDeliveriesPerRequest
+        templates: EventTemplateRegistry = .builtIn, maximumDeliveriesPerRequest: Int = EventPublisher.defaultMaximumDeliveriesPerRequest
     ) {
+        self.templates = templates
         self.maximumDeliveriesPerRequest = maximumDeliveriesPerRequest
         self.store = store
         self.apps = apps
@@ -88,17 +91,6 @@ public struct EventPublisher: Sendable {
     public struct Published: Sendable {
         public var event: NewEvent
         public var unknownTokens: [String]
-    }
-
-    struct KasiaFields {
-        var tx_id: String?
-        var sender: String?
-        var recipient: String?
-        var alias: String?
-        var payload: String?
-        var timestamp: Int64?
-        var daa_score: UInt64?
-        var amount: UInt64?
     }
 
     /// Validates, routes and commits events (all or none), then tells the outbox. Every way in
@@ -162,94 +154,36 @@ public struct EventPublisher: Sendable {
         do { return try read() } catch { throw Refusal.invalid(prefix + error.field, error.message) }
     }
 
-    /// The templates `validate` renders, as a refusal lists them.
-    static let templates = [
-        "custom", "kasia.handshake", "kasia.contextual_message", "kasia.payment", "session.message", "agent.event", "conversation.silent",
-    ]
-
     /// Validates and renders one event (no I/O).
     func validate(_ body: Request, field prefix: String, publisherKey: String, now: Date) throws -> Draft {
         let settings = try apps.publisherApp(key: publisherKey, requested: body.app, field: prefix + "app")
         let app = settings.id
-        // Targets a template implies when the event names none.
-        var implicitKeys: [WatchKey] = []
-        var implicitAllDevices = false
-        guard let template = body.template else { throw Refusal.missing(prefix + "template") }
+        guard let name = body.template else { throw Refusal.missing(prefix + "template") }
         guard let fields = body.fields, fields.objectFields != nil else {
             throw Refusal.invalid(prefix + "fields", "fields is a JSON object")
         }
         let priority = try Self.option(prefix) { () throws(TemplateError) in try body.priority.map(EventOptions.priority) }
         let expiresAt = Self.expiry(of: body.expiration, now: now)
-
-        var push: RenderedPush
-        var kasia: KasiaEvent?
-        switch template {
-        case "custom":
-            // A null field is an absent one, as everywhere in the API.
-            let map = Dictionary(fields.objectFields!.filter { $0.value != .null }.map { ($0.key, $0.value) }, uniquingKeysWith: { a, _ in a })
-            guard let aps = map["aps"] else { throw Refusal.missing(prefix + "fields.aps") }
-            // The document's form (malformed); what Apple and Google make of the contents is unprocessable below.
-            for key in ["aps", "data", "fcm"] where map[key].map({ $0.objectFields == nil }) == true {
-                throw Refusal.invalid(prefix + "fields." + key, "\(key) is a JSON object")
-            }
-            let pushType = try Self.option(prefix) { () throws(TemplateError) in try map["push_type"].map(CustomTemplate.pushType) }
-            do {
-                push = try CustomTemplate.render(
-                    aps: aps, data: map["data"], pushType: pushType, priority: priority, collapseID: body.collapseID, fcm: map["fcm"],
-                    checkedBy: pushLimits)
-            } catch {
-                if error.isTooLarge {
-                    throw Refusal(.tooLarge, code: "push_too_large", message: error.message, field: prefix + error.field)
-                }
-                throw Refusal.unprocessable(prefix + error.field, error.message)
-            }
-        case "kasia.handshake", "kasia.contextual_message", "kasia.payment":
-            let event = try kasiaEvent(template: template, fields: fields, prefix: prefix)
-            kasia = event
-            push = KasiaTemplate.render(event, privacy: settings.privacy)
-        case "session.message":
-            let f = FieldReader(fields: fields, prefix: prefix + "fields.")
-            let session = try f.string("session_id", maximum: WatchKey.maximumIdentifierLength)
-            let message = SessionMessageTemplate.Message(
-                sessionID: session, messageID: try f.string("message_id", maximum: 256), timestamp: try f.unixSeconds("timestamp"),
-                encrypted: try f.bool("encrypted", default: true), hasAttachment: try f.bool("has_attachment", default: false))
-            do { implicitKeys = [try WatchKey("session:" + session)] } catch {
-                throw Refusal.invalid(prefix + "fields.session_id", "\(error)")
-            }
-            push = SessionMessageTemplate.render(message)
-        case "agent.event":
-            let f = FieldReader(fields: fields, prefix: prefix + "fields.")
-            let event = AgentEventTemplate.Event(
-                hookEventName: try f.string("hook_event_name", maximum: 64), notificationType: try f.optionalString("notification_type"),
-                toolName: try f.optionalString("tool_name"), deviceName: try f.string("device_name", maximum: 256),
-                sessionID: try f.string("session_id", maximum: 256), message: try f.optionalString("message"))
-            guard let rendered = AgentEventTemplate.render(event, texts: settings.agentEventTexts) else {
-                throw Refusal.invalid(prefix + "fields.hook_event_name", "agent.event pushes for Stop and Notification only")
-            }
-            implicitAllDevices = true
-            push = rendered
-        case "conversation.silent":
-            let conversation = try FieldReader(fields: fields, prefix: prefix + "fields.").string("conversation_id", maximum: 1_024)
-            push = ConversationSilentTemplate.render(conversationID: conversation)
-        default:
-            throw Refusal.invalid(prefix + "template", "unknown template \(template); the templates are \(Self.templates.joined(separator: ", "))")
+        guard let template = templates.template(named: name) else {
+            throw Refusal.invalid(prefix + "template", "unknown template \(name); the templates are \(templates.names.joined(separator: ", "))")
         }
+        let rendering = try template.render(TemplateEvent(
+            name: name, fields: fields, prefix: prefix, app: settings, priority: priority, collapseID: body.collapseID, pushLimits: pushLimits))
+        var push = rendering.push
+        let kasia = rendering.kasia
         // Every template honours the event's options where its push type allows them (`custom`
         // took priority and collapse id while rendering), and every push is checked against the
         // push services' limits, size included, before anything is committed.
-        do {
-            if template != "custom" {
+        do throws(TemplateError) {
+            if !rendering.appliedOptions {
                 push = try push.applying(EventOptions(priority: priority, collapseID: body.collapseID, threadID: body.threadID))
                 try pushLimits.check(push)
             } else if body.threadID != nil {
                 push = try push.applying(EventOptions(threadID: body.threadID))
                 try pushLimits.check(push)
-            }  // else `custom` was checked while rendering
+            }  // else the template checked it while rendering
         } catch {
-            if error.isTooLarge {
-                throw Refusal(.tooLarge, code: "push_too_large", message: error.message, field: prefix + error.field)
-            }
-            throw Refusal.unprocessable(prefix + error.field, error.message)
+            throw Refusal(refusedPush: error, prefix: prefix)
         }
 
         var keys: [WatchKey] = []
@@ -268,16 +202,16 @@ public struct EventPublisher: Sendable {
             }
         } else if let kasia {
             guard KasiaRouting.lookupKey(for: kasia) != nil else {
-                throw Refusal.unprocessable(prefix + "fields.recipient", "without targets, a \(template) event needs the recipient (a message: the sender and alias) to route by")
+                throw Refusal.unprocessable(prefix + "fields.recipient", "without targets, a \(name) event needs the recipient (a message: the sender and alias) to route by")
             }
-        } else if !implicitKeys.isEmpty {
-            keys = implicitKeys
-        } else if !implicitAllDevices {
-            throw Refusal.unprocessable(prefix + "targets", "a \(template) event needs targets")
+        } else if !rendering.implicitKeys.isEmpty {
+            keys = rendering.implicitKeys
+        } else if !rendering.reachesAllDevicesUntargeted {
+            throw Refusal.unprocessable(prefix + "targets", "a \(name) event needs targets")
         }
         return Draft(
-            app: app, template: template, push: push, kasia: body.targets == nil ? kasia : nil,
-            allDevices: body.targets == nil && implicitAllDevices, expiresAt: expiresAt, keys: keys,
+            app: app, template: name, push: push, kasia: body.targets == nil ? kasia : nil,
+            allDevices: body.targets == nil && rendering.reachesAllDevicesUntargeted, expiresAt: expiresAt, keys: keys,
             tokens: (body.targets?.tokens ?? []).map(DeviceToken.lookupForm), deviceIDs: body.targets?.deviceIDs ?? [],
             excluded: Set(body.excludeDeviceIDs ?? []), prefix: prefix)
     }
@@ -339,48 +273,23 @@ public struct EventPublisher: Sendable {
         }
         return prepared
     }
-
-    private func kasiaEvent(template: String, fields: JSONValue, prefix: String) throws -> KasiaEvent {
-        let f: KasiaFields
-        do throws(JSONFieldError) {
-            let r = try JSONObjectReader(fields, at: prefix + "fields")
-            f = KasiaFields(
-                tx_id: try r.string("tx_id"), sender: try r.string("sender"), recipient: try r.string("recipient"), alias: try r.string("alias"),
-                payload: try r.string("payload"), timestamp: try r.integer("timestamp"), daa_score: try r.unsigned("daa_score"),
-                amount: try r.unsigned("amount"))
-        } catch {
-            throw Refusal(error)
-        }
-        func isHex(_ s: String) -> Bool { s.utf8.count % 2 == 0 && s.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) } }
-        guard let txID = f.tx_id else { throw Refusal.missing(prefix + "fields.tx_id") }
-        guard txID.utf8.count == 64, isHex(txID) else { throw Refusal.invalid(prefix + "fields.tx_id", "tx_id is 64 lowercase hex characters") }
-        guard let sender = f.sender else { throw Refusal.missing(prefix + "fields.sender") }
-        guard (try? KaspaAddress(sender)) != nil else { throw Refusal.invalid(prefix + "fields.sender", "sender is not a Kaspa address") }
-        if let recipient = f.recipient, (try? KaspaAddress(recipient)) == nil {
-            throw Refusal.invalid(prefix + "fields.recipient", "recipient is not a Kaspa address")
-        }
-        if let payload = f.payload, !isHex(payload) {
-            throw Refusal.invalid(prefix + "fields.payload", "payload is the lowercase hex of the transaction payload")
-        }
-        guard let timestamp = f.timestamp else { throw Refusal.missing(prefix + "fields.timestamp") }
-        guard let daaScore = f.daa_score else { throw Refusal.missing(prefix + "fields.daa_score") }
-        let kind = KasiaEvent.Kind(rawValue: String(template.dropFirst("kasia.".count)))!
-        return KasiaEvent(
-            kind: kind, txID: txID, sender: sender, recipient: f.recipient, alias: f.alias, payloadHex: f.payload,
-            timestamp: timestamp, daaScore: daaScore, amount: f.amount)
-    }
 }
 
 /// Reads a template's `fields` object, naming the field at fault.
-struct FieldReader {
-    var fields: JSONValue
-    var prefix: String
+public struct FieldReader: Sendable {
+    public var fields: JSONValue
+    public var prefix: String
+
+    public init(fields: JSONValue, prefix: String) {
+        self.fields = fields
+        self.prefix = prefix
+    }
 
     private func value(_ key: String) -> JSONValue? {
         fields.objectFields?.first { $0.key == key }?.value
     }
 
-    func string(_ key: String, maximum: Int) throws -> String {
+    public func string(_ key: String, maximum: Int) throws -> String {
         guard let text = try optionalString(key) else { throw Refusal.missing(prefix + key) }
         guard !text.isEmpty, text.unicodeScalars.count <= maximum else {
             throw Refusal.invalid(prefix + key, "\(key) is a string of 1 to \(maximum) characters")
@@ -388,7 +297,7 @@ struct FieldReader {
         return text
     }
 
-    func optionalString(_ key: String) throws -> String? {
+    public func optionalString(_ key: String) throws -> String? {
         switch value(key) {
         case nil, .null?: return nil
         case .string(let text)?:
@@ -398,7 +307,7 @@ struct FieldReader {
         }
     }
 
-    func bool(_ key: String, default fallback: Bool) throws -> Bool {
+    public func bool(_ key: String, default fallback: Bool) throws -> Bool {
         switch value(key) {
         case nil, .null?: return fallback
         case .bool(let b)?: return b
@@ -408,7 +317,7 @@ struct FieldReader {
 
     /// Unix seconds, given as a number or an RFC 3339 date (GhostTalk's `/apns/send` sends one);
     /// negative before 1970, as the RFC allows such dates.
-    func unixSeconds(_ key: String) throws -> Int64 {
+    public func unixSeconds(_ key: String) throws -> Int64 {
         switch value(key) {
         case .int(let seconds)?: return seconds
         case .string(let text)?:

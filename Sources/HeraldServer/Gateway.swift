@@ -48,7 +48,8 @@ public enum Gateway {
         }
         let document = ByteBuffer(string: OpenAPIDocument.served(
             apps: configuration.apps.apps.map(\.id), maximumWatchKeys: configuration.registration.maximumWatchKeys, maximumAliases: configuration.registration.maximumAliases,
-            matrix: !(matrix?.isEmpty ?? true), operations: operations, addedPlatforms: configuration.addedPlatformTokenSchemas))
+            matrix: !(matrix?.isEmpty ?? true), operations: operations, addedPlatforms: configuration.addedPlatformTokenSchemas,
+            addedTemplates: publisher.templates.openAPIFieldsSchemas))
         router.get("/openapi.json") { _, _ in
             var headers = HTTPFields()
             headers[.contentType] = "application/json"

@@ -15,10 +15,11 @@ public enum OpenAPIDocument {
 
     /// The document with the values an instance sets: `AppID` becomes the enum of its apps, the
     /// watch-key and alias limits its configuration's, and `Registration` gains a branch for each
-    /// push service added to the built-in three (`addedPlatforms`: platform → its token's JSON Schema).
+    /// push service added to the built-in three (`addedPlatforms`: platform → its token's JSON Schema),
+    /// and `Event` one for each added template (`addedTemplates`: name → its `fields`' JSON Schema).
     public static func served(
         apps: [String], maximumWatchKeys: Int, maximumAliases: Int, matrix: Bool = false, operations: Bool = true,
-        addedPlatforms: [String: String] = [:]
+        addedPlatforms: [String: String] = [:], addedTemplates: [String: String] = [:]
     ) -> String {
         guard var document = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any],
             var components = document["components"] as? [String: Any], var schemas = components["schemas"] as? [String: Any]
@@ -64,6 +65,22 @@ public enum OpenAPIDocument {
             }
             registration["oneOf"] = branches
             schemas["Registration"] = registration
+        }
+        if var event = schemas["Event"] as? [String: Any], var branches = event["oneOf"] as? [Any] {
+            for (name, fieldsJSON) in addedTemplates.sorted(by: { $0.key < $1.key }) {
+                guard let fields = try? JSONSerialization.jsonObject(with: Data(fieldsJSON.utf8)) else { continue }
+                branches.append([
+                    "allOf": [
+                        ["$ref": "#/components/schemas/EventOptions"],
+                        [
+                            "type": "object", "required": ["template", "fields", "targets"],
+                            "properties": ["template": ["const": name], "targets": ["type": "object"], "fields": fields],
+                        ],
+                    ]
+                ])
+            }
+            event["oneOf"] = branches
+            schemas["Event"] = event
         }
         // A list property's maxItems, in an object schema (nullable lists keep it beside their types).
         func limit(_ object: [String: Any], _ list: String, to maximum: Int) -> [String: Any] {

@@ -83,6 +83,31 @@ struct PublishBadInputTests {
         }
     }
 
+    @Test("a template of one's own is a file and one registry line: it renders, routes by its implied key, takes the event's options, is checked against the services' limits, and is documented")
+    func addedTemplate() async throws {
+        let templates = EventTemplateRegistry(EventTemplateRegistry.builtIn.templates + [GreetingTemplate()])
+        try await withRegistrationServer(templates: templates) { client, store in
+            _ = try await send(client, .post, "/v1/push/register", #"{"device_token":"\#(token1)","platform":"ios","watched_addresses":["session:greetings"]}"#)
+            let push = try await EventOptionsTests.published(client, store, #"{"template":"test.greeting","collapse_id":"g1","fields":{"name":"Ada"}}"#)
+            #expect(push.map { String(decoding: $0.payload, as: UTF8.self) } == #"{"aps":{"alert":{"title":"Hello, Ada"}}}"#)
+            #expect(push?.collapseID == "g1")
+            // Its fields are read as the built-in templates' are: the field at fault named.
+            let bad = try await send(client, .post, "/v1/events", #"{"template":"test.greeting","fields":{"name":""}}"#, headers: publisher)
+            #expect(bad.status == .badRequest)
+            #expect(try (json(bad)["error"] as? [String: Any])?["field"] as? String == "fields.name")
+            // Apple's limits hold for it too: a greeting over 4 KB is refused before anything is committed.
+            let long = String(repeating: "é", count: 3_000)  // within the reader's 4,096 characters, over 4 KB
+            let refused = try await send(client, .post, "/v1/events", #"{"template":"test.greeting","fields":{"name":"\#(long)"}}"#, headers: publisher)
+            #expect(refused.status == .contentTooLarge, "\(String(buffer: refused.body))")
+            #expect(try (json(refused)["error"] as? [String: Any])?["field"] as? String == "fields")
+            // The refusal of an unknown template lists it, and the served document describes it.
+            let unknown = try await send(client, .post, "/v1/events", #"{"template":"sms","fields":{}}"#, headers: publisher)
+            #expect(try ((json(unknown)["error"] as? [String: Any])?["message"] as? String)?.contains("test.greeting") == true)
+            let document = String(buffer: try await send(client, .get, "/openapi.json").body)
+            #expect(document.contains(#""const":"test.greeting""#) || document.contains(#""const" : "test.greeting""#), "the document has no test.greeting branch")
+        }
+    }
+
     @Test("a good publish answers 202 after the commit, with deliveries and unknown tokens")
     func accepted() async throws {
         try await withRegistrationServer { client, store in

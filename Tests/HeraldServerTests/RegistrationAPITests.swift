@@ -23,7 +23,7 @@ func withRegistrationServer(
     configure: (inout APIConfiguration) -> Void = { _ in },
     maximumDeliveriesPerRequest: Int = EventPublisher.defaultMaximumDeliveriesPerRequest,
     readiness: [ReadinessCheck] = [], sending: [String: [String: String]] = [:], matrix: MatrixApps? = nil,
-    metrics: (HeraldMetrics, PrometheusCollectorRegistry) = HeraldMetrics.prometheus(),
+    metrics: (HeraldMetrics, PrometheusCollectorRegistry) = HeraldMetrics.prometheus(), templates: EventTemplateRegistry = .builtIn,
     _ body: @Sendable (any TestClientProtocol, SQLiteStore) async throws -> Void
 ) async throws {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-api-\(UUID())")
@@ -36,7 +36,7 @@ func withRegistrationServer(
     configure(&configuration)
     let publisher = EventPublisher(
         store: store, apps: configuration.apps, metrics: metrics.0, platforms: matrix == nil ? [.ios] : [.ios, .android, .web],
-        pushLimits: builtInPushLimits, maximumDeliveriesPerRequest: maximumDeliveriesPerRequest)
+        pushLimits: builtInPushLimits, templates: templates, maximumDeliveriesPerRequest: maximumDeliveriesPerRequest)
     let router = Gateway.router(
         store: store, configuration: configuration, publisher: publisher, metrics: metrics, readiness: readiness, sending: sending,
         matrix: matrix)
