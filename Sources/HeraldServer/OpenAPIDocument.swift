@@ -47,40 +47,22 @@ public enum OpenAPIDocument {
             app["enum"] = apps
             schemas["AppID"] = app
         }
-        if var registration = schemas["Registration"] as? [String: Any], var branches = registration["oneOf"] as? [Any] {
-            for (platform, tokenJSON) in addedPlatforms.sorted(by: { $0.key < $1.key }) {
-                guard let token = try? JSONSerialization.jsonObject(with: Data(tokenJSON.utf8)) else { continue }
-                branches.append([
-                    "allOf": [
-                        ["$ref": "#/components/schemas/RegistrationCommon"],
-                        [
-                            "type": "object", "required": ["platform", "device_token"],
-                            "properties": [
-                                "platform": ["const": platform], "device_token": token,
-                                "token_kind": ["anyOf": [["const": "token"], ["type": "null"]]],
-                            ],
-                        ],
-                    ]
-                ])
+        // A branch of `name`'s `oneOf` for each added entry (its JSON Schema parsed): `base`, and
+        // an object with `required` and the properties `properties` makes of the entry.
+        func addBranches(to name: String, base: String, for added: [String: String], required: [String], properties: (String, Any) -> [String: Any]) {
+            guard var schema = schemas[name] as? [String: Any], var branches = schema["oneOf"] as? [Any] else { return }
+            for (key, json) in added.sorted(by: { $0.key < $1.key }) {
+                guard let parsed = try? JSONSerialization.jsonObject(with: Data(json.utf8)) else { continue }
+                branches.append(["allOf": [["$ref": "#/components/schemas/" + base], ["type": "object", "required": required, "properties": properties(key, parsed)]]])
             }
-            registration["oneOf"] = branches
-            schemas["Registration"] = registration
+            schema["oneOf"] = branches
+            schemas[name] = schema
         }
-        if var event = schemas["Event"] as? [String: Any], var branches = event["oneOf"] as? [Any] {
-            for (name, fieldsJSON) in addedTemplates.sorted(by: { $0.key < $1.key }) {
-                guard let fields = try? JSONSerialization.jsonObject(with: Data(fieldsJSON.utf8)) else { continue }
-                branches.append([
-                    "allOf": [
-                        ["$ref": "#/components/schemas/EventOptions"],
-                        [
-                            "type": "object", "required": ["template", "fields", "targets"],
-                            "properties": ["template": ["const": name], "targets": ["type": "object"], "fields": fields],
-                        ],
-                    ]
-                ])
-            }
-            event["oneOf"] = branches
-            schemas["Event"] = event
+        addBranches(to: "Registration", base: "RegistrationCommon", for: addedPlatforms, required: ["platform", "device_token"]) { platform, token in
+            ["platform": ["const": platform], "device_token": token, "token_kind": ["anyOf": [["const": "token"], ["type": "null"]]]]
+        }
+        addBranches(to: "Event", base: "EventOptions", for: addedTemplates, required: ["template", "fields"]) { name, fields in
+            ["template": ["const": name], "targets": ["type": "object"], "fields": fields]
         }
         // A list property's maxItems, in an object schema (nullable lists keep it beside their types).
         func limit(_ object: [String: Any], _ list: String, to maximum: Int) -> [String: Any] {
