@@ -192,7 +192,7 @@ let package = Package(
         // Durable state behind role protocols; SQLite (one file, WAL) and PostgreSQL implement them all.
         .target(
             name: "HeraldStore",
-            dependencies: ["HeraldAPNsCore", 
+            dependencies: [
                 "HeraldCore", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log"),

@@ -73,7 +73,7 @@ struct Messenger {
         var watchSet = WatchSetBuilder()
         watchSet.addKey(watch)
         let client = HeraldClient(configuration: configuration)
-        try await client.register(deviceToken: token, watchSet: try watchSet.build(), environment: "sandbox")
+        try await client.register(deviceToken: token, watchSet: try watchSet.build(), environment: .sandbox)
         let pinned = try SigningKeyPin.trustOnFirstUse(try store(in: state)).pinnedKey() ?? ""
         print(#"{"registered":true,"pinned_key":"\#(pinned)"}"#)
     }

@@ -1,46 +1,26 @@
 import HeraldKit
 import UserNotifications
 
-/// The Notification Service Extension: HeraldKit opens and verifies the push, then its pure
-/// function does the work.
+/// The Notification Service Extension: one call to HeraldKit opens the sealed push, checks its
+/// signature against the key the app pinned, resolves its title and body, and stores the message
+/// (or a pending fetch) for the app; a push that fails its checks shows the generic text.
 final class NotificationService: UNNotificationServiceExtension {
     private var contentHandler: ((UNNotificationContent) -> Void)?
-    private var bestAttempt: UNMutableNotificationContent?
+    private var bestAttempt: UNNotificationContent?
 
     override func didReceive(_ request: UNNotificationRequest, withContentHandler contentHandler: @escaping (UNNotificationContent) -> Void) {
         self.contentHandler = contentHandler
-        guard let content = request.content.mutableCopy() as? UNMutableNotificationContent else {
-            contentHandler(request.content)
-            return
-        }
-        bestAttempt = content
+        bestAttempt = request.content
         let container = FileManager.default.containerURL(forSecurityApplicationGroupIdentifier: "group.com.example.kasia")!
-        let store = try? SharedStore(directory: container)
-        let contacts = (try? store?.contents().contacts) ?? []
-        let key = try? KasiaPrivateKey(bytes: SharedKeychain.walletPrivateKey())  // the app's keychain access group
-
-        // Open the sealed push and check its signature against the pinned key before anything is
-        // shown; anything that fails shows the generic text, and its reason is left for the app.
-        let verified: Result<[UInt8], PushRejection>
-        if let pinned = try? store?.contents().pinnedSigningKey,
-            let authenticator = try? PushAuthenticator(pinnedKey: pinned, keys: SharedKeychain.sealedPushKeys())
-        {
-            verified = Result { () throws(PushRejection) in try authenticator.document(userInfo: request.content.userInfo) }
-        } else {
-            verified = .failure(.unsigned)
+        // P256KCurve is also the BIP340 verifier Kasia sender proofs need: without one no service
+        // is made, and the push is shown as it came (the generic alert of a sealed push).
+        guard let service = HeraldNotificationService.appGroup(
+            container, curve: P256KCurve(), keys: SharedKeychain.sealedPushKeys(),
+            privateKey: try? KasiaPrivateKey(bytes: SharedKeychain.walletPrivateKey()))  // the app's keychain access group
+        else { return contentHandler(request.content) }
+        if let rejection = service.handle(request, contentHandler: contentHandler) {
+            SharedKeychain.noteRejectedPush(rejection)  // the app feeds its PushReliabilityTracker
         }
-        // P256KCurve is also the BIP340 verifier Kasia sender proofs need: without one the
-        // resolver is not made, and the generic text stands rather than an unchecked sender.
-        guard let resolver = try? NotificationContentResolver(cipher: KasiaCipher(curve: P256KCurve())) else {
-            contentHandler(content)
-            return
-        }
-        let (outcome, rejection) = resolver.resolve(verified: verified, contacts: contacts, privateKey: key)
-        if let rejection { SharedKeychain.noteRejectedPush(rejection) }  // the app feeds its PushReliabilityTracker
-        if !outcome.title.isEmpty { content.title = outcome.title }
-        if !outcome.body.isEmpty { content.body = outcome.body }
-        if let record = outcome.record { try? store?.record(record) }
-        contentHandler(content)
     }
 
     override func serviceExtensionTimeWillExpire() {

@@ -36,7 +36,7 @@ actor PushNotificationManager {
         do {
             // The token's APNs environment is this build's (a debug build's is the sandbox, an App
             // Store build's production): HeraldKit reads it from the embedded provisioning profile.
-            // An app that knows better says so: `environment: "production"` or `"sandbox"`.
+            // An app that knows better says so: `environment: .production` or `.sandbox`.
             try await herald.register(deviceToken: deviceToken, watchSet: watchSet())
             try store.setContacts(Wallet.current.contacts.map { Contact(address: $0.address, name: $0.name) })
         } catch {

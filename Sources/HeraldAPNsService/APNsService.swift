@@ -47,6 +47,9 @@ public struct APNsService: PushService {
         app.production = try (apns?.environment ?? APNsSettings.environment(variables)) == .production
     }
 
+    /// Apple's payload limit per push type (VoIP's is larger).
+    public var carriage: PushCarriage { PushCarriage(maximumPayload: { $0.maximumPayloadSize }) }
+
     /// Apple's rules for every published push (size, an `aps` dictionary, what the push type requires).
     public var publishLimits: (any PushLimits)? { APNsPushLimits() }
 

@@ -200,11 +200,11 @@ struct PushServices {
     /// The providers as the outbox uses them: each app's pushes signed, and sealed to devices with
     /// keys, before its provider sends them (`connectionsOpen` reads the providers themselves).
     func signedProviders(apps: [AppSettings]) -> [(app: String, providers: [any PushProvider])] {
-        providers.map { entry in
+        let carriages = Dictionary(assembled.map { ($0.platform, $0.carriage) }) { first, _ in first }
+        return providers.map { entry in
             guard let sealing = apps.first(where: { $0.id == entry.app })?.sealing else { return entry }
             return (entry.app, entry.providers.map { provider in
-                let platform = provider.platform
-                return SealingPushProvider(base: provider, sealing: sealing, limit: { PushSealing.limit(platform: platform, pushType: $0) }, now: { Date() })
+                SealingPushProvider(base: provider, sealing: sealing, carriage: carriages[provider.platform] ?? .upTo(RenderedPush.maximumAlertSize), now: { Date() })
             })
         }
     }

@@ -225,7 +225,7 @@ public struct DeviceRegistrar: Sendable {
     /// the request, once the app's device limit admits it. The same rules as the native route: a
     /// token another identity registered is not taken over, nor one with keys sent in clear.
     public func register(_ registration: Registration, app: AppSettings, grant: RegistrationGrant, field: String) async throws -> DeviceRecord {
-        let bringsKeys = DevicePushKeys(registration.attributes) != nil || registration.token.platform == .web
+        let bringsKeys = DevicePushKeys(registration.attributes) != nil || rules.tokenRules[registration.token.platform]?.bringsOwnKeys == true
         if !bringsKeys { try Self.requireUnsealedAllowed(app, field: field) }
         try Self.requireGranted(WatchRequest(watched: registration.watchSet.watched.map(\.description), own: nil, routes: nil), by: grant)
         let known = try await requireRebindable(registration.token.value, app: app.id, grant: grant, bringsKeys: bringsKeys, field: field)

@@ -203,13 +203,6 @@ public struct PushSealing: Sendable {
         mode != .off && device.contains(DevicePushKeys.p256dhAttribute)
     }
 
-    /// The largest payload a built-in service carries: a Web Push record's plaintext, else
-    /// Apple's limit for the push type (FCM's data takes the same 4 KiB).
-    public static func limit(platform: Platform, pushType: String) -> Int {
-        if platform == .web { return WebPushEncryption.maximumPlaintext }
-        return pushType == "voip" ? 5_120 : 4_096
-    }
-
     /// What Apple sees of a sealed push: the generic alert (or a silent push's wake-up) and the ciphertext.
     /// Written as bytes (each push writes one): the ciphertext (base64url: nothing to escape) is
     /// copied in as it is, and only the alert's text goes through the JSON string encoder.
@@ -245,14 +238,14 @@ public struct PushSealing: Sendable {
 public struct SealingPushProvider: PushProvider {
     public let base: any PushProvider
     public let sealing: PushSealing
-    /// The largest payload the service takes, in bytes, for a push type (APNs's raw values).
-    let limit: @Sendable (String) -> Int
+    /// What the base's service carries.
+    let carriage: PushCarriage
     let now: @Sendable () -> Date
 
-    public init(base: any PushProvider, sealing: PushSealing, limit: @escaping @Sendable (String) -> Int, now: @escaping @Sendable () -> Date) {
+    public init(base: any PushProvider, sealing: PushSealing, carriage: PushCarriage, now: @escaping @Sendable () -> Date) {
         self.base = base
         self.sealing = sealing
-        self.limit = limit
+        self.carriage = carriage
         self.now = now
     }
 
@@ -280,7 +273,8 @@ public struct SealingPushProvider: PushProvider {
             var prepared = delivery
             prepared.push = sealing.prepare(
                 delivery.push, for: delivery.device.attributes, template: delivery.template, issuedAt: issuedAt,
-                limit: limit(delivery.push.pushType.rawValue), signatures: &signatures, now: date, opaqueCollapseID: platform == .web)
+                limit: carriage.maximumPayload(delivery.push.pushType), signatures: &signatures, now: date,
+                opaqueCollapseID: carriage.bodyReachesOnlyTheDevice)
             return prepared
         }
         sealing.cost.add(pushes: pushes.count, since: started)

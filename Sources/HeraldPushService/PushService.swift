@@ -68,6 +68,10 @@ public protocol PushService: DeviceTokenRule {
     /// when it fits what it carries as it sends.
     var publishLimits: (any PushLimits)? { get }
 
+    /// What it carries, for signing and sealing (the largest payload per push type; whether its
+    /// pushes' bodies reach only the device). By default 4 KiB of any push, body readable.
+    var carriage: PushCarriage { get }
+
     /// Its side of the Matrix push gateway (the `type` of a `matrix` entry), or nil for none.
     var matrixPusher: (any MatrixPusher)? { get }
 
@@ -116,6 +120,8 @@ extension PushService {
     public var matrixPusher: (any MatrixPusher)? { nil }
 
     public var publishLimits: (any PushLimits)? { nil }
+
+    public var carriage: PushCarriage { .upTo(RenderedPush.maximumAlertSize) }
 
     public var sendingWithoutSettings: String { "simulator" }
 

@@ -63,7 +63,7 @@ public struct PushServiceConfiguration<Service: PushService>: ConfiguredPushServ
         for app in apps { providers.append((app.id, try service.makeProvider(for: app, context: context))) }
         let all = providers.map(\.provider)
         return AssembledPushService(
-            platform: service.platform, simulator: simulator, providers: providers, registrationRule: service.registrationRule(shared: shared),
+            platform: service.platform, carriage: service.carriage, simulator: simulator, providers: providers, registrationRule: service.registrationRule(shared: shared),
             subscriptionKeys: service.subscriptionKeys(shared: shared), connectionsOpen: { service.connectionsOpen(all, shared: shared) })
     }
 }
@@ -72,6 +72,8 @@ public struct PushServiceConfiguration<Service: PushService>: ConfiguredPushServ
 /// the rule registration checks its tokens against, and what its connections count.
 public struct AssembledPushService: Sendable {
     public let platform: Platform
+    /// What the service carries, for signing and sealing.
+    public let carriage: PushCarriage
     public let simulator: BuiltInSimulator?
     /// Each app's provider, in the apps' order.
     public let providers: [(app: String, provider: any PushProvider)]

@@ -8,6 +8,7 @@ import HeraldSimulatorSupport
 import HeraldWebPush
 import HeraldWebPushCore
 import HeraldWebPushSimulator
+import WebPushCrypto
 import Logging
 import NIOPosix
 
@@ -61,6 +62,9 @@ public struct WebPushService: PushService {
 
     /// Each app's VAPID public key, as browsers take it (`applicationServerKey`).
     public func subscriptionKeys(shared: WebPushShared) -> [String: String] { shared.vapidPublicKeys }
+
+    /// One encrypted record's plaintext, and a body only the browser reads.
+    public var carriage: PushCarriage { PushCarriage(maximumPayload: { _ in WebPushEncryption.maximumPlaintext }, bodyReachesOnlyTheDevice: true) }
 
     /// Matrix pushers of `type: webpush`.
     public var matrixPusher: (any MatrixPusher)? { BuiltInMatrixPusher.webPush }

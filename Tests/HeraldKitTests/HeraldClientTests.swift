@@ -48,7 +48,7 @@ import FoundationNetworking
         var builder = WatchSetBuilder()
         builder.addKey("session:bytes")
         let bytes = Data((0..<32).map { UInt8($0 * 7 + 3) })
-        #expect(try await client.register(deviceToken: bytes, watchSet: try builder.build(), environment: "sandbox") == 1)
+        #expect(try await client.register(deviceToken: bytes, watchSet: try builder.build(), environment: .sandbox) == 1)
         let hex = bytes.map { String(format: "%02x", $0) }.joined()
         #expect(try await client.status(deviceToken: hex).registered)
     }
@@ -163,9 +163,9 @@ import FoundationNetworking
         func profile(_ value: String, key: String = "aps-environment") -> Data {
             Data("0\u{82}binary<?xml version=\"1.0\"?><plist><dict><key>Entitlements</key><dict><key>\(key)</key>\n\t<string>\(value)</string></dict></dict></plist>tail".utf8)
         }
-        #expect(APNsBuildEnvironment.environment(fromProfile: profile("development")) == "sandbox")
-        #expect(APNsBuildEnvironment.environment(fromProfile: profile("production")) == "production")
-        #expect(APNsBuildEnvironment.environment(fromProfile: profile("production", key: "com.apple.developer.aps-environment")) == "production")
+        #expect(APNsBuildEnvironment.environment(fromProfile: profile("development")) == .sandbox)
+        #expect(APNsBuildEnvironment.environment(fromProfile: profile("production")) == .production)
+        #expect(APNsBuildEnvironment.environment(fromProfile: profile("production", key: "com.apple.developer.aps-environment")) == .production)
         #expect(APNsBuildEnvironment.environment(fromProfile: profile("other")) == nil)
         #expect(APNsBuildEnvironment.environment(fromProfile: Data("no entitlement".utf8)) == nil)
         // Where no app bundle says (here, Linux), Herald decides from the app's configuration.

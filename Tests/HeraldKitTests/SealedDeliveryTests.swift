@@ -55,10 +55,10 @@ struct SealedDeliveryTests {
         builder.addKey("session:sealed")
         let (_, tokenAnswer) = try await http("POST", serve.control + "/tokens", #"{"environment":"sandbox"}"#)
         let iPhone = try #require((try Self.json(tokenAnswer))["token"] as? String)
-        try await client(iPhoneKeys).register(deviceToken: iPhone, watchSet: try builder.build(), environment: "sandbox")
+        try await client(iPhoneKeys).register(deviceToken: iPhone, watchSet: try builder.build(), environment: .sandbox)
         #expect(try SigningKeyPin.trustOnFirstUse(pins).pinnedKey() == publicKey)
         let android = "fcm-sealed_1:" + String(repeating: "S", count: 140)
-        try await client(androidKeys).register(deviceToken: android, watchSet: try builder.build(), platform: "android", environment: nil)
+        try await client(androidKeys).register(deviceToken: android, watchSet: try builder.build(), platform: .android, environment: nil)
         // The browser: a subscription its push service made for the app's VAPID key.
         let web = try #require(serve.webPushControl)
         let (_, vapid) = try await http("GET", serve.api + "/v1/push/vapid-public-key")
@@ -154,10 +154,10 @@ struct SealedDeliveryTests {
             try #require(try Self.json(try await http("POST", serve.control + "/tokens", #"{"environment":"sandbox"}"#).1)["token"] as? String)
         }
         let sealedPhone = try await token(), plainPhone = try await token()
-        try await client(SealedPushKeys()).register(deviceToken: sealedPhone, watchSet: try builder.build(), environment: "sandbox")
-        try await client(nil).register(deviceToken: plainPhone, watchSet: try builder.build(), environment: "sandbox")
+        try await client(SealedPushKeys()).register(deviceToken: sealedPhone, watchSet: try builder.build(), environment: .sandbox)
+        try await client(nil).register(deviceToken: plainPhone, watchSet: try builder.build(), environment: .sandbox)
         let android = "fcm-collapse_1:" + String(repeating: "C", count: 140)
-        try await client(SealedPushKeys()).register(deviceToken: android, watchSet: try builder.build(), platform: "android", environment: nil)
+        try await client(SealedPushKeys()).register(deviceToken: android, watchSet: try builder.build(), platform: .android, environment: nil)
         let web = try #require(serve.webPushControl)
         let vapid = try Self.json(try await http("GET", serve.api + "/v1/push/vapid-public-key").1)["public_key"] as? String ?? ""
         let subscription = try Self.json(try await http("POST", web + "/subscribe", #"{"application_server_key":"\#(vapid)"}"#).1)

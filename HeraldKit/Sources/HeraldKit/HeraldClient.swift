@@ -80,17 +80,18 @@ public struct HeraldClient: Sendable {
     /// Registers (or re-registers) a device; returns how many keys Herald watches for it.
     /// `ownership` signs the own `addresses` when the app's registration policy is `wallet`.
     /// `environment` is the APNs environment of the token, by default this build's
-    /// (`APNsBuildEnvironment.current`); nil leaves it to the app's configuration in Herald.
+    /// (`APNsBuildEnvironment.current`); nil leaves it to the app's configuration in Herald (and is
+    /// what a token of another platform sends).
     @discardableResult
     public func register(
-        deviceToken: String, watchSet: WatchSet, platform: String = "ios", environment: String? = APNsBuildEnvironment.current,
+        deviceToken: String, watchSet: WatchSet, platform: HeraldPlatform = .ios, environment: APNsBuildEnvironment? = APNsBuildEnvironment.current,
         deviceID: String? = nil,
         ownership: AddressOwnership? = nil
     ) async throws(HeraldClientError) -> Int {
         var body = try await watchSetBody(watchSet, deviceToken: deviceToken, ownership: ownership)
         body["device_token"] = deviceToken
-        body["platform"] = platform
-        if let environment { body["environment"] = environment }
+        body["platform"] = platform.rawValue
+        if let environment { body["environment"] = environment.rawValue }
         if let deviceID { body["device_id"] = deviceID }
         if let keys = configuration.pushKeys { body["push_keys"] = ["p256dh": keys.p256dh, "auth": keys.authSecret] }
         let answer = try await send("POST", "v1/push/register", body: body)
@@ -100,14 +101,14 @@ public struct HeraldClient: Sendable {
 
     /// Registers this iPhone's APNs token as `application(_:didRegisterForRemoteNotificationsWithDeviceToken:)`
     /// hands it over: the bytes, sent as the lowercase hex Herald and Apple read. Otherwise as
-    /// `register(deviceToken:watchSet:platform:environment:deviceID:ownership:)` with `platform` "ios".
+    /// `register(deviceToken:watchSet:platform:environment:deviceID:ownership:)` with `platform` `.ios`.
     @discardableResult
     public func register(
-        deviceToken: Data, watchSet: WatchSet, environment: String? = APNsBuildEnvironment.current, deviceID: String? = nil,
+        deviceToken: Data, watchSet: WatchSet, environment: APNsBuildEnvironment? = APNsBuildEnvironment.current, deviceID: String? = nil,
         ownership: AddressOwnership? = nil
     ) async throws(HeraldClientError) -> Int {
         try await register(
-            deviceToken: Hex.encode(deviceToken), watchSet: watchSet, platform: "ios", environment: environment, deviceID: deviceID,
+            deviceToken: Hex.encode(deviceToken), watchSet: watchSet, platform: .ios, environment: environment, deviceID: deviceID,
             ownership: ownership)
     }
 

@@ -1,0 +1,117 @@
+import Foundation
+import KasiaCrypto
+#if canImport(UserNotifications)
+import UserNotifications
+#endif
+
+/// What a Notification Service Extension does with one of Herald's pushes, in one call: checks it
+/// (opened when sealed, its signature against the pinned key) when it has an authenticator,
+/// resolves its title and body (a Kasia message decrypted, its sender checked against the
+/// contacts), and stores what the app must see in the App Group's `SharedStore`. A push that
+/// fails its checks shows `genericText` alone and stores nothing. The pieces it uses
+/// (`PushAuthenticator`, `NotificationContentResolver`, `SharedStore`) stay public for an
+/// extension that needs another order.
+///
+/// ```swift
+/// final class NotificationService: UNNotificationServiceExtension {
+///     override func didReceive(_ request: UNNotificationRequest, withContentHandler contentHandler: @escaping (UNNotificationContent) -> Void) {
+///         guard let service = HeraldNotificationService.appGroup(container, curve: myCurve, keys: keys, privateKey: walletKey)
+///         else { return contentHandler(request.content) }
+///         service.handle(request, contentHandler: contentHandler)
+///     }
+/// }
+/// ```
+public struct HeraldNotificationService: Sendable {
+    public let store: SharedStore
+    public let resolver: NotificationContentResolver
+    /// Checks each push before it is read; nil: see `requiresAuthentication`.
+    public let authenticator: PushAuthenticator?
+    /// Without an authenticator, whether every push is refused as unsigned (no key pinned yet:
+    /// nothing is shown that could not be checked) or read as it comes (an app that neither
+    /// seals nor pins, made with `init(store:resolver:authenticator:privateKey:)`).
+    public let requiresAuthentication: Bool
+    /// The wallet's key: opens a Kasia message's inline payload and checks what it pays.
+    public let privateKey: KasiaPrivateKey?
+    /// What a push that cannot be shown says.
+    public var genericText = "New message"
+
+    /// A service that checks pushes with `authenticator`, or reads them as they come without one.
+    public init(store: SharedStore, resolver: NotificationContentResolver, authenticator: PushAuthenticator? = nil, privateKey: KasiaPrivateKey? = nil) {
+        self.init(store: store, resolver: resolver, authenticator: authenticator, requiresAuthentication: false, privateKey: privateKey)
+    }
+
+    init(store: SharedStore, resolver: NotificationContentResolver, authenticator: PushAuthenticator?, requiresAuthentication: Bool, privateKey: KasiaPrivateKey?) {
+        self.store = store
+        self.resolver = resolver
+        self.authenticator = authenticator
+        self.requiresAuthentication = requiresAuthentication
+        self.privateKey = privateKey
+    }
+
+    /// The service for an extension whose app shares `directory` (its App Group container) and
+    /// links `curve`: every push is checked against `pinnedKey` — by default the key the app
+    /// pinned in the store (`SigningKeyPin.trustOnFirstUse`) — and opened with `keys` when sealed.
+    /// Until a key is pinned every push shows the generic text. Nil when the store cannot be
+    /// opened, the curve cannot verify senders, or the pinned key is not a key.
+    public static func appGroup(
+        _ directory: URL, curve: any Secp256k1Curve & SchnorrVerifier, keys: SealedPushKeys? = nil, privateKey: KasiaPrivateKey? = nil,
+        pinnedKey: String? = nil
+    ) -> HeraldNotificationService? {
+        guard let store = try? SharedStore(directory: directory),
+            let resolver = try? NotificationContentResolver(cipher: KasiaCipher(curve: curve), verifier: curve)
+        else { return nil }
+        var authenticator: PushAuthenticator?
+        if let pinned = pinnedKey ?? (try? store.contents().pinnedSigningKey) ?? nil {
+            guard let made = try? PushAuthenticator(pinnedKey: pinned, keys: keys) else { return nil }
+            authenticator = made
+        }
+        return HeraldNotificationService(store: store, resolver: resolver, authenticator: authenticator, requiresAuthentication: true, privateKey: privateKey)
+    }
+
+    /// An APNs push's `userInfo`: its title and body, what was stored, and why it was not shown
+    /// when it failed a check.
+    public func handle(userInfo: [AnyHashable: Any]) -> (outcome: NotificationOutcome, rejection: PushRejection?) {
+        guard let authenticator else { return requiresAuthentication ? shown(.failure(.unsigned)) : shown(HeraldPush(userInfo: userInfo)) }
+        return shown(Result { () throws(PushRejection) in try authenticator.document(userInfo: userInfo) })
+    }
+
+    /// An FCM message's data map (Android), as `handle(userInfo:)`.
+    public func handle(fcmData: [String: String]) -> (outcome: NotificationOutcome, rejection: PushRejection?) {
+        guard let authenticator else { return requiresAuthentication ? shown(.failure(.unsigned)) : shown(HeraldPush(fcmData: fcmData)) }
+        return shown(Result { () throws(PushRejection) in try authenticator.document(fcmData: fcmData) })
+    }
+
+    private func shown(_ push: HeraldPush) -> (outcome: NotificationOutcome, rejection: PushRejection?) {
+        stored((resolver.resolve(push, contacts: contacts, privateKey: privateKey), nil))
+    }
+
+    private func shown(_ document: Result<[UInt8], PushRejection>) -> (outcome: NotificationOutcome, rejection: PushRejection?) {
+        stored(resolver.resolve(verified: document, contacts: contacts, privateKey: privateKey, genericText: genericText))
+    }
+
+    private var contacts: [Contact] { (try? store.contents().contacts) ?? [] }
+
+    /// Keeps what the app must see; a store that cannot be written loses the record, not the notification.
+    private func stored(_ result: (outcome: NotificationOutcome, rejection: PushRejection?)) -> (outcome: NotificationOutcome, rejection: PushRejection?) {
+        if let record = result.outcome.record { try? store.record(record) }
+        return result
+    }
+
+    #if canImport(UserNotifications)
+    /// `didReceive(_:withContentHandler:)` in one call: the request's content with Herald's title
+    /// and body (what the push did not say is left as it came). Returns why a push was not shown,
+    /// for the app's reliability tracker.
+    @discardableResult
+    public func handle(_ request: UNNotificationRequest, contentHandler: @escaping (UNNotificationContent) -> Void) -> PushRejection? {
+        let (outcome, rejection) = handle(userInfo: request.content.userInfo)
+        guard let content = request.content.mutableCopy() as? UNMutableNotificationContent else {
+            contentHandler(request.content)
+            return rejection
+        }
+        if !outcome.title.isEmpty { content.title = outcome.title }
+        if !outcome.body.isEmpty { content.body = outcome.body }
+        contentHandler(content)
+        return rejection
+    }
+    #endif
+}

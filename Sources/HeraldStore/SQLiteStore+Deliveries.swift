@@ -1,0 +1,152 @@
+import Foundation
+import GRDB
+import HeraldCore
+import HeraldPushCore
+
+/// SQLiteStore: outbox.
+extension SQLiteStore {
+    /// A claim joins the group commit, beside the enqueues that made the work it claims.
+    public func claimDue(app: String, platform: Platform, limit: Int, now: Date, lease: Duration) async throws -> [ClaimedDelivery] {
+        guard case .claimed(let claimed) = try await writes.submit(.claim(app: app, platform: platform, limit: limit, now: now, lease: lease))
+        else { preconditionFailure("a claim commits as a claim") }
+        return claimed
+    }
+
+    static func claim(app: String, platform: Platform, limit: Int, now: Date, lease: Duration, _ db: Database) throws -> [ClaimedDelivery] {
+        let ms = now.milliseconds
+        let arguments: StatementArguments = [app, platform.rawValue, ms, limit]
+        // The due ones in one statement, read in (next_attempt_at, id) order straight off the
+        // lane index; lapsed leases (rare) by a second scan. A UNION or an OR of the two would
+        // build a temporary b-tree on every claim.
+        var due = try Row.fetchAll(
+            db.cachedStatement(sql: """
+                SELECT \(Self.claimColumns)
+                FROM (SELECT id FROM deliveries
+                      WHERE app_id = ? AND platform = ? AND state = 'pending' AND next_attempt_at <= ?
+                      ORDER BY next_attempt_at, id LIMIT ?) due
+                JOIN deliveries dl ON dl.id = due.id
+                JOIN events e ON e.id = dl.event_id
+                JOIN devices d ON d.id = dl.device_row
+                """), arguments: arguments)
+        let lapsed = try Int64.fetchAll(
+            db.cachedStatement(sql: """
+                SELECT id FROM deliveries WHERE app_id = ? AND platform = ? AND state = 'sending' AND lease_until <= ? LIMIT ?
+                """), arguments: arguments)
+        if !lapsed.isEmpty {
+            let read = try db.cachedStatement(sql: """
+                SELECT \(Self.claimColumns)
+                FROM deliveries dl JOIN events e ON e.id = dl.event_id JOIN devices d ON d.id = dl.device_row
+                WHERE dl.id = ?
+                """)
+            due += try lapsed.compactMap { try Row.fetchOne(read, arguments: [$0]) }
+        }
+        due.sort { ($0[10] as Int64, $0[0] as Int64) < ($1[10] as Int64, $1[0] as Int64) }
+        let leaseUntil = ms + Int64(lease.seconds * 1000)
+        let claim = try db.cachedStatement(
+            sql: "UPDATE deliveries SET state = 'sending', lease_until = ?, attempts = attempts + 1, updated_at = ? WHERE id = ?")
+        // Those the first scan found were pending; a lapsed lease stays `sending`.
+        let relapsed = Set(lapsed)
+        var counts = DeliveryCounts()
+        counts.move(from: (.pending, nil), to: (.sending, nil), count: due.prefix(limit).count(where: { !relapsed.contains($0[0]) }))
+        try counts.apply(db)
+        return try due.prefix(limit).map { row in
+            let id: Int64 = row[0]
+            try claim.execute(arguments: [leaseUntil, ms, id])
+            let data: Data = row[8]
+            return ClaimedDelivery(
+                id: id, eventID: row[1], device: Self.deviceRecord(row, from: 14),
+                push: RenderedPush(
+                    storedPushType: row[5], storedPriority: row[6],
+                    collapseID: row[7], payload: Array(data), fcmData: RenderedPush.fcmData(json: row[9])),
+                apnsID: UUID(uuidString: row[2]) ?? UUID(),
+                attempt: (row[3] as Int) + 1,
+                expiresAt: Date(milliseconds: row[4]), acceptedAt: Date(milliseconds: row[11]), requestID: row[12], template: row[13])
+        }
+    }
+
+    /// What a claim reads, by position: the delivery (0–4), its event's push (5–9),
+    /// `next_attempt_at` (10, for the order), its creation (11), its event's request (12) and
+    /// template (13), then the device's columns (from 14).
+    static let claimColumns = """
+        dl.id, dl.event_id, dl.apns_id, dl.attempts, dl.expires_at,
+        e.push_type, e.priority, e.collapse_id, e.payload, e.fcm_data, dl.next_attempt_at, dl.created_at, e.request_id, e.template, d.*
+        """
+
+    /// Outcomes join the group commit: with publishes arriving, they share their transaction and
+    /// WAL sync instead of taking the writer for one of their own.
+    public func complete(_ outcomes: [DeliveryOutcome], now: Date) async throws {
+        guard !outcomes.isEmpty else { return }
+        _ = try await writes.submit(.complete(outcomes, now: now))
+    }
+
+    static func record(_ outcomes: [DeliveryOutcome], now: Date, _ db: Database) throws {
+        let ms = now.milliseconds
+        var counts = DeliveryCounts()
+        for outcome in outcomes {
+            switch outcome {
+            case .sent(let id):
+                try Self.setState(db, id, .sent, reason: nil, now: ms, counts: &counts)
+            case .retry(let id, let at, let reason):
+                try Self.retry(db, id, at: at, reason: reason, now: ms, counts: &counts)
+            case .retryDevice(let id, let deviceRowID, let at, let reason):
+                try Self.retry(db, id, at: at, reason: reason, now: ms, counts: &counts)
+                try db.execute(
+                    sql: "UPDATE deliveries SET next_attempt_at = ?, updated_at = ? WHERE device_row = ? AND state = 'pending' AND next_attempt_at < ?",
+                    arguments: [at.milliseconds, ms, deviceRowID, at.milliseconds])
+            case .failed(let id, let reason):
+                try Self.setState(db, id, .failed, reason: reason, now: ms, counts: &counts)
+            case .expired(let id):
+                try Self.setState(db, id, .expired, reason: "expired", now: ms, counts: &counts)
+            case .tokenDead(let id, let deviceRowID, let since, let reason):
+                try Self.setState(db, id, .failed, reason: reason, now: ms, counts: &counts)
+                // Remembered past the device's deletion, for requests that name their device themselves.
+                try db.execute(
+                    sql: """
+                        INSERT INTO dead_tokens (app_id, token, reason, dead_at) SELECT app_id, token, ?, ? FROM devices
+                        WHERE id = ? AND (? OR updated_at <= ?)
+                        ON CONFLICT (app_id, token) DO UPDATE SET reason = excluded.reason, dead_at = excluded.dead_at
+                        """,
+                    arguments: [reason, (since ?? now).milliseconds, deviceRowID, since == nil, (since ?? now).milliseconds])
+                if let since {
+                    // Compare-and-delete: a registration after APNs's timestamp keeps the device.
+                    try db.execute(
+                        sql: "DELETE FROM devices WHERE id = ? AND updated_at <= ?",
+                        arguments: [deviceRowID, since.milliseconds])
+                } else {
+                    try db.execute(
+                        sql: "UPDATE devices SET disabled_reason = ? WHERE id = ?", arguments: [reason, deviceRowID])
+                    for row in try Row.fetchAll(
+                        db, sql: "SELECT state, COUNT(*) FROM deliveries WHERE device_row = ? AND state IN ('pending', 'sending') AND id <> ? GROUP BY state",
+                        arguments: [deviceRowID, id])
+                    {
+                        guard let state = DeliveryState(rawValue: row[0]) else { continue }
+                        counts.move(from: (state, nil), to: (.dropped, reason), count: row[1])
+                    }
+                    try db.execute(
+                        sql: """
+                            UPDATE deliveries SET state = 'dropped', last_reason = ?, lease_until = NULL, updated_at = ?
+                            WHERE device_row = ? AND state IN ('pending', 'sending') AND id <> ?
+                            """,
+                        arguments: [reason, ms, deviceRowID, id])
+                }
+            }
+        }
+        try counts.apply(db)
+    }
+
+    public func expire(now: Date) async throws -> Int {
+        try await pool.write { db in
+            try db.execute(
+                sql: """
+                    UPDATE deliveries SET state = 'expired', last_reason = 'expired', lease_until = NULL, updated_at = ?
+                    WHERE \(everyLane) AND state = 'pending' AND expires_at <= ?
+                    """,
+                arguments: [now.milliseconds, now.milliseconds])
+            let expired = db.changesCount
+            var counts = DeliveryCounts()
+            counts.move(from: (.pending, nil), to: (.expired, nil), count: expired)
+            try counts.apply(db)
+            return expired
+        }
+    }
+}
