@@ -46,10 +46,11 @@ let package = Package(
     ]
 )
 
-// The compiler keeps the map, as in Herald's manifest: an existential is spelled `any`, and a file
-// sees only the members of modules it imports itself.
+// The compiler keeps the map, as in Herald's manifest: an existential is spelled `any`, a file
+// sees only the members of modules it imports itself, and an import is internal unless the
+// file's public API shows that module's types (`public import`).
 for target in package.targets where target.type != .system && target.type != .plugin {
     target.swiftSettings = (target.swiftSettings ?? []) + [
-        .enableUpcomingFeature("ExistentialAny"), .enableUpcomingFeature("MemberImportVisibility"),
+        .enableUpcomingFeature("ExistentialAny"), .enableUpcomingFeature("MemberImportVisibility"), .enableUpcomingFeature("InternalImportsByDefault"),
     ]
 }

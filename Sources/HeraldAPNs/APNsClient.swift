@@ -1,9 +1,9 @@
-import Foundation
-import HeraldAPNsCore
-import HeraldHTTP2
+public import Foundation
+public import HeraldAPNsCore
+public import HeraldHTTP2
 import HeraldPushCore
-import Logging
-import NIOCore
+public import Logging
+public import NIOCore
 import NIOHPACK
 import NIOPosix
 

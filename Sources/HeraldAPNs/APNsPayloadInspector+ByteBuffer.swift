@@ -1,5 +1,5 @@
-import HeraldAPNsCore
-import NIOCore
+public import HeraldAPNsCore
+public import NIOCore
 
 extension APNsPayloadInspector {
     /// Inspects a received body in place.

@@ -1,6 +1,6 @@
-import Crypto
-import Foundation
-import HeraldPushCore
+public import Crypto
+public import Foundation
+public import HeraldPushCore
 import Synchronization
 
 /// An APNs token-signing key: the `.p8` private key with its key id and team id.

@@ -1,5 +1,5 @@
-import Foundation
-import HeraldPushCore
+public import Foundation
+public import HeraldPushCore
 
 extension PushType {
     /// The largest payload Apple accepts for this push type.

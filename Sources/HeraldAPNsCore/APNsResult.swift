@@ -1,5 +1,5 @@
-import Foundation
-import HeraldPushCore
+public import Foundation
+public import HeraldPushCore
 
 /// What happened to one notification.
 public enum APNsResult: Sendable, Hashable {

@@ -1,4 +1,4 @@
-import HeraldPushCore
+public import HeraldPushCore
 
 /// Apple's device tokens (`platform: "ios"`): even-length hex of 64 to 200 characters, stored
 /// lowercase; a Firebase Installation ID is not one.

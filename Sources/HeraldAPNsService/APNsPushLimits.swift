@@ -1,6 +1,6 @@
 import Foundation
 import HeraldAPNsCore
-import HeraldCore
+public import HeraldCore
 import HeraldPushCore
 
 /// Apple's rules, as APNs answers them (size for the push type, an `aps` dictionary, what the push

@@ -1,10 +1,10 @@
 import Foundation
-import HeraldAPNs
-import HeraldAPNsCore
+public import HeraldAPNs
+public import HeraldAPNsCore
 import HeraldCore
-import HeraldDelivery
-import HeraldPushCore
-import HeraldStore
+public import HeraldDelivery
+public import HeraldPushCore
+public import HeraldStore
 import Synchronization
 
 /// APNs for one app: a client (key, JWT, connections) per APNs environment, opened on first use,

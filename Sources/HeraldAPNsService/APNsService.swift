@@ -3,14 +3,14 @@ import Foundation
 import HeraldAPNs
 import HeraldAPNsCore
 import HeraldAPNsSimulator
-import HeraldCore
-import HeraldDelivery
-import HeraldMatrix
-import HeraldPushCore
-import HeraldPushService
+public import HeraldCore
+public import HeraldDelivery
+public import HeraldMatrix
+public import HeraldPushCore
+public import HeraldPushService
 import HeraldSimulatorSupport
 import Logging
-import NIOPosix
+public import NIOPosix
 
 /// Apple's push service: `platform: "ios"`, hex tokens, an APNs provider per app with a client per
 /// APNs environment (opened on first use), on Apple's hosts or the built-in simulator's two.

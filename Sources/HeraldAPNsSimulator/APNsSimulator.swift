@@ -1,9 +1,9 @@
-import Foundation
+public import Foundation
 import HeraldAPNs
-import HeraldAPNsCore
-import HeraldSimulatorSupport
-import Logging
-import NIOCore
+public import HeraldAPNsCore
+public import HeraldSimulatorSupport
+public import Logging
+public import NIOCore
 import NIOHTTP2
 import NIOPosix
 import NIOSSL

@@ -1,6 +1,6 @@
 import Foundation
 import HeraldCore
-import HeraldDelivery
+public import HeraldDelivery
 import HeraldMatrix
 import HeraldPushCore
 import HeraldPushService

@@ -1,19 +1,19 @@
 import Foundation
 import HeraldCore
-import HeraldDelivery
+public import HeraldDelivery
 import HeraldKaspa
 import HeraldMatrix
 import HeraldPushCore
 import HeraldPushService
-import HeraldServer
+public import HeraldServer
 import HeraldSimulatorSupport
-import HeraldStore
+public import HeraldStore
 import Hummingbird
-import Logging
+public import Logging
 import NIOCore
 import NIOPosix
-import Prometheus
-import ServiceLifecycle
+public import Prometheus
+public import ServiceLifecycle
 import UnixSignals
 
 /// The gateway, built and ready to run: every long-running part in one `ServiceGroup`.

@@ -1,5 +1,5 @@
 import HeraldDelivery
-import HeraldKaspa
+public import HeraldKaspa
 
 extension HeraldMetrics {
     /// The chain source's state, read when `/metrics` is scraped.

@@ -1,6 +1,6 @@
 import HeraldAPNsService
 import HeraldFCMService
-import HeraldPushService
+public import HeraldPushService
 import HeraldWebPushService
 
 extension PushServiceRegistry {

@@ -3,9 +3,9 @@ import HeraldCore
 import HeraldDelivery
 import HeraldMatrix
 import HeraldPushCore
-import HeraldPushService
+public import HeraldPushService
 import HeraldServer
-import HeraldStore
+public import HeraldStore
 import KasiaProtocol
 
 /// `herald serve`'s settings from the `HERALD_*` environment.

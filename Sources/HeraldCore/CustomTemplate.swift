@@ -1,4 +1,4 @@
-import HeraldPushCore
+public import HeraldPushCore
 
 /// A request field a template cannot use; the API answers it with the field named.
 public struct TemplateError: Error, Hashable, Sendable, CustomStringConvertible {

@@ -1,6 +1,6 @@
 import Foundation
-import HeraldPushCore
-import KasiaProtocol
+public import HeraldPushCore
+public import KasiaProtocol
 
 /// Kasia's per-peer filter: a device hears a peer's contextual messages only under these aliases.
 public struct ContextualRoute: Hashable, Sendable {

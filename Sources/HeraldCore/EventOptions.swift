@@ -1,5 +1,5 @@
 import Foundation
-import HeraldPushCore
+public import HeraldPushCore
 
 /// An event's delivery options, which every template honours where its push type allows them.
 public struct EventOptions: Hashable, Sendable {

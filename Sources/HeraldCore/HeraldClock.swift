@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import HeraldPushCore
 
 /// The time source of everything that schedules: the wall time that is stored and compared

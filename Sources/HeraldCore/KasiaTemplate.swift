@@ -1,6 +1,6 @@
 import Foundation
 import HeraldPushCore
-import KasiaProtocol
+public import KasiaProtocol
 
 /// A Kasia transaction worth a push: the fields of the `kasia.*` templates.
 public struct KasiaEvent: Hashable, Sendable {

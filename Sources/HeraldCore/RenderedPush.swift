@@ -1,5 +1,5 @@
 import Foundation
-import HeraldPushCore
+public import HeraldPushCore
 
 /// A push rendered from an event: the APNs request minus the device and topic.
 public struct RenderedPush: Hashable, Sendable {

@@ -1,4 +1,4 @@
-import KasiaProtocol
+public import KasiaProtocol
 /// What a device wants to hear about: a typed, validated string.
 public enum WatchKey: Hashable, Sendable, CustomStringConvertible {
     /// A Kaspa address (`kaspa:…`, `kaspatest:…`), checksum-validated.

@@ -1,4 +1,4 @@
-import HeraldCore
+public import HeraldCore
 
 /// How an app's devices may register.
 public enum RegistrationPolicy: Sendable, Hashable {

@@ -1,12 +1,12 @@
 import Crypto
 import Foundation
 import HeraldAPNsCore
-import HeraldCore
+public import HeraldCore
 import HeraldFCMCore
-import HeraldPushCore
-import HeraldStore
-import KasiaCrypto
-import KasiaProtocol
+public import HeraldPushCore
+public import HeraldStore
+public import KasiaCrypto
+public import KasiaProtocol
 
 /// The registration use case, beside `EventPublisher`: what a device asks to hear, checked
 /// against its app's policy and limits, then stored. Every registration route decodes its body

@@ -1,5 +1,5 @@
 import HeraldCore
-import HeraldPushCore
+public import HeraldPushCore
 import HeraldWebPushCore
 
 /// How a push service's devices register: by a token its rule checks (`TokenRegistrationRule`),

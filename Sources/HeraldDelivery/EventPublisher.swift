@@ -1,7 +1,7 @@
-import Foundation
-import HeraldCore
-import HeraldPushCore
-import HeraldStore
+public import Foundation
+public import HeraldCore
+public import HeraldPushCore
+public import HeraldStore
 import KasiaProtocol
 
 /// The publish use case, one for every way in (`/v1/events`, `:batch`, the compatibility routes,

@@ -1,7 +1,7 @@
 import HeraldCore
 import HeraldStore
 import Logging
-import ServiceLifecycle
+public import ServiceLifecycle
 
 /// Marks unclaimed deliveries past their expiration. Claimed ones past it are dropped at send
 /// time, so this only keeps them from lingering and need not run before every claim.

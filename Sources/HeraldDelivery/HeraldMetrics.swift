@@ -1,7 +1,7 @@
-import CoreMetrics
+public import CoreMetrics
 import Foundation
 import HeraldCore
-import HeraldPushCore
+public import HeraldPushCore
 import Metrics
 import Synchronization
 

@@ -2,7 +2,7 @@ import Crypto
 import Foundation
 import HeraldCore
 import HeraldPushCore
-import HeraldMatrix
+public import HeraldMatrix
 import HeraldStore
 import KasiaProtocol
 

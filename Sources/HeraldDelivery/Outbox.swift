@@ -1,9 +1,9 @@
-import Foundation
-import HeraldCore
+public import Foundation
+public import HeraldCore
 import HeraldPushCore
-import HeraldStore
-import Logging
-import ServiceLifecycle
+public import HeraldStore
+public import Logging
+public import ServiceLifecycle
 import Synchronization
 
 /// The outbox: one lane per app and push service, each a service that claims that app's due

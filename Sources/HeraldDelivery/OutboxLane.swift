@@ -1,9 +1,9 @@
-import Foundation
-import HeraldCore
-import HeraldPushCore
-import HeraldStore
-import Logging
-import ServiceLifecycle
+public import Foundation
+public import HeraldCore
+public import HeraldPushCore
+public import HeraldStore
+public import Logging
+public import ServiceLifecycle
 import Synchronization
 
 /// One app's share of the outbox for one push service, so one app's outage or slow push service

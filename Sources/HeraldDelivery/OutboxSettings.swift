@@ -1,4 +1,4 @@
-import HeraldCore
+public import HeraldCore
 import HeraldPushCore
 
 /// How the outbox claims, retries and pauses; shared by every app's lane.

@@ -1,5 +1,5 @@
 import HeraldCore
-import HeraldPushCore
+public import HeraldPushCore
 
 /// What a push service carries, as signing and sealing need to know it: the largest payload per
 /// push type, and whether a push's body reaches only the device (Web Push's is encrypted to the

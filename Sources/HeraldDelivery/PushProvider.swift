@@ -1,7 +1,7 @@
-import Foundation
+public import Foundation
 import HeraldCore
-import HeraldPushCore
-import HeraldStore
+public import HeraldPushCore
+public import HeraldStore
 
 /// What a push service made of one delivery, in terms every service shares. Each provider maps
 /// its own answers onto these in one place; the outbox acts on them without knowing the service.

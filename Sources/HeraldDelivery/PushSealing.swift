@@ -1,10 +1,10 @@
-import Crypto
-import Foundation
+public import Crypto
+public import Foundation
 import HeraldAPNsCore
-import HeraldCore
-import HeraldPushCore
-import HeraldStore
-import PushSigning
+public import HeraldCore
+public import HeraldPushCore
+public import HeraldStore
+public import PushSigning
 import Synchronization
 import WebPushCrypto
 

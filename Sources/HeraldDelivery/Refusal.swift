@@ -1,5 +1,5 @@
 import Foundation
-import HeraldCore
+public import HeraldCore
 
 /// A request the domain refuses: what kind of refusal, a stable code, a sentence, and the field
 /// at fault. The transport chooses how to say it (HeraldServer: an HTTP status and

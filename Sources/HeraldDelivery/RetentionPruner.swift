@@ -1,9 +1,9 @@
 import Foundation
-import HeraldCore
+public import HeraldCore
 import HeraldPushCore
-import HeraldStore
-import Logging
-import ServiceLifecycle
+public import HeraldStore
+public import Logging
+public import ServiceLifecycle
 
 /// Deletes events whose deliveries have all finished (sent, failed, expired, dropped), with those
 /// deliveries, once older than the retention (`HERALD_RETENTION_HOURS`, default 72): a pass every

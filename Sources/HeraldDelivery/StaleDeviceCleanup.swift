@@ -1,8 +1,8 @@
 import Foundation
-import HeraldCore
-import HeraldStore
-import Logging
-import ServiceLifecycle
+public import HeraldCore
+public import HeraldStore
+public import Logging
+public import ServiceLifecycle
 
 /// Removes devices not seen for `staleAfterDays` (GhostTalk's periodic cleanup), once
 /// (`herald cleanup`, and `herald serve` before it listens) or, as a service, every `interval`.

@@ -1,11 +1,11 @@
-import Foundation
-import HeraldFCMCore
+public import Foundation
+public import HeraldFCMCore
 import HeraldHTTP2
-import Logging
-import NIOCore
+public import Logging
+public import NIOCore
 import NIOHPACK
 import Synchronization
-import HeraldPushCore
+public import HeraldPushCore
 
 /// How an `FCMClient` reaches FCM.
 public struct FCMClientConfiguration: Sendable {

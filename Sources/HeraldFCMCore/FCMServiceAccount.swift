@@ -1,6 +1,6 @@
-import Foundation
-import HeraldPushCore
-import _CryptoExtras
+public import Foundation
+public import HeraldPushCore
+public import _CryptoExtras
 
 /// A Firebase service account: the JSON file Google's console hands out. Only the fields the
 /// OAuth grant needs are read.

@@ -1,4 +1,4 @@
-import HeraldPushCore
+public import HeraldPushCore
 
 /// Google's device tokens (`platform: "android"`): a registration token (1 to 4,096 printable
 /// ASCII characters) or a Firebase Installation ID (22 base64url characters), kept as given.

@@ -1,4 +1,4 @@
-import HeraldCore
+public import HeraldCore
 import HeraldFCMCore
 import HeraldPushCore
 

@@ -1,11 +1,11 @@
-import Foundation
+public import Foundation
 import HeraldAPNsCore
 import HeraldCore
-import HeraldDelivery
-import HeraldFCM
-import HeraldFCMCore
-import HeraldPushCore
-import HeraldStore
+public import HeraldDelivery
+public import HeraldFCM
+public import HeraldFCMCore
+public import HeraldPushCore
+public import HeraldStore
 import Synchronization
 
 /// FCM for one app's Android devices. Every push goes as a data-only message: an E2EE app must

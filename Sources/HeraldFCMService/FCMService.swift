@@ -1,14 +1,14 @@
-import HeraldCore
-import HeraldDelivery
-import HeraldMatrix
+public import HeraldCore
+public import HeraldDelivery
+public import HeraldMatrix
 import HeraldFCM
 import HeraldFCMCore
-import HeraldFCMSimulator
-import HeraldPushCore
-import HeraldPushService
+public import HeraldFCMSimulator
+public import HeraldPushCore
+public import HeraldPushService
 import HeraldSimulatorSupport
 import Logging
-import NIOPosix
+public import NIOPosix
 
 /// Google's push service: `platform: "android"`, registration tokens and Firebase Installation
 /// IDs, an FCM provider per app with its service account (or the built-in simulator's).

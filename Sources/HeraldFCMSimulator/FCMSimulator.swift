@@ -1,12 +1,12 @@
 import _CryptoExtras
-import Foundation
-import HeraldSimulatorSupport
+public import Foundation
+public import HeraldSimulatorSupport
 import HeraldFCMCore
 import HeraldPushCore
 import HTTPTypes
 import Hummingbird
 import HummingbirdHTTP2
-import Logging
+public import Logging
 import NIOCore
 import NIOSSL
 import Synchronization

@@ -1,11 +1,11 @@
-import Foundation
+package import Foundation
 import HeraldPushCore
 import Logging
-import NIOCore
+package import NIOCore
 import NIOHPACK
-import NIOHTTP2
+package import NIOHTTP2
 import NIOPosix
-import NIOSSL
+package import NIOSSL
 
 /// What a connection reports to its pool. Called on the connection's event loop.
 package struct HTTP2ConnectionEvents: Sendable {

@@ -1,6 +1,6 @@
 import HeraldPushCore
-import Logging
-import NIOCore
+package import Logging
+package import NIOCore
 import NIOHTTP2
 import Synchronization
 

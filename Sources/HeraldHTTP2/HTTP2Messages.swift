@@ -1,6 +1,6 @@
 import HeraldPushCore
-import NIOCore
-import NIOHPACK
+public import NIOCore
+public import NIOHPACK
 
 /// One HTTP/2 request as it goes on the wire. A provider builds it from its notification;
 /// tests and tools may send raw (even malformed) ones.

@@ -1,4 +1,4 @@
-import HeraldCore
+public import HeraldCore
 import KasiaProtocol
 
 /// Turns a transaction into the Kasia event Herald pushes.

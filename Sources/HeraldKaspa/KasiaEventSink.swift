@@ -1,5 +1,5 @@
-import HeraldCore
-import HeraldStore
+public import HeraldCore
+public import HeraldStore
 
 /// Where the Kaspa chain source commits what it classified (`herald serve`: the event publisher).
 public protocol KasiaEventSink: Sendable {

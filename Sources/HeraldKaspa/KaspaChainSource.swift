@@ -1,9 +1,9 @@
-import Foundation
-import HeraldCore
-import HeraldStore
+public import Foundation
+public import HeraldCore
+public import HeraldStore
 import KasiaProtocol
-import Logging
-import ServiceLifecycle
+public import Logging
+public import ServiceLifecycle
 import Synchronization
 
 /// What `/v1/stats` and `/metrics` show of the source.

@@ -1,5 +1,5 @@
-import Foundation
-import Logging
+public import Foundation
+public import Logging
 import NIOCore
 import Synchronization
 import WSClient

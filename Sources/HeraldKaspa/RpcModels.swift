@@ -1,5 +1,5 @@
 import Foundation
-import KasiaProtocol
+public import KasiaProtocol
 
 // The node's wRPC JSON shapes (rusty-kaspa
 // rpc/core/src/model). Decoding ignores unknown keys (newer nodes add fields) and reads

@@ -1,5 +1,5 @@
 import Foundation
-import HeraldCore
+public import HeraldCore
 
 /// The body of `POST /_matrix/push/v1/notify` (Matrix Push Gateway API, "Push Gateway API"
 /// in the client-server specification): one notification for one or more pushers' devices.

@@ -1,6 +1,6 @@
 import Foundation
 import HeraldAPNsCore
-import HeraldCore
+public import HeraldCore
 import HeraldFCMCore
 import HeraldPushCore
 import HeraldWebPushCore

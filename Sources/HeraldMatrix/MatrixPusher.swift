@@ -1,5 +1,5 @@
-import HeraldCore
-import HeraldPushCore
+public import HeraldCore
+public import HeraldPushCore
 import HeraldWebPushCore
 
 /// A push service's side of the Matrix push gateway: the kind of pusher it serves (a `matrix`

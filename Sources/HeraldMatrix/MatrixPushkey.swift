@@ -2,8 +2,8 @@ import Foundation
 import HeraldAPNsCore
 import HeraldCore
 import HeraldFCMCore
-import HeraldPushCore
-import HeraldWebPushCore
+public import HeraldPushCore
+public import HeraldWebPushCore
 import KasiaProtocol
 
 /// Why a pushkey cannot be a device of its app's platform: the homeserver is told to drop it.

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// A credential a push service is spoken to with, as the ledger keeps it: an APNs provider
 /// token Herald minted, an FCM access token Google granted.

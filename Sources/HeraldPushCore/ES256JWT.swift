@@ -1,4 +1,4 @@
-import Crypto
+public import Crypto
 import Foundation
 
 /// Compact ES256 JSON Web Tokens (RFC 7515/7518): what APNs provider tokens and Web Push's VAPID

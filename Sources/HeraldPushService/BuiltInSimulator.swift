@@ -1,4 +1,4 @@
-import HeraldSimulatorSupport
+public import HeraldSimulatorSupport
 
 /// A push service's built-in look-alike, running for the apps without settings of it.
 public struct BuiltInSimulator: Sendable {

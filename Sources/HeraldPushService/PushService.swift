@@ -1,8 +1,8 @@
-import HeraldCore
-import HeraldDelivery
-import HeraldMatrix
-import HeraldPushCore
-import NIOPosix
+public import HeraldCore
+public import HeraldDelivery
+public import HeraldMatrix
+public import HeraldPushCore
+public import NIOPosix
 
 /// One push service Herald delivers through, as Sygnal's pushkins are: its platform, the rule its
 /// devices' tokens meet, its settings, and how an app's provider (and its built-in look-alike) is

@@ -1,7 +1,7 @@
 import HeraldCore
-import HeraldDelivery
-import HeraldStore
-import NIOPosix
+public import HeraldDelivery
+public import HeraldStore
+public import NIOPosix
 
 /// An app as one push service sees it: its neutral settings and that service's settings of it
 /// (nil: none, so the built-in simulator).

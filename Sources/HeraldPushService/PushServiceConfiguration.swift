@@ -1,8 +1,8 @@
 import HeraldCore
-import HeraldDelivery
-import HeraldPushCore
-import HeraldStore
-import NIOPosix
+public import HeraldDelivery
+public import HeraldPushCore
+public import HeraldStore
+public import NIOPosix
 
 /// A push service with its settings read, whatever its types: what the composition root holds of
 /// each service until it is assembled into providers.

@@ -1,7 +1,7 @@
 import Foundation
-import HeraldCore
-import HeraldDelivery
-import HTTPTypes
+public import HeraldCore
+public import HeraldDelivery
+public import HTTPTypes
 
 /// A refused request as HTTP says it: its status, a stable code, a sentence, and the field at
 /// fault, written as `{"error": {"code": …, "message": …, "field": …}}`. The domain's

@@ -1,9 +1,9 @@
 import Foundation
 import HeraldDelivery
-import HeraldCore
+public import HeraldCore
 import HeraldPushCore
-import HeraldStore
-import Hummingbird
+public import HeraldStore
+public import Hummingbird
 
 /// Claudiator's push registration, unchanged:
 /// `POST /api/v1/push/register {platform, token}`, always behind one of the app's registration

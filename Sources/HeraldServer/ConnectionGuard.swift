@@ -1,7 +1,7 @@
 import HTTPTypes
 import Logging
-import NIOCore
-import NIOHTTPTypes
+public import NIOCore
+public import NIOHTTPTypes
 import Synchronization
 
 /// Bounds on the HTTP API's client connections: how many may be open, and how long a request may

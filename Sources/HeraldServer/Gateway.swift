@@ -1,11 +1,11 @@
 import Foundation
-import HeraldCore
-import HeraldDelivery
-import HeraldMatrix
+public import HeraldCore
+public import HeraldDelivery
+public import HeraldMatrix
 import HeraldPushCore
-import HeraldStore
-import Hummingbird
-import Prometheus
+public import HeraldStore
+public import Hummingbird
+public import Prometheus
 
 /// A built-in simulator's control API as the admin listener carries it: the method, the path
 /// within the API (`/stats`), the query and the body in; a status and a JSON body out.

@@ -1,9 +1,9 @@
 import Foundation
 import HeraldDelivery
-import HeraldCore
+public import HeraldCore
 import HeraldPushCore
-import HeraldStore
-import Hummingbird
+public import HeraldStore
+public import Hummingbird
 
 /// GhostTalk's notifier API (`/apns/*`), unchanged, on the
 /// core registry: a device registers for a session (watch key `session:<id>`).

@@ -1,8 +1,8 @@
-import Foundation
+public import Foundation
 import HeraldCore
-import HeraldDelivery
-import HTTPTypes
-import Hummingbird
+public import HeraldDelivery
+public import HTTPTypes
+public import Hummingbird
 
 /// Refusals go out as `{"error": {"code": …, "message": …, "field": …}}` with their status.
 extension APIError: HTTPResponseError {

@@ -1,7 +1,7 @@
 import Foundation
-import HeraldDelivery
+public import HeraldDelivery
 import Metrics
-import Prometheus
+public import Prometheus
 
 /// `/metrics` renders Prometheus's exposition: the registry lives with the HTTP layer, and the
 /// domain records through swift-metrics only.

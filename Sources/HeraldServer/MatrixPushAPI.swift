@@ -1,8 +1,8 @@
 import Foundation
 import HeraldCore
-import HeraldDelivery
+public import HeraldDelivery
 import HeraldMatrix
-import Hummingbird
+public import Hummingbird
 
 /// The Matrix Push Gateway API: `POST /_matrix/push/v1/notify` answers `{"rejected": [pushkeys]}`
 /// once the pushes are committed (never after a push service), and `GET` on the same path

@@ -1,8 +1,8 @@
 import Foundation
 import HeraldCore
-import HeraldDelivery
-import HeraldStore
-import Hummingbird
+public import HeraldDelivery
+public import HeraldStore
+public import Hummingbird
 import Logging
 
 /// `POST /v1/events` and `POST /v1/events:batch`, behind a publisher key. Answers only once the

@@ -2,8 +2,8 @@ import Foundation
 import HeraldDelivery
 import HeraldPushCore
 import HTTPTypes
-import Hummingbird
-import NIOCore
+public import Hummingbird
+public import NIOCore
 import Synchronization
 
 /// Token buckets by key (a client address, a publisher key): `rate` requests a second on

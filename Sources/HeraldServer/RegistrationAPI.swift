@@ -1,9 +1,9 @@
 import Foundation
-import HeraldCore
-import HeraldDelivery
-import HeraldStore
+public import HeraldCore
+public import HeraldDelivery
+public import HeraldStore
 import HTTPTypes
-import Hummingbird
+public import Hummingbird
 import KasiaCrypto
 import KasiaProtocol
 

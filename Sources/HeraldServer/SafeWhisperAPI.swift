@@ -1,11 +1,11 @@
 import Crypto
 import Foundation
 import HeraldDelivery
-import HeraldCore
+public import HeraldCore
 import HeraldPushCore
 import HTTPTypes
-import HeraldStore
-import Hummingbird
+public import HeraldStore
+public import Hummingbird
 
 /// SafeWhisper's device API (`/api/devices/*`), unchanged, on the
 /// core registry: `POST /api/devices/token` and `POST /api/devices/logout`, keyed by `X-Device-ID`.

@@ -1,5 +1,5 @@
 import Foundation
-import Hummingbird
+package import Hummingbird
 
 /// A call to a simulator's control API (`GET /stats`, `POST /faults`, …), whichever listener
 /// carried it: the simulator's own control port (`herald mock-*`) or, for the simulators built

@@ -1,11 +1,11 @@
 import Foundation
-import HTTPTypes
-import Hummingbird
+package import HTTPTypes
+package import Hummingbird
 import HummingbirdHTTP2
 import HummingbirdTLS
-import Logging
+package import Logging
 import NIOCore
-import NIOSSL
+package import NIOSSL
 import ServiceLifecycle
 
 /// The two listeners of an HTTP push-service simulator (FCM, Web Push): the service over TLS

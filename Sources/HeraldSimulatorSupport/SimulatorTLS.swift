@@ -1,7 +1,7 @@
 import Crypto
-import Foundation
+public import Foundation
 import HeraldPushCore
-import NIOSSL
+package import NIOSSL
 import SwiftASN1
 import X509
 

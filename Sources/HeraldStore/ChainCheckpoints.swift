@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Where a chain source got to; saved with the events it produced.
 public struct ChainCheckpoint: Hashable, Sendable {

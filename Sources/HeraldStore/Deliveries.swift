@@ -1,6 +1,6 @@
-import Foundation
-import HeraldCore
-import HeraldPushCore
+public import Foundation
+public import HeraldCore
+public import HeraldPushCore
 
 /// An accepted event with its rendered push and the devices it goes to.
 public struct NewEvent: Sendable {

@@ -1,6 +1,6 @@
-import Foundation
-import HeraldCore
-import HeraldPushCore
+public import Foundation
+public import HeraldCore
+public import HeraldPushCore
 
 /// A registered device as stored.
 public struct DeviceRecord: Hashable, Sendable {

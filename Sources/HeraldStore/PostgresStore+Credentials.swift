@@ -1,5 +1,5 @@
 import Foundation
-import HeraldPushCore
+public import HeraldPushCore
 import PostgresNIO
 
 /// PostgresStore: credentials.

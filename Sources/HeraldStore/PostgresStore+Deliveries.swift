@@ -1,6 +1,6 @@
-import Foundation
+public import Foundation
 import HeraldCore
-import HeraldPushCore
+public import HeraldPushCore
 import NIOCore
 import PostgresNIO
 

@@ -1,5 +1,5 @@
-import Foundation
-import HeraldCore
+public import Foundation
+public import HeraldCore
 import HeraldPushCore
 import PostgresNIO
 

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import HeraldCore
 import HeraldPushCore
 import NIOCore

@@ -1,5 +1,5 @@
 import Foundation
-import Logging
+public import Logging
 import PostgresNIO
 import Synchronization
 

@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import HeraldPushCore
+public import HeraldPushCore
 
 /// SQLiteStore: credentials.
 extension SQLiteStore {

@@ -1,7 +1,7 @@
-import Foundation
+public import Foundation
 import GRDB
 import HeraldCore
-import HeraldPushCore
+public import HeraldPushCore
 
 /// SQLiteStore: outbox.
 extension SQLiteStore {

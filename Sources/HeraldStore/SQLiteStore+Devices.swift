@@ -1,6 +1,6 @@
-import Foundation
+public import Foundation
 import GRDB
-import HeraldCore
+public import HeraldCore
 import HeraldPushCore
 
 /// SQLiteStore: registrations.

@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import HeraldPushCore
+public import HeraldPushCore
 
 /// The `Store` on one SQLite file in WAL mode. Its SQL is the kind PostgreSQL also runs, so
 /// the PostgreSQL store can share the statements.

@@ -1,4 +1,4 @@
-import HeraldPushCore
+public import HeraldPushCore
 
 public protocol Store: DeviceRegistry, DeliveryQueue, ChainCheckpoints, Leadership, StoreStatistics, CredentialLedger, Retention {
     /// Brings the schema to the current version.

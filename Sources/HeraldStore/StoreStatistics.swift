@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Counts for `/v1/stats`.
 public struct StoreStats: Hashable, Sendable {

@@ -1,9 +1,9 @@
 import Foundation
 import HeraldHTTP2
 import HeraldPushCore
-import HeraldWebPushCore
-import Logging
-import NIOCore
+public import HeraldWebPushCore
+public import Logging
+public import NIOCore
 import NIOHPACK
 import NIOHTTP1
 import NIOPosix

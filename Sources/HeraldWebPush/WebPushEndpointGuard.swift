@@ -4,8 +4,8 @@ import Glibc
 import Darwin
 #endif
 import HeraldPushCore
-import HeraldWebPushCore
-import NIOCore
+public import HeraldWebPushCore
+public import NIOCore
 import NIOPosix
 import Synchronization
 

@@ -1,7 +1,7 @@
-import Crypto
+public import Crypto
 import Foundation
-import HeraldPushCore
-import WebPushCrypto
+public import HeraldPushCore
+public import WebPushCrypto
 
 /// A push subscription's keys, as a browser's `PushSubscription.toJSON().keys` or a UnifiedPush
 /// distributor gives them: the user agent's P-256 public key and its 16-byte auth secret.

@@ -3,7 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Foundation
+public import Foundation
 
 /// A subscription's push endpoint (RFC 8030 push resource): the device's identity for Web Push.
 public struct WebPushEndpoint: Sendable, Hashable, CustomStringConvertible {

@@ -1,4 +1,4 @@
-import HeraldPushCore
+public import HeraldPushCore
 
 /// A browser's token (`platform: "web"`): its subscription's endpoint, a well-formed https URL
 /// (where it leads is the SSRF rule's to check, at registration).

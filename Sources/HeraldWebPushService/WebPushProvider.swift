@@ -1,11 +1,11 @@
-import Foundation
+public import Foundation
 import HeraldAPNsCore
 import HeraldCore
-import HeraldDelivery
-import HeraldPushCore
-import HeraldStore
-import HeraldWebPush
-import HeraldWebPushCore
+public import HeraldDelivery
+public import HeraldPushCore
+public import HeraldStore
+public import HeraldWebPush
+public import HeraldWebPushCore
 import Synchronization
 import WebPushCrypto
 

@@ -1,7 +1,7 @@
 import HeraldCore
-import HeraldDelivery
-import HeraldPushCore
-import HeraldWebPush
+public import HeraldDelivery
+public import HeraldPushCore
+public import HeraldWebPush
 import HeraldWebPushCore
 
 /// How a browser registers (`platform: "web"`): its `PushSubscription.toJSON()`, whose endpoint is

@@ -1,16 +1,16 @@
 import Crypto
 import HeraldCore
-import HeraldDelivery
-import HeraldMatrix
-import HeraldPushCore
-import HeraldPushService
+public import HeraldDelivery
+public import HeraldMatrix
+public import HeraldPushCore
+public import HeraldPushService
 import HeraldSimulatorSupport
 import HeraldWebPush
 import HeraldWebPushCore
 import HeraldWebPushSimulator
 import WebPushCrypto
 import Logging
-import NIOPosix
+public import NIOPosix
 
 /// Web Push: `platform: "web"`, a subscription's endpoint as the token, a provider per app signing
 /// with its VAPID key, all on one client (connections are per push service, not per app).

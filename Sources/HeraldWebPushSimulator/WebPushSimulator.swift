@@ -1,11 +1,11 @@
 import Foundation
-import HeraldSimulatorSupport
+public import HeraldSimulatorSupport
 import HeraldPushCore
 import HeraldWebPushCore
 import HTTPTypes
 import Hummingbird
 import HummingbirdHTTP2
-import Logging
+public import Logging
 import NIOCore
 import NIOSSL
 import Synchronization

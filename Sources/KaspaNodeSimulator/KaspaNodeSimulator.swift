@@ -2,9 +2,9 @@ import Foundation
 import HeraldKaspa
 import Hummingbird
 import HummingbirdWebSocket
-import Logging
+public import Logging
 import NIOCore
-import Synchronization
+public import Synchronization
 
 /// A Kaspa node look-alike for tests: wRPC JSON over WebSocket with the node's frames
 /// — `subscribe` (BlockAdded, VirtualChainChanged), `getBlock`, `getBlockDagInfo`,

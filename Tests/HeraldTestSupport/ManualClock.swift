@@ -1,5 +1,5 @@
-import Foundation
-import HeraldCore
+public import Foundation
+public import HeraldCore
 import Synchronization
 
 /// A `HeraldClock` that moves only when a test advances it: sleepers wake when their deadline is

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// The APNs environment this build's device tokens belong to: Apple issues a token for the
 /// sandbox to a development build and for production to every other, and a token pushed on the

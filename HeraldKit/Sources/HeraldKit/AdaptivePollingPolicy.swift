@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// How often a conversation view polls (SafeWhisper's hybrid model): every 5 s until
 /// pushes prove they arrive, then every 30 s; a push for this conversation polls at once. Back

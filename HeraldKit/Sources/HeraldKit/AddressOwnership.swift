@@ -1,5 +1,5 @@
 import Crypto
-import Foundation
+public import Foundation
 
 /// Proof that this device holds the keys of its own `addresses`, for a Herald app whose
 /// registration policy is `wallet` (Kasia). Each own address is sent as

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Where HeraldKit's policies read the time; tests pass a `ManualClock`.
 public protocol WallClock: Sendable {

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import KasiaProtocol
 
 /// A push Herald sent, decoded from the notification's user info or its raw JSON.

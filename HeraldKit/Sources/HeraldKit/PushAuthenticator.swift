@@ -1,5 +1,5 @@
-import Crypto
-import Foundation
+public import Crypto
+public import Foundation
 import PushSigning
 
 /// Opens and checks Herald's pushes before anything is shown (docs/signed-pushes.md): a sealed

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Scores whether pushes arrive, by matching transaction ids the app learns of another way
 /// (its UTXO subscription, a sync) against the pushes it receives (KaChat's reliability rules):

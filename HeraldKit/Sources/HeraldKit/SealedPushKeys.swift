@@ -1,4 +1,4 @@
-import Crypto
+public import Crypto
 import Foundation
 import PushSigning
 import WebPushCrypto

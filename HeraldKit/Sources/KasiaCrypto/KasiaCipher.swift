@@ -1,5 +1,5 @@
 import Crypto
-import KasiaProtocol
+public import KasiaProtocol
 
 /// Why a box does not open, or a key is unusable. Never a crash.
 public enum KasiaCipherError: Error, Hashable, Sendable, CustomStringConvertible {

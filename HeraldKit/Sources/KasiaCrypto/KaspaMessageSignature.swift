@@ -1,4 +1,4 @@
-import KasiaProtocol
+public import KasiaProtocol
 
 #if canImport(CSecp256k1) && !HERALDKIT_APPLE_PATH
 import CSecp256k1

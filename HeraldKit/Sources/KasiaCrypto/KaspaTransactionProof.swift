@@ -1,4 +1,4 @@
-import KasiaProtocol
+public import KasiaProtocol
 
 extension KaspaTransactionProof {
     /// Why a proof does not prove its sender.

@@ -1,4 +1,4 @@
-import Crypto
+public import Crypto
 import Foundation
 #if canImport(FoundationEssentials)
 import FoundationEssentials  // Linux: its Data members need the import; Apple's Foundation has them

@@ -3,7 +3,7 @@ import Darwin
 #elseif canImport(Glibc)
 import Glibc
 #endif
-import Crypto
+public import Crypto
 
 // RFC 8291 message encryption, shared by Herald's Web Push (it encrypts to a browser's
 // subscription) and HeraldKit (it opens what is sealed to the keys a device registered).

@@ -1,5 +1,5 @@
-import HeraldCore
-import HeraldPushCore
+public import HeraldCore
+public import HeraldPushCore
 
 /// One template of `/v1/events`, as push services are one `PushService` each: the names it
 /// answers to, how it reads an event's `fields`, and the push it renders. Herald's are `custom`,
