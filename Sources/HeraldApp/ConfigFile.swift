@@ -70,7 +70,7 @@ public struct ConfigFile: Sendable {
     /// The shortest publisher or registration key accepted.
     static let minimumKeyLength = 16
     /// An app's own keys; each push service adds its block's (`apns`, `fcm`, `vapid`).
-    static let appKeys: Set<String> = ["id", "publish_keys", "registration", "agent_event", "ghosttalk", "max_devices", "privacy", "signing_key_path", "sealed", "sealed_alert", "sealed_alerts", "sealing_key_lifetime_seconds", "matrix_reaches_registered_devices"]
+    static let appKeys: Set<String> = ["id", "publish_keys", "registration", "agent_event", "ghosttalk", "max_devices", "privacy", "signing_key_path", "sealed", "sealed_alert", "sealed_alerts", "sealing_key_lifetime_seconds", "matrix_reaches_registered_devices", "critical_alerts"]
     static let agentEventKeys: Set<String> = ["stop", "permission_prompt", "idle_prompt", "other", "other_without_message"]
     static let textKeys: Set<String> = ["title", "body"]
     static let registrationKeys: Set<String> = ["policy", "keys", "hs256_secret", "es256_public_key_path"]
@@ -224,6 +224,10 @@ public struct ConfigFile: Sendable {
             if let value = app["matrix_reaches_registered_devices"] {
                 guard let flag = value as? Bool else { throw error(at: at + ".matrix_reaches_registered_devices", "is true or false") }
                 settings.matrixReachesRegisteredDevices = flag
+            }
+            if let value = app["critical_alerts"] {
+                guard let flag = value as? Bool else { throw error(at: at + ".critical_alerts", "is true or false") }
+                settings.allowsCriticalAlerts = flag
             }
             if let value = app["ghosttalk"] {
                 let ghost = try map(value, at: at + ".ghosttalk", keys: ["send_enabled"])

@@ -354,6 +354,7 @@ public struct ServeSettings: Sendable {
             settings.sealing = try SealingSettings.read({ env[$0].flatMap { $0.isEmpty ? nil : $0 } }, field: { $0 })
             // GhostTalk's testing-only /apns/send.
             settings.ghostTalkSendEnabled = ["1", "true", "yes"].contains(env["HERALD_GHOSTTALK_SEND_ENABLED"]?.lowercased() ?? "")
+            settings.allowsCriticalAlerts = ["1", "true", "yes"].contains(env["HERALD_CRITICAL_ALERTS"]?.lowercased() ?? "")
             settings.matrixReachesRegisteredDevices = ["1", "true", "yes"].contains(env["HERALD_MATRIX_REACHES_REGISTERED_DEVICES"]?.lowercased() ?? "")
             var read = [settings]
             configuredServices = try pushServices.configure(apps: &read, environment: env, source: .environment) { _, _ in env }

@@ -9,14 +9,17 @@ public struct EventOptions: Hashable, Sendable {
     public var collapseID: String?
     /// `aps.thread-id`: groups alerts on the device; alerts only.
     public var threadID: String?
+    /// Sound, category, interruption level, relevance and badge; alerts only.
+    public var presentation: PushPresentation
 
-    public init(priority: PushPriority? = nil, collapseID: String? = nil, threadID: String? = nil) {
+    public init(priority: PushPriority? = nil, collapseID: String? = nil, threadID: String? = nil, presentation: PushPresentation = PushPresentation()) {
         self.priority = priority
         self.collapseID = collapseID
         self.threadID = threadID
+        self.presentation = presentation
     }
 
-    public var isEmpty: Bool { priority == nil && collapseID == nil && threadID == nil }
+    public var isEmpty: Bool { priority == nil && collapseID == nil && threadID == nil && presentation.isEmpty }
 }
 
 extension RenderedPush {
@@ -34,7 +37,8 @@ extension RenderedPush {
     }
 
     /// This push with `options` applied, checked against what the push type allows.
-    /// - Throws: `TemplateError` naming the option (`priority`, `collapse_id`, `thread_id`).
+    /// - Throws: `TemplateError` naming the option (`priority`, `collapse_id`, `thread_id`, or a
+    ///   presentation field on a push that is not an alert).
     public func applying(_ options: EventOptions) throws(TemplateError) -> RenderedPush {
         var push = self
         if let priority = options.priority {
@@ -63,6 +67,16 @@ extension RenderedPush {
             aps.removeAll { $0.key == "thread-id" }
             aps.append(.init("thread-id", .string(threadID)))
             root[path: ["aps"]] = .object(aps)
+            push.payload = root.encoded
+        }
+        if let field = options.presentation.givenFields.first {
+            guard pushType == .alert else {
+                throw TemplateError(field: field, message: "\(field) is for alerts; this template's pushes are \(pushType.rawValue)")
+            }
+            guard var root = try? JSONDecoder().decode(JSONValue.self, from: Data(push.payload)), let aps = root[path: ["aps"]]?.objectFields else {
+                throw TemplateError(field: field, message: "the push has no aps dictionary to carry \(field)")
+            }
+            root[path: ["aps"]] = .object(options.presentation.applied(to: aps))
             push.payload = root.encoded
         }
         return push

@@ -65,6 +65,9 @@ public struct AppSettings: Sendable {
     public var agentEventTexts = AgentEventTemplate.Texts()
     /// GhostTalk's testing-only `POST /apns/send` (off unless enabled; always behind a publisher key).
     public var ghostTalkSendEnabled = false
+    /// Events may ask for `interruption_level: critical` (the app holds Apple's critical-alert
+    /// entitlement); off by default (`critical_alerts`, `HERALD_CRITICAL_ALERTS`).
+    public var allowsCriticalAlerts = false
     /// A Matrix notify pushes to the app's devices that registered another way (the native API,
     /// a compatibility route) too; off by default: a notify needs no credentials, so it reaches
     /// only the devices Matrix pushers made (`matrix_reaches_registered_devices`).

@@ -72,6 +72,12 @@ public struct EventPublisher: Sendable {
         public var expiration: Int64?
         public var collapseID: String?
         public var threadID: String?
+        /// Presentation, as given (checked when the event is validated).
+        public var sound: String?
+        public var category: String?
+        public var interruptionLevel: String?
+        public var relevanceScore: Double?
+        public var badge: Int64?
 
         public init(app: String?, template: String, fields: JSONValue) {
             self.app = app
@@ -163,6 +169,11 @@ public struct EventPublisher: Sendable {
             throw Refusal.invalid(prefix + "fields", "fields is a JSON object")
         }
         let priority = try Self.option(prefix) { () throws(TemplateError) in try body.priority.map(EventOptions.priority) }
+        let presentation = try Self.option(prefix) { () throws(TemplateError) in
+            try PushPresentation.read(
+                sound: body.sound, category: body.category, interruptionLevel: body.interruptionLevel, relevanceScore: body.relevanceScore,
+                badge: body.badge, allowsCritical: settings.allowsCriticalAlerts)
+        }
         let expiresAt = Self.expiry(of: body.expiration, now: now)
         guard let template = templates.template(named: name) else {
             throw Refusal.invalid(prefix + "template", "unknown template \(name); the templates are \(templates.names.joined(separator: ", "))")
@@ -176,10 +187,10 @@ public struct EventPublisher: Sendable {
         // push services' limits, size included, before anything is committed.
         do throws(TemplateError) {
             if !rendering.appliedOptions {
-                push = try push.applying(EventOptions(priority: priority, collapseID: body.collapseID, threadID: body.threadID))
+                push = try push.applying(EventOptions(priority: priority, collapseID: body.collapseID, threadID: body.threadID, presentation: presentation))
                 try pushLimits.check(push)
-            } else if body.threadID != nil {
-                push = try push.applying(EventOptions(threadID: body.threadID))
+            } else if body.threadID != nil || !presentation.isEmpty {
+                push = try push.applying(EventOptions(threadID: body.threadID, presentation: presentation))
                 try pushLimits.check(push)
             }  // else the template checked it while rendering
         } catch {
@@ -379,5 +390,16 @@ extension EventPublisher.Request {
         expiration = try body.integer("expiration")
         collapseID = try body.string("collapse_id")
         threadID = try body.string("thread_id")
+        sound = try body.string("sound")
+        category = try body.string("category")
+        interruptionLevel = try body.string("interruption_level")
+        badge = try body.integer("badge")
+        switch body["relevance_score"] {
+        case nil, .null?: relevanceScore = nil
+        case .int(let value)?: relevanceScore = Double(value)
+        case .unsigned(let value)?: relevanceScore = Double(value)
+        case .double(let value)?: relevanceScore = value
+        default: throw JSONFieldError(field: body.path(of: "relevance_score"), message: "relevance_score is a number")
+        }
     }
 }

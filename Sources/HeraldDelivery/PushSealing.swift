@@ -176,12 +176,14 @@ public struct PushSealing: Sendable {
                 // shrinks, and what cannot shrink goes as the generic alert alone.
                 guard let sealed = try? session.encrypt(signed.envelope) else {
                     if let smaller = document.shrunk() { document = smaller; continue }
-                    out.payload = sealedPayload(nil, pushType: document.pushType.rawValue, template: template)
+                    out.payload = sealedPayload(
+                        nil, pushType: document.pushType.rawValue, template: template, presentation: signatures.presentation(of: document))
                     out.fcmData = [:]
                     return out
                 }
                 let text = Base64URLText.encodedBytes(sealed)
-                out.payload = sealedPayload(text, pushType: document.pushType.rawValue, template: template)
+                out.payload = sealedPayload(
+                    text, pushType: document.pushType.rawValue, template: template, presentation: signatures.presentation(of: document))
                 out.fcmData = [Self.sealedMember: String(decoding: text, as: UTF8.self)]
             } else if let attached = signed.attached {
                 // A `custom` event's own FCM data map stays verbatim: FCM's data cannot carry the
@@ -203,10 +205,12 @@ public struct PushSealing: Sendable {
         mode != .off && device.contains(DevicePushKeys.p256dhAttribute)
     }
 
-    /// What Apple sees of a sealed push: the generic alert (or a silent push's wake-up) and the ciphertext.
+    /// What Apple sees of a sealed push: the generic alert with the alert's presentation (sound,
+    /// category, interruption level, relevance, badge: nothing that names a person or a
+    /// conversation), or a silent push's wake-up, and the ciphertext.
     /// Written as bytes (each push writes one): the ciphertext (base64url: nothing to escape) is
     /// copied in as it is, and only the alert's text goes through the JSON string encoder.
-    private func sealedPayload(_ ciphertext: [UInt8]?, pushType: String, template: String?) -> [UInt8] {
+    private func sealedPayload(_ ciphertext: [UInt8]?, pushType: String, template: String?, presentation: [UInt8]) -> [UInt8] {
         var payload = [UInt8]()
         payload.reserveCapacity(120 + (ciphertext?.count ?? 0))
         switch pushType {
@@ -216,6 +220,8 @@ public struct PushSealing: Sendable {
             payload += Self.alertAPSHead
             payload += JSONValue.string(template.flatMap { templateAlerts[$0] } ?? genericAlert).encoded
             payload += Self.alertAPSTail
+            payload += presentation
+            payload.append(UInt8(ascii: "}"))
         }
         if let ciphertext {
             payload += Self.sealedMemberHead
@@ -229,7 +235,7 @@ public struct PushSealing: Sendable {
     private static let silentAPS = Array(#"{"aps":{"content-available":1}"#.utf8)
     private static let voipAPS = Array(#"{"aps":{}"#.utf8)
     private static let alertAPSHead = Array(#"{"aps":{"alert":{"body":"#.utf8)
-    private static let alertAPSTail = Array(#"},"mutable-content":1}"#.utf8)
+    private static let alertAPSTail = Array(#"},"mutable-content":1"#.utf8)
     private static let sealedMemberHead = Array(#","\#(sealedMember)":""#.utf8)
 }
 
@@ -400,6 +406,7 @@ public struct SignedDocuments: Sendable {
     }
     private var signed: [Key: SignedPush] = [:]
     private var opaqueIDs: [String: String] = [:]
+    private var presentations: [Key: [UInt8]] = [:]
     private let remembering: Bool
 
     /// - Parameter remembering: false for a batch of one push, which has nothing to share: it
@@ -410,6 +417,17 @@ public struct SignedDocuments: Sendable {
     public subscript(document: [UInt8]) -> SignedPush? {
         get { remembering ? signed[Key(bytes: document)] : nil }
         set { if remembering { signed[Key(bytes: document)] = newValue } }
+    }
+
+    /// The `aps` members of an alert document's presentation that a sealed push carries outside
+    /// the seal (`,"sound":"default",…`), read once a batch.
+    mutating func presentation(of document: RenderedPush) -> [UInt8] {
+        guard document.pushType == .alert else { return [] }
+        if remembering, let known = presentations[Key(bytes: document.payload)] { return known }
+        let aps = (try? JSONValue(parsing: document.payload))?[path: ["aps"]]?.objectFields ?? []
+        let members = PushPresentation(aps: aps).apsMembers
+        if remembering { presentations[Key(bytes: document.payload)] = members }
+        return members
     }
 
     /// `key`'s opaque form of the collapse id `id`, made once a batch.

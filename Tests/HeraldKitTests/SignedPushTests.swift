@@ -135,6 +135,24 @@ struct SignedPushTests {
         }
     }
 
+    @Test("a sealed alert carries its presentation outside the seal (sound, category, interruption level, relevance, badge) and nothing else of it: no thread, no text")
+    func presentationOutsideTheSeal() throws {
+        let keys = SealedPushKeys()
+        let attributes = try DevicePushKeys(p256dh: keys.p256dh, auth: keys.authSecret).stored(in: DeviceAttributes(production: true))
+        let document = #"{"aps":{"alert":{"title":"Alice","body":"Hey"},"thread-id":"kaspa:qalice","sound":"chime.caf","category":"kasia.message","interruption-level":"time-sensitive","relevance-score":0.5,"badge":2},"kasia":{"txId":"t"}}"#
+        let push = RenderedPush(pushType: .alert, priority: .immediate, collapseID: nil, payload: Array(document.utf8))
+        var signatures = SignedDocuments()
+        let sealed = PushSealing(signingKey: signingKey).prepare(push, for: attributes, issuedAt: Self.now, limit: 4_096, signatures: &signatures)
+        let outer = try Self.object(sealed.payload)
+        let expected: [String: Any] = [
+            "alert": ["body": "New message"], "mutable-content": 1, "sound": "chime.caf", "category": "kasia.message",
+            "interruption-level": "time-sensitive", "relevance-score": 0.5, "badge": 2,
+        ]
+        #expect(NSDictionary(dictionary: outer["aps"] as? [String: Any] ?? [:]) == NSDictionary(dictionary: expected), "\(outer)")
+        #expect(Set(outer.keys) == ["aps", PushSealing.sealedMember])
+        #expect(try authenticator(keys).document(userInfo: outer) == Array(document.utf8))
+    }
+
     @Test("a device's sealing key is kept for its lifetime and for a bounded number of devices; each push still has its own salt, and opens; a lifetime of 0 makes a key per push")
     func sealingSessions() throws {
         let keys = SealedPushKeys()

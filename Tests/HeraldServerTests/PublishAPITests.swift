@@ -174,9 +174,69 @@ struct EventOptionsTests {
         }
     }
 
+    static func aps(_ push: RenderedPush?) -> [String: Any] {
+        guard let push, let root = try? JSONSerialization.jsonObject(with: Data(push.payload)) as? [String: Any] else { return [:] }
+        return root["aps"] as? [String: Any] ?? [:]
+    }
+
+    static let presentation = #""sound":"chime.caf","category":"kasia.message","interruption_level":"time-sensitive","relevance_score":0.75,"badge":3"#
+
+    @Test("sound, category, interruption level, relevance and badge on every alert template become Apple's aps keys; sound none takes a sound away; critical only where the app allows it")
+    func presentationOptions() async throws {
+        try await withRegistrationServer { client, store in
+            _ = try await send(client, .post, "/v1/push/register",
+                #"{"device_token":"\#(token1)","platform":"ios","device_id":"d1","watched_addresses":["\#(kaspaA)","session:x"]}"#)
+            let session = #"{"template":"session.message",\#(Self.presentation),"fields":{"session_id":"x","message_id":"m","timestamp":1700000000}}"#
+            let agent = #"{"template":"agent.event",\#(Self.presentation),"fields":{"hook_event_name":"Stop","device_name":"mac","session_id":"s"}}"#
+            let kasia = #"{"template":"kasia.contextual_message",\#(Self.presentation),"fields":{\#(goodKasiaFields)}}"#
+            let custom = #"{"template":"custom",\#(Self.presentation),"targets":{"keys":["session:x"]},"fields":{"aps":{"alert":"x","sound":"default","badge":9}}}"#
+            for body in [session, agent, kasia, custom] {
+                let aps = Self.aps(try await Self.published(client, store, body))
+                #expect(aps["sound"] as? String == "chime.caf" && aps["category"] as? String == "kasia.message", "\(body): \(aps)")
+                #expect(aps["interruption-level"] as? String == "time-sensitive" && aps["relevance-score"] as? Double == 0.75 && aps["badge"] as? Int == 3, "\(body): \(aps)")
+            }
+            let silenced = Self.aps(try await Self.published(client, store,
+                #"{"template":"custom","sound":"none","targets":{"keys":["session:x"]},"fields":{"aps":{"alert":"x","sound":"default"}}}"#))
+            #expect(silenced["sound"] == nil && silenced["alert"] as? String == "x", "\(silenced)")
+            let refused = try await send(client, .post, "/v1/events",
+                #"{"template":"session.message","interruption_level":"critical","fields":{"session_id":"x","message_id":"m","timestamp":1}}"#, headers: publisher)
+            #expect(refused.status == .badRequest)
+            #expect(try (json(refused)["error"] as? [String: Any])?["field"] as? String == "interruption_level")
+        }
+        var critical = AppSettings(id: "default", publishKeys: ["pk"])
+        critical.allowsCriticalAlerts = true
+        try await withRegistrationServer(configure: { [critical] in $0.apps = .single(critical) }) { client, store in
+            _ = try await send(client, .post, "/v1/push/register", #"{"device_token":"\#(token1)","platform":"ios","watched_addresses":["session:x"]}"#)
+            let aps = Self.aps(try await Self.published(client, store,
+                #"{"template":"session.message","interruption_level":"critical","fields":{"session_id":"x","message_id":"m","timestamp":1}}"#))
+            #expect(aps["interruption-level"] as? String == "critical")
+        }
+    }
+
+    @Test("presentation out of range is a 400 naming the field, and commits nothing", arguments: [
+        (#""sound":"""#, "sound"), (#""sound":"\#(String(repeating: "s", count: 65))""#, "sound"), (#""sound":"a\u0007b""#, "sound"),
+        (#""category":"has space""#, "category"), (#""category":"\#(String(repeating: "c", count: 65))""#, "category"),
+        (#""interruption_level":"loud""#, "interruption_level"), (#""relevance_score":1.5"#, "relevance_score"),
+        (#""relevance_score":-0.1"#, "relevance_score"), (#""relevance_score":"high""#, "relevance_score"), (#""badge":100000"#, "badge"),
+        (#""badge":-1"#, "badge"),
+    ])
+    func presentationRefused(option: String, field: String) async throws {
+        try await withRegistrationServer { client, store in
+            _ = try await send(client, .post, "/v1/push/register", #"{"device_token":"\#(token1)","platform":"ios","watched_addresses":["session:x"]}"#)
+            let r = try await send(client, .post, "/v1/events",
+                #"{"template":"session.message",\#(option),"fields":{"session_id":"x","message_id":"m","timestamp":1}}"#, headers: publisher)
+            #expect(r.status == .badRequest, "\(option)")
+            #expect(try (json(r)["error"] as? [String: Any])?["field"] as? String == field, "\(option)")
+            #expect(try await store.stats().deliveries.isEmpty)
+        }
+    }
+
     @Test("options a push type cannot carry are refused with the field; a push over Apple's size is a 413 at publish", arguments: [
         (#"{"template":"conversation.silent","thread_id":"t","targets":{"device_ids":["d1"]},"fields":{"conversation_id":"c"}}"#, 422, "thread_id"),
         (#"{"template":"conversation.silent","priority":10,"targets":{"device_ids":["d1"]},"fields":{"conversation_id":"c"}}"#, 422, "priority"),
+        (#"{"template":"conversation.silent","sound":"default","targets":{"device_ids":["d1"]},"fields":{"conversation_id":"c"}}"#, 422, "sound"),
+        (#"{"template":"conversation.silent","badge":1,"targets":{"device_ids":["d1"]},"fields":{"conversation_id":"c"}}"#, 422, "badge"),
+        (#"{"template":"custom","category":"c","targets":{"keys":["session:x"]},"fields":{"aps":{"content-available":1}}}"#, 422, "category"),
         (#"{"template":"session.message","collapse_id":"\#(String(repeating: "c", count: 65))","fields":{"session_id":"x","message_id":"m","timestamp":1}}"#, 422, "collapse_id"),
         // 64 characters, 128 bytes: not ASCII, as the document's pattern says.
         (#"{"template":"session.message","collapse_id":"\#(String(repeating: "é", count: 64))","fields":{"session_id":"x","message_id":"m","timestamp":1}}"#, 422, "collapse_id"),
