@@ -44,8 +44,8 @@ struct PrivacyTests {
         }
         let payloads = notifications.compactMap { ($0["payload"] as? String).map(withoutSignature) }.sorted()
         #expect(payloads == [
-            #"{"aps":{"alert":{"title":"New message"},"mutable-content":1,"content-available":1,"sound":"default","category":"kasia.payment"},"kasia":{"type":"payment","txId":"\#(payment)","payload":null,"timestamp":1704067200,"daaScore":8}}"#,
-            #"{"aps":{"alert":{"title":"New message"},"mutable-content":1,"content-available":1,"sound":"default","category":"kasia.message"},"kasia":{"type":"contextual_message","txId":"\#(message)","payload":"636970685f6d73673a","timestamp":1704067200,"daaScore":9}}"#,
+            #"{"aps":{"alert":{"title":"New message"},"mutable-content":1,"content-available":1},"kasia":{"type":"payment","txId":"\#(payment)","payload":null,"timestamp":1704067200,"daaScore":8}}"#,
+            #"{"aps":{"alert":{"title":"New message"},"mutable-content":1,"content-available":1},"kasia":{"type":"contextual_message","txId":"\#(message)","payload":"636970685f6d73673a","timestamp":1704067200,"daaScore":9}}"#,
         ].sorted())
         for payload in payloads {
             #expect(!payload.contains("qp0l70zd") && !payload.contains("70xmfj") && !payload.contains("150000000") && !payload.contains("1.5 KAS"))

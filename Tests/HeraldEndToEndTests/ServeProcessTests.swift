@@ -90,14 +90,14 @@ struct ServeProcessTests {
             return withoutSignature(signed)
         }
         func expected(_ id: String, _ inline: String) -> String {
-            #"{"aps":{"alert":{"title":"New Message","body":"From kaspa:qp...70xmfj"},"mutable-content":1,"content-available":1,"sound":"default","category":"kasia.message","thread-id":"\#(Self.sender)"},"kasia":{"type":"contextual_message","txId":"\#(id)","sender":"\#(Self.sender)","payload":\#(inline),"timestamp":1704067200,"daaScore":12345678}}"#
+            #"{"aps":{"alert":{"title":"New Message","body":"From kaspa:qp...70xmfj"},"mutable-content":1,"content-available":1,"thread-id":"\#(Self.sender)"},"kasia":{"type":"contextual_message","txId":"\#(id)","sender":"\#(Self.sender)","payload":\#(inline),"timestamp":1704067200,"daaScore":12345678}}"#
         }
         #expect(try payload(txID) == expected(txID, #""636970685f6d73673a""#))
         // Inline at 3,500 characters, null at 3,502 (docs/kasia.md).
         #expect(try payload(atLimit) == expected(atLimit, "\"" + String(repeating: "ab", count: 1_750) + "\""))
         #expect(try payload(overLimit) == expected(overLimit, "null"))
-        #expect(try payload(handshakeID) == #"{"aps":{"alert":{"title":"New Contact Request","body":"From kaspa:qp...70xmfj"},"mutable-content":1,"content-available":1,"sound":"default","category":"kasia.handshake","thread-id":"\#(Self.sender)"},"kasia":{"type":"handshake","txId":"\#(handshakeID)","sender":"\#(Self.sender)","payload":"ab","timestamp":1704067200,"daaScore":7}}"#)
-        #expect(try payload(paymentID) == #"{"aps":{"alert":{"title":"Payment Received","body":"1.5 KAS from kaspa:qp...70xmfj"},"mutable-content":1,"content-available":1,"sound":"default","category":"kasia.payment","thread-id":"\#(Self.sender)"},"kasia":{"type":"payment","txId":"\#(paymentID)","sender":"\#(Self.sender)","payload":null,"timestamp":1704067200,"daaScore":8,"amount":150000000}}"#)
+        #expect(try payload(handshakeID) == #"{"aps":{"alert":{"title":"New Contact Request","body":"From kaspa:qp...70xmfj"},"mutable-content":1,"content-available":1,"thread-id":"\#(Self.sender)"},"kasia":{"type":"handshake","txId":"\#(handshakeID)","sender":"\#(Self.sender)","payload":"ab","timestamp":1704067200,"daaScore":7}}"#)
+        #expect(try payload(paymentID) == #"{"aps":{"alert":{"title":"Payment Received","body":"1.5 KAS from kaspa:qp...70xmfj"},"mutable-content":1,"content-available":1,"thread-id":"\#(Self.sender)"},"kasia":{"type":"payment","txId":"\#(paymentID)","sender":"\#(Self.sender)","payload":null,"timestamp":1704067200,"daaScore":8,"amount":150000000}}"#)
         // The caller's keys come out sorted (one input, one byte string); data keys at the top level.
         #expect(try payload("c-1") == #"{"aps":{"alert":{"body":"B","title":"T"},"sound":"default"},"k":"v","n":1}"#)
         // The headers APNs saw: topic, push type, priority, expiration.
