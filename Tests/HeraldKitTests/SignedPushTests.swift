@@ -151,6 +151,17 @@ struct SignedPushTests {
         #expect(NSDictionary(dictionary: outer["aps"] as? [String: Any] ?? [:]) == NSDictionary(dictionary: expected), "\(outer)")
         #expect(Set(outer.keys) == ["aps", PushSealing.sealedMember])
         #expect(try authenticator(keys).document(userInfo: outer) == Array(document.utf8))
+        // The extension's one call opens it and hands back the whole presentation, the thread
+        // (which only the seal carried) included.
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-presentation-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let service = HeraldNotificationService(
+            store: try SharedStore(directory: directory), resolver: try NotificationContentResolver(cipher: KasiaCipher()), authenticator: try authenticator(keys))
+        let (shown, rejection) = service.handle(userInfo: outer)
+        #expect(rejection == nil)
+        #expect(shown.presentation == NotificationPresentation(
+            threadIdentifier: "kaspa:qalice", category: "kasia.message", sound: "chime.caf", interruptionLevel: "time-sensitive", relevanceScore: 0.5, badge: 2))
     }
 
     @Test("a device's sealing key is kept for its lifetime and for a bounded number of devices; each push still has its own salt, and opens; a lifetime of 0 makes a key per push")

@@ -71,22 +71,42 @@ public struct HeraldNotificationService: Sendable {
     /// An APNs push's `userInfo`: its title and body, what was stored, and why it was not shown
     /// when it failed a check.
     public func handle(userInfo: [AnyHashable: Any]) -> (outcome: NotificationOutcome, rejection: PushRejection?) {
-        guard let authenticator else { return requiresAuthentication ? shown(.failure(.unsigned)) : shown(HeraldPush(userInfo: userInfo)) }
-        return shown(Result { () throws(PushRejection) in try authenticator.document(userInfo: userInfo) })
+        let outer = NotificationPresentation(aps: userInfo["aps"])
+        guard let authenticator else {
+            return requiresAuthentication
+                ? shown(.failure(.unsigned), outer: outer) : presented(shown(HeraldPush(userInfo: userInfo)), outer)
+        }
+        return shown(Result { () throws(PushRejection) in try authenticator.document(userInfo: userInfo) }, outer: outer)
     }
 
     /// An FCM message's data map (Android), as `handle(userInfo:)`.
     public func handle(fcmData: [String: String]) -> (outcome: NotificationOutcome, rejection: PushRejection?) {
-        guard let authenticator else { return requiresAuthentication ? shown(.failure(.unsigned)) : shown(HeraldPush(fcmData: fcmData)) }
-        return shown(Result { () throws(PushRejection) in try authenticator.document(fcmData: fcmData) })
+        guard let authenticator else { return requiresAuthentication ? shown(.failure(.unsigned), outer: nil) : shown(HeraldPush(fcmData: fcmData)) }
+        return shown(Result { () throws(PushRejection) in try authenticator.document(fcmData: fcmData) }, outer: nil)
     }
 
     private func shown(_ push: HeraldPush) -> (outcome: NotificationOutcome, rejection: PushRejection?) {
         stored((resolver.resolve(push, contacts: contacts, privateKey: privateKey), nil))
     }
 
-    private func shown(_ document: Result<[UInt8], PushRejection>) -> (outcome: NotificationOutcome, rejection: PushRejection?) {
-        stored(resolver.resolve(verified: document, contacts: contacts, privateKey: privateKey, genericText: genericText))
+    /// A checked document's presentation is the document's; a push that failed keeps only what
+    /// its outer `aps` says of how it rings (no thread).
+    private func shown(_ document: Result<[UInt8], PushRejection>, outer: NotificationPresentation?) -> (outcome: NotificationOutcome, rejection: PushRejection?) {
+        var result = stored(resolver.resolve(verified: document, contacts: contacts, privateKey: privateKey, genericText: genericText))
+        if result.rejection == nil, case .success(let bytes) = document {
+            result.outcome.presentation = NotificationPresentation(document: bytes)
+        } else {
+            result.outcome.presentation = outer?.withoutThread ?? NotificationPresentation()
+        }
+        return result
+    }
+
+    private func presented(_ result: (outcome: NotificationOutcome, rejection: PushRejection?), _ presentation: NotificationPresentation) -> (
+        outcome: NotificationOutcome, rejection: PushRejection?
+    ) {
+        var result = result
+        result.outcome.presentation = presentation
+        return result
     }
 
     private var contacts: [Contact] { (try? store.contents().contacts) ?? [] }
@@ -110,6 +130,21 @@ public struct HeraldNotificationService: Sendable {
         }
         if !outcome.title.isEmpty { content.title = outcome.title }
         if !outcome.body.isEmpty { content.body = outcome.body }
+        let presentation = outcome.presentation
+        content.threadIdentifier = presentation.threadIdentifier ?? ""
+        if let category = presentation.category { content.categoryIdentifier = category }
+        if let sound = presentation.sound { content.sound = sound == "default" ? .default : UNNotificationSound(named: UNNotificationSoundName(sound)) }
+        if let badge = presentation.badge { content.badge = NSNumber(value: badge) }
+        if #available(iOS 15.0, macOS 12.0, *) {
+            if let score = presentation.relevanceScore { content.relevanceScore = score }
+            switch presentation.interruptionLevel {
+            case "passive": content.interruptionLevel = .passive
+            case "active": content.interruptionLevel = .active
+            case "time-sensitive": content.interruptionLevel = .timeSensitive
+            case "critical": content.interruptionLevel = .critical
+            default: break
+            }
+        }
         contentHandler(content)
         return rejection
     }

@@ -38,6 +38,9 @@ public struct NotificationOutcome: Hashable, Sendable {
     /// (`KaspaTransactionProof`); false when the push carried no proof that could be checked,
     /// and the sender is the gateway's word.
     public var senderProven = false
+    /// Thread, category, sound, interruption level, relevance and badge, as the push gave them
+    /// (`HeraldNotificationService` fills it; a push that failed its checks keeps no thread).
+    public var presentation = NotificationPresentation()
 }
 
 /// What the extension leaves in the shared store for the app.

@@ -60,6 +60,30 @@ import Testing
         }
     }
 
+    @Test("the push's presentation comes out beside its text: thread, category, sound, interruption level, relevance, badge; a push that failed its checks keeps how it rings and no thread")
+    func presentation() throws {
+        try withContainer { directory in
+            let aps: [String: Any] = [
+                "alert": ["title": "Build finished", "body": "main is green"], "thread-id": "builds", "category": "agent.stop",
+                "sound": "chime.caf", "interruption-level": "time-sensitive", "relevance-score": 0.5, "badge": 4,
+            ]
+            let open = HeraldNotificationService(store: try SharedStore(directory: directory), resolver: try NotificationContentResolver(cipher: cipher))
+            let shown = open.handle(userInfo: ["aps": aps, "session_id": "s", "event_type": "stop"]).outcome
+            #expect(shown.presentation == NotificationPresentation(
+                threadIdentifier: "builds", category: "agent.stop", sound: "chime.caf", interruptionLevel: "time-sensitive", relevanceScore: 0.5, badge: 4))
+            // Checked against a pinned key, the same push is unsealed and unsigned: refused, it shows
+            // the generic text with the category and sound it came with, and no thread.
+            let pinned = "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"
+            let checked = try #require(HeraldNotificationService.appGroup(directory, curve: LibSecp256k1(), pinnedKey: pinned))
+            let (refused, rejection) = checked.handle(userInfo: ["aps": aps, "session_id": "s", "event_type": "stop"])
+            #expect(rejection != nil && refused.body == "New message")
+            #expect(refused.presentation.threadIdentifier == nil && refused.presentation.category == "agent.stop" && refused.presentation.sound == "chime.caf")
+            // Values out of Apple's ranges are not passed on.
+            let odd = open.handle(userInfo: ["aps": ["alert": "x", "interruption-level": "loud", "relevance-score": 7, "badge": -1]]).outcome
+            #expect(odd.presentation == NotificationPresentation())
+        }
+    }
+
     @Test("a push of another app's template keeps its alert; an Android data map reads as the APNs payload does")
     func otherTemplates() throws {
         try withContainer { directory in
