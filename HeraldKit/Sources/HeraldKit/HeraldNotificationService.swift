@@ -1,6 +1,6 @@
 public import Foundation
 import KasiaCrypto
-#if canImport(UserNotifications)
+#if canImport(UserNotifications) && (os(iOS) || os(macOS) || os(visionOS))
 import UserNotifications
 #endif
 
@@ -117,7 +117,7 @@ public struct HeraldNotificationService: Sendable {
         return result
     }
 
-    #if canImport(UserNotifications)
+    #if canImport(UserNotifications) && (os(iOS) || os(macOS) || os(visionOS))
     /// `didReceive(_:withContentHandler:)` in one call: the request's content with Herald's title
     /// and body (what the push did not say is left as it came). Returns why a push was not shown,
     /// for the app's reliability tracker.
