@@ -1,4 +1,5 @@
 import Foundation
+import HeraldPushCore
 /// What an APNs payload says about itself: enough to check it against its push type.
 public struct APNsPayloadSummary: Sendable, Hashable {
     /// The keys of the `aps` dictionary.
@@ -287,8 +288,3 @@ private struct JSONScanner {
     }
 }
 
-extension UInt8 {
-    package var isHexDigit: Bool {
-        (0x30...0x39).contains(self) || (0x41...0x46).contains(self) || (0x61...0x66).contains(self)
-    }
-}

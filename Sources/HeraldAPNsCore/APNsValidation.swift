@@ -32,11 +32,6 @@ public enum APNsDeviceToken {
         return utf8.allSatisfy(\.isHexDigit)
     }
 
-    /// True when `text` is all hexadecimal digits (either case).
-    public static func isHex(_ text: Substring) -> Bool {
-        text.utf8.allSatisfy(\.isHexDigit)
-    }
-
     /// True when `token` is exactly what the simulator (like Apple today) accepts: 64 hex characters.
     public static func isAppleLength(_ token: Substring) -> Bool {
         token.utf8.count == minimumLength && token.utf8.allSatisfy(\.isHexDigit)

@@ -181,9 +181,8 @@ struct PushServices {
         for service in settings.configuredServices {
             push.assembled.append(try await service.assemble(apps: apps, store: store, eventLoopGroup: group))
         }
-        push.providers = apps.map { app in
-            (app.id, push.assembled.compactMap { service in service.providers.first { $0.app == app.id }?.provider })
-        }
+        // Each service's providers are in the apps' order.
+        push.providers = apps.indices.map { index in (apps[index].id, push.assembled.map { $0.providers[index].provider }) }
         return push
     }
 
@@ -200,11 +199,11 @@ struct PushServices {
     /// The providers as the outbox uses them: each app's pushes signed, and sealed to devices with
     /// keys, before its provider sends them (`connectionsOpen` reads the providers themselves).
     func signedProviders(apps: [AppSettings]) -> [(app: String, providers: [any PushProvider])] {
-        let carriages = Dictionary(assembled.map { ($0.platform, $0.carriage) }) { first, _ in first }
-        return providers.map { entry in
+        providers.map { entry in
             guard let sealing = apps.first(where: { $0.id == entry.app })?.sealing else { return entry }
-            return (entry.app, entry.providers.map { provider in
-                SealingPushProvider(base: provider, sealing: sealing, carriage: carriages[provider.platform] ?? .upTo(RenderedPush.maximumAlertSize), now: { Date() })
+            // An app's providers are in the services' order.
+            return (entry.app, zip(entry.providers, assembled).map { provider, service in
+                SealingPushProvider(base: provider, sealing: sealing, carriage: service.carriage, now: { Date() })
             })
         }
     }

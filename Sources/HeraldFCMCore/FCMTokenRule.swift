@@ -19,15 +19,10 @@ public struct FCMTokenRule: DeviceTokenRule {
                 throw .refused("an FCM token is 1 to \(Self.maximumLength) printable ASCII characters")
             }
         case .fid:
-            guard text.utf8.count == Self.installationIDLength, text.utf8.allSatisfy(Self.isBase64URL) else {
+            guard text.utf8.count == Self.installationIDLength, text.utf8.allSatisfy(Base64URL.isAlphabet) else {
                 throw .refused("a Firebase Installation ID is \(Self.installationIDLength) base64url characters")
             }
         }
         return DeviceToken(checked: text, platform: .android, kind: kind)
-    }
-
-    private static func isBase64URL(_ byte: UInt8) -> Bool {
-        (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
-            || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
     }
 }

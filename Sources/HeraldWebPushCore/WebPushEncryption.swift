@@ -50,7 +50,7 @@ public struct WebPushKeys: Sendable, Hashable {
 
     /// Strict base64url: only its alphabet, no padding, then decoded.
     static func base64URL(_ text: String) -> [UInt8]? {
-        guard !text.isEmpty, text.utf8.count <= 1_024, text.utf8.allSatisfy(WebPushMessage.isBase64URL) else { return nil }
+        guard !text.isEmpty, text.utf8.count <= 1_024, text.utf8.allSatisfy(Base64URL.isAlphabet) else { return nil }
         return Base64URL.decode(Substring(text))
     }
 }

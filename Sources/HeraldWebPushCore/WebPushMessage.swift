@@ -77,14 +77,8 @@ public struct WebPushMessage: Sendable {
     /// always gives the same topic, so a newer message still replaces an older one).
     public static func topic(forCollapseID id: String?) -> String? {
         guard let id, !id.isEmpty else { return nil }
-        if id.utf8.count <= maximumTopicLength, id.utf8.allSatisfy(isBase64URL) { return id }
+        if id.utf8.count <= maximumTopicLength, id.utf8.allSatisfy(Base64URL.isAlphabet) { return id }
         return String(Base64URL.encode(Array(SHA256.hash(data: Array(id.utf8)))).prefix(maximumTopicLength))
-    }
-
-    /// Whether a byte is in the base64url alphabet.
-    public static func isBase64URL(_ byte: UInt8) -> Bool {
-        (65...90).contains(byte) || (97...122).contains(byte) || (48...57).contains(byte) || byte == UInt8(ascii: "-")
-            || byte == UInt8(ascii: "_")
     }
 }
 

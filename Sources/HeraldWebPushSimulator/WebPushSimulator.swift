@@ -206,7 +206,7 @@ public final class WebPushSimulator: Sendable {
         let urgency = headers[HTTPField.Name("Urgency")!] ?? "normal"
         guard WebPushUrgency(rawValue: urgency) != nil else { return refuse(.badRequest, "urgency", "Urgency is very-low, low, normal or high") }
         let topic = headers[HTTPField.Name("Topic")!]
-        if let topic, topic.isEmpty || topic.utf8.count > WebPushMessage.maximumTopicLength || !topic.utf8.allSatisfy(WebPushMessage.isBase64URL) {
+        if let topic, topic.isEmpty || topic.utf8.count > WebPushMessage.maximumTopicLength || !topic.utf8.allSatisfy(Base64URL.isAlphabet) {
             return refuse(.badRequest, "topic", "Topic is 1 to 32 base64url characters")
         }
         guard headers[.contentEncoding]?.lowercased() == "aes128gcm" else {

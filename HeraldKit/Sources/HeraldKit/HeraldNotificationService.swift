@@ -72,49 +72,41 @@ public struct HeraldNotificationService: Sendable {
     /// when it failed a check.
     public func handle(userInfo: [AnyHashable: Any]) -> (outcome: NotificationOutcome, rejection: PushRejection?) {
         let outer = NotificationPresentation(aps: userInfo["aps"])
-        guard let authenticator else {
-            return requiresAuthentication
-                ? shown(.failure(.unsigned), outer: outer) : presented(shown(HeraldPush(userInfo: userInfo)), outer)
-        }
-        return shown(Result { () throws(PushRejection) in try authenticator.document(userInfo: userInfo) }, outer: outer)
+        if let authenticator { return checked(Result { () throws(PushRejection) in try authenticator.document(userInfo: userInfo) }, outer: outer) }
+        return requiresAuthentication ? checked(.failure(.unsigned), outer: outer) : unchecked(HeraldPush(userInfo: userInfo), presentation: outer)
     }
 
     /// An FCM message's data map (Android), as `handle(userInfo:)`.
     public func handle(fcmData: [String: String]) -> (outcome: NotificationOutcome, rejection: PushRejection?) {
-        guard let authenticator else { return requiresAuthentication ? shown(.failure(.unsigned), outer: nil) : shown(HeraldPush(fcmData: fcmData)) }
-        return shown(Result { () throws(PushRejection) in try authenticator.document(fcmData: fcmData) }, outer: nil)
+        if let authenticator { return checked(Result { () throws(PushRejection) in try authenticator.document(fcmData: fcmData) }, outer: nil) }
+        return requiresAuthentication ? checked(.failure(.unsigned), outer: nil) : unchecked(HeraldPush(fcmData: fcmData), presentation: NotificationPresentation())
     }
 
-    private func shown(_ push: HeraldPush) -> (outcome: NotificationOutcome, rejection: PushRejection?) {
-        stored((resolver.resolve(push, contacts: contacts, privateKey: privateKey), nil))
+    /// A push read as it came, with the presentation it came with.
+    private func unchecked(_ push: HeraldPush, presentation: NotificationPresentation) -> (outcome: NotificationOutcome, rejection: PushRejection?) {
+        var outcome = resolver.resolve(push, contacts: contacts, privateKey: privateKey)
+        outcome.presentation = presentation
+        return stored(outcome, rejection: nil)
     }
 
     /// A checked document's presentation is the document's; a push that failed keeps only what
     /// its outer `aps` says of how it rings (no thread).
-    private func shown(_ document: Result<[UInt8], PushRejection>, outer: NotificationPresentation?) -> (outcome: NotificationOutcome, rejection: PushRejection?) {
-        var result = stored(resolver.resolve(verified: document, contacts: contacts, privateKey: privateKey, genericText: genericText))
-        if result.rejection == nil, case .success(let bytes) = document {
-            result.outcome.presentation = NotificationPresentation(document: bytes)
+    private func checked(_ document: Result<[UInt8], PushRejection>, outer: NotificationPresentation?) -> (outcome: NotificationOutcome, rejection: PushRejection?) {
+        var (outcome, rejection) = resolver.resolve(verified: document, contacts: contacts, privateKey: privateKey, genericText: genericText)
+        if rejection == nil, case .success(let bytes) = document {
+            outcome.presentation = NotificationPresentation(document: bytes)
         } else {
-            result.outcome.presentation = outer?.withoutThread ?? NotificationPresentation()
+            outcome.presentation = outer?.withoutThread ?? NotificationPresentation()
         }
-        return result
-    }
-
-    private func presented(_ result: (outcome: NotificationOutcome, rejection: PushRejection?), _ presentation: NotificationPresentation) -> (
-        outcome: NotificationOutcome, rejection: PushRejection?
-    ) {
-        var result = result
-        result.outcome.presentation = presentation
-        return result
+        return stored(outcome, rejection: rejection)
     }
 
     private var contacts: [Contact] { (try? store.contents().contacts) ?? [] }
 
     /// Keeps what the app must see; a store that cannot be written loses the record, not the notification.
-    private func stored(_ result: (outcome: NotificationOutcome, rejection: PushRejection?)) -> (outcome: NotificationOutcome, rejection: PushRejection?) {
-        if let record = result.outcome.record { try? store.record(record) }
-        return result
+    private func stored(_ outcome: NotificationOutcome, rejection: PushRejection?) -> (outcome: NotificationOutcome, rejection: PushRejection?) {
+        if let record = outcome.record { try? store.record(record) }
+        return (outcome, rejection)
     }
 
     #if canImport(UserNotifications) && (os(iOS) || os(macOS) || os(visionOS))
