@@ -403,7 +403,7 @@ let package = Package(
                 .product(name: "PushSigning", package: "HeraldKit"), "HeraldCore", "HeraldDelivery", "HeraldStore",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
-            exclude: ["Fixtures"]
+            exclude: ["Fixtures", "Web"]
         ),
         // Writes to a HeraldKit shared store from a second process (the cross-process test).
         // An end-to-end encrypted messenger's use of HeraldKit without Kasia (push_keys, the pinned

@@ -9,11 +9,11 @@ import PushSigning
 
 /// `herald-bench sealing`: Herald's CPU per push for signing and sealing alone (`PushSealing`, as
 /// each lane runs it before its provider), in this process, on a Kasia message push of about
-/// 700 bytes, over 1,000 devices. Signed only, and sealed to the device's kept key: one event per
+/// 700 bytes (with the sound and category Kasia's pushes carry), over 1,000 devices. Signed only, and sealed to the device's kept key: one event per
 /// push (a signature per push), and one event fanned out in batches of 100 (a signature per batch);
 /// with a key made for every push (an ECDH per push, as RFC 8291 makes it: a lifetime of 0); and
-/// the key a registration makes (`PushSealing.registered`), per registration, and the memory a
-/// kept key takes.
+/// the key a registration makes (`PushSealing.registered`), per registration, the memory a
+/// kept key takes, and what reading a sealed alert's presentation (every key set) costs a push.
 /// Bounded: `--pushes` per case (default 20,000), at most 60 s each.
 struct SealingBenchmark: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "sealing")
@@ -25,7 +25,7 @@ struct SealingBenchmark: AsyncParsableCommand {
         let inline = String(repeating: "ab", count: 120)
         let push = RenderedPush(
             pushType: .alert, priority: .immediate, collapseID: nil,
-            payload: Array(#"{"aps":{"alert":{"title":"New Message","body":"From kaspa:qp...70xmfj"},"mutable-content":1,"content-available":1,"thread-id":"kaspa:qpw8n7cnqcsmrvzkps6ue0pzqgmlyf2uay2t0kxvhq2wy6mq8sfz770xmfj"},"kasia":{"type":"contextual_message","txId":"\#(String(repeating: "5f", count: 32))","sender":"kaspa:qpw8n7cnqcsmrvzkps6ue0pzqgmlyf2uay2t0kxvhq2wy6mq8sfz770xmfj","payload":"\#(inline)","timestamp":1704067200,"daaScore":12345678}}"#.utf8))
+            payload: Array(#"{"aps":{"alert":{"title":"New Message","body":"From kaspa:qp...70xmfj"},"mutable-content":1,"content-available":1,"sound":"default","category":"kasia.message","thread-id":"kaspa:qpw8n7cnqcsmrvzkps6ue0pzqgmlyf2uay2t0kxvhq2wy6mq8sfz770xmfj"},"kasia":{"type":"contextual_message","txId":"\#(String(repeating: "5f", count: 32))","sender":"kaspa:qpw8n7cnqcsmrvzkps6ue0pzqgmlyf2uay2t0kxvhq2wy6mq8sfz770xmfj","payload":"\#(inline)","timestamp":1704067200,"daaScore":12345678}}"#.utf8))
         let devices = 1_000
         let sealedDevices = try (0..<devices).map { _ in try Rig.sealedAttributes() }
         let plain = DeviceAttributes(production: false)
@@ -69,6 +69,20 @@ struct SealingBenchmark: AsyncParsableCommand {
             var fresh = SignedDocuments()
             return sealing.prepare(push, for: sealedDevices[i % devices], issuedAt: issuedAt + Int64(i), limit: 4_096, signatures: &fresh, now: now)
         }
+        // What a sealed alert's presentation (its outer sound, category, …) costs a push: the
+        // reading of the document's aps, alone, once per push as a single event pays it (a
+        // fan-out reads it once a batch), over 10x the pushes (/proc counts CPU in 10 ms ticks).
+        let full = RenderedPush(pushType: .alert, priority: .immediate, collapseID: nil, payload: Array(String(decoding: push.payload, as: UTF8.self)
+            .replacing(#""sound":"default","category":"kasia.message","#, with: #""sound":"default","category":"kasia.message","interruption-level":"time-sensitive","relevance-score":0.5,"badge":12,"#).utf8))
+        precondition(full.payload.count > push.payload.count)
+        let presentationStart = try Rig.cpuSeconds(of: "self")
+        var members = 0
+        for _ in 0..<(10 * pushes) {
+            var fresh = SignedDocuments(remembering: false)
+            members &+= fresh.presentation(of: full).count
+        }
+        precondition(members > 0)
+        let presentation = ((try Rig.cpuSeconds(of: "self") - presentationStart) * 1e6 / Double(10 * pushes) * 100).rounded() / 100
         // The memory a kept key takes: 20,000 more devices' keys.
         let kept = 20_000
         let keys = try (0..<kept).map { _ in try Rig.sealedAttributes() }
@@ -84,6 +98,7 @@ struct SealingBenchmark: AsyncParsableCommand {
             "cpu_us_per_push_sealed_fan_out": sealedKept, "cpu_us_per_push_sealed_fan_out_key_per_push": sealedFirst,
             "cpu_us_per_registration_sealing_key": registration,
             "cpu_us_per_push_sealed_one_event_each": sealedSingle,
+            "cpu_us_per_push_sealed_presentation": presentation,
         ])
     }
 }

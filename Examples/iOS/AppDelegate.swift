@@ -3,7 +3,7 @@ import UIKit
 import UserNotifications
 
 @main
-final class AppDelegate: UIResponder, UIApplicationDelegate {
+final class AppDelegate: UIResponder, UIApplicationDelegate, UNUserNotificationCenterDelegate {
     static let appGroup = FileManager.default.containerURL(forSecurityApplicationGroupIdentifier: "group.com.example.kasia")!
     let push = PushNotificationManager(herald: AppDelegate.herald(), sharedStoreDirectory: AppDelegate.appGroup, curve: P256KCurve())
 
@@ -17,6 +17,10 @@ final class AppDelegate: UIResponder, UIApplicationDelegate {
     }
 
     func application(_ application: UIApplication, didFinishLaunchingWithOptions options: [UIApplication.LaunchOptionsKey: Any]?) -> Bool {
+        // Kasia's categories (reply and mark as read; accept and decline; open), as HeraldKit describes them.
+        let center = UNUserNotificationCenter.current()
+        center.setNotificationCategories(Set(NotificationCategory.kasiaSet.map(Self.category)))
+        center.delegate = self
         Task {
             if try await UNUserNotificationCenter.current().requestAuthorization(options: [.alert, .sound, .badge]) {
                 application.registerForRemoteNotifications()
@@ -36,5 +40,48 @@ final class AppDelegate: UIResponder, UIApplicationDelegate {
     ) async -> UIBackgroundFetchResult {
         await push.received(HeraldPush(userInfo: userInfo))
         return .newData
+    }
+
+    /// A HeraldKit category as UserNotifications takes it.
+    static func category(_ category: NotificationCategory) -> UNNotificationCategory {
+        let actions = category.actions.map { action -> UNNotificationAction in
+            var options: UNNotificationActionOptions = []
+            if action.opensApp { options.insert(.foreground) }
+            if action.isDestructive { options.insert(.destructive) }
+            if action.requiresUnlock { options.insert(.authenticationRequired) }
+            switch action.input {
+            case .none: return UNNotificationAction(identifier: action.identifier, title: action.title, options: options)
+            case .text(let button, let placeholder):
+                return UNTextInputNotificationAction(
+                    identifier: action.identifier, title: action.title, options: options, textInputButtonTitle: button, textInputPlaceholder: placeholder)
+            }
+        }
+        return UNNotificationCategory(identifier: category.identifier, actions: actions, intentIdentifiers: [], options: [])
+    }
+
+    /// A tap or an action on one of Herald's notifications: the router says what to do; a quick
+    /// reply becomes a Kasia transaction the wallet signs.
+    func userNotificationCenter(_ center: UNUserNotificationCenter, didReceive response: UNNotificationResponse) async {
+        let command = NotificationActionRouter().command(
+            actionIdentifier: response.actionIdentifier, userInfo: response.notification.request.content.userInfo,
+            text: (response as? UNTextInputNotificationResponse)?.userText)
+        switch command {
+        case .reply(let conversation, let text)?:
+            guard let contact = try? KaspaAddress(conversation), let alias = Wallet.shared.myAlias(for: conversation),
+                let draft = try? KasiaReplyDraft(replying: text, to: contact, alias: alias, cipher: KasiaCipher(curve: P256KCurve()))
+            else { return }
+            try? await Wallet.shared.send(payload: draft.payload)  // a contextual message: it pays the wallet's own address
+        case .markRead(let conversation)?: await push.markRead(conversation)
+        case .accept(let conversation)?: try? await Wallet.shared.acceptHandshake(from: conversation)
+        case .decline(let conversation)?: Wallet.shared.declineHandshake(from: conversation)
+        case .open(let conversation)?: Wallet.shared.open(conversation: conversation)
+        case nil: break
+        }
+    }
+
+    /// The app keeps its own badge count in the App Group: what the extension stored and the app has not shown.
+    func applicationDidBecomeActive(_ application: UIApplication) {
+        let unread = ((try? SharedStore(directory: Self.appGroup).contents().messages.count) ?? 0)
+        UNUserNotificationCenter.current().setBadgeCount(unread)
     }
 }

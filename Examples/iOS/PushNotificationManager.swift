@@ -1,5 +1,6 @@
 import Foundation
 import HeraldKit
+import UserNotifications
 
 /// The app's half: registration with Herald, the shared store, and push reliability.
 actor PushNotificationManager {
@@ -60,6 +61,15 @@ actor PushNotificationManager {
     func received(_ push: HeraldPush) async {
         guard case .kasia(let kasia) = push else { return }
         await perform(reliability.receivedPush(txID: kasia.txID))
+    }
+
+    /// "Mark as Read" on a notification: the conversation's notifications leave this phone's
+    /// notification centre (they are grouped by it: HeraldKit's thread is the conversation).
+    func markRead(_ conversation: String) async {
+        let center = UNUserNotificationCenter.current()
+        let delivered = await center.deliveredNotifications()
+        center.removeDeliveredNotifications(withIdentifiers: delivered.filter { $0.request.content.threadIdentifier == conversation }.map(\.request.identifier))
+        Wallet.shared.markRead(conversation: conversation)
     }
 
     /// The UTXO subscription saw an incoming Kasia transaction: its push should follow.

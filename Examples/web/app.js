@@ -31,7 +31,7 @@ async function subscribeAndRegister() {
   const key = document.getElementById('key').value;
   const permission = await step('notification permission', () => Notification.requestPermission());
   if (permission !== 'granted') return log(`notification permission: ${permission}; allow notifications for this page`);
-  const registration = await step('service worker', () => navigator.serviceWorker.register('sw.js'));
+  const registration = await step('service worker', () => navigator.serviceWorker.register('sw.js', { type: 'module' }));
   await step('service worker', () => navigator.serviceWorker.ready);
   const public_key = await vapidKey(herald);
   const subscription = await step('push subscription (the browser\'s push service)', () =>
@@ -68,7 +68,7 @@ async function simulate() {
   const key = document.getElementById('key').value;
   const permission = await step('notification permission', () => Notification.requestPermission());
   if (permission !== 'granted') return log(`notification permission: ${permission}; allow notifications for this page`);
-  await step('service worker', () => navigator.serviceWorker.register('sw.js'));
+  await step('service worker', () => navigator.serviceWorker.register('sw.js', { type: 'module' }));
   const registration = await step('service worker', () => navigator.serviceWorker.ready);
   const public_key = await vapidKey(herald);
   const subscription = await step('subscription from the simulator', async () => {
@@ -122,11 +122,15 @@ async function register(herald, subscription, key) {
   const text = await response.text();
   log(`register: ${response.status} ${text}`);
   if (!response.ok) throw new Error(text);
+  // The app's signing key: the service worker pins it and checks every push against it.
+  const { signing_key } = JSON.parse(text);
+  if (signing_key) (await navigator.serviceWorker.ready).active.postMessage({ signingKey: signing_key });
 }
 
 // The service worker says what it showed.
 navigator.serviceWorker.onmessage = (event) => {
-  const { shown, failed } = event.data || {};
+  const { shown, failed, refused } = event.data || {};
+  if (refused) log(`push refused (${refused}): shown as the generic text`);
   if (shown) log(`notification shown: ${shown.title}: ${shown.body}`);
   if (failed) log(`notification failed: ${failed}`);
 };

@@ -1,33 +1,57 @@
-// The service worker: a push's data is the same JSON document an APNs push carries (the browser
-// has already decrypted it, RFC 8291), so the page shows what an iOS extension would.
+// The service worker (a module: `register('sw.js', { type: 'module' })`). A push's data is the
+// JSON document Herald signed, its signature attached (the browser has already decrypted it,
+// RFC 8291). HeraldKit's web module checks the signature against the app's key, pinned at the
+// first registration, and builds the notification: a push that fails shows the generic text.
+import { verifiedDocument, notificationFor } from './herald-push.js';
+
+const PIN = '/herald/pinned-signing-key';
+
 self.addEventListener('push', (event) => {
-  let push = {};
-  try { push = event.data ? event.data.json() : {}; } catch (e) { /* not JSON: show the generic text */ }
-  event.waitUntil(show(push));
+  // PushMessageData's arrayBuffer() answers at once (it is not a Response's promise).
+  event.waitUntil(show(event.data ? new Uint8Array(event.data.arrayBuffer()) : new Uint8Array()));
 });
 
-// The page's simulator mode hands over what Herald pushed to the simulator, as the browser's
-// push service would hand over a push.
 self.addEventListener('message', (event) => {
-  const { simulatedPush } = event.data || {};
-  if (simulatedPush === undefined) return;
-  let push = {};
-  try { push = JSON.parse(simulatedPush); } catch (e) { /* not JSON: show the generic text */ }
-  event.waitUntil(show(push));
+  const { simulatedPush, signingKey } = event.data || {};
+  // The page's registration answer names the app's key: kept on first use, never replaced.
+  if (signingKey) event.waitUntil(pin(signingKey));
+  // The page's simulator mode hands over what Herald pushed to the simulator, as the browser's
+  // push service would hand over a push.
+  if (simulatedPush !== undefined) event.waitUntil(show(new TextEncoder().encode(simulatedPush)));
 });
 
-function show(push) {
-  const alert = (push.aps && push.aps.alert) || {};
-  const title = typeof alert === 'string' ? 'Herald' : (alert.title || 'New message');
-  const body = typeof alert === 'string' ? alert : (alert.body || '');
+async function pin(key) {
+  const cache = await caches.open('herald');
+  const pinned = await cache.match(PIN);
+  if (!pinned) return cache.put(PIN, new Response(key));
+  if ((await pinned.text()) !== key) return tell({ failed: 'the app\'s signing key changed; pushes signed with the new one are refused' });
+}
+
+async function show(bytes) {
+  const pinned = await (await caches.open('herald')).match(PIN);
+  let document = null;
+  try {
+    if (!pinned) throw new Error('no signing key pinned yet');
+    document = await verifiedDocument(bytes, await pinned.text());
+  } catch (error) {
+    await tell({ refused: error.reason || error.message });
+  }
   // Kasia: the message itself is end-to-end encrypted (`kasia.payload`, or null when it did not
   // fit and must be fetched by `kasia.txId`); a real app decrypts it here with the user's key.
-  const tag = (push.kasia && push.kasia.txId) || undefined;
-  // Then tells the open pages what it showed, or why it could not: they log it.
-  const tell = (message) => self.clients.matchAll({ type: 'window', includeUncontrolled: true })
+  const { title, options, badgeCount } = notificationFor(document || {});
+  try {
+    await self.registration.showNotification(title, options);
+    if (badgeCount !== undefined && self.navigator.setAppBadge) await self.navigator.setAppBadge(badgeCount);
+    await tell({ shown: { title, body: options.body } });
+  } catch (error) {
+    await tell({ failed: `${error && error.message ? error.message : error}` });
+  }
+}
+
+// Tells the open pages what it showed, or why it could not: they log it.
+function tell(message) {
+  return self.clients.matchAll({ type: 'window', includeUncontrolled: true })
     .then((pages) => pages.forEach((page) => page.postMessage(message)));
-  return self.registration.showNotification(title, { body, tag, data: push })
-    .then(() => tell({ shown: { title, body } }), (error) => tell({ failed: `${error && error.message ? error.message : error}` }));
 }
 
 self.addEventListener('notificationclick', (event) => {

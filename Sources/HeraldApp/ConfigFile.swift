@@ -70,7 +70,9 @@ public struct ConfigFile: Sendable {
     /// The shortest publisher or registration key accepted.
     static let minimumKeyLength = 16
     /// An app's own keys; each push service adds its block's (`apns`, `fcm`, `vapid`).
-    static let appKeys: Set<String> = ["id", "publish_keys", "registration", "agent_event", "ghosttalk", "max_devices", "privacy", "signing_key_path", "sealed", "sealed_alert", "sealed_alerts", "sealing_key_lifetime_seconds", "matrix_reaches_registered_devices", "critical_alerts"]
+    static let appKeys: Set<String> = ["id", "publish_keys", "registration", "agent_event", "ghosttalk", "max_devices", "privacy", "signing_key_path", "sealed", "sealed_alert", "sealed_alerts", "sealing_key_lifetime_seconds", "matrix_reaches_registered_devices", "critical_alerts", "presentation", "sealed_alert_key"]
+    /// An app's `presentation:` (its defaults) and each template's block in it.
+    static let presentationKeys: Set<String> = ["sound", "category", "interruption_level", "relevance_score", "badge"]
     static let agentEventKeys: Set<String> = ["stop", "permission_prompt", "idle_prompt", "other", "other_without_message"]
     static let textKeys: Set<String> = ["title", "body"]
     static let registrationKeys: Set<String> = ["policy", "keys", "hs256_secret", "es256_public_key_path"]
@@ -182,6 +184,43 @@ public struct ConfigFile: Sendable {
             return number
         }
 
+        /// An app's `presentation:`: its own values and a `templates:` block of each template's,
+        /// each checked as an event's fields are (a refusal names the key).
+        func presentationDefaults(_ value: Any, at field: String, allowsCritical: Bool) throws -> PresentationDefaults {
+            func read(_ value: Any, at field: String, keys: Set<String>) throws -> PushPresentation {
+                let block = try map(value, at: field, keys: keys)
+                var score: Double?
+                if let given = block["relevance_score"] {
+                    guard let number = (given as? Double) ?? (given as? Int).map(Double.init) else {
+                        throw error(at: field + ".relevance_score", "is a number from 0 to 1")
+                    }
+                    score = number
+                }
+                var badge: Int64?
+                if let given = block["badge"] {
+                    guard let number = given as? Int else { throw error(at: field + ".badge", "is a whole number from 0 to 99999") }
+                    badge = Int64(number)
+                }
+                let sound = try string(block["sound"], at: field + ".sound"), category = try string(block["category"], at: field + ".category")
+                let level = try string(block["interruption_level"], at: field + ".interruption_level")
+                do throws(TemplateError) {
+                    return try PushPresentation.read(
+                        sound: sound, category: category, interruptionLevel: level, relevanceScore: score, badge: badge, allowsCritical: allowsCritical)
+                } catch let refusal {
+                    // Its message names the field first ("sound is …"): the path names it here.
+                    throw error(at: field + "." + refusal.field, String(refusal.message.trimmingPrefix(refusal.field + " ")))
+                }
+            }
+            var defaults = PresentationDefaults(app: try read(value, at: field, keys: ConfigFile.presentationKeys.union(["templates"])))
+            if let templates = (value as? [String: Any])?["templates"] {
+                let blocks = try map(templates, at: field + ".templates", keys: SealingSettings.alertTemplates)
+                for (template, block) in blocks {
+                    defaults.templates[template] = try read(block, at: field + ".templates." + template, keys: ConfigFile.presentationKeys)
+                }
+            }
+            return defaults
+        }
+
         /// One app: its id, keys, policy and texts, and each push service's block.
         func app(_ value: Any, at: String, keys: Set<String>, pushServices: PushServiceRegistry) throws -> App {
             let app = try map(value, at: at, keys: keys)
@@ -211,12 +250,30 @@ public struct ConfigFile: Sendable {
             }
             if let value = app["sealed_alerts"] {
                 let alerts = try map(value, at: at + ".sealed_alerts", keys: SealingSettings.alertTemplates)
-                for (template, text) in alerts.sorted(by: { $0.key < $1.key }) {
-                    guard let text = text as? String, SealingSettings.isAlertText(text) else {
-                        throw error(at: at + ".sealed_alerts." + template, "is 1 to 200 characters, no control characters")
+                for (template, value) in alerts.sorted(by: { $0.key < $1.key }) {
+                    let field = at + ".sealed_alerts." + template
+                    let alert: SealedAlert
+                    if let text = value as? String {
+                        guard SealingSettings.isAlertText(text) else { throw error(at: field, "is 1 to 200 characters, no control characters") }
+                        alert = SealedAlert(text: text)
+                    } else {
+                        let entry = try map(value, at: field, keys: ["text", "key"])
+                        guard let text = try string(entry["text"], at: field + ".text"), SealingSettings.isAlertText(text) else {
+                            throw error(at: field + ".text", "is required: 1 to 200 characters, no control characters")
+                        }
+                        let key = try string(entry["key"], at: field + ".key")
+                        if let key, !SealingSettings.isAlertText(key) { throw error(at: field + ".key", "is 1 to 200 characters, no control characters") }
+                        alert = SealedAlert(text: text, key: key)
                     }
-                    settings.sealing?.templateAlerts[template] = text
+                    settings.sealing?.templateAlerts[template] = alert
                 }
+            }
+            if let value = app["critical_alerts"] {
+                guard let flag = value as? Bool else { throw error(at: at + ".critical_alerts", "is true or false") }
+                settings.allowsCriticalAlerts = flag
+            }
+            if let value = app["presentation"] {
+                settings.presentation = try presentationDefaults(value, at: at + ".presentation", allowsCritical: settings.allowsCriticalAlerts)
             }
             if let value = app["agent_event"] {
                 settings.agentEventTexts = try agentEventTexts(value, at: at + ".agent_event")
@@ -224,10 +281,6 @@ public struct ConfigFile: Sendable {
             if let value = app["matrix_reaches_registered_devices"] {
                 guard let flag = value as? Bool else { throw error(at: at + ".matrix_reaches_registered_devices", "is true or false") }
                 settings.matrixReachesRegisteredDevices = flag
-            }
-            if let value = app["critical_alerts"] {
-                guard let flag = value as? Bool else { throw error(at: at + ".critical_alerts", "is true or false") }
-                settings.allowsCriticalAlerts = flag
             }
             if let value = app["ghosttalk"] {
                 let ghost = try map(value, at: at + ".ghosttalk", keys: ["send_enabled"])

@@ -3,14 +3,14 @@ import HeraldDelivery
 import HeraldPushCore
 
 /// An app's signing key and sealing (docs/signed-pushes.md), from `HERALD_SIGNING_KEY_PATH`, `HERALD_SEALED`,
-/// `HERALD_SEALED_ALERT` and `HERALD_SEALING_KEY_LIFETIME_SECONDS`, or the app's
+/// `HERALD_SEALED_ALERT`, `HERALD_SEALED_ALERT_KEY` and `HERALD_SEALING_KEY_LIFETIME_SECONDS`, or the app's
 /// `signing_key_path`, `sealed`, `sealed_alert` and `sealing_key_lifetime_seconds` in
 /// `HERALD_CONFIG` (where `sealed_alerts` also gives a template its own alert). Without a key file the app signs with a key made at start (development: a
 /// phone that pinned it refuses pushes after a restart), and the start says so.
 enum SealingSettings {
     /// The variable each app key of `HERALD_CONFIG` stands for.
     static let fileKeys = [
-        "signing_key_path": "HERALD_SIGNING_KEY_PATH", "sealed": "HERALD_SEALED", "sealed_alert": "HERALD_SEALED_ALERT",
+        "signing_key_path": "HERALD_SIGNING_KEY_PATH", "sealed": "HERALD_SEALED", "sealed_alert": "HERALD_SEALED_ALERT", "sealed_alert_key": "HERALD_SEALED_ALERT_KEY",
         "sealing_key_lifetime_seconds": "HERALD_SEALING_KEY_LIFETIME_SECONDS",
     ]
 
@@ -33,12 +33,11 @@ enum SealingSettings {
             }
             sealing.mode = mode
         }
-        if let text = value("HERALD_SEALED_ALERT") {
-            guard isAlertText(text) else {
-                throw HeraldConfigurationError(field: field("HERALD_SEALED_ALERT"), message: "is 1 to 200 characters, no control characters")
-            }
-            sealing.genericAlert = text
+        let text = value("HERALD_SEALED_ALERT"), key = value("HERALD_SEALED_ALERT_KEY")
+        for (variable, given) in [("HERALD_SEALED_ALERT", text), ("HERALD_SEALED_ALERT_KEY", key)] where given.map(isAlertText) == false {
+            throw HeraldConfigurationError(field: field(variable), message: "is 1 to 200 characters, no control characters")
         }
+        if text != nil || key != nil { sealing.genericAlert = SealedAlert(text: text ?? sealing.genericAlert.text, key: key) }
         if let text = value("HERALD_SEALING_KEY_LIFETIME_SECONDS") {
             let maximum = Int(SealingSessions.maximumLifetime)
             guard let seconds = Int(text), (0...maximum).contains(seconds) else {

@@ -62,14 +62,18 @@ public enum KasiaTemplate {
     /// Renders the push; pure.
     ///
     /// `payload` is inline when it is at most 3,500 characters and the whole push still fits
-    /// 4,096 bytes; otherwise `null`, and the app fetches the transaction itself. Under
-    /// `.minimal` privacy the sender, the amount and the thread id stay out, and the alert is
-    /// generic.
+    /// 4,096 bytes; otherwise `null`, and the app fetches the transaction itself. Every push rings
+    /// (`sound: default`), has its kind's category (`category(of:)`) and `presentation` over them,
+    /// and is grouped by conversation: `thread-id` is the sender's address. Under `.minimal` privacy
+    /// the sender, the amount and the address stay out, the alert is generic, and the thread is
+    /// `opaqueThread` (a keyed hash of the sender the caller makes), or none.
     ///
     /// An event with a sender proof gets it as the last member of `kasia` (itself last), so
     /// that `withoutProof` gives, byte for byte, the push an unsealed device gets; the payload's
     /// fit to 4,096 bytes is judged without it (a sealed push shrinks on its own).
-    public static func render(_ event: KasiaEvent, privacy: PushPrivacy = .standard) -> RenderedPush {
+    public static func render(
+        _ event: KasiaEvent, privacy: PushPrivacy = .standard, opaqueThread: String? = nil, presentation: PushPresentation = PushPresentation()
+    ) -> RenderedPush {
         let minimal = privacy == .minimal
         let alert: JSONValue =
             if minimal {
@@ -88,8 +92,11 @@ public enum KasiaTemplate {
             ]
             if let amount = event.amount, !minimal { kasia.append(.init("amount", .unsigned(amount))) }
             if withProof, let proof { kasia.append(.init(proofKey, proof)) }
-            var aps: [JSONValue.Field] = [.init("alert", alert), .init("mutable-content", .int(1)), .init("content-available", .int(1))]
-            if !minimal { aps.append(.init("thread-id", .string(event.sender))) }
+            var aps = presentation.applied(to: [
+                .init("alert", alert), .init("mutable-content", .int(1)), .init("content-available", .int(1)),
+                .init("sound", .string("default")), .init("category", .string(category(of: event.kind))),
+            ])
+            if let thread = minimal ? opaqueThread : event.sender { aps.append(.init("thread-id", .string(thread))) }
             return JSONValue.object([.init("aps", .object(aps)), .init("kasia", .object(kasia))]).encoded
         }
         var inline = false
@@ -103,6 +110,16 @@ public enum KasiaTemplate {
         }
         if proof != nil { bytes = payload(inline: inline, withProof: true) }
         return RenderedPush(pushType: .alert, priority: .immediate, collapseID: event.txID, payload: bytes)
+    }
+
+    /// The notification category of a kind's pushes, whose actions the app registers
+    /// (`kasia.message`: reply, mark as read; `kasia.handshake`: accept, decline; `kasia.payment`: open).
+    public static func category(of kind: KasiaEvent.Kind) -> String {
+        switch kind {
+        case .handshake: "kasia.handshake"
+        case .contextualMessage: "kasia.message"
+        case .payment: "kasia.payment"
+        }
     }
 
     /// The member of `kasia` holding the sender proof.

@@ -35,6 +35,13 @@ public struct PushPresentation: Hashable, Sendable {
 
     public var isEmpty: Bool { sound == nil && category == nil && interruptionLevel == nil && relevanceScore == nil && badge == nil }
 
+    /// These values with `other`'s where it sets them (an event's over its app's defaults).
+    public func overridden(by other: PushPresentation) -> PushPresentation {
+        PushPresentation(
+            sound: other.sound ?? sound, category: other.category ?? category, interruptionLevel: other.interruptionLevel ?? interruptionLevel,
+            relevanceScore: other.relevanceScore ?? relevanceScore, badge: other.badge ?? badge)
+    }
+
     /// The event fields, in the order a refusal names the first one set.
     public var givenFields: [String] {
         [("sound", sound != nil), ("category", category != nil), ("interruption_level", interruptionLevel != nil),
@@ -98,13 +105,17 @@ public struct PushPresentation: Hashable, Sendable {
     /// Apple's `aps` keys it sets, in order.
     static let apsKeys = ["sound", "category", "interruption-level", "relevance-score", "badge"]
 
-    /// `aps` with these keys set (replacing what the template gave; `sound: none` removes it).
+    /// `aps` with these keys set (a key the template gave keeps its place; `sound: none` removes it).
     public func applied(to aps: [JSONValue.Field]) -> [JSONValue.Field] {
         var aps = aps
         func set(_ key: String, _ value: JSONValue?) {
             guard let value else { return }
-            aps.removeAll { $0.key == key }
-            if value != .null { aps.append(.init(key, value)) }
+            if let at = aps.firstIndex(where: { $0.key == key }) {
+                aps = aps.enumerated().filter { $0.offset <= at || $0.element.key != key }.map(\.element)
+                if value == .null { aps.remove(at: at) } else { aps[at] = .init(key, value) }
+            } else if value != .null {
+                aps.append(.init(key, value))
+            }
         }
         set("sound", sound.map { $0 == "none" ? .null : .string($0) })
         set("category", category.map(JSONValue.string))

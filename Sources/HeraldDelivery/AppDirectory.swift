@@ -81,6 +81,8 @@ public struct AppSettings: Sendable {
     public var privacy = PushPrivacy.standard
     /// How its pushes are signed and sealed (docs/signed-pushes.md); nil: neither (in-process tests).
     public var sealing: PushSealing?
+    /// How its alerts present when an event does not say (`presentation:` in `HERALD_CONFIG`).
+    public var presentation = PresentationDefaults()
 
     public init(
         id: String, publishKeys: Set<String> = [], registration: RegistrationPolicy = .open, topic: String? = nil,

@@ -182,15 +182,17 @@ public struct EventPublisher: Sendable {
             name: name, fields: fields, prefix: prefix, app: settings, priority: priority, collapseID: body.collapseID, pushLimits: pushLimits))
         var push = rendering.push
         let kasia = rendering.kasia
+        // The app's defaults for the template go under the event's own fields, on alerts only.
+        let shown = push.pushType == .alert ? settings.presentation.for(name).overridden(by: presentation) : presentation
         // Every template honours the event's options where its push type allows them (`custom`
         // took priority and collapse id while rendering), and every push is checked against the
         // push services' limits, size included, before anything is committed.
         do throws(TemplateError) {
             if !rendering.appliedOptions {
-                push = try push.applying(EventOptions(priority: priority, collapseID: body.collapseID, threadID: body.threadID, presentation: presentation))
+                push = try push.applying(EventOptions(priority: priority, collapseID: body.collapseID, threadID: body.threadID, presentation: shown))
                 try pushLimits.check(push)
-            } else if body.threadID != nil || !presentation.isEmpty {
-                push = try push.applying(EventOptions(threadID: body.threadID, presentation: presentation))
+            } else if body.threadID != nil || !shown.isEmpty {
+                push = try push.applying(EventOptions(threadID: body.threadID, presentation: shown))
                 try pushLimits.check(push)
             }  // else the template checked it while rendering
         } catch {
@@ -355,7 +357,7 @@ extension EventPublisher {
         for app in apps.apps {
             for event in events {
                 drafts.append(Draft(
-                    app: app.id, template: "kasia." + event.kind.rawValue, push: KasiaTemplate.render(event, privacy: app.privacy), kasia: event,
+                    app: app.id, template: "kasia." + event.kind.rawValue, push: app.render(event), kasia: event,
                     allDevices: false, expiresAt: expiresAt, keys: [], tokens: [], deviceIDs: [], excluded: [], prefix: ""))
             }
         }

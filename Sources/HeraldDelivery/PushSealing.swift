@@ -30,18 +30,33 @@ public struct PushSigningKey: Sendable {
     /// Turns a sealed push's collapse id into an opaque one (`opaqueCollapseID`): derived from the
     /// signing key, so every instance with the key makes the same ids and no other secret is kept.
     private let collapseKey: SymmetricKey
+    /// Turns a conversation into the thread id a `privacy: minimal` push groups by (`opaqueThreadID`).
+    private let threadKey: SymmetricKey
 
     /// A fresh key.
     public init() { self.init(privateKey: Curve25519.Signing.PrivateKey()) }
 
     public init(privateKey: Curve25519.Signing.PrivateKey) {
         self.privateKey = privateKey
-        collapseKey = Self.collapseKey(privateKey)
+        collapseKey = Self.derivedKey(privateKey, "herald collapse id")
+        threadKey = Self.derivedKey(privateKey, "herald thread id")
     }
 
-    private static func collapseKey(_ key: Curve25519.Signing.PrivateKey) -> SymmetricKey {
-        HKDF<SHA256>.deriveKey(
-            inputKeyMaterial: SymmetricKey(data: key.rawRepresentation), info: Array("herald collapse id".utf8), outputByteCount: 32)
+    private static func derivedKey(_ key: Curve25519.Signing.PrivateKey, _ purpose: String) -> SymmetricKey {
+        HKDF<SHA256>.deriveKey(inputKeyMaterial: SymmetricKey(data: key.rawRepresentation), info: Array(purpose.utf8), outputByteCount: 32)
+    }
+
+    /// The thread id of a conversation whose name the push services must not read (a Kasia
+    /// contact's address under `privacy: minimal`): 24 bytes of HMAC-SHA256, base64url. Stable for
+    /// every push of the conversation, so the phone still groups them; the app's own (HeraldKit
+    /// resolves the sender from the payload) replaces it in the extension.
+    public func opaqueThreadID(_ conversation: String) -> String {
+        Self.opaque(conversation, with: threadKey)
+    }
+
+    private static func opaque(_ id: String, with key: SymmetricKey) -> String {
+        let mac = HMAC<SHA256>.authenticationCode(for: Array(id.utf8), using: key)
+        return Base64URLText.encode(Array(Array(mac).prefix(24)))
     }
 
     /// What Apple, Google and a Web Push service see as a sealed push's collapse id (`apns-collapse-id`,
@@ -49,8 +64,7 @@ public struct PushSigningKey: Sendable {
     /// Topic's limit). Pushes with one id still replace each other; the id itself (a txid, a
     /// conversation) stays inside the seal.
     public func opaqueCollapseID(_ id: String) -> String {
-        let mac = HMAC<SHA256>.authenticationCode(for: Array(id.utf8), using: collapseKey)
-        return Base64URLText.encode(Array(Array(mac).prefix(24)))
+        Self.opaque(id, with: collapseKey)
     }
 
     /// RFC 8410's PKCS#8 form of an Ed25519 private key is this prefix and the 32-byte seed.
@@ -116,13 +130,34 @@ public struct DevicePushKeys: Sendable {
     }
 }
 
+/// What a sealed alert shows before the app's extension opens it (and when it fails): a key of
+/// the app's `Localizable.strings` (`loc-key`) and the text in clear (`body`) for a reader without
+/// them. Apple takes the key when the app has it and shows the key itself when not, so the key is
+/// the text unless the operator names one.
+public struct SealedAlert: Sendable, Hashable {
+    public let text: String
+    public let key: String
+    /// `"alert":` 's object, as the sealed payload writes it.
+    let encoded: [UInt8]
+
+    public init(text: String, key: String? = nil) {
+        self.text = text
+        self.key = key ?? text
+        encoded = JSONValue.object([.init("loc-key", .string(self.key)), .init("body", .string(text))]).encoded
+    }
+}
+
+extension SealedAlert: ExpressibleByStringLiteral {
+    public init(stringLiteral text: String) { self.init(text: text) }
+}
+
 /// What an app's pushes become on their way out: signed always, sealed to devices that gave keys.
 public struct PushSealing: Sendable {
     public var mode = SealingMode.whenRegistered
-    /// The text a sealed alert shows before the app's extension opens it.
-    public var genericAlert = "New message"
-    /// The text for a template's sealed alerts, where it is not `genericAlert` (`kasia.payment`: "New payment").
-    public var templateAlerts: [String: String] = [:]
+    /// What a sealed alert shows before the app's extension opens it.
+    public var genericAlert: SealedAlert = "New message"
+    /// A template's sealed alert, where it is not `genericAlert` (`kasia.payment`: "New payment").
+    public var templateAlerts: [String: SealedAlert] = [:]
     /// The app's signing key.
     public var signingKey: PushSigningKey
     /// The key was made at start, not read from a file: phones that pinned it refuse the pushes
@@ -133,7 +168,7 @@ public struct PushSealing: Sendable {
     /// What signing and sealing the app's pushes has cost, over every service.
     public var cost = SealingCost()
 
-    public init(signingKey: PushSigningKey, mode: SealingMode = .whenRegistered, genericAlert: String = "New message") {
+    public init(signingKey: PushSigningKey, mode: SealingMode = .whenRegistered, genericAlert: SealedAlert = "New message") {
         self.signingKey = signingKey
         self.mode = mode
         self.genericAlert = genericAlert
@@ -218,7 +253,7 @@ public struct PushSealing: Sendable {
         case "voip": payload += Self.voipAPS
         default:
             payload += Self.alertAPSHead
-            payload += JSONValue.string(template.flatMap { templateAlerts[$0] } ?? genericAlert).encoded
+            payload += (template.flatMap { templateAlerts[$0] } ?? genericAlert).encoded
             payload += Self.alertAPSTail
             payload += presentation
             payload.append(UInt8(ascii: "}"))
@@ -234,8 +269,8 @@ public struct PushSealing: Sendable {
 
     private static let silentAPS = Array(#"{"aps":{"content-available":1}"#.utf8)
     private static let voipAPS = Array(#"{"aps":{}"#.utf8)
-    private static let alertAPSHead = Array(#"{"aps":{"alert":{"body":"#.utf8)
-    private static let alertAPSTail = Array(#"},"mutable-content":1"#.utf8)
+    private static let alertAPSHead = Array(#"{"aps":{"alert":"#.utf8)
+    private static let alertAPSTail = Array(#","mutable-content":1"#.utf8)
     private static let sealedMemberHead = Array(#","\#(sealedMember)":""#.utf8)
 }
 
@@ -421,7 +456,7 @@ public struct SignedDocuments: Sendable {
 
     /// The `aps` members of an alert document's presentation that a sealed push carries outside
     /// the seal (`,"sound":"default",…`), read once a batch.
-    mutating func presentation(of document: RenderedPush) -> [UInt8] {
+    public mutating func presentation(of document: RenderedPush) -> [UInt8] {
         guard document.pushType == .alert else { return [] }
         if remembering, let known = presentations[Key(bytes: document.payload)] { return known }
         let aps = (try? JSONValue(parsing: document.payload))?[path: ["aps"]]?.objectFields ?? []

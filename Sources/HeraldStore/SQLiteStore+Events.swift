@@ -163,7 +163,7 @@ extension SQLiteStore {
                         expiresAt: expiresAt, platform: lane.platform.rawValue)
                     claimed.append(ClaimedDelivery(
                         id: db.lastInsertedRowID, eventID: event.id, device: device, push: event.push, apnsID: apnsID.uuid, attempt: 1,
-                        expiresAt: Date(milliseconds: expiresAt), acceptedAt: Date(milliseconds: ms), requestID: event.requestID))
+                        expiresAt: Date(milliseconds: expiresAt), acceptedAt: Date(milliseconds: ms), requestID: event.requestID, template: event.template))
                 } else {
                     try addDelivery(
                         event, row: row, state: .pending, attempts: 0, leaseUntil: nil, apnsID: apnsID.lowercased,

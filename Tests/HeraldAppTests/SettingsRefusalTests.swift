@@ -47,6 +47,15 @@ let badConfigs: [BadConfig] = [
     BadConfig(name: "a sealed alert with a line break", yaml: "apps: [{id: a, sealed_alert: \"two\\nlines\"}]", field: "apps[0].sealed_alert"),
     BadConfig(name: "a sealed alert for a template without alerts", yaml: "apps: [{id: a, sealed_alerts: {conversation.silent: Hi}}]", field: "apps[0].sealed_alerts.conversation.silent"),
     BadConfig(name: "an empty sealed alert for a template", yaml: "apps: [{id: a, sealed_alerts: {kasia.payment: \"\"}}]", field: "apps[0].sealed_alerts.kasia.payment"),
+    BadConfig(name: "a sealed alert's key with a line break", yaml: "apps: [{id: a, sealed_alerts: {kasia.payment: {text: Paid, key: \"A\\nB\"}}}]", field: "apps[0].sealed_alerts.kasia.payment.key"),
+    BadConfig(name: "a sealed alert's block without its text", yaml: "apps: [{id: a, sealed_alerts: {kasia.payment: {key: PAID}}}]", field: "apps[0].sealed_alerts.kasia.payment.text"),
+    BadConfig(name: "a presentation key that is not one", yaml: "apps: [{id: a, presentation: {volume: 11}}]", field: "apps[0].presentation.volume"),
+    BadConfig(name: "a presentation category with a space", yaml: "apps: [{id: a, presentation: {category: \"has space\"}}]", field: "apps[0].presentation.category"),
+    BadConfig(name: "a presentation relevance past 1", yaml: "apps: [{id: a, presentation: {relevance_score: 1.5}}]", field: "apps[0].presentation.relevance_score"),
+    BadConfig(name: "a presentation badge that is text", yaml: "apps: [{id: a, presentation: {badge: many}}]", field: "apps[0].presentation.badge"),
+    BadConfig(name: "critical presentation without critical_alerts", yaml: "apps: [{id: a, presentation: {interruption_level: critical}}]", field: "apps[0].presentation.interruption_level"),
+    BadConfig(name: "a template's presentation for a silent template", yaml: "apps: [{id: a, presentation: {templates: {conversation.silent: {sound: x}}}}]", field: "apps[0].presentation.templates.conversation.silent"),
+    BadConfig(name: "a template's presentation out of range", yaml: "apps: [{id: a, presentation: {templates: {kasia.payment: {badge: 100000}}}}]", field: "apps[0].presentation.templates.kasia.payment.badge"),
     BadConfig(name: "a sealing key lifetime over a week", yaml: "apps: [{id: a, sealing_key_lifetime_seconds: 700000}]", field: "apps[0].sealing_key_lifetime_seconds"),
     BadConfig(name: "matrix not a list", yaml: "apps: [{id: a}]\nmatrix: {im.x: apns}", field: "matrix"),
     BadConfig(name: "matrix app_id missing", yaml: "apps: [{id: a}]\nmatrix: [{app: a, type: apns}]", field: "matrix[0].app_id"),
@@ -60,6 +69,7 @@ let badConfigs: [BadConfig] = [
 /// Variables the settings must refuse, and the variable each refusal must name.
 let badVariables: [([String: String], String)] = [
         (["HERALD_APNS_ENVIRONMENT": "prod"], "HERALD_APNS_ENVIRONMENT"),
+        (["HERALD_SEALED_ALERT_KEY": "two\nlines"], "HERALD_SEALED_ALERT_KEY"),
         (["HERALD_TRUSTED_PROXY_HEADER": "via"], "HERALD_TRUSTED_PROXY_HEADER"),
         (["HERALD_MATRIX_ALLOWED_CLIENTS": "homeserver.example"], "HERALD_MATRIX_ALLOWED_CLIENTS"),
         (["HERALD_CORS_ORIGINS": "*"], "HERALD_CORS_ORIGINS"),

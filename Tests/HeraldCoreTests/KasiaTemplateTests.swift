@@ -19,11 +19,11 @@ struct KasiaTemplateTests {
 
     @Test("exact payloads for a message, a handshake and a payment", arguments: [
         (event(.contextualMessage),
-         #"{"aps":{"alert":{"title":"New Message","body":"From kaspa:qp...70xmfj"},"mutable-content":1,"content-available":1,"thread-id":"\#(sender)"},"kasia":{"type":"contextual_message","txId":"\#(txID)","sender":"\#(sender)","payload":"636970685f6d73673a","timestamp":1704067200,"daaScore":12345678}}"#),
+         #"{"aps":{"alert":{"title":"New Message","body":"From kaspa:qp...70xmfj"},"mutable-content":1,"content-available":1,"sound":"default","category":"kasia.message","thread-id":"\#(sender)"},"kasia":{"type":"contextual_message","txId":"\#(txID)","sender":"\#(sender)","payload":"636970685f6d73673a","timestamp":1704067200,"daaScore":12345678}}"#),
         (event(.handshake),
-         #"{"aps":{"alert":{"title":"New Contact Request","body":"From kaspa:qp...70xmfj"},"mutable-content":1,"content-available":1,"thread-id":"\#(sender)"},"kasia":{"type":"handshake","txId":"\#(txID)","sender":"\#(sender)","payload":"636970685f6d73673a","timestamp":1704067200,"daaScore":12345678}}"#),
+         #"{"aps":{"alert":{"title":"New Contact Request","body":"From kaspa:qp...70xmfj"},"mutable-content":1,"content-available":1,"sound":"default","category":"kasia.handshake","thread-id":"\#(sender)"},"kasia":{"type":"handshake","txId":"\#(txID)","sender":"\#(sender)","payload":"636970685f6d73673a","timestamp":1704067200,"daaScore":12345678}}"#),
         (event(.payment, amount: 1_050_000_000),
-         #"{"aps":{"alert":{"title":"Payment Received","body":"10.5 KAS from kaspa:qp...70xmfj"},"mutable-content":1,"content-available":1,"thread-id":"\#(sender)"},"kasia":{"type":"payment","txId":"\#(txID)","sender":"\#(sender)","payload":"636970685f6d73673a","timestamp":1704067200,"daaScore":12345678,"amount":1050000000}}"#),
+         #"{"aps":{"alert":{"title":"Payment Received","body":"10.5 KAS from kaspa:qp...70xmfj"},"mutable-content":1,"content-available":1,"sound":"default","category":"kasia.payment","thread-id":"\#(sender)"},"kasia":{"type":"payment","txId":"\#(txID)","sender":"\#(sender)","payload":"636970685f6d73673a","timestamp":1704067200,"daaScore":12345678,"amount":1050000000}}"#),
     ])
     func exact(event: KasiaEvent, json: String) throws {
         let push = KasiaTemplate.render(event)
@@ -39,7 +39,7 @@ struct KasiaTemplateTests {
     func minimal(kind: KasiaEvent.Kind) throws {
         let push = KasiaTemplate.render(Self.event(kind, amount: kind == .payment ? 1_050_000_000 : nil), privacy: .minimal)
         let json = String(decoding: push.payload, as: UTF8.self)
-        #expect(json == #"{"aps":{"alert":{"title":"New message"},"mutable-content":1,"content-available":1},"kasia":{"type":"\#(kind.rawValue)","txId":"\#(Self.txID)","payload":"636970685f6d73673a","timestamp":1704067200,"daaScore":12345678}}"#)
+        #expect(json == #"{"aps":{"alert":{"title":"New message"},"mutable-content":1,"content-available":1,"sound":"default","category":"\#(KasiaTemplate.category(of: kind))"},"kasia":{"type":"\#(kind.rawValue)","txId":"\#(Self.txID)","payload":"636970685f6d73673a","timestamp":1704067200,"daaScore":12345678}}"#)
         for secret in [Self.sender, String(Self.sender.dropFirst("kaspa:".count).prefix(10)), "70xmfj", "1050000000", "10.5", "thread-id"] {
             #expect(!json.contains(secret), "\(secret)")
         }

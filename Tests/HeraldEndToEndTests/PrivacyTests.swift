@@ -7,7 +7,7 @@ import FoundationNetworking
 #endif
 
 /// `HERALD_PRIVACY=minimal` as an operator sets it: what reaches the push service (the built-in
-/// APNs simulator, which reads what Apple reads) carries no sender, amount or thread id.
+/// APNs simulator, which reads what Apple reads) carries no sender or amount, and groups by an opaque thread id.
 @Suite("Push privacy", .serialized)
 struct PrivacyTests {
     static let sender = "kaspa:qp0l70zd5x85ttwd6jv7g3s3a8llzj96d8dncn4zmhv4tlzx5k2jyqh70xmfj"
@@ -43,9 +43,14 @@ struct PrivacyTests {
             try await Task.sleep(for: .milliseconds(100))
         }
         let payloads = notifications.compactMap { ($0["payload"] as? String).map(withoutSignature) }.sorted()
+        // Both are grouped as one conversation, by an id that is not the sender's address: a keyed
+        // hash only the app's signing key makes (32 base64url characters).
+        let threads = Set(payloads.compactMap { try? #/"thread-id":"([A-Za-z0-9_-]{32})"/#.firstMatch(in: $0)?.output.1 }.map(String.init))
+        #expect(threads.count == 1 && payloads.count == 2, "\(payloads)")
+        let thread = threads.first ?? ""
         #expect(payloads == [
-            #"{"aps":{"alert":{"title":"New message"},"mutable-content":1,"content-available":1},"kasia":{"type":"payment","txId":"\#(payment)","payload":null,"timestamp":1704067200,"daaScore":8}}"#,
-            #"{"aps":{"alert":{"title":"New message"},"mutable-content":1,"content-available":1},"kasia":{"type":"contextual_message","txId":"\#(message)","payload":"636970685f6d73673a","timestamp":1704067200,"daaScore":9}}"#,
+            #"{"aps":{"alert":{"title":"New message"},"mutable-content":1,"content-available":1,"sound":"default","category":"kasia.payment","thread-id":"\#(thread)"},"kasia":{"type":"payment","txId":"\#(payment)","payload":null,"timestamp":1704067200,"daaScore":8}}"#,
+            #"{"aps":{"alert":{"title":"New message"},"mutable-content":1,"content-available":1,"sound":"default","category":"kasia.message","thread-id":"\#(thread)"},"kasia":{"type":"contextual_message","txId":"\#(message)","payload":"636970685f6d73673a","timestamp":1704067200,"daaScore":9}}"#,
         ].sorted())
         for payload in payloads {
             #expect(!payload.contains("qp0l70zd") && !payload.contains("70xmfj") && !payload.contains("150000000") && !payload.contains("1.5 KAS"))

@@ -66,7 +66,7 @@ struct SimulatorFolderTests {
         let readyPipe = Pipe()
         let process = try HeraldProcess(["mock-fcm", "--port", "0", "--control-port", "0"], environment: [:], stdout: readyPipe)
         defer { process.kill(SIGTERM) }
-        let (ready, _, _) = try readyLine(readyPipe, of: "herald mock-fcm")
+        let (ready, _, _) = try readyLine(readyPipe, of: "herald mock-fcm", from: process)
         let credentials = try #require(ready["credentials"] as? String)
         let folder = URL(fileURLWithPath: credentials).deletingLastPathComponent().path
         defer { try? FileManager.default.removeItem(atPath: folder) }

@@ -97,19 +97,19 @@ struct FollowingHerald {
         #expect(status == 200, "\(String(decoding: data, as: UTF8.self))")
     }
 
-    /// Waits until the chain source is connected (10 s at most).
+    /// Waits until the chain source is connected (60 s at most: a loaded machine is slow, a
+    /// connected source answers at once).
     func waitConnected() async throws {
         let stats = try await waitForStats { $0["connected"] as? Bool == true }
         if stats["connected"] as? Bool != true { Issue.record("the chain source did not connect") }
     }
 
-    /// Polls `/v1/stats` until the chain source's stats satisfy `done` (10 s at most); returns the last ones.
+    /// Polls `/v1/stats` until the chain source's stats satisfy `done` (60 s at most); returns the last ones.
     @discardableResult
     func waitForStats(_ done: ([String: Any]) -> Bool) async throws -> [String: Any] {
+        let deadline = ContinuousClock.now + .seconds(60)
         var stats = try await kaspaStats()
-        var polls = 0
-        while !done(stats), polls < 200 {
-            polls += 1
+        while !done(stats), ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(50))
             stats = try await kaspaStats()
         }
@@ -128,7 +128,7 @@ struct FollowingHerald {
     }
 
     /// Waits until `token` has `count` pushes, then a little longer to catch any extra.
-    func pushes(_ token: String, reaching count: Int, timeout: Duration = .seconds(20)) async throws -> [[String: Any]] {
+    func pushes(_ token: String, reaching count: Int, timeout: Duration = .seconds(60)) async throws -> [[String: Any]] {
         let started = ContinuousClock.now
         var list = try await pushes(token)
         while list.count < count, ContinuousClock.now - started < timeout {

@@ -92,7 +92,7 @@ struct SealedDeliveryTests {
         let apnsPayload = try #require(apns[0]["payload"] as? String)
         let userInfo = try Self.json(Data(apnsPayload.utf8))
         #expect(userInfo.keys.sorted() == ["aps", "herald_sealed"])
-        #expect(NSDictionary(dictionary: userInfo["aps"] as? [String: Any] ?? [:]) == ["alert": ["body": "Something new"], "mutable-content": 1])
+        #expect(NSDictionary(dictionary: userInfo["aps"] as? [String: Any] ?? [:]) == ["alert": ["loc-key": "Something new", "body": "Something new"], "mutable-content": 1])
         let fcmData = try #require(fcm[0]["data"] as? [String: String])
         #expect(fcmData.keys.sorted() == ["herald_sealed"])
         for seen in [apnsPayload, fcmData.description] {

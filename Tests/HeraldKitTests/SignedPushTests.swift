@@ -107,7 +107,7 @@ struct SignedPushTests {
         let sealed = try prepared(Self.alert(), keys: keys)
         let apns = try Self.object(sealed.payload)
         #expect(apns.keys.sorted() == ["aps", "herald_sealed"])
-        #expect(NSDictionary(dictionary: apns["aps"] as? [String: Any] ?? [:]) == ["alert": ["body": "New message"], "mutable-content": 1])
+        #expect(NSDictionary(dictionary: apns["aps"] as? [String: Any] ?? [:]) == ["alert": ["loc-key": "New message", "body": "New message"], "mutable-content": 1])
         #expect(sealed.fcmData?.keys.sorted() == ["herald_sealed"])
         #expect(!String(decoding: sealed.payload, as: UTF8.self).contains("Kasia"))
         #expect(try authenticator(keys).document(userInfo: apns) == Self.document)
@@ -125,14 +125,40 @@ struct SignedPushTests {
         let keys = SealedPushKeys()
         let attributes = try DevicePushKeys(p256dh: keys.p256dh, auth: keys.authSecret).stored(in: DeviceAttributes(production: true))
         var sealing = PushSealing(signingKey: signingKey, genericAlert: "Something new")
-        sealing.templateAlerts = ["kasia.payment": "New payment"]
-        for (template, shown) in [("kasia.payment", "New payment"), ("kasia.handshake", "Something new"), (nil, "Something new")] as [(String?, String)] {
+        sealing.templateAlerts = ["kasia.payment": "New payment", "agent.event": SealedAlert(text: "Your agent waits", key: "AGENT_WAITS")]
+        // Its loc-key is the text unless a key is named: Apple shows the app's translation, else the key.
+        for (template, shown, key) in [
+            ("kasia.payment", "New payment", "New payment"), ("agent.event", "Your agent waits", "AGENT_WAITS"),
+            ("kasia.handshake", "Something new", "Something new"), (nil, "Something new", "Something new"),
+        ] as [(String?, String, String)] {
             var signatures = SignedDocuments()
             let push = sealing.prepare(Self.alert(), for: attributes, template: template, issuedAt: Self.now, limit: 4_096, signatures: &signatures)
             let apns = try Self.object(push.payload)
-            #expect(NSDictionary(dictionary: apns["aps"] as? [String: Any] ?? [:]) == ["alert": ["body": shown], "mutable-content": 1], "\(template ?? "none")")
+            #expect(NSDictionary(dictionary: apns["aps"] as? [String: Any] ?? [:]) == ["alert": ["loc-key": key, "body": shown], "mutable-content": 1], "\(template ?? "none")")
             #expect(try authenticator(keys).document(userInfo: apns) == Self.document)
         }
+    }
+
+    @Test("a sealed alert with every presentation key past the 4,096-byte limit is accepted: the body gives way, never how it rings")
+    func presentationAtTheLimit() throws {
+        let keys = SealedPushKeys()
+        let body = String(repeating: "x", count: 3_000)
+        let presentation = #""sound":"chime.caf","category":"kasia.message","interruption-level":"time-sensitive","relevance-score":0.5,"badge":99999"#
+        let document = #"{"aps":{"alert":{"title":"Alice","body":"\#(body)"},\#(presentation)},"k":"v"}"#
+        #expect(try prepared(Self.alert(Array(document.utf8)), keys: nil).payload.count <= 4_096, "unsealed, it fits as it is")
+        let sealed = try prepared(Self.alert(Array(document.utf8)), keys: keys)
+        #expect(sealed.payload.count <= 4_096)
+        let outer = try Self.object(sealed.payload)
+        #expect(NSDictionary(dictionary: outer["aps"] as? [String: Any] ?? [:]) == NSDictionary(dictionary: [
+            "alert": ["loc-key": "New message", "body": "New message"], "mutable-content": 1, "sound": "chime.caf", "category": "kasia.message",
+            "interruption-level": "time-sensitive", "relevance-score": 0.5, "badge": 99_999,
+        ]))
+        // Inside, the same presentation, and the body shortened to fit.
+        let opened = try Self.object(try authenticator(keys).document(userInfo: outer))
+        let aps = try #require(opened["aps"] as? [String: Any])
+        #expect(aps["sound"] as? String == "chime.caf" && aps["badge"] as? Int == 99_999 && aps["interruption-level"] as? String == "time-sensitive")
+        let shortened = try #require((aps["alert"] as? [String: Any])?["body"] as? String)
+        #expect(shortened.count < body.count && shortened.hasSuffix("…"))
     }
 
     @Test("a sealed alert carries its presentation outside the seal (sound, category, interruption level, relevance, badge) and nothing else of it: no thread, no text")
@@ -145,7 +171,7 @@ struct SignedPushTests {
         let sealed = PushSealing(signingKey: signingKey).prepare(push, for: attributes, issuedAt: Self.now, limit: 4_096, signatures: &signatures)
         let outer = try Self.object(sealed.payload)
         let expected: [String: Any] = [
-            "alert": ["body": "New message"], "mutable-content": 1, "sound": "chime.caf", "category": "kasia.message",
+            "alert": ["loc-key": "New message", "body": "New message"], "mutable-content": 1, "sound": "chime.caf", "category": "kasia.message",
             "interruption-level": "time-sensitive", "relevance-score": 0.5, "badge": 2,
         ]
         #expect(NSDictionary(dictionary: outer["aps"] as? [String: Any] ?? [:]) == NSDictionary(dictionary: expected), "\(outer)")

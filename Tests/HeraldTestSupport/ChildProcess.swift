@@ -1,5 +1,6 @@
 public import Foundation
 import Synchronization
+import Testing
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -141,12 +142,7 @@ public final class HeraldProcess: @unchecked Sendable {
     public func ready() throws -> (
         api: String, simulatorControl: String?, fcmSimulatorControl: String?, webPushSimulatorControl: String?, admin: String
     ) {
-        var line = Data()
-        while !line.contains(UInt8(ascii: "\n")) {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { throw CLIError("herald exited before it was ready: \(fullLog())") }
-            line += chunk
-        }
+        let line = try firstLine(of: output, from: process, command: "herald serve") { fullLog() }
         guard let ready = try JSONSerialization.jsonObject(with: line.split(separator: UInt8(ascii: "\n"))[0]) as? [String: Any],
             ready["ready"] as? Bool == true, let http = ready["http"] as? String
         else { throw CLIError("not a readiness line: \(String(decoding: line, as: UTF8.self))") }
@@ -169,8 +165,17 @@ public final class HeraldProcess: @unchecked Sendable {
         }
     }
 
-    public func kill(_ signal: Int32) {
+    /// Sends `signal` and waits for the exit. A process still running `seconds` later hangs:
+    /// it is killed and the test records it, so a stuck shutdown fails its own test, not the run.
+    public func kill(_ signal: Int32, within seconds: Double = 120) {
         Foundation.kill(process.processIdentifier, signal)
+        let deadline = Date() + seconds
+        while process.isRunning, Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        if process.isRunning {
+            Foundation.kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            Issue.record("herald \(process.arguments?.first ?? "") did not exit within \(Int(seconds)) s of signal \(signal), and was killed; its log ends:\n\(log.suffix(3_000))")
+        }
         process.waitUntilExit()
     }
 
@@ -271,7 +276,7 @@ public struct MockAPNsProcess: Sendable {
         process = try HeraldProcess(
             ["mock-apns", "--port", "0", "--sandbox-port", "0", "--control-port", "0", "--cert-out", directory.path, "--topic", topic],
             environment: [:], stdout: readyPipe)
-        let (ready, port, controlPort) = try readyLine(readyPipe, of: "herald mock-apns")
+        let (ready, port, controlPort) = try readyLine(readyPipe, of: "herald mock-apns", from: process)
         control = "http://127.0.0.1:\(controlPort)"
         serveEnvironment = [
             "HERALD_APNS_URL": "https://127.0.0.1:\(port)", "HERALD_APNS_SANDBOX_URL": "https://127.0.0.1:\(ready["sandbox_port"] as? Int ?? 0)",
@@ -320,7 +325,7 @@ public struct MockFCMProcess: Sendable {
         let readyPipe = Pipe()
         process = try HeraldProcess(
             ["mock-fcm", "--port", "0", "--control-port", "0", "--credentials-out", directory.path], environment: [:], stdout: readyPipe)
-        let (ready, port, controlPort) = try readyLine(readyPipe, of: "herald mock-fcm")
+        let (ready, port, controlPort) = try readyLine(readyPipe, of: "herald mock-fcm", from: process)
         control = "http://127.0.0.1:\(controlPort)"
         serveEnvironment = [
             "HERALD_FCM_CREDENTIALS_FILE": ready["credentials"] as? String ?? "", "HERALD_FCM_URL": "https://127.0.0.1:\(port)",
@@ -356,24 +361,37 @@ public struct MockWebPushProcess: Sendable {
         process = try HeraldProcess(
             ["mock-webpush", "--host", host, "--port", "0", "--control-port", "0", "--ca-out", directory.path] + (http1Only ? ["--http1-only"] : []),
             environment: [:], stdout: readyPipe)
-        let (ready, port, controlPort) = try readyLine(readyPipe, of: "herald mock-webpush")
+        let (ready, port, controlPort) = try readyLine(readyPipe, of: "herald mock-webpush", from: process)
         control = "http://\(host):\(controlPort)"
         serveEnvironment = ["HERALD_WEBPUSH_ALLOW_HOSTS": "\(host):\(port)", "HERALD_WEBPUSH_CA_FILE": ready["ca"] as? String ?? ""]
     }
 }
 
 /// A simulator's first stdout line: its JSON and the two ports it names.
-public func readyLine(_ pipe: Pipe, of command: String) throws -> (json: [String: Any], port: Int, controlPort: Int) {
-    var data = Data()
-    while !data.contains(UInt8(ascii: "\n")) {
-        let chunk = pipe.fileHandleForReading.availableData
-        if chunk.isEmpty { throw CLIError("\(command) exited") }
-        data += chunk
-    }
+public func readyLine(_ pipe: Pipe, of command: String, from process: HeraldProcess) throws -> (json: [String: Any], port: Int, controlPort: Int) {
+    let data = try firstLine(of: pipe, from: process.process, command: command) { process.fullLog() }
     guard let ready = try JSONSerialization.jsonObject(with: data.split(separator: UInt8(ascii: "\n"))[0]) as? [String: Any],
         let port = ready["port"] as? Int, let controlPort = ready["control_port"] as? Int
     else { throw CLIError("\(command) printed no ports") }
     return (ready, port, controlPort)
+}
+
+/// Reads `pipe` up to its first line break. A process that prints none within `seconds` hangs:
+/// it is killed, so the read ends and the error carries its log.
+func firstLine(of pipe: Pipe, from process: Process, command: String, seconds: Double = 120, log: () -> String) throws -> Data {
+    let answered = Mutex(false)
+    let pid = process.processIdentifier
+    DispatchQueue.global().asyncAfter(deadline: .now() + seconds) {
+        if !answered.withLock({ $0 }) { Foundation.kill(pid, SIGKILL) }
+    }
+    defer { answered.withLock { $0 = true } }
+    var line = Data()
+    while !line.contains(UInt8(ascii: "\n")) {
+        let chunk = pipe.fileHandleForReading.availableData
+        if chunk.isEmpty { throw CLIError("\(command) exited (or printed nothing for \(Int(seconds)) s and was killed) before it was ready: \(log())") }
+        line += chunk
+    }
+    return line
 }
 
 /// A push payload as received, without the app's signature attached as its last member

@@ -85,7 +85,7 @@ public struct HeraldNotificationService: Sendable {
     /// A push read as it came, with the presentation it came with.
     private func unchecked(_ push: HeraldPush, presentation: NotificationPresentation) -> (outcome: NotificationOutcome, rejection: PushRejection?) {
         var outcome = resolver.resolve(push, contacts: contacts, privateKey: privateKey)
-        outcome.presentation = presentation
+        outcome.presentation = presentation.resolved(with: outcome.presentation)
         return stored(outcome, rejection: nil)
     }
 
@@ -94,7 +94,7 @@ public struct HeraldNotificationService: Sendable {
     private func checked(_ document: Result<[UInt8], PushRejection>, outer: NotificationPresentation?) -> (outcome: NotificationOutcome, rejection: PushRejection?) {
         var (outcome, rejection) = resolver.resolve(verified: document, contacts: contacts, privateKey: privateKey, genericText: genericText)
         if rejection == nil, case .success(let bytes) = document {
-            outcome.presentation = NotificationPresentation(document: bytes)
+            outcome.presentation = NotificationPresentation(document: bytes).resolved(with: outcome.presentation)
         } else {
             outcome.presentation = outer?.withoutThread ?? NotificationPresentation()
         }
@@ -115,15 +115,28 @@ public struct HeraldNotificationService: Sendable {
     /// for the app's reliability tracker.
     @discardableResult
     public func handle(_ request: UNNotificationRequest, contentHandler: @escaping (UNNotificationContent) -> Void) -> PushRejection? {
+        let (content, _, rejection) = content(for: request)
+        contentHandler(content)
+        return rejection
+    }
+
+    /// What `handle(_:contentHandler:)` shows, with the outcome it came from: for an extension that
+    /// adds to it (a communication notification from `outcome.presentation.sender`) before handing it on.
+    /// The conversation's id is left in `userInfo` for `NotificationActionRouter`.
+    public func content(for request: UNNotificationRequest) -> (content: UNNotificationContent, outcome: NotificationOutcome, rejection: PushRejection?) {
         let (outcome, rejection) = handle(userInfo: request.content.userInfo)
         guard let content = request.content.mutableCopy() as? UNMutableNotificationContent else {
-            contentHandler(request.content)
-            return rejection
+            return (request.content, outcome, rejection)
         }
         if !outcome.title.isEmpty { content.title = outcome.title }
         if !outcome.body.isEmpty { content.body = outcome.body }
         let presentation = outcome.presentation
         content.threadIdentifier = presentation.threadIdentifier ?? ""
+        if let conversation = presentation.conversation {
+            var userInfo = content.userInfo
+            userInfo[NotificationConversation.userInfoKey] = conversation.id
+            content.userInfo = userInfo
+        }
         if let category = presentation.category { content.categoryIdentifier = category }
         if let sound = presentation.sound { content.sound = sound == "default" ? .default : UNNotificationSound(named: UNNotificationSoundName(sound)) }
         if let badge = presentation.badge { content.badge = NSNumber(value: badge) }
@@ -137,8 +150,7 @@ public struct HeraldNotificationService: Sendable {
             default: break
             }
         }
-        contentHandler(content)
-        return rejection
+        return (content, outcome, rejection)
     }
     #endif
 }

@@ -10,21 +10,26 @@ public struct Contact: Codable, Hashable, Sendable {
     /// The aliases of the contact's conversations (the device's contextual routes for this peer):
     /// a message from an app with `privacy: minimal` names no sender, only its alias.
     public var aliases: [String]
+    /// The contact's picture: the path of an image file in the App Group, which a communication
+    /// notification shows beside their message.
+    public var avatar: String?
 
-    public init(address: String, name: String, aliases: [String] = []) {
+    public init(address: String, name: String, aliases: [String] = [], avatar: String? = nil) {
         self.address = address
         self.name = name
         self.aliases = aliases
+        self.avatar = avatar
     }
 
-    private enum CodingKeys: String, CodingKey { case address, name, aliases }
+    private enum CodingKeys: String, CodingKey { case address, name, aliases, avatar }
 
-    /// Contacts stored before aliases were kept decode with none.
+    /// Contacts stored before aliases or avatars were kept decode with none.
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         address = try c.decode(String.self, forKey: .address)
         name = try c.decode(String.self, forKey: .name)
         aliases = try c.decodeIfPresent([String].self, forKey: .aliases) ?? []
+        avatar = try c.decodeIfPresent(String.self, forKey: .avatar)
     }
 }
 
@@ -259,6 +264,16 @@ public struct NotificationContentResolver: Sendable {
             outcome = NotificationOutcome(title: name, body: plaintext.map(Self.messageBody) ?? "New message", record: record)
         }
         if case .proven = check { outcome.senderProven = true }
+        // Grouped by conversation (the contact's address, whatever thread id the push carried),
+        // with the kind's category and a ring when the push says neither.
+        outcome.presentation.category = NotificationCategory.kasia(push.kind).identifier
+        outcome.presentation.sound = "default"
+        if let sender {
+            outcome.presentation.conversation = NotificationConversation(id: sender)
+            outcome.presentation.threadIdentifier = sender
+            outcome.presentation.sender = NotificationPerson(handle: sender, displayName: name, avatar: contact?.avatar)
+            outcome.presentation.summaryArgument = name
+        }
         return outcome
     }
 

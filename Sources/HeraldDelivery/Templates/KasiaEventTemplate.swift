@@ -1,4 +1,4 @@
-import HeraldCore
+public import HeraldCore
 import HeraldPushCore
 import KasiaProtocol
 
@@ -10,7 +10,7 @@ struct KasiaEventTemplate: EventTemplate {
 
     func render(_ event: TemplateEvent) throws -> TemplateRendering {
         let kasia = try Self.event(event)
-        return TemplateRendering(push: KasiaTemplate.render(kasia, privacy: event.app.privacy), kasia: kasia)
+        return TemplateRendering(push: event.app.render(kasia), kasia: kasia)
     }
 
     private struct Fields {
@@ -55,5 +55,15 @@ struct KasiaEventTemplate: EventTemplate {
         return KasiaEvent(
             kind: kind, txID: txID, sender: sender, recipient: f.recipient, alias: f.alias, payloadHex: f.payload,
             timestamp: timestamp, daaScore: daaScore, amount: f.amount)
+    }
+}
+
+extension AppSettings {
+    /// A Kasia event as this app's devices get it: at its privacy, with the app's presentation for
+    /// the template, grouped by the sender (under `minimal`, by an opaque id of the sender made
+    /// with the app's signing key).
+    public func render(_ event: KasiaEvent) -> RenderedPush {
+        let thread = privacy == .minimal ? sealing?.signingKey.opaqueThreadID(event.sender) : nil
+        return KasiaTemplate.render(event, privacy: privacy, opaqueThread: thread, presentation: presentation.for("kasia." + event.kind.rawValue))
     }
 }

@@ -1,0 +1,1 @@
+../../HeraldKit/Web/herald-push.js

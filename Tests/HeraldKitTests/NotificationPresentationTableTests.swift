@@ -1,0 +1,97 @@
+import Foundation
+import HeraldCore
+import HeraldDelivery
+import HeraldKit
+import HeraldPushCore
+import HeraldTestSupport
+import KasiaProtocol
+import Testing
+
+/// What the extension makes of every Kasia push Herald renders — each kind, under each privacy,
+/// sealed or not, checked or not — as a notification presentation: the conversation, thread,
+/// sender and summary name from what the phone resolved; how it rings from the push; and for a
+/// push that fails its checks, how it rings and nothing that names anyone.
+@Suite("Notification presentation: every Kasia kind × privacy × sealing × check")
+struct NotificationPresentationTableTests {
+    static let now: Int64 = 1_764_000_000
+    let cipher = KasiaCipher()
+
+    @Test(arguments: KasiaEvent.Kind.allCases, PushPrivacy.allCases)
+    func presentation(kind: KasiaEvent.Kind, privacy: PushPrivacy) throws {
+        let wallet = try cipher.randomPrivateKey()
+        let me = try cipher.address(of: wallet)
+        let aliceKey = try cipher.randomPrivateKey()
+        let alice = try cipher.address(of: aliceKey).string
+        let alias = "a1b2c3d4e5f6"
+        let sealedText = try cipher.encrypt("Hey!", to: me)
+        let payload: [UInt8] =
+            switch kind {
+            case .contextualMessage: KasiaPayload.contextualMessagePayload(alias: alias, sealed: sealedText)
+            case .handshake: KasiaPayload.handshakePayload(sealed: sealedText)
+            case .payment: KasiaPayload.paymentPayload(sealed: sealedText)
+            }
+        let event = KasiaEvent(
+            kind: kind, txID: String(repeating: "7a", count: 32), sender: alice, recipient: me.string, alias: kind == .contextualMessage ? alias : nil,
+            payloadHex: Hex.encode(payload), timestamp: 1_750_000_000, daaScore: 9, amount: kind == .payment ? 150_000_000 : nil)
+        let signingKey = PushSigningKey()
+        var app = AppSettings(id: "kasia")
+        app.privacy = privacy
+        app.sealing = PushSealing(signingKey: signingKey)
+        let rendered = app.render(event)
+        let category = "kasia." + (kind == .contextualMessage ? "message" : kind.rawValue)
+        // Whom the phone can name: the sender the push names (standard), or under minimal the
+        // contact whose alias the message carries; a minimal handshake or payment names no one.
+        let named = privacy == .standard || kind == .contextualMessage
+
+        for sealed in [false, true] {
+            for verified in [false, true] {
+                let keys = SealedPushKeys()
+                var attributes = DeviceAttributes(production: true)
+                if sealed { attributes = try DevicePushKeys(p256dh: keys.p256dh, auth: keys.authSecret).stored(in: attributes) }
+                var signatures = SignedDocuments()
+                let push = app.sealing!.prepare(
+                    rendered, for: attributes, template: "kasia." + kind.rawValue, issuedAt: Self.now, limit: 4_096, signatures: &signatures)
+                let userInfo = try #require(try JSONSerialization.jsonObject(with: Data(push.payload)) as? [String: Any])
+                // Not verified: the phone pinned another key.
+                let pinned = verified ? signingKey.publicKeyBase64URL : PushSigningKey().publicKeyBase64URL
+                let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-table-\(UUID())")
+                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+                defer { try? FileManager.default.removeItem(at: directory) }
+                let store = try SharedStore(directory: directory)
+                try store.setContacts([Contact(address: alice, name: "Alice", aliases: [alias], avatar: "avatars/alice.png")])
+                // An unsealed APNs push reaches the extension parsed, without the bytes its signature
+                // covers: an app that pins a key cannot check it (refused), one that does not reads it as it comes.
+                let authenticator = try PushAuthenticator(
+                    pinnedKey: pinned, keys: sealed ? keys : nil, clock: ManualClock(Date(timeIntervalSince1970: TimeInterval(Self.now))))
+                let service = HeraldNotificationService(
+                    store: store, resolver: try NotificationContentResolver(cipher: cipher), authenticator: sealed || !verified ? authenticator : nil,
+                    privateKey: wallet)
+                let (outcome, rejection) = service.handle(userInfo: userInfo)
+                let shown = outcome.presentation
+                let label = "\(kind) \(privacy) sealed=\(sealed) verified=\(verified)"
+                // How it rings comes through either way: sealed, it travels outside the seal.
+                #expect(shown.category == category && shown.sound == "default", "\(label)")
+                if !verified {
+                    #expect(rejection != nil && outcome.body == "New message" && outcome.title.isEmpty, "\(label)")
+                    #expect(shown.threadIdentifier == nil && shown.sender == nil && shown.conversation == nil && shown.summaryArgument == nil, "\(label)")
+                    continue
+                }
+                #expect(rejection == nil, "\(label)")
+                if named {
+                    #expect(shown.conversation == NotificationConversation(id: alice), "\(label)")
+                    #expect(shown.threadIdentifier == alice, "\(label)")
+                    #expect(shown.sender == NotificationPerson(handle: alice, displayName: "Alice", avatar: "avatars/alice.png"), "\(label)")
+                    #expect(shown.summaryArgument == "Alice", "\(label)")
+                } else {
+                    // Grouped by the opaque id the push carried: the same for every push of the conversation, not the address.
+                    #expect(shown.conversation == nil && shown.sender == nil, "\(label)")
+                    #expect(shown.threadIdentifier == signingKey.opaqueThreadID(alice) && shown.threadIdentifier != alice, "\(label)")
+                }
+                // Apple never sees the thread of a sealed push, nor the address of a minimal one.
+                let outer = String(decoding: push.payload, as: UTF8.self)
+                if sealed { #expect(!outer.contains("thread-id") && !outer.contains(alice), "\(label)") }
+                if privacy == .minimal { #expect(!outer.contains(alice), "\(label)") }
+            }
+        }
+    }
+}
