@@ -141,6 +141,13 @@ public struct PushPresentation: Hashable, Sendable {
         }
     }
 
+    /// A document's presentation as the `aps` members a sealed alert carries (`,"sound":"default",…`),
+    /// read from its bytes without parsing the rest (`PresentationScanner`): what `init(aps:)`
+    /// would take, in `apsKeys`' order.
+    public static func apsMembers(of document: [UInt8]) -> [UInt8] {
+        PresentationScanner.apsMembers(of: document)
+    }
+
     /// The `aps` members, as JSON text after a comma (`,"sound":"default",…`), or empty.
     public var apsMembers: [UInt8] {
         var out: [UInt8] = []

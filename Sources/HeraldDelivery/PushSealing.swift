@@ -459,8 +459,7 @@ public struct SignedDocuments: Sendable {
     public mutating func presentation(of document: RenderedPush) -> [UInt8] {
         guard document.pushType == .alert else { return [] }
         if remembering, let known = presentations[Key(bytes: document.payload)] { return known }
-        let aps = (try? JSONValue(parsing: document.payload))?[path: ["aps"]]?.objectFields ?? []
-        let members = PushPresentation(aps: aps).apsMembers
+        let members = PushPresentation.apsMembers(of: document.payload)
         if remembering { presentations[Key(bytes: document.payload)] = members }
         return members
     }
