@@ -117,8 +117,15 @@ public final class FCMPushProvider: PushProvider {
             }
         default: break
         }
+        // How the alert presents, for the app that builds the notification: `aps` as compact JSON
+        // holding Apple's keys (`sound`, `category`, `thread-id`, …), the alert's texts left out.
+        let presentation = (root[path: ["aps"]]?.objectFields ?? []).filter { presentationKeys.contains($0.key) }
+        if !presentation.isEmpty { data["aps"] = String(decoding: JSONValue.object(presentation).encoded, as: UTF8.self) }
         return data
     }
+
+    /// The `aps` keys an FCM data map carries.
+    static let presentationKeys: Set<String> = ["sound", "category", "thread-id", "interruption-level", "relevance-score", "badge"]
 }
 
 /// The tokens an app's FCM sends reached, to tell whose a SENDER_ID_MISMATCH is.

@@ -270,11 +270,27 @@ import FoundationNetworking
         #expect(message.data["body"] == "From alice")
         let kasia = try JSONSerialization.jsonObject(with: Data(try #require(message.data["kasia"]).utf8)) as? [String: Any]
         #expect(kasia?["payload"] as? String == "ab12")
-        #expect(message.data["aps"] == nil)
+        #expect(message.data["aps"] == nil, "no presentation: no aps")
         #expect(message.priority == .high)
         #expect(message.ttlSeconds == 600)
         #expect(message.collapseKey == "tx1")
         #expect(message.target == .token("fcm-token"))
+    }
+
+    @Test("how an alert presents travels as data.aps (Apple's keys, compact JSON), and HeraldKit reads it back as the APNs push's")
+    func presentation() throws {
+        let payload = #"{"aps":{"alert":{"title":"New Message","body":"From alice"},"mutable-content":1,"content-available":1,"sound":"default","category":"kasia.message","interruption-level":"time-sensitive","relevance-score":0.5,"badge":4,"thread-id":"kaspa:qalice"},"kasia":{"type":"contextual_message","txId":"t","sender":"kaspa:qalice","payload":null,"timestamp":1,"daaScore":2}}"#
+        let message = try FCMPushProvider.message(for: Self.delivery(payload), now: Date(timeIntervalSince1970: 1_800_000_000))
+        #expect(message.data["aps"] == #"{"badge":4,"category":"kasia.message","interruption-level":"time-sensitive","relevance-score":0.5,"sound":"default","thread-id":"kaspa:qalice"}"#)
+        #expect(message.data["title"] == "New Message" && message.data["body"] == "From alice")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-fcm-presentation-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let service = HeraldNotificationService(store: try SharedStore(directory: directory), resolver: try NotificationContentResolver(cipher: KasiaCipher()))
+        let fromAndroid = service.handle(fcmData: message.data).outcome.presentation
+        let fromIPhone = service.handle(userInfo: try #require(try JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any])).outcome.presentation
+        #expect(fromAndroid == fromIPhone)
+        #expect(fromAndroid.category == "kasia.message" && fromAndroid.sound == "default" && fromAndroid.badge == 4 && fromAndroid.threadIdentifier == "kaspa:qalice")
     }
 
     /// Each template's push, as the APNs payload and as the FCM data map Herald makes of it.

@@ -94,4 +94,51 @@ struct NotificationPresentationTableTests {
             }
         }
     }
+
+    /// The other templates' alerts as Herald renders them, with every presentation key an event can set.
+    static let otherTemplates: [(String, String)] = [
+        ("session.message", #"{"aps":{"alert":{"title":"New Message","body":"You have a new message"},"badge":1,"sound":"default","category":"ghost.message","thread-id":"s1"},"session_id":"s1","message_id":"m1","timestamp":1700000000,"encrypted":true,"has_attachment":false}"#),
+        ("agent.event", #"{"aps":{"alert":{"title":"Permission needed","body":"Bash on mac"},"sound":"chime.caf","interruption-level":"time-sensitive","relevance-score":0.75,"thread-id":"s2"},"session_id":"s2","device_name":"mac","event_type":"Notification"}"#),
+        ("custom", #"{"aps":{"alert":{"title":"T","body":"B"},"sound":"alarm.caf","category":"my.own","interruption-level":"passive","relevance-score":1,"badge":99999,"thread-id":"room"},"k":"v"}"#),
+    ]
+
+    @Test("the other templates: a checked push presents as its document says; one that fails keeps how it rings, no thread", arguments: otherTemplates.map(\.0))
+    func otherTemplate(template: String) throws {
+        let document = try #require(Self.otherTemplates.first { $0.0 == template }?.1)
+        let aps = try #require((try JSONSerialization.jsonObject(with: Data(document.utf8)) as? [String: Any])?["aps"])
+        let expected = NotificationPresentation(aps: aps)
+        #expect(expected.threadIdentifier != nil && expected.sound != nil)
+        let signingKey = PushSigningKey()
+        let sealing = PushSealing(signingKey: signingKey)
+        for sealed in [false, true] {
+            for verified in [false, true] {
+                let keys = SealedPushKeys()
+                var attributes = DeviceAttributes(production: true)
+                if sealed { attributes = try DevicePushKeys(p256dh: keys.p256dh, auth: keys.authSecret).stored(in: attributes) }
+                var signatures = SignedDocuments()
+                let push = sealing.prepare(
+                    RenderedPush(pushType: .alert, priority: .immediate, collapseID: nil, payload: Array(document.utf8)), for: attributes,
+                    template: template, issuedAt: Self.now, limit: 4_096, signatures: &signatures)
+                let userInfo = try #require(try JSONSerialization.jsonObject(with: Data(push.payload)) as? [String: Any])
+                let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-table-\(UUID())")
+                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+                defer { try? FileManager.default.removeItem(at: directory) }
+                let authenticator = try PushAuthenticator(
+                    pinnedKey: verified ? signingKey.publicKeyBase64URL : PushSigningKey().publicKeyBase64URL, keys: sealed ? keys : nil,
+                    clock: ManualClock(Date(timeIntervalSince1970: TimeInterval(Self.now))))
+                let service = HeraldNotificationService(
+                    store: try SharedStore(directory: directory), resolver: try NotificationContentResolver(cipher: cipher),
+                    authenticator: sealed || !verified ? authenticator : nil)
+                let (outcome, rejection) = service.handle(userInfo: userInfo)
+                let label = "\(template) sealed=\(sealed) verified=\(verified)"
+                if verified {
+                    #expect(rejection == nil && outcome.presentation == expected, "\(label): \(outcome.presentation)")
+                } else {
+                    var rings = expected
+                    rings.threadIdentifier = nil
+                    #expect(rejection != nil && outcome.presentation == rings && outcome.body == "New message", "\(label): \(outcome.presentation)")
+                }
+            }
+        }
+    }
 }

@@ -79,7 +79,9 @@ public struct HeraldNotificationService: Sendable {
     /// An FCM message's data map (Android), as `handle(userInfo:)`.
     public func handle(fcmData: [String: String]) -> (outcome: NotificationOutcome, rejection: PushRejection?) {
         if let authenticator { return checked(Result { () throws(PushRejection) in try authenticator.document(fcmData: fcmData) }, outer: nil) }
-        return requiresAuthentication ? checked(.failure(.unsigned), outer: nil) : unchecked(HeraldPush(fcmData: fcmData), presentation: NotificationPresentation())
+        // An unsealed FCM message says how it presents in `aps` (Apple's keys, as JSON).
+        let presentation = NotificationPresentation(aps: fcmData["aps"].flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) })
+        return requiresAuthentication ? checked(.failure(.unsigned), outer: presentation) : unchecked(HeraldPush(fcmData: fcmData), presentation: presentation)
     }
 
     /// A push read as it came, with the presentation it came with.

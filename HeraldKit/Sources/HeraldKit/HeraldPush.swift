@@ -66,12 +66,15 @@ public enum HeraldPush: Hashable, Sendable {
                 d[key] = text
             }
         }
-        // The alert's texts travel as `title`, `subtitle` and `body`: the alert, never a custom push's data.
-        if d["aps"] == nil, data["title"] != nil || data["body"] != nil {
+        // `aps` carries how the alert presents (Apple's keys, as JSON); the texts travel as
+        // `title`, `subtitle` and `body`: the alert, never a custom push's data.
+        if data["title"] != nil || data["body"] != nil {
+            var aps = d["aps"] as? [String: Any] ?? [:]
             var alert: [String: Any] = [:]
             alert["title"] = data["title"]
             alert["body"] = data["body"]
-            d["aps"] = ["alert": alert]
+            aps["alert"] = alert
+            d["aps"] = aps
         }
         for key in ["title", "subtitle", "body"] { d[key] = nil }
         self.init(dictionary: d)
