@@ -15,7 +15,7 @@ public struct NewEvent: Sendable {
     public var dedupeKey: String?
     /// The routed devices as the publisher read them, in `deviceRowIDs`' order, so a store need
     /// not read each again for its lane; empty when only row ids are known. A device deleted
-    /// since still fails the delivery's foreign key.
+    /// since gets no delivery (the commit skips it).
     public var devices: [DeviceRecord] = []
     /// The HTTP request that created it (its `X-Request-ID`), named in its deliveries' log lines
     /// by whichever instance sends them; nil for the chain source's events.

@@ -53,16 +53,20 @@ extension PostgresStore {
                             appIDs.append(event.app)
                             expires.append(event.expiresAt.milliseconds)
                         }
-                        created[event.id] = rows.count
+                        created[event.id] = 0
                     }
                     if !eventIDs.isEmpty {
-                        try await db.query(
+                        // A device removed since routing (its token died, it unregistered) is not
+                        // joined: the event goes to the others.
+                        let added = try await db.query(
                             """
                             INSERT INTO deliveries (event_id, device_row, app_id, state, attempts, next_attempt_at, apns_id, expires_at, created_at, updated_at, platform)
                             SELECT v, r, a, 'pending', 0, \(ms), n, e, \(ms), \(ms), d.platform
                             FROM unnest(\(eventIDs)::TEXT[], \(deviceRows)::BIGINT[], \(appIDs)::TEXT[], \(apnsIDs)::TEXT[], \(expires)::BIGINT[])
-                                 AS t(v, r, a, n, e) LEFT JOIN devices d ON d.id = t.r  -- a missing device fails the NOT NULL
+                                 AS t(v, r, a, n, e) JOIN devices d ON d.id = t.r
+                            RETURNING event_id
                             """, logger: logger)
+                        for try await id in added.decode(String.self) { created[id, default: 0] += 1 }
                     }
                 }
                 if let checkpoint {

@@ -114,7 +114,7 @@ extension SQLiteStore {
         func addDelivery(
             _ event: NewEvent, row: Int64, state: DeliveryState, attempts: Int64, leaseUntil: Int64?, apnsID: String,
             expiresAt: Int64, platform: String?
-        ) throws {
+        ) throws -> Bool {
             deliveryValues.reset()
             try deliveryValues.text(1, event.id)
             try deliveryValues.integer(2, row)
@@ -128,7 +128,14 @@ extension SQLiteStore {
             try deliveryValues.integer(10, ms)
             try deliveryValues.integer(11, ms)
             try deliveryValues.text(12, platform)
-            try insertDelivery.execute()
+            // A device removed since routing (its token died, it unregistered) fails the foreign
+            // key: that statement alone is undone, and the event goes to the others.
+            do {
+                try insertDelivery.execute()
+            } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_FOREIGNKEY {
+                return false
+            }
+            return true
         }
         for event in events {
             eventValues.reset()
@@ -150,28 +157,33 @@ extension SQLiteStore {
             let expiresAt = event.expiresAt.milliseconds
             let rows = Set(event.deviceRowIDs).sorted()
             let routed = event.devices.count == rows.count ? event.devices : []
+            var added = 0
             for (i, row) in rows.enumerated() {
-                // A device gone since routing: its insert fails on the foreign key, as it should.
+                // A device gone since routing: its insert fails on the foreign key, and it is skipped.
                 let device = i < routed.count && routed[i].rowID == row
                     ? routed[i] : try Row.fetchOne(deviceByRow, arguments: [row]).map(Self.deviceRecord)
                 let lane = device.map { LaneKey(app: event.app, platform: $0.platform) }
                 let apnsID = apnsIDs.uuid(for: row)
                 if let device, let lane, let left = budget[lane], left > 0 {
-                    budget[lane] = left - 1
-                    try addDelivery(
+                    guard try addDelivery(
                         event, row: row, state: .sending, attempts: 1, leaseUntil: leaseUntil, apnsID: apnsID.lowercased,
                         expiresAt: expiresAt, platform: lane.platform.rawValue)
+                    else { continue }
+                    added += 1
+                    budget[lane] = left - 1
                     claimed.append(ClaimedDelivery(
                         id: db.lastInsertedRowID, eventID: event.id, device: device, push: event.push, apnsID: apnsID.uuid, attempt: 1,
                         expiresAt: Date(milliseconds: expiresAt), acceptedAt: Date(milliseconds: ms), requestID: event.requestID, template: event.template))
                 } else {
-                    try addDelivery(
+                    guard try addDelivery(
                         event, row: row, state: .pending, attempts: 0, leaseUntil: nil, apnsID: apnsID.lowercased,
                         expiresAt: expiresAt, platform: lane?.platform.rawValue)
+                    else { continue }
+                    added += 1
                     if let lane { pending.insert(lane) }
                 }
             }
-            created[event.id] = rows.count
+            created[event.id] = added
         }
         var counts = DeliveryCounts()
         counts.add(.sending, nil, claimed.count)

@@ -52,7 +52,7 @@ struct ServeProcessTests {
         for (id, payload) in [(txID, "636970685f6d73673a"), (atLimit, String(repeating: "ab", count: 1_744)),
                               (overLimit, String(repeating: "ab", count: 1_745))] {
             let (status, data) = try await http("POST", api + "/v1/events", Self.kasiaEvent(txID: id, payload: payload), bearer: publisherKey)
-            #expect(status == 202, "\(String(decoding: data, as: UTF8.self))")
+            #expect(status == 202, "\(String(decoding: data, as: UTF8.self)): \(serve.log.split(separator: "\n").filter { $0.contains("error") || $0.contains("request_id") }.suffix(8).joined(separator: "\n"))")
         }
         // Rejected input is not logged with its token either.
         let badToken = String(repeating: "ef", count: 31) + "zz"

@@ -234,6 +234,32 @@ struct StoreOutboxTests {
         }
     }
 
+    @Test("a device removed between routing and commit (its token died, it unregistered) gets no delivery, and the event goes to the others instead of failing")
+    func deviceGoneSinceRouting() async throws {
+        try await withEachStore { store, _ in
+            let phones = try await store.register((1...3).map { try registration($0, watching: []) }, now: t0)
+            var routed = event("e1", rows: phones.map(\.rowID))
+            routed.devices = phones  // as the publisher read them, before the removal
+            #expect(try await store.unregister(app: "kasia", token: phones[1].token))
+            let result = try await store.enqueue([routed], checkpoint: nil, now: t0, claim: nil)
+            #expect(result.created == ["e1": 2])
+            var claimed: [ClaimedDelivery] = []
+            for platform in [Platform.ios] { claimed += try await store.claimDue(app: "kasia", platform: platform, limit: 10, now: t0, lease: .seconds(30)) }
+            #expect(Set(claimed.map(\.device.token)) == [phones[0].token, phones[2].token])
+        }
+        // SQLite's enqueue that leases at once skips it too.
+        try await withStore { store, _ in
+            let phones = try await store.register((1...3).map { try registration($0, watching: []) }, now: t0)
+            var routed = event("e1", rows: phones.map(\.rowID))
+            routed.devices = phones
+            #expect(try await store.unregister(app: "kasia", token: phones[0].token))
+            let result = try await store.enqueue(
+                [routed], checkpoint: nil, now: t0, claim: DirectClaim(lanes: [LaneKey(app: "kasia", platform: .ios): 1], lease: .seconds(30)))
+            #expect(result.created == ["e1": 2])
+            #expect(result.claimed.map(\.device.token) == [phones[1].token])
+        }
+    }
+
     @Test("SQLite: an enqueue leases deliveries to the waiting lanes it names, up to their count; the rest stay pending for their lanes; a lapsed lease is claimed again with the same apns-id")
     func directClaim() async throws {
         try await withStore { store, _ in
@@ -263,12 +289,12 @@ struct StoreOutboxTests {
         }
     }
 
-    @Test("a batch with a bad device reference writes nothing")
+    @Test("a batch that cannot commit (an event id twice) writes nothing")
     func allOrNothing() async throws {
         try await withEachStore { store, _ in
             let d1 = try await store.register(try registration(1, watching: []), now: t0)
             await #expect(throws: (any Error).self) {
-                try await store.enqueue([event("ok", rows: [d1.rowID]), event("bad", rows: [999_999])], checkpoint: nil, now: t0)
+                try await store.enqueue([event("ok", rows: [d1.rowID]), event("bad", rows: [d1.rowID]), event("bad", rows: [d1.rowID])], checkpoint: nil, now: t0)
             }
             #expect(try await store.stats().deliveries.isEmpty)
             #expect(try await store.enqueue([event("ok", rows: [d1.rowID])], checkpoint: nil, now: t0) == ["ok": 1])
@@ -282,8 +308,9 @@ struct StoreOutboxTests {
             let results = await withTaskGroup(of: (Int, Bool).self) { group in
                 for i in 0..<50 {
                     group.addTask {
-                        let rows: [Int64] = i == 17 ? [d1.rowID, 999_999] : [d1.rowID]
-                        let ok = (try? await store.enqueue([event("e\(i)", rows: rows)], checkpoint: nil, now: t0)) == ["e\(i)": 1]
+                        // Caller 17's batch cannot commit: its event id twice.
+                        let batch = Array(repeating: event("e\(i)", rows: [d1.rowID]), count: i == 17 ? 2 : 1)
+                        let ok = (try? await store.enqueue(batch, checkpoint: nil, now: t0)) == ["e\(i)": 1]
                         return (i, ok)
                     }
                 }
