@@ -16,6 +16,35 @@ struct NotificationPresentationTableTests {
     static let now: Int64 = 1_764_000_000
     let cipher = KasiaCipher()
 
+    /// `push` as a phone gets it from `sealing` (sealed when `sealed`), handled by the extension:
+    /// checked against the app's key (`verified`) or another's. An unsealed APNs push reaches the
+    /// extension parsed, without the bytes its signature covers: an app that pins a key cannot check
+    /// it (refused), one that does not reads it as it comes.
+    func handled(
+        _ push: RenderedPush, template: String, sealing: PushSealing, sealed: Bool, verified: Bool, contacts: [Contact] = [],
+        privateKey: KasiaPrivateKey? = nil
+    ) throws -> (outcome: NotificationOutcome, rejection: PushRejection?, payload: [UInt8]) {
+        let keys = SealedPushKeys()
+        var attributes = DeviceAttributes(production: true)
+        if sealed { attributes = try DevicePushKeys(p256dh: keys.p256dh, auth: keys.authSecret).stored(in: attributes) }
+        var signatures = SignedDocuments()
+        let prepared = sealing.prepare(push, for: attributes, template: template, issuedAt: Self.now, limit: 4_096, signatures: &signatures)
+        let userInfo = try #require(try JSONSerialization.jsonObject(with: Data(prepared.payload)) as? [String: Any])
+        let pinned = verified ? sealing.signingKey.publicKeyBase64URL : PushSigningKey().publicKeyBase64URL
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-table-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let store = try SharedStore(directory: directory)
+        try store.setContacts(contacts)
+        let authenticator = try PushAuthenticator(
+            pinnedKey: pinned, keys: sealed ? keys : nil, clock: ManualClock(Date(timeIntervalSince1970: TimeInterval(Self.now))))
+        let service = HeraldNotificationService(
+            store: store, resolver: try NotificationContentResolver(cipher: cipher), authenticator: sealed || !verified ? authenticator : nil,
+            privateKey: privateKey)
+        let (outcome, rejection) = service.handle(userInfo: userInfo)
+        return (outcome, rejection, prepared.payload)
+    }
+
     @Test(arguments: KasiaEvent.Kind.allCases, PushPrivacy.allCases)
     func presentation(kind: KasiaEvent.Kind, privacy: PushPrivacy) throws {
         let wallet = try cipher.randomPrivateKey()
@@ -45,28 +74,9 @@ struct NotificationPresentationTableTests {
 
         for sealed in [false, true] {
             for verified in [false, true] {
-                let keys = SealedPushKeys()
-                var attributes = DeviceAttributes(production: true)
-                if sealed { attributes = try DevicePushKeys(p256dh: keys.p256dh, auth: keys.authSecret).stored(in: attributes) }
-                var signatures = SignedDocuments()
-                let push = app.sealing!.prepare(
-                    rendered, for: attributes, template: "kasia." + kind.rawValue, issuedAt: Self.now, limit: 4_096, signatures: &signatures)
-                let userInfo = try #require(try JSONSerialization.jsonObject(with: Data(push.payload)) as? [String: Any])
-                // Not verified: the phone pinned another key.
-                let pinned = verified ? signingKey.publicKeyBase64URL : PushSigningKey().publicKeyBase64URL
-                let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-table-\(UUID())")
-                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-                defer { try? FileManager.default.removeItem(at: directory) }
-                let store = try SharedStore(directory: directory)
-                try store.setContacts([Contact(address: alice, name: "Alice", aliases: [alias], avatar: "avatars/alice.png")])
-                // An unsealed APNs push reaches the extension parsed, without the bytes its signature
-                // covers: an app that pins a key cannot check it (refused), one that does not reads it as it comes.
-                let authenticator = try PushAuthenticator(
-                    pinnedKey: pinned, keys: sealed ? keys : nil, clock: ManualClock(Date(timeIntervalSince1970: TimeInterval(Self.now))))
-                let service = HeraldNotificationService(
-                    store: store, resolver: try NotificationContentResolver(cipher: cipher), authenticator: sealed || !verified ? authenticator : nil,
-                    privateKey: wallet)
-                let (outcome, rejection) = service.handle(userInfo: userInfo)
+                let (outcome, rejection, payload) = try handled(
+                    rendered, template: "kasia." + kind.rawValue, sealing: app.sealing!, sealed: sealed, verified: verified,
+                    contacts: [Contact(address: alice, name: "Alice", aliases: [alias], avatar: "avatars/alice.png")], privateKey: wallet)
                 let shown = outcome.presentation
                 let label = "\(kind) \(privacy) sealed=\(sealed) verified=\(verified)"
                 // How it rings comes through either way: sealed, it travels outside the seal.
@@ -88,7 +98,7 @@ struct NotificationPresentationTableTests {
                     #expect(shown.threadIdentifier == signingKey.opaqueThreadID(alice) && shown.threadIdentifier != alice, "\(label)")
                 }
                 // Apple never sees the thread of a sealed push, nor the address of a minimal one.
-                let outer = String(decoding: push.payload, as: UTF8.self)
+                let outer = String(decoding: payload, as: UTF8.self)
                 if sealed { #expect(!outer.contains("thread-id") && !outer.contains(alice), "\(label)") }
                 if privacy == .minimal { #expect(!outer.contains(alice), "\(label)") }
             }
@@ -108,28 +118,12 @@ struct NotificationPresentationTableTests {
         let aps = try #require((try JSONSerialization.jsonObject(with: Data(document.utf8)) as? [String: Any])?["aps"])
         let expected = NotificationPresentation(aps: aps)
         #expect(expected.threadIdentifier != nil && expected.sound != nil)
-        let signingKey = PushSigningKey()
-        let sealing = PushSealing(signingKey: signingKey)
+        let sealing = PushSealing(signingKey: PushSigningKey())
         for sealed in [false, true] {
             for verified in [false, true] {
-                let keys = SealedPushKeys()
-                var attributes = DeviceAttributes(production: true)
-                if sealed { attributes = try DevicePushKeys(p256dh: keys.p256dh, auth: keys.authSecret).stored(in: attributes) }
-                var signatures = SignedDocuments()
-                let push = sealing.prepare(
-                    RenderedPush(pushType: .alert, priority: .immediate, collapseID: nil, payload: Array(document.utf8)), for: attributes,
-                    template: template, issuedAt: Self.now, limit: 4_096, signatures: &signatures)
-                let userInfo = try #require(try JSONSerialization.jsonObject(with: Data(push.payload)) as? [String: Any])
-                let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-table-\(UUID())")
-                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-                defer { try? FileManager.default.removeItem(at: directory) }
-                let authenticator = try PushAuthenticator(
-                    pinnedKey: verified ? signingKey.publicKeyBase64URL : PushSigningKey().publicKeyBase64URL, keys: sealed ? keys : nil,
-                    clock: ManualClock(Date(timeIntervalSince1970: TimeInterval(Self.now))))
-                let service = HeraldNotificationService(
-                    store: try SharedStore(directory: directory), resolver: try NotificationContentResolver(cipher: cipher),
-                    authenticator: sealed || !verified ? authenticator : nil)
-                let (outcome, rejection) = service.handle(userInfo: userInfo)
+                let (outcome, rejection, _) = try handled(
+                    RenderedPush(pushType: .alert, priority: .immediate, collapseID: nil, payload: Array(document.utf8)), template: template,
+                    sealing: sealing, sealed: sealed, verified: verified)
                 let label = "\(template) sealed=\(sealed) verified=\(verified)"
                 if verified {
                     #expect(rejection == nil && outcome.presentation == expected, "\(label): \(outcome.presentation)")
