@@ -76,6 +76,7 @@ public struct EventTemplateRegistry: Sendable {
     /// Herald's templates.
     public static let builtIn = EventTemplateRegistry([
         CustomEventTemplate(), KasiaEventTemplate(), SessionMessageEventTemplate(), AgentEventEventTemplate(), ConversationSilentEventTemplate(),
+        DismissEventTemplate(),
     ])
 
     /// Every name, in order, as a refusal lists them.
