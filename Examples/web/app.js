@@ -129,7 +129,8 @@ async function register(herald, subscription, key) {
 
 // The service worker says what it showed.
 navigator.serviceWorker.onmessage = (event) => {
-  const { shown, failed, refused } = event.data || {};
+  const { shown, failed, refused, dismissed } = event.data || {};
+  if (dismissed) log(`notifications closed (read on another device): ${dismissed.length}`);
   if (refused) log(`push refused (${refused}): shown as the generic text`);
   if (shown) log(`notification shown: ${shown.title}: ${shown.body}`);
   if (failed) log(`notification failed: ${failed}`);

@@ -2,7 +2,7 @@
 // JSON document Herald signed, its signature attached (the browser has already decrypted it,
 // RFC 8291). HeraldKit's web module checks the signature against the app's key, pinned at the
 // first registration, and builds the notification: a push that fails shows the generic text.
-import { verifiedDocument, notificationFor } from './herald-push.js';
+import { verifiedDocument, notificationFor, dismissalsIn, dismisses } from './herald-push.js';
 
 const PIN = '/herald/pinned-signing-key';
 
@@ -36,6 +36,16 @@ async function show(bytes) {
   } catch (error) {
     await tell({ refused: error.reason || error.message });
   }
+  // Read on another device: close this conversation's notifications up to the position. A
+  // `dismiss` push (no alert) shows nothing else.
+  const dismissals = document ? dismissalsIn(document) : [];
+  if (dismissals.length > 0) {
+    const open = await self.registration.getNotifications();
+    const closing = open.filter((shown) => dismissals.some((dismissal) => dismisses(dismissal, shown.data)));
+    closing.forEach((shown) => shown.close());
+    await tell({ dismissed: closing.map((shown) => shown.title) });
+    if (!hasAlert(document)) return;
+  }
   // Kasia: the message itself is end-to-end encrypted (`kasia.payload`, or null when it did not
   // fit and must be fetched by `kasia.txId`); a real app decrypts it here with the user's key.
   const { title, options, badgeCount } = notificationFor(document || {});
@@ -45,6 +55,15 @@ async function show(bytes) {
     await tell({ shown: { title, body: options.body } });
   } catch (error) {
     await tell({ failed: `${error && error.message ? error.message : error}` });
+  }
+}
+
+function hasAlert(document) {
+  try {
+    const push = JSON.parse(new TextDecoder().decode(document));
+    return !!(push && push.aps && push.aps.alert);
+  } catch (e) {
+    return false;
   }
 }
 

@@ -107,3 +107,49 @@ export function notificationFor(document, { genericText = 'New message' } = {}) 
   const badgeCount = Number.isInteger(aps.badge) && aps.badge >= 0 ? aps.badge : undefined;
   return { title, options, badgeCount };
 }
+
+/**
+ * The dismissals a verified document carries (a conversation read on another device up to a
+ * position): a `dismiss` document's own `{conversation, up_to}` and an alert's ride-along
+ * `herald_dismiss` list (at most 32), as HeraldKit's `Dismissal.all(in:)` reads them.
+ */
+export function dismissalsIn(document) {
+  let push;
+  try {
+    push = document instanceof Uint8Array ? JSON.parse(decoder.decode(document)) : document;
+  } catch (e) {
+    return [];
+  }
+  if (typeof push !== 'object' || push === null || Array.isArray(push)) return [];
+  const one = (entry) =>
+    typeof entry === 'object' && entry !== null && typeof entry.conversation === 'string' && entry.conversation !== '' &&
+    typeof entry.up_to === 'string' && entry.up_to !== ''
+      ? { conversation: entry.conversation, upTo: entry.up_to }
+      : null;
+  const out = [];
+  const own = one(push);
+  if (own) out.push(own);
+  for (const entry of (Array.isArray(push.herald_dismiss) ? push.herald_dismiss : []).slice(0, 32)) {
+    const found = one(entry);
+    if (found) out.push(found);
+  }
+  return out;
+}
+
+/**
+ * Whether a shown notification's document is covered by a dismissal: the same conversation (its
+ * thread id, else its Kasia sender) and a position (`herald_position`, else the Kasia DAA score)
+ * at or below `upTo`; whole numbers compare as numbers, text as text, a number and text never.
+ */
+export function dismisses(dismissal, shown) {
+  const push = typeof shown === 'object' && shown !== null ? shown : {};
+  const aps = typeof push.aps === 'object' && push.aps !== null ? push.aps : {};
+  const kasia = typeof push.kasia === 'object' && push.kasia !== null ? push.kasia : {};
+  const conversation = aps['thread-id'] ?? kasia.sender;
+  const position = push.herald_position ?? (kasia.daaScore !== undefined ? String(kasia.daaScore) : undefined);
+  if (conversation !== dismissal.conversation || typeof position !== 'string') return false;
+  const whole = /^[0-9]+$/;
+  if (whole.test(position) && whole.test(dismissal.upTo)) return BigInt(position) <= BigInt(dismissal.upTo);
+  if (whole.test(position) || whole.test(dismissal.upTo)) return false;
+  return position <= dismissal.upTo;
+}

@@ -79,7 +79,37 @@ struct WebModuleTests {
                 "badge": presentation.badge as Any? ?? NSNull(),
             ] as [String: Any]])
         }
-        return ["pushes": pushes, "notifications": notifications]
+        // Dismissals: what HeraldKit's `Dismissal.all(in:)` reads from a document, and whether its
+        // planner takes a shown notification away (the web's conversation is the thread id, else the sender).
+        let entries = (0..<40).map { #"{"conversation":"c\#($0)","up_to":"\#($0)"}"# }.joined(separator: ",")
+        var dismissals: [[String: Any]] = []
+        for (name, document) in [
+            ("a dismiss document", #"{"aps":{"content-available":1},"conversation":"room-7","up_to":"42"}"#),
+            ("an alert's ride-along, 40 entries and a malformed one", #"{"aps":{"alert":"x"},"herald_dismiss":[{"conversation":""},\#(entries)]}"#),
+            ("nothing to dismiss", #"{"aps":{"alert":"x"}}"#), ("not an object", "[1]"),
+        ] {
+            let found = Dismissal.all(in: Array(document.utf8)).map { ["conversation": $0.conversation, "up_to": $0.upTo] }
+            dismissals.append(["name": name, "document": Base64URLText.encode(Array(document.utf8)), "expect": found])
+        }
+        var planner: [[String: Any]] = []
+        let shown: [(String, String)] = [
+            ("Alice's message at 100", #"{"aps":{"alert":"x","thread-id":"kaspa:qalice"},"kasia":{"sender":"kaspa:qalice","daaScore":100}}"#),
+            ("a minimal message at 100", #"{"aps":{"alert":"x","thread-id":"opaque"},"kasia":{"daaScore":100}}"#),
+            ("a room's message at a time", #"{"aps":{"alert":"x","thread-id":"room-7"},"herald_position":"2026-11-28T10:00:00Z"}"#),
+            ("no position", #"{"aps":{"alert":"x","thread-id":"room-7"}}"#),
+        ]
+        for (name, document) in shown {
+            for (conversation, upTo) in [("kaspa:qalice", "100"), ("kaspa:qalice", "99"), ("opaque", "150"), ("room-7", "2026-11-28T11:00:00Z"), ("room-7", "42")] {
+                var userInfo = try #require(try JSONSerialization.jsonObject(with: Data(document.utf8)) as? [String: Any])
+                if let thread = (userInfo["aps"] as? [String: Any])?["thread-id"] { userInfo[NotificationConversation.userInfoKey] = thread }
+                let plan = DismissalPlanner().plan([Dismissal(conversation: conversation, upTo: upTo)], delivered: [DeliveredNotification(identifier: "n", userInfo: userInfo)])
+                planner.append([
+                    "name": "\(name), \(conversation) up to \(upTo)", "shown": Base64URLText.encode(Array(document.utf8)), "conversation": conversation,
+                    "up_to": upTo, "expect": plan.remove == ["n"],
+                ])
+            }
+        }
+        return ["pushes": pushes, "notifications": notifications, "dismissals": dismissals, "planner": planner]
     }
 
     /// The module, the runner and the vectors (as JSON and as a module) in a scratch folder.
@@ -120,7 +150,7 @@ struct WebModuleTests {
         let verdict = try #require(dom.firstMatch(of: /<pre id="verdict">([^<]*)<\/pre>/)?.output.1, "chromium printed: \(dom.prefix(2_000)) \(String(decoding: output.stderr, as: UTF8.self).suffix(2_000))")
         let answer = try #require(try JSONSerialization.jsonObject(with: Data(String(verdict).replacing("&quot;", with: "\"").replacing("&amp;", with: "&").utf8)) as? [String: Any], "\(verdict)")
         let vectors = try Self.vectors()
-        #expect(answer["checked"] as? Int == (vectors["pushes"] as! [Any]).count + (vectors["notifications"] as! [Any]).count, "\(answer)")
+        #expect(answer["checked"] as? Int == ["pushes", "notifications", "dismissals", "planner"].map { (vectors[$0] as! [Any]).count }.reduce(0, +), "\(answer)")
         #expect(answer["disagreements"] as? [String] == [], "\(answer)")
     }
 }

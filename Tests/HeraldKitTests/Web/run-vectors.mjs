@@ -1,7 +1,7 @@
 // Runs the vectors the Swift tests made (WebModuleTests) through herald-push.js, in Node or in a
 // browser page: each push's verdict (its document, or why it was refused) and each document's
 // notification. Returns one line per vector that disagrees with HeraldKit; none means all agree.
-export async function disagreements(vectors, { verifiedDocument, notificationFor, base64url }) {
+export async function disagreements(vectors, { verifiedDocument, notificationFor, base64url, dismissalsIn, dismisses }) {
   const out = [];
   const hex = (bytes) => Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
   for (const v of vectors.pushes) {
@@ -19,6 +19,14 @@ export async function disagreements(vectors, { verifiedDocument, notificationFor
     // Keys in the order the vectors' JSON has them (sorted).
     const got = { actions: (options.actions || []).map((a) => a.action), badge: badgeCount ?? null, body: options.body, silent: options.silent === true, tag: options.tag ?? null, title };
     if (JSON.stringify(got) !== JSON.stringify(n.expect)) out.push(`${n.name}: got ${JSON.stringify(got)}, want ${JSON.stringify(n.expect)}`);
+  }
+  for (const d of vectors.dismissals) {
+    const got = dismissalsIn(base64url(d.document)).map((x) => ({ conversation: x.conversation, up_to: x.upTo }));
+    if (JSON.stringify(got) !== JSON.stringify(d.expect)) out.push(`${d.name}: got ${JSON.stringify(got)}, HeraldKit says ${JSON.stringify(d.expect)}`);
+  }
+  for (const p of vectors.planner) {
+    const got = dismisses({ conversation: p.conversation, upTo: p.up_to }, JSON.parse(new TextDecoder().decode(base64url(p.shown))));
+    if (got !== p.expect) out.push(`${p.name}: got ${got}, HeraldKit's planner says ${p.expect}`);
   }
   return out;
 }
