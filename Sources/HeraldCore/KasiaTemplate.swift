@@ -63,7 +63,7 @@ public enum KasiaTemplate {
     ///
     /// `payload` is inline when it is at most 3,500 characters and the whole push still fits
     /// 4,096 bytes; otherwise `null`, and the app fetches the transaction itself. Every push rings
-    /// (`sound: default`), has its kind's category (`category(of:)`) and `presentation` over them,
+    /// (`sound: default`), has its kind's category (`notificationCategory`) and `presentation` over them,
     /// and is grouped by conversation: `thread-id` is the sender's address. Under `.minimal` privacy
     /// the sender, the amount and the address stay out, the alert is generic, and the thread is
     /// `opaqueThread` (a keyed hash of the sender the caller makes), or none.
@@ -94,7 +94,7 @@ public enum KasiaTemplate {
             if withProof, let proof { kasia.append(.init(proofKey, proof)) }
             var aps = presentation.applied(to: [
                 .init("alert", alert), .init("mutable-content", .int(1)), .init("content-available", .int(1)),
-                .init("sound", .string("default")), .init("category", .string(category(of: event.kind))),
+                .init("sound", .string("default")), .init("category", .string(event.kind.notificationCategory)),
             ])
             if let thread = minimal ? opaqueThread : event.sender { aps.append(.init("thread-id", .string(thread))) }
             return JSONValue.object([.init("aps", .object(aps)), .init("kasia", .object(kasia))]).encoded
@@ -110,16 +110,6 @@ public enum KasiaTemplate {
         }
         if proof != nil { bytes = payload(inline: inline, withProof: true) }
         return RenderedPush(pushType: .alert, priority: .immediate, collapseID: event.txID, payload: bytes)
-    }
-
-    /// The notification category of a kind's pushes, whose actions the app registers
-    /// (`kasia.message`: reply, mark as read; `kasia.handshake`: accept, decline; `kasia.payment`: open).
-    public static func category(of kind: KasiaEvent.Kind) -> String {
-        switch kind {
-        case .handshake: "kasia.handshake"
-        case .contextualMessage: "kasia.message"
-        case .payment: "kasia.payment"
-        }
     }
 
     /// The member of `kasia` holding the sender proof.

@@ -103,7 +103,7 @@ public struct PushPresentation: Hashable, Sendable {
     }
 
     /// Apple's `aps` keys it sets, in order.
-    static let apsKeys = ["sound", "category", "interruption-level", "relevance-score", "badge"]
+    public static let apsKeys = ["sound", "category", "interruption-level", "relevance-score", "badge"]
 
     /// `aps` with these keys set (a key the template gave keeps its place; `sound: none` removes it).
     public func applied(to aps: [JSONValue.Field]) -> [JSONValue.Field] {
@@ -148,12 +148,4 @@ public struct PushPresentation: Hashable, Sendable {
         PresentationScanner.apsMembers(of: document)
     }
 
-    /// The `aps` members, as JSON text after a comma (`,"sound":"default",…`), or empty.
-    public var apsMembers: [UInt8] {
-        var out: [UInt8] = []
-        for field in applied(to: []) {
-            out += Array(",".utf8) + JSONValue.string(field.key).encoded + Array(":".utf8) + field.value.encoded
-        }
-        return out
-    }
 }

@@ -182,8 +182,10 @@ public struct EventPublisher: Sendable {
             name: name, fields: fields, prefix: prefix, app: settings, priority: priority, collapseID: body.collapseID, pushLimits: pushLimits))
         var push = rendering.push
         let kasia = rendering.kasia
-        // The app's defaults for the template go under the event's own fields, on alerts only.
-        let shown = push.pushType == .alert ? settings.presentation.for(name).overridden(by: presentation) : presentation
+        // The app's defaults for the template go under the event's own fields, on alerts only
+        // (once: a template that rendered them leaves the event's fields alone to apply).
+        let shown = push.pushType == .alert && !rendering.appliedPresentationDefaults
+            ? settings.presentation.for(name).overridden(by: presentation) : presentation
         // Every template honours the event's options where its push type allows them (`custom`
         // took priority and collapse id while rendering), and every push is checked against the
         // push services' limits, size included, before anything is committed.

@@ -124,8 +124,8 @@ public final class FCMPushProvider: PushProvider {
         return data
     }
 
-    /// The `aps` keys an FCM data map carries.
-    static let presentationKeys: Set<String> = ["sound", "category", "thread-id", "interruption-level", "relevance-score", "badge"]
+    /// The `aps` keys an FCM data map carries: the presentation's and the thread.
+    static let presentationKeys = Set(PushPresentation.apsKeys + ["thread-id"])
 }
 
 /// The tokens an app's FCM sends reached, to tell whose a SENDER_ID_MISMATCH is.

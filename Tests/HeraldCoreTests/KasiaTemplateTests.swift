@@ -39,7 +39,7 @@ struct KasiaTemplateTests {
     func minimal(kind: KasiaEvent.Kind) throws {
         let push = KasiaTemplate.render(Self.event(kind, amount: kind == .payment ? 1_050_000_000 : nil), privacy: .minimal)
         let json = String(decoding: push.payload, as: UTF8.self)
-        #expect(json == #"{"aps":{"alert":{"title":"New message"},"mutable-content":1,"content-available":1,"sound":"default","category":"\#(KasiaTemplate.category(of: kind))"},"kasia":{"type":"\#(kind.rawValue)","txId":"\#(Self.txID)","payload":"636970685f6d73673a","timestamp":1704067200,"daaScore":12345678}}"#)
+        #expect(json == #"{"aps":{"alert":{"title":"New message"},"mutable-content":1,"content-available":1,"sound":"default","category":"\#(kind.notificationCategory)"},"kasia":{"type":"\#(kind.rawValue)","txId":"\#(Self.txID)","payload":"636970685f6d73673a","timestamp":1704067200,"daaScore":12345678}}"#)
         for secret in [Self.sender, String(Self.sender.dropFirst("kaspa:".count).prefix(10)), "70xmfj", "1050000000", "10.5", "thread-id"] {
             #expect(!json.contains(secret), "\(secret)")
         }

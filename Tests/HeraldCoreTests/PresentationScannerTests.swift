@@ -15,7 +15,11 @@ import Testing
     /// The reference: the whole document parsed, its `aps` read by `PushPresentation(aps:)`.
     static func parsed(_ document: String) -> [UInt8] {
         let aps = (try? JSONValue(parsing: Array(document.utf8)))?[path: ["aps"]]?.objectFields ?? []
-        return PushPresentation(aps: aps).apsMembers
+        var out: [UInt8] = []
+        for field in PushPresentation(aps: aps).applied(to: []) {
+            out += Array(",".utf8) + JSONValue.string(field.key).encoded + Array(":".utf8) + field.value.encoded
+        }
+        return out
     }
 
     static let documents: [String] = [

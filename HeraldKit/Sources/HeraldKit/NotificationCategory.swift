@@ -58,11 +58,11 @@ public struct NotificationAction: Hashable, Sendable {
 
 extension NotificationCategory {
     /// A Kasia message: reply with text, mark as read. Herald sends it as `kasia.message`.
-    public static let kasiaMessage = NotificationCategory(identifier: "kasia.message", actions: [.reply, .markRead])
+    public static let kasiaMessage = NotificationCategory(identifier: KasiaMessageKind.contextualMessage.notificationCategory, actions: [.reply, .markRead])
     /// A contact request: accept, decline (`kasia.handshake`).
-    public static let kasiaHandshake = NotificationCategory(identifier: "kasia.handshake", actions: [.accept, .decline])
+    public static let kasiaHandshake = NotificationCategory(identifier: KasiaMessageKind.handshake.notificationCategory, actions: [.accept, .decline])
     /// A payment: open it in the app (`kasia.payment`).
-    public static let kasiaPayment = NotificationCategory(identifier: "kasia.payment", actions: [.open])
+    public static let kasiaPayment = NotificationCategory(identifier: KasiaMessageKind.payment.notificationCategory, actions: [.open])
 
     /// The three a Kasia app registers.
     public static let kasiaSet: [NotificationCategory] = [kasiaMessage, kasiaHandshake, kasiaPayment]

@@ -3,6 +3,17 @@ public enum KasiaMessageKind: String, Hashable, Sendable, CaseIterable {
     case handshake
     case contextualMessage = "contextual_message"
     case payment
+
+    /// The notification category Herald gives the kind's pushes and HeraldKit's Kasia set
+    /// describes (`kasia.message`: reply, mark as read; `kasia.handshake`: accept, decline;
+    /// `kasia.payment`: open).
+    public var notificationCategory: String {
+        switch self {
+        case .handshake: "kasia.handshake"
+        case .contextualMessage: "kasia.message"
+        case .payment: "kasia.payment"
+        }
+    }
 }
 
 /// A Kasia operation read from a transaction's payload.

@@ -54,16 +54,20 @@ public struct TemplateRendering: Sendable {
     /// Whether the template applied the event's priority and collapse id and checked the push
     /// services' limits itself (`custom`); otherwise the publisher does.
     public var appliedOptions: Bool
+    /// Whether the template rendered the app's presentation defaults itself (Kasia's, through
+    /// `AppSettings.render`); otherwise the publisher applies them under the event's fields.
+    public var appliedPresentationDefaults: Bool
 
     public init(
         push: RenderedPush, implicitKeys: [WatchKey] = [], reachesAllDevicesUntargeted: Bool = false, kasia: KasiaEvent? = nil,
-        appliedOptions: Bool = false
+        appliedOptions: Bool = false, appliedPresentationDefaults: Bool = false
     ) {
         self.push = push
         self.implicitKeys = implicitKeys
         self.reachesAllDevicesUntargeted = reachesAllDevicesUntargeted
         self.kasia = kasia
         self.appliedOptions = appliedOptions
+        self.appliedPresentationDefaults = appliedPresentationDefaults
     }
 }
 

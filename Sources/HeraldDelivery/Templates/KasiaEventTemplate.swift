@@ -10,7 +10,7 @@ struct KasiaEventTemplate: EventTemplate {
 
     func render(_ event: TemplateEvent) throws -> TemplateRendering {
         let kasia = try Self.event(event)
-        return TemplateRendering(push: event.app.render(kasia), kasia: kasia)
+        return TemplateRendering(push: event.app.render(kasia), kasia: kasia, appliedPresentationDefaults: true)
     }
 
     private struct Fields {
