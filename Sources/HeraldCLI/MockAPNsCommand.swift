@@ -35,6 +35,8 @@ struct MockAPNsCommand: AsyncParsableCommand {
     var certOut: String?
 
     func run() async throws {
+        // Listening before the readiness line: a SIGTERM sent right after it is not lost.
+        let signals = SignalWaiter()
         CLILogging.bootstrap()
         let logger = Logger(label: "herald.mock-apns")
         var configuration = APNsSimulatorConfiguration()
@@ -72,7 +74,7 @@ struct MockAPNsCommand: AsyncParsableCommand {
             "port": "\(simulator.port)", "sandbox_port": "\(simulator.sandboxPort)", "control_port": "\((simulator.controlPort ?? 0))",
         ])
 
-        _ = await SignalWaiter.waitForTermination()
+        _ = await signals.termination()
         await simulator.shutdown()
         try await group.shutdownGracefully()
     }

@@ -29,6 +29,8 @@ struct MockFCMCommand: AsyncParsableCommand {
     var credentialsOut: String?
 
     func run() async throws {
+        // Listening before the readiness line: a SIGTERM sent right after it is not lost.
+        let signals = SignalWaiter()
         CLILogging.bootstrap()
         let logger = Logger(label: "herald.mock-fcm")
         guard (0...65_535).contains(port) else { throw HeraldConfigurationError(field: "--port", message: "is a port number from 0 to 65535") }
@@ -64,7 +66,7 @@ struct MockFCMCommand: AsyncParsableCommand {
             "project_id": projectID, "token_uri": simulator.tokenURL.absoluteString,
         ])
         logger.info("mock-fcm listening", metadata: ["port": "\(simulator.port)", "control_port": "\((simulator.controlPort ?? 0))"])
-        _ = await SignalWaiter.waitForTermination()
+        _ = await signals.termination()
         await simulator.shutdown()
     }
 }

@@ -27,6 +27,8 @@ struct MockWebPushCommand: AsyncParsableCommand {
     var caOut: String?
 
     func run() async throws {
+        // Listening before the readiness line: a SIGTERM sent right after it is not lost.
+        let signals = SignalWaiter()
         CLILogging.bootstrap()
         let logger = Logger(label: "herald.mock-webpush")
         guard (0...65_535).contains(port) else { throw HeraldConfigurationError(field: "--port", message: "is a port number from 0 to 65535") }
@@ -45,7 +47,7 @@ struct MockWebPushCommand: AsyncParsableCommand {
             "env": "HERALD_WEBPUSH_ALLOW_HOSTS=\(allowed) HERALD_WEBPUSH_CA_FILE=\(ca)",
         ])
         logger.info("mock-webpush listening", metadata: ["origin": "\(simulator.origin)", "control_port": "\((simulator.controlPort ?? 0))"])
-        _ = await SignalWaiter.waitForTermination()
+        _ = await signals.termination()
         await simulator.shutdown()
     }
 }

@@ -1,37 +1,31 @@
 import Dispatch
 import Foundation
 
-/// Waits for SIGINT or SIGTERM, for long-running commands that must exit 0 on either.
-enum SignalWaiter {
-    static func waitForTermination() async -> Int32 {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Int32, Never>) in
-            let queue = DispatchQueue(label: "herald.signals")
-            let once = Once(continuation)
-            let sources = [SIGINT, SIGTERM].map { sig -> DispatchSourceSignal in
-                signal(sig, SIG_IGN)
-                return DispatchSource.makeSignalSource(signal: sig, queue: queue)
-            }
-            for (source, sig) in zip(sources, [SIGINT, SIGTERM]) {
-                // The handler holds the sources, keeping them alive until a signal comes.
-                source.setEventHandler {
-                    once.resume(sig)
-                    sources.forEach { $0.cancel() }
-                }
-                source.resume()
-            }
+/// SIGINT and SIGTERM for long-running commands that must exit 0 on either. It listens from the
+/// moment it is made: make it before the command announces that it is ready, so a signal sent
+/// once it is ready is never lost (one that came between ignoring the signal and arming its
+/// source was dropped, and the command never exited).
+final class SignalWaiter: @unchecked Sendable {
+    private let signals: AsyncStream<Int32>
+    /// Kept alive while the command runs; they only yield into `signals`.
+    private let sources: [any DispatchSourceSignal]
+
+    init() {
+        let (signals, continuation) = AsyncStream.makeStream(of: Int32.self, bufferingPolicy: .bufferingNewest(1))
+        let queue = DispatchQueue(label: "herald.signals")
+        sources = [SIGINT, SIGTERM].map { sig in
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: queue)
+            source.setEventHandler { continuation.yield(sig) }
+            source.resume()
+            return source
         }
+        self.signals = signals
     }
 
-    private final class Once: @unchecked Sendable {
-        private var continuation: CheckedContinuation<Int32, Never>?
-        private let lock = NSLock()
-        init(_ continuation: CheckedContinuation<Int32, Never>) { self.continuation = continuation }
-        func resume(_ value: Int32) {
-            lock.lock()
-            let c = continuation
-            continuation = nil
-            lock.unlock()
-            c?.resume(returning: value)
-        }
+    /// The first signal, once it comes (at once when it already came).
+    func termination() async -> Int32 {
+        for await sig in signals { return sig }
+        return SIGTERM
     }
 }

@@ -27,13 +27,16 @@ private final class Synapse: @unchecked Sendable {
         self.url = url
     }
 
-    /// Waits (at most a minute) until the client API answers.
+    /// Waits until the client API answers: at most three minutes, a bound for a broken install,
+    /// not a deadline a loaded machine has to meet (Synapse's start is Python's imports and its
+    /// database's migrations, which took over a minute beside the other suites once).
     func ready() async throws {
-        for _ in 0..<240 {
+        let deadline = ContinuousClock.now + .seconds(180)
+        while ContinuousClock.now < deadline {
             if let (status, _) = try? await http("GET", url + "/_matrix/client/versions"), status == 200 { return }
             try await Task.sleep(for: .milliseconds(250))
         }
-        throw CLIError("synapse did not start")
+        throw CLIError("synapse did not start within 180 s")
     }
 
     /// SIGKILL: a throwaway homeserver (Synapse's graceful SIGTERM can take long).

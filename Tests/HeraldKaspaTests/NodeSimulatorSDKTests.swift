@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import HeraldTestSupport
 import KaspaNodeSimulator
 import Testing
@@ -26,6 +27,15 @@ import Testing
         process.standardError = errors
         try process.run()
         defer { if process.isRunning { process.terminate() } }
+        // The client bounds itself (150 s); past 240 s it is killed here, so a read of its output
+        // ends and the test fails with its errors instead of holding the run.
+        let killed = Mutex(false)
+        let pid = process.processIdentifier
+        DispatchQueue.global().asyncAfter(deadline: .now() + 240) {
+            guard process.isRunning else { return }
+            killed.withLock { $0 = true }
+            kill(pid, SIGKILL)
+        }
 
         // The pipes are read off the task pool: the SDK talks to the simulator, which needs it.
         let (output, errorOutput) = (out.fileHandleForReading, errors.fileHandleForReading)
@@ -46,6 +56,7 @@ import Testing
         let block = await node.produce([message], senders: [txid: fixtures.alice])
         text += String(decoding: try await offPool { output.readDataToEndOfFile() }, as: UTF8.self)
         process.waitUntilExit()
+        if killed.withLock({ $0 }) { Issue.record("the SDK client was still running after 240 s, and was killed") }
         if process.terminationStatus != 0 {
             Issue.record("the SDK client failed: \(String(decoding: try await offPool { errorOutput.readDataToEndOfFile() }, as: UTF8.self))")
         }

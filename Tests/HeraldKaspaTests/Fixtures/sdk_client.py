@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The official Kaspa Python SDK (PyPI `kaspa`) as a client of Herald's node simulator:
 connects with JSON encoding, subscribes to BlockAdded and VirtualChainChanged, prints
-"subscribed", waits for both notifications (60 s at most: a loaded CI machine is slow), calls getBlock,
+"subscribed", waits for both notifications (60 s at most: a loaded CI machine is slow; 150 s for the whole run), calls getBlock,
 getUtxoReturnAddress, getBlockDagInfo, getVirtualChainFromBlock and getVirtualChainFromBlockV2, and prints one JSON
 line of what it decoded.
 
@@ -76,7 +76,13 @@ async def main(url: str, txid: str) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], sys.argv[2]))
+    # Every call has a bound: a connection the SDK lost mid-call has been seen to leave a call
+    # waiting for ever, and with it the test that reads this client's output.
+    try:
+        asyncio.run(asyncio.wait_for(main(sys.argv[1], sys.argv[2]), timeout=150))
+    except asyncio.TimeoutError:
+        print("the SDK client did not finish within 150 s", file=sys.stderr, flush=True)
+        os._exit(1)
     # Everything is printed and flushed: leave without the interpreter's teardown, in which the
     # SDK's native runtime has been seen to abort (exit status 6) on a loaded machine.
     sys.stdout.flush()
