@@ -38,6 +38,14 @@ final class AppDelegate: UIResponder, UIApplicationDelegate, UNUserNotificationC
     func application(
         _ application: UIApplication, didReceiveRemoteNotification userInfo: [AnyHashable: Any]
     ) async -> UIBackgroundFetchResult {
+        // A dismissal (read on another device) arrives as a background push: opened and checked
+        // against the pinned key like any other, then the planner says what goes.
+        if let pinned = try? SharedStore(directory: Self.appGroup).contents().pinnedSigningKey,
+            let authenticator = try? PushAuthenticator(pinnedKey: pinned, keys: SharedKeychain.sealedPushKeys()),
+            let document = try? authenticator.document(userInfo: userInfo)
+        {
+            await push.applyDismissals(Dismissal.all(in: document))
+        }
         await push.received(HeraldPush(userInfo: userInfo))
         return .newData
     }

@@ -22,6 +22,16 @@ final class NotificationService: UNNotificationServiceExtension {
         else { return contentHandler(request.content) }
         let (content, outcome, rejection) = service.content(for: request)
         if let rejection { SharedKeychain.noteRejectedPush(rejection) }  // the app feeds its PushReliabilityTracker
+        // Conversations read on another device ride along in the seal (Apple may have dropped
+        // their background push): what they cover goes before this one shows.
+        if !outcome.dismissals.isEmpty {
+            let center = UNUserNotificationCenter.current()
+            center.getDeliveredNotifications { notifications in
+                let delivered = notifications.map { DeliveredNotification(identifier: $0.request.identifier, userInfo: $0.request.content.userInfo) }
+                let contacts = (try? SharedStore(directory: container).contents().contacts) ?? []
+                center.removeDeliveredNotifications(withIdentifiers: DismissalPlanner(contacts: contacts).plan(outcome.dismissals, delivered: delivered).remove)
+            }
+        }
         contentHandler(Self.communication(content, outcome.presentation, container: container) ?? content)
     }
 

@@ -63,13 +63,37 @@ actor PushNotificationManager {
         await perform(reliability.receivedPush(txID: kasia.txID))
     }
 
-    /// "Mark as Read" on a notification: the conversation's notifications leave this phone's
-    /// notification centre (they are grouped by it: HeraldKit's thread is the conversation).
+    /// "Mark as Read" on a notification (or the conversation opened): its notifications leave
+    /// this phone's notification centre (they are grouped by it: HeraldKit's thread is the
+    /// conversation), and Herald tells this wallet's other devices to take them away too — the
+    /// marker signed with the wallet's key, as the app's `wallet` policy asks.
     func markRead(_ conversation: String) async {
         let center = UNUserNotificationCenter.current()
         let delivered = await center.deliveredNotifications()
         center.removeDeliveredNotifications(withIdentifiers: delivered.filter { $0.request.content.threadIdentifier == conversation }.map(\.request.identifier))
         Wallet.shared.markRead(conversation: conversation)
+        guard let deviceToken else { return }
+        do {
+            // The position: the DAA score of the last message read (Kasia's pushes carry theirs).
+            try await herald.markRead(
+                deviceToken: deviceToken, conversation: conversation, upTo: String(Wallet.shared.lastReadDAAScore(in: conversation)),
+                address: Wallet.current.address, ownership: AddressOwnership(privateKey: Wallet.current.privateKey, signer: P256KCurve()))
+        } catch {
+            NSLog("[Push] read marker failed: %@", String(describing: error))
+        }
+    }
+
+    /// A background push with dismissals (the user read a conversation on another device):
+    /// remove what they cover and set the badge to what is left.
+    func applyDismissals(_ dismissals: [Dismissal]) async {
+        guard !dismissals.isEmpty else { return }
+        let center = UNUserNotificationCenter.current()
+        let delivered = await center.deliveredNotifications().map {
+            DeliveredNotification(identifier: $0.request.identifier, userInfo: $0.request.content.userInfo)
+        }
+        let plan = DismissalPlanner(contacts: (try? store.contents().contacts) ?? []).plan(dismissals, delivered: delivered)
+        center.removeDeliveredNotifications(withIdentifiers: plan.remove)
+        try? await center.setBadgeCount(plan.badge)
     }
 
     /// The UTXO subscription saw an incoming Kasia transaction: its push should follow.

@@ -68,7 +68,8 @@ public func buildApplication(
     var outboxSettings = OutboxSettings()
     outboxSettings.lease = settings.outboxLease
     let outbox = Outbox(
-        queue: store, providers: push.signedProviders(apps: settings.apps.map(\.settings)), settings: outboxSettings, logger: Logger(label: "herald.outbox"), metrics: metrics.0)
+        queue: store, providers: push.signedProviders(apps: settings.apps.map(\.settings)), settings: outboxSettings, logger: Logger(label: "herald.outbox"), metrics: metrics.0,
+        dismissals: store)
     // Stops after the lanes and before the simulators: the providers' connections close
     // first, so a simulator's graceful stop has none left to wait for.
     let allProviders = push.providers.flatMap(\.providers)
@@ -81,6 +82,14 @@ public func buildApplication(
         store: store, apps: api.apps, outbox: outbox, metrics: metrics.0, platforms: Set(pushServices.platforms),
         pushLimits: pushServices.publishLimits, maximumDeliveriesPerRequest: settings.maximumDeliveriesPerRequest)
     services += try await maintenance(settings: settings, store: store, logger: logger)
+    // Read markers: the siblings' dismissals go out as they fall due, after the lanes in the
+    // group so they stop first.
+    let dismissals = DismissalDispatcher(
+        ledger: store, publisher: publisher, window: settings.dismissWindowSeconds, clock: SystemClock(), logger: Logger(label: "herald.dismissals"))
+    services.append(dismissals)
+    let readMarkers = ReadMarkers(
+        store: store, apps: api.apps, clock: SystemClock(), verifier: api.registration.schnorrVerifier, dismissWindow: settings.dismissWindowSeconds,
+        dispatcher: dismissals)
     // The Kaspa chain source, when a node is configured: its events take the publish path, and
     // /v1/stats, /readyz and /metrics read its state when asked.
     var sources: [SourceReport] = []
@@ -90,8 +99,8 @@ public func buildApplication(
         metrics.0.addCollector { $0.kaspaSource(chainSource.stats) }
     }
     let listeners = Listeners(
-        settings: settings, store: store, api: api, publisher: publisher, metrics: metrics, sources: sources, lanes: outbox.lanes,
-        simulators: simulators, onListening: onListening)
+        settings: settings, store: store, api: api, publisher: publisher, readMarkers: readMarkers, metrics: metrics, sources: sources,
+        lanes: outbox.lanes, simulators: simulators, onListening: onListening)
     services += listeners.services(eventLoopGroup: group, logger: logger)
     settings.warnAboutOpenDoors(logger: logger)
     logger.info("herald serve", metadata: [
@@ -243,6 +252,7 @@ struct Listeners {
     let store: any Store
     let api: APIConfiguration
     let publisher: EventPublisher
+    let readMarkers: ReadMarkers
     let metrics: (HeraldMetrics, PrometheusCollectorRegistry)
     let sources: [SourceReport]
     let lanes: [OutboxLane]
@@ -277,7 +287,8 @@ struct Listeners {
             eventLoopGroupProvider: .shared(group), logger: logger)
         let router = Gateway.router(
             store: store, configuration: api, publisher: publisher, metrics: metrics, sources: sources, readiness: readiness,
-            sending: sending, matrix: MatrixApps(settings.matrix, pushers: settings.pushServices.matrixPushers), lanes: lanes, operations: false)
+            sending: sending, matrix: MatrixApps(settings.matrix, pushers: settings.pushServices.matrixPushers), lanes: lanes, operations: false,
+            readMarkers: readMarkers)
         // Every client connection is counted and held to its deadlines; past the cap, the longest
         // waiting one without a request in hand makes room (ConnectionTable).
         let connections = ConnectionTable(limits: ConnectionLimits(

@@ -104,6 +104,9 @@ public struct ServeSettings: Sendable {
     var maximumConnections = 0
     /// `HERALD_MAX_DELIVERIES_PER_REQUEST`: the most deliveries one publish request may create.
     var maximumDeliveriesPerRequest = EventPublisher.defaultMaximumDeliveriesPerRequest
+    /// `HERALD_DISMISS_WINDOW_SECONDS`: at most one dismissal per device and conversation this
+    /// often; read markers within it merge into the next (default 10).
+    var dismissWindowSeconds: TimeInterval = ReadMarkers.defaultDismissWindow
     /// `limits:` of `HERALD_CONFIG`, else `HERALD_MAX_WATCH_KEYS`, `HERALD_MAX_ALIASES`,
     /// `HERALD_MAX_BODY_BYTES`, `HERALD_MAX_BATCH_BODY_BYTES`; unset ones keep the API's defaults.
     var limits = ConfigFile.Limits()
@@ -233,6 +236,9 @@ public struct ServeSettings: Sendable {
             maximumConnections = value
         }
         if let value = try Self.integer(env, "HERALD_MAX_DELIVERIES_PER_REQUEST", in: 1...10_000_000, "is a whole number from 1 to 10000000") { maximumDeliveriesPerRequest = value }
+        if let value = try Self.integer(env, "HERALD_DISMISS_WINDOW_SECONDS", in: 0...3_600, "is a whole number of seconds from 0 to 3600") {
+            dismissWindowSeconds = TimeInterval(value)
+        }
     }
 
     /// Request limits and the chain source.

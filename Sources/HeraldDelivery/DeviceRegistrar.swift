@@ -339,7 +339,7 @@ public struct DeviceRegistrar: Sendable {
         guard let verifier = rules.schnorrVerifier else {
             throw Refusal(.unavailable, code: "unavailable", message: "this build cannot check Kaspa signatures")
         }
-        let tokenHash = Hex.encode(SHA256.hash(data: Array(token.utf8)))
+        let tokenHash = Self.tokenHash(token)
         let now = Int64(clock.now().timeIntervalSince1970)
         for (i, entry) in (entries ?? []).enumerated() {
             let field = "addresses[\(i)]"
@@ -358,6 +358,11 @@ public struct DeviceRegistrar: Sendable {
                 throw refuse("the signature is not this address's over this device token")
             }
         }
+    }
+
+    /// What a wallet's signatures name a device by: the SHA-256 of its token's stored form, hex.
+    static func tokenHash(_ token: String) -> String {
+        Hex.encode(SHA256.hash(data: Array(token.utf8)))
     }
 
     private func watchSet(_ request: WatchRequest) throws -> WatchSet {

@@ -28,9 +28,14 @@ public struct MatrixNotifier: Sendable {
     /// How far ahead of Herald's clock a `pushkey_ts` may be and still count (clock skew).
     static let pushkeyTSLeeway: Int64 = 300
 
-    public init(publisher: EventPublisher, apps: MatrixApps) {
+    /// Where a notify with no unread left in a room becomes a dismissal of the room for its
+    /// devices (SPEC §15); nil sends none.
+    public let readMarkers: ReadMarkers?
+
+    public init(publisher: EventPublisher, apps: MatrixApps, readMarkers: ReadMarkers? = nil) {
         self.publisher = publisher
         self.apps = apps
+        self.readMarkers = readMarkers
     }
 
     /// What a notify did.
@@ -120,6 +125,17 @@ public struct MatrixNotifier: Sendable {
             events.append(event)
         }
         let created = events.isEmpty ? [:] : try await publisher.commit(events, checkpoint: nil, now: now)
+        // Nothing unread left in the room: it was read on one of the user's devices, and its
+        // notifications leave the others (a background `herald.dismiss` push, up to now, in ms).
+        if let readMarkers, n.counts?.unread == 0, let room = n.roomID, !room.isEmpty, room.unicodeScalars.count <= 256 {
+            let reached = zip(named, admitted).compactMap { entry, record -> DeviceRecord? in
+                guard let record, !record.registeredElsewhere || publisher.apps[entry.app.app]?.matrixReachesRegisteredDevices == true else { return nil }
+                return record
+            }
+            for (app, devices) in Dictionary(grouping: reached, by: \.app) {
+                try await readMarkers.dismiss(conversation: room, upTo: String(Int64(now.timeIntervalSince1970 * 1_000)), devices: devices, app: app)
+            }
+        }
         if let metrics = publisher.metrics {
             for (pattern, counts) in perApp {
                 let skipped = counts.events.filter { created[$0] == nil }.count

@@ -21,9 +21,12 @@ public struct Outbox: Sendable {
     public let lease: Duration
 
     /// - Parameter providers: each app's providers (one per platform it delivers to).
+    /// - Parameter dismissals: where the lanes read each device's recent dismissals, which ride
+    ///   along in its sealed alerts; nil sends none.
     public init(
         queue: any DeliveryQueue, providers: [(app: String, providers: [any PushProvider])], settings: OutboxSettings = OutboxSettings(),
-        clock: any HeraldClock = SystemClock(), logger: Logger = Logger(label: "herald.outbox"), metrics: HeraldMetrics? = nil
+        clock: any HeraldClock = SystemClock(), logger: Logger = Logger(label: "herald.outbox"), metrics: HeraldMetrics? = nil,
+        dismissals: (any DismissalLedger)? = nil
     ) {
         var lanes: [OutboxLane] = []
         for (app, appProviders) in providers {
@@ -34,7 +37,8 @@ public struct Outbox: Sendable {
             let all = appProviders + Platform.builtIn.map { MissingProvider(platform: $0) }
             for provider in all where seen.insert(provider.platform).inserted {
                 lanes.append(OutboxLane(
-                    app: app, queue: queue, provider: provider, settings: settings, clock: clock, logger: logger, metrics: metrics))
+                    app: app, queue: queue, provider: provider, settings: settings, clock: clock, logger: logger, metrics: metrics,
+                    dismissals: dismissals))
             }
         }
         self.lanes = lanes

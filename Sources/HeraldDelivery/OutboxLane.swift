@@ -23,6 +23,8 @@ public final class OutboxLane: Service, Sendable {
     let clock: any HeraldClock
     let logger: Logger
     let metrics: HeraldMetrics?
+    /// Where each device's recent dismissals are read, to ride along in its sealed alerts.
+    let dismissals: (any DismissalLedger)?
     private let wakeup = Wakeup()
     private let stopping = Atomic<Bool>(false)
     /// Set by `notify`: the store has deliveries for this lane.
@@ -51,8 +53,9 @@ public final class OutboxLane: Service, Sendable {
     public init(
         app: String, queue: any DeliveryQueue, provider: any PushProvider, maximumInFlight: Int = 500,
         settings: OutboxSettings = OutboxSettings(), clock: any HeraldClock = SystemClock(),
-        logger: Logger = Logger(label: "herald.outbox"), metrics: HeraldMetrics? = nil
+        logger: Logger = Logger(label: "herald.outbox"), metrics: HeraldMetrics? = nil, dismissals: (any DismissalLedger)? = nil
     ) {
+        self.dismissals = dismissals
         self.app = app
         self.queue = queue
         self.platform = provider.platform
@@ -311,7 +314,7 @@ public final class OutboxLane: Service, Sendable {
             attempts[index] = Attempt(outcome: .expired(id: deliveries[index].id))
         }
         metrics?.inFlight(live.count)
-        let outcomes = await provider.send(live.map { deliveries[$0] })
+        let outcomes = await provider.send(await withRideAlong(live.map { deliveries[$0] }, now: start))
         let now = clock.now()
         if let metrics, !live.isEmpty {
             metrics.inFlight(-live.count)
@@ -345,6 +348,34 @@ public final class OutboxLane: Service, Sendable {
         }
         return attempts.map { $0! }
     }
+
+    /// The batch with each sealed alert's recent dismissals (SPEC §15: at most 32, at most a day
+    /// old), read in one query for the batch; a batch with none sends as it is. A failed read
+    /// sends without them: the background dismissals went out on their own.
+    private func withRideAlong(_ deliveries: [ClaimedDelivery], now: Date) async -> [ClaimedDelivery] {
+        guard let dismissals else { return deliveries }
+        let sealedAlerts = deliveries.indices.filter {
+            deliveries[$0].push.pushType == .alert && deliveries[$0].device.attributes.contains(DevicePushKeys.p256dhAttribute)
+        }
+        guard !sealedAlerts.isEmpty else { return deliveries }
+        let found: [Int64: [PendingDismissal]]
+        do {
+            found = try await dismissals.recentDismissals(
+                deviceRowIDs: sealedAlerts.map { deliveries[$0].device.rowID }, since: now.addingTimeInterval(-Self.rideAlongAge),
+                limit: Self.rideAlongLimit)
+        } catch {
+            logger.warning("could not read dismissals to ride along", metadata: ["app": "\(app)", "error": "\(error)"])
+            return deliveries
+        }
+        guard !found.isEmpty else { return deliveries }
+        var out = deliveries
+        for index in sealedAlerts { out[index].rideAlong = found[out[index].device.rowID] ?? [] }
+        return out
+    }
+
+    /// A sealed alert carries at most this many dismissals, each at most a day old.
+    static let rideAlongLimit = 32
+    static let rideAlongAge: TimeInterval = 86_400
 
     /// What the store records for one provider outcome (a shrink is handled by `decide`).
     private func attempt(for delivery: ClaimedDelivery, outcome: PushOutcome, now: Date) -> Attempt {

@@ -187,13 +187,17 @@ public struct PushSealing: Sendable {
     ///   is encrypted to the browser, and its push service sees only the `Topic`).
     public func prepare(
         _ push: RenderedPush, for device: DeviceAttributes, template: String? = nil, issuedAt: Int64, limit: Int,
-        signatures: inout SignedDocuments, now: Date = Date(), opaqueCollapseID: Bool = false
+        signatures: inout SignedDocuments, now: Date = Date(), opaqueCollapseID: Bool = false, rideAlong: [PendingDismissal] = []
     ) -> RenderedPush {
         // Most devices have no keys: a read of their attributes' bytes, not a parse.
         let session = seals(device) ? sessions.session(for: device, now: now) : nil
         // A Kasia sender proof names the sender: it travels sealed or not at all.
-        var document = session == nil ? KasiaTemplate.withoutProof(push) : push
+        var base = session == nil ? KasiaTemplate.withoutProof(push) : push
+        // Dismissals ride along inside a sealed alert only; they give way before the alert does.
+        var riding = session != nil && push.pushType == .alert ? rideAlong : []
         while true {
+            var document = base
+            if !riding.isEmpty { document.payload = Self.adding(riding, to: base.payload) }
             let signed: SignedPush
             if let known = signatures[document.payload] {
                 signed = known
@@ -210,7 +214,8 @@ public struct PushSealing: Sendable {
                 // A device with keys never gets its push in clear: what cannot be sealed whole
                 // shrinks, and what cannot shrink goes as the generic alert alone.
                 guard let sealed = try? session.encrypt(signed.envelope) else {
-                    if let smaller = document.shrunk() { document = smaller; continue }
+                    if !riding.isEmpty { riding.removeLast(max(1, riding.count / 2)); continue }
+                    if let smaller = base.shrunk() { base = smaller; continue }
                     out.payload = sealedPayload(
                         nil, pushType: document.pushType.rawValue, template: template, presentation: signatures.presentation(of: document))
                     out.fcmData = [:]
@@ -225,9 +230,33 @@ public struct PushSealing: Sendable {
                 // document's bytes, so an unsealed Android push is not checkable either way.
                 out.payload = attached
             }
-            guard out.payload.count > limit, let smaller = document.shrunk() else { return out }
-            document = smaller
+            guard out.payload.count > limit else { return out }
+            if !riding.isEmpty {
+                riding.removeLast(max(1, riding.count / 2))
+            } else if let smaller = base.shrunk() {
+                base = smaller
+            } else {
+                return out
+            }
         }
+    }
+
+    /// The member of a sealed alert's document listing the device's recent dismissals.
+    public static let rideAlongMember = "herald_dismiss"
+
+    /// `document` (a JSON object) with `herald_dismiss: [{"conversation", "up_to"}, …]` added last.
+    static func adding(_ dismissals: [PendingDismissal], to document: [UInt8]) -> [UInt8] {
+        guard document.last == UInt8(ascii: "}") else { return document }
+        let list = JSONValue.array(dismissals.map {
+            .object([.init("conversation", .string($0.conversation)), .init("up_to", .string($0.upTo))])
+        })
+        var out = Array(document.dropLast())
+        let empty = out.drop { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "{") || $0 == UInt8(ascii: "\n") }.isEmpty
+        if !empty { out.append(UInt8(ascii: ",")) }
+        out += Array("\"\(rideAlongMember)\":".utf8)
+        out += list.encoded
+        out.append(UInt8(ascii: "}"))
+        return out
     }
 
     /// Makes a registered device's sealing key now, so that its pushes do not pay for it (the
@@ -315,7 +344,7 @@ public struct SealingPushProvider: PushProvider {
             prepared.push = sealing.prepare(
                 delivery.push, for: delivery.device.attributes, template: delivery.template, issuedAt: issuedAt,
                 limit: carriage.maximumPayload(delivery.push.pushType), signatures: &signatures, now: date,
-                opaqueCollapseID: carriage.bodyReachesOnlyTheDevice)
+                opaqueCollapseID: carriage.bodyReachesOnlyTheDevice, rideAlong: delivery.rideAlong)
             return prepared
         }
         sealing.cost.add(pushes: pushes.count, since: started)

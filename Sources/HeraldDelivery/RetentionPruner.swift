@@ -46,6 +46,8 @@ public struct RetentionPruner: Service, Sendable {
         var pass = Pass()
         try await store.compactCounters()
         _ = try await store.pruneDeadTokens(deadBefore: clock.now().addingTimeInterval(-deadTokenMemory))
+        // A dismissal rides along in sealed alerts for a day; a marker's digest outlives its window.
+        _ = try await store.pruneDismissals(markedBefore: clock.now().addingTimeInterval(-86_400), now: clock.now())
         guard let retention else { return pass }
         let before = clock.now().addingTimeInterval(-retention.seconds)
         var cursor: PruneCursor?

@@ -22,13 +22,14 @@ public enum Gateway {
     ///   - sending: what each app sends with, by platform (`credentials`, `simulator`), shown by `/readyz`.
     ///   - matrix: the Matrix apps `/_matrix/push/v1/notify` serves (none: no Matrix route).
     ///   - lanes: each app's lanes, shown by `/readyz` as sending or paused.
+    ///   - readMarkers: the read-marker use case `POST /v1/push/read` calls (none: no such route).
     ///   - operations: whether `/metrics` and `/v1/stats` are served here too (`herald serve` serves
     ///     them only on its admin listener, `operationsRouter`).
     public static func router(
         store: any DeviceRegistry & StoreStatistics, configuration: APIConfiguration, publisher: EventPublisher,
         metrics: (HeraldMetrics, PrometheusCollectorRegistry) = HeraldMetrics.prometheus(),
         sources: [SourceReport] = [], readiness: [ReadinessCheck] = [], sending: [String: [String: String]] = [:],
-        matrix: MatrixApps? = nil, lanes: [OutboxLane] = [], operations: Bool = true
+        matrix: MatrixApps? = nil, lanes: [OutboxLane] = [], operations: Bool = true, readMarkers: ReadMarkers? = nil
     ) -> Router<HeraldRequestContext> {
         let router = Router(context: HeraldRequestContext.self)
         let served = ServedRoutes()
@@ -39,12 +40,13 @@ public enum Gateway {
         router.add(middleware: HTTPMetricsMiddleware())
         router.add(middleware: RateLimitMiddleware(configuration.rateLimits, apps: configuration.apps))
         RegistrationAPI(store: store, configuration: configuration).addRoutes(to: router)
+        if let readMarkers { ReadMarkerAPI(markers: readMarkers, configuration: configuration).addRoutes(to: router) }
         SafeWhisperAPI(store: store, configuration: configuration).addRoutes(to: router)
         ClaudiatorAPI(store: store, configuration: configuration).addRoutes(to: router)
         PublishAPI(publisher: publisher, configuration: configuration, events: store).addRoutes(to: router)
         GhostTalkAPI(store: store, configuration: configuration, publisher: publisher).addRoutes(to: router)
         if let matrix, !matrix.isEmpty {
-            MatrixPushAPI(notifier: MatrixNotifier(publisher: publisher, apps: matrix), configuration: configuration).addRoutes(to: router)
+            MatrixPushAPI(notifier: MatrixNotifier(publisher: publisher, apps: matrix, readMarkers: readMarkers), configuration: configuration).addRoutes(to: router)
         }
         let document = ByteBuffer(string: OpenAPIDocument.served(
             apps: configuration.apps.apps.map(\.id), maximumWatchKeys: configuration.registration.maximumWatchKeys, maximumAliases: configuration.registration.maximumAliases,

@@ -102,7 +102,7 @@ public struct RateLimits: Sendable {
 
     /// The last path component of the routes each limit guards (any `/apps/<id>` prefix aside).
     static let registrationPaths: [String] = [
-        "/v1/push/register", "/v1/push/update", "/v1/push/unregister", "/v1/push/status", "/api/devices/token",
+        "/v1/push/register", "/v1/push/update", "/v1/push/unregister", "/v1/push/status", "/v1/push/read", "/api/devices/token",
         "/api/devices/logout", "/apns/register", "/apns/unregister", "/api/v1/push/register",
     ]
     static let publishingPaths: [String] = ["/v1/events", "/v1/events:batch", "/apns/send"]

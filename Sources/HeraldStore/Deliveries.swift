@@ -57,6 +57,9 @@ public struct ClaimedDelivery: Hashable, Sendable {
     public var requestID: String?
     /// Its event's template (`kasia.payment`, `custom`, …), where known.
     public var template: String?
+    /// The device's recent dismissals, which ride along inside its push when it is a sealed
+    /// alert (the lane reads them before sending).
+    public var rideAlong: [PendingDismissal] = []
 
     public init(
         id: Int64, eventID: String, device: DeviceRecord, push: RenderedPush, apnsID: UUID, attempt: Int, expiresAt: Date,

@@ -174,7 +174,7 @@ enum Schema {
         """
 
     /// Versions after each store's own, the same SQL on both, applied last.
-    static let routeVersions: [(String, String)] = [("v12", v12), ("v13", v13), ("v14", v14), ("v15", v15), ("v16", v16)]
+    static let routeVersions: [(String, String)] = [("v12", v12), ("v13", v13), ("v14", v14), ("v15", v15), ("v16", v16), ("v17", v17)]
 
     /// Which route made a device: NULL for the registration API (native and the apps' routes),
     /// `matrix` for a Matrix notify's pushkey. A notify refreshes only devices it made: it names
@@ -231,6 +231,31 @@ enum Schema {
         ALTER TABLE devices DROP COLUMN environment;
         ALTER TABLE devices DROP COLUMN token_kind;
         ALTER TABLE devices DROP COLUMN web_keys;
+        """
+
+    /// Read markers (SPEC §15): each sibling's dismissal of a conversation, one row per device and
+    /// conversation (`due_at` set while armed, `sent_at` when it last went out, `generation` counting
+    /// the markers merged into it), and the digests of markers seen, against replays.
+    static let v17 = """
+        CREATE TABLE dismissals (
+          device_row BIGINT NOT NULL REFERENCES devices (id) ON DELETE CASCADE,
+          conversation TEXT NOT NULL,
+          app_id TEXT NOT NULL,
+          up_to TEXT NOT NULL,
+          issued_at BIGINT NOT NULL,
+          marked_at BIGINT NOT NULL,
+          generation BIGINT NOT NULL,
+          due_at BIGINT,
+          sent_at BIGINT,
+          PRIMARY KEY (device_row, conversation)
+        );
+        CREATE INDEX dismissals_due ON dismissals (due_at);
+        CREATE INDEX dismissals_marked ON dismissals (marked_at);
+        CREATE TABLE read_markers (
+          digest TEXT PRIMARY KEY,
+          expires_at BIGINT NOT NULL
+        );
+        CREATE INDEX read_markers_expires ON read_markers (expires_at);
         """
 
     /// Versions only SQLite applies, after `laterVersions`.

@@ -68,6 +68,9 @@ public protocol Retention: Sendable {
     func compactCounters() async throws
     /// Forgets tokens that died before `deadBefore` (the retention pass, with 30 days); returns how many.
     func pruneDeadTokens(deadBefore: Date) async throws -> Int
+    /// Forgets read markers past their replay window and the dismissals marked before
+    /// `markedBefore` that are not armed (the retention pass, with a day); returns how many rows went.
+    func pruneDismissals(markedBefore: Date, now: Date) async throws -> Int
 }
 
 /// How long a dead token is remembered: a homeserver learns of it on its pusher's next notify.

@@ -37,9 +37,10 @@ func withRegistrationServer(
     let publisher = EventPublisher(
         store: store, apps: configuration.apps, metrics: metrics.0, platforms: matrix == nil ? [.ios] : [.ios, .android, .web],
         pushLimits: builtInPushLimits, templates: templates, maximumDeliveriesPerRequest: maximumDeliveriesPerRequest)
+    let readMarkers = ReadMarkers(store: store, apps: configuration.apps, clock: SystemClock(), verifier: configuration.registration.schnorrVerifier)
     let router = Gateway.router(
         store: store, configuration: configuration, publisher: publisher, metrics: metrics, readiness: readiness, sending: sending,
-        matrix: matrix)
+        matrix: matrix, readMarkers: readMarkers)
     try await Application(router: router).test(.live) { client in try await body(client, store) }
 }
 

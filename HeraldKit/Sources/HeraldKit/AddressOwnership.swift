@@ -37,11 +37,33 @@ public struct AddressOwnership: Sendable {
     /// What a wallet signs: `herald-register:<app>:<SHA-256 of the device token, hex>:<unix seconds>`,
     /// the token as Herald keeps it (hex tokens in lower case).
     public static func message(app: String, deviceToken: String, timestamp: Int64) -> String {
+        "herald-register:\(app):\(tokenHash(deviceToken)):\(timestamp)"
+    }
+
+    /// What a wallet signs for a read marker (`HeraldClient.markRead`):
+    /// `herald-read:<app>:<SHA-256 of the device token, hex>:<conversation>:<up_to>:<issued_at>`.
+    public static func readMessage(app: String, deviceToken: String, conversation: String, upTo: String, issuedAt: Int64) -> String {
+        "herald-read:\(app):\(tokenHash(deviceToken)):\(conversation):\(upTo):\(issuedAt)"
+    }
+
+    /// The SHA-256 (hex) of the token as Herald keeps it (hex tokens in lower case).
+    static func tokenHash(_ deviceToken: String) -> String {
         let isHex = !deviceToken.isEmpty && deviceToken.utf8.allSatisfy { $0 < 128 && Character(UnicodeScalar($0)).isHexDigit }
         let token = isHex ? deviceToken.lowercased() : deviceToken
-        let hash = Hex.encode(SHA256.hash(data: Array(token.utf8)))
-        return "herald-register:\(app):\(hash):\(timestamp)"
+        return Hex.encode(SHA256.hash(data: Array(token.utf8)))
     }
+
+    /// The wallet's signature (hex) of `message` with the key of `address`.
+    func signature(of message: String, by address: String) async throws(HeraldClientError) -> String {
+        do {
+            return Hex.encode(try await sign(address, message))
+        } catch {
+            throw .invalidWatchKey(field: "address", value: address, reason: "the wallet did not sign: \(error)")
+        }
+    }
+
+    /// Now, in whole unix seconds.
+    var timestamp: Int64 { Int64(now().timeIntervalSince1970.rounded(.down)) }
 
     /// The `addresses` array with each address signed for `deviceToken` at `app`.
     func proofs(of addresses: [String], app: String, deviceToken: String) async throws(HeraldClientError) -> [[String: Any]] {

@@ -136,6 +136,36 @@ public struct HeraldClient: Sendable {
         return removed
     }
 
+    /// Tells Herald that `conversation` was read on this device up to `upTo` (the app's own
+    /// position: a DAA score, a timestamp, a message id): the user's other devices take that
+    /// conversation's notifications away (`DismissalPlanner`), this one gets nothing. Under the
+    /// `wallet` policy `ownership` signs the marker with `address`, one of the device's proven own
+    /// addresses; under `signed` the configuration's `registrationKey` is the JWT.
+    /// - Returns: how many other devices are told.
+    @discardableResult
+    public func markRead(
+        deviceToken: String, conversation: String, upTo: String, address: String? = nil, ownership: AddressOwnership? = nil,
+        now: Date = Date()
+    ) async throws(HeraldClientError) -> Int {
+        let app = configuration.app ?? "default"
+        let issuedAt = ownership?.timestamp ?? Int64(now.timeIntervalSince1970.rounded(.down))
+        var body: [String: Any] = ["device_token": deviceToken, "conversation": conversation, "up_to": upTo, "issued_at": issuedAt]
+        if let app = configuration.app { body["app"] = app }
+        if let ownership, let address {
+            body["address"] = address
+            body["signature"] = try await ownership.signature(
+                of: AddressOwnership.readMessage(app: app, deviceToken: deviceToken, conversation: conversation, upTo: upTo, issuedAt: issuedAt),
+                by: address)
+        }
+        do {
+            let answer = try await send("POST", "v1/push/read", body: body)
+            return try Self.int(answer["devices"], "devices")
+        } catch .server(403, "replayed_marker", _, _) {
+            // A retry of a marker Herald took the first time (its answer was lost).
+            return 0
+        }
+    }
+
     /// What Herald knows of a device.
     public func status(deviceToken: String) async throws(HeraldClientError) -> RegistrationStatus {
         var query = [URLQueryItem(name: "device_token", value: deviceToken)]

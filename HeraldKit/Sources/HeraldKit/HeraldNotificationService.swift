@@ -97,6 +97,7 @@ public struct HeraldNotificationService: Sendable {
         var (outcome, rejection) = resolver.resolve(verified: document, contacts: contacts, privateKey: privateKey, genericText: genericText)
         if rejection == nil, case .success(let bytes) = document {
             outcome.presentation = NotificationPresentation(document: bytes).resolved(with: outcome.presentation)
+            outcome.dismissals = Dismissal.all(in: bytes)
         } else {
             outcome.presentation = outer?.withoutThread ?? NotificationPresentation()
         }

@@ -46,6 +46,9 @@ public struct NotificationOutcome: Hashable, Sendable {
     /// Thread, category, sound, interruption level, relevance and badge, as the push gave them
     /// (`HeraldNotificationService` fills it; a push that failed its checks keeps no thread).
     public var presentation = NotificationPresentation()
+    /// Dismissals the verified document carried (an alert's ride-along `herald_dismiss`, or a
+    /// `herald.dismiss` document's own): what `DismissalPlanner` takes off the screen now.
+    public var dismissals: [Dismissal] = []
 }
 
 /// What the extension leaves in the shared store for the app.

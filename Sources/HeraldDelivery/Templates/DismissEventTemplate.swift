@@ -13,12 +13,16 @@ struct DismissEventTemplate: EventTemplate {
         let reader = event.reader
         let conversation = try reader.string("conversation", maximum: 256)
         let upTo = try reader.string("up_to", maximum: 128)
+        return TemplateRendering(push: Self.push(conversation: conversation, upTo: upTo, signingKey: event.app.sealing?.signingKey))
+    }
+
+    /// The `herald.dismiss` push `{"conversation", "up_to"}`, for this template and for read markers.
+    static func push(conversation: String, upTo: String, signingKey: PushSigningKey?) -> RenderedPush {
         let payload = JSONValue.object([
             .init("aps", .object([.init("content-available", .int(1))])),
             .init("conversation", .string(conversation)), .init("up_to", .string(upTo)),
         ]).encoded
-        let collapse = event.app.sealing?.signingKey.opaqueCollapseID("dismiss:" + conversation)
-            ?? ConversationSilentTemplate.hash("dismiss:" + conversation)
-        return TemplateRendering(push: RenderedPush(pushType: .background, priority: .considerate, collapseID: collapse, payload: payload))
+        let collapse = signingKey?.opaqueCollapseID("dismiss:" + conversation) ?? ConversationSilentTemplate.hash("dismiss:" + conversation)
+        return RenderedPush(pushType: .background, priority: .considerate, collapseID: collapse, payload: payload)
     }
 }

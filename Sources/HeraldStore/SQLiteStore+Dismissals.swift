@@ -1,0 +1,105 @@
+public import Foundation
+import GRDB
+
+/// SQLiteStore: read markers and the dismissals they arm.
+extension SQLiteStore {
+    public func record(_ marker: ReadMarker, window: TimeInterval, now: Date) async throws -> Bool {
+        try await pool.write { db in
+            try db.execute(
+                sql: "INSERT INTO read_markers (digest, expires_at) VALUES (?, ?) ON CONFLICT (digest) DO NOTHING",
+                arguments: [marker.digest, now.addingTimeInterval(readMarkerMemory).milliseconds])
+            guard db.changesCount == 1 else { return false }
+            let arm = try db.cachedStatement(sql: Self.armDismissalSQL)
+            let ms = now.milliseconds
+            for device in marker.siblings {
+                try arm.execute(arguments: [
+                    device, marker.conversation, marker.app, marker.upTo, marker.issuedAt, ms, ms, Int64(window * 1_000),
+                ])
+            }
+            return true
+        }
+    }
+
+    /// Arms one sibling's dismissal: a new row is due now; an armed one takes the newer position;
+    /// one sent within the window is due when the window ends. A marker older than the row's
+    /// (by `issued_at`) changes nothing. Arguments: device, conversation, app, up_to, issued_at,
+    /// marked_at, due_at (now), window (ms).
+    static let armDismissalSQL = """
+        INSERT INTO dismissals (device_row, conversation, app_id, up_to, issued_at, marked_at, generation, due_at, sent_at)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1, ?7, NULL)
+        ON CONFLICT (device_row, conversation) DO UPDATE SET
+          up_to = excluded.up_to, issued_at = excluded.issued_at, marked_at = excluded.marked_at,
+          generation = dismissals.generation + 1,
+          due_at = CASE
+            WHEN dismissals.due_at IS NOT NULL THEN dismissals.due_at
+            WHEN dismissals.sent_at IS NULL OR dismissals.sent_at + ?8 <= excluded.due_at THEN excluded.due_at
+            ELSE dismissals.sent_at + ?8 END
+        WHERE excluded.issued_at >= dismissals.issued_at
+        """
+
+    public func dueDismissals(now: Date, limit: Int) async throws -> [PendingDismissal] {
+        try await pool.read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT device_row, app_id, conversation, up_to, generation, marked_at FROM dismissals
+                    WHERE due_at IS NOT NULL AND due_at <= ? ORDER BY due_at LIMIT ?
+                    """, arguments: [now.milliseconds, limit]
+            ).map(Self.dismissal)
+        }
+    }
+
+    public func nextDismissalDue() async throws -> Date? {
+        try await pool.read { db in
+            try Int64.fetchOne(db, sql: "SELECT MIN(due_at) FROM dismissals WHERE due_at IS NOT NULL").map(Date.init(milliseconds:))
+        }
+    }
+
+    public func dismissalsSent(_ sent: [PendingDismissal], window: TimeInterval, now: Date) async throws {
+        guard !sent.isEmpty else { return }
+        try await pool.write { db in
+            let update = try db.cachedStatement(sql: Self.dismissalSentSQL)
+            for d in sent {
+                try update.execute(arguments: [now.milliseconds, d.generation, now.addingTimeInterval(window).milliseconds, d.deviceRowID, d.conversation])
+            }
+        }
+    }
+
+    /// Arguments: now, the generation sent, the window's end, device, conversation.
+    static let dismissalSentSQL = """
+        UPDATE dismissals SET sent_at = ?1, due_at = CASE WHEN generation = ?2 THEN NULL ELSE ?3 END
+        WHERE device_row = ?4 AND conversation = ?5
+        """
+
+    public func recentDismissals(deviceRowIDs: [Int64], since: Date, limit: Int) async throws -> [Int64: [PendingDismissal]] {
+        guard !deviceRowIDs.isEmpty else { return [:] }
+        return try await pool.read { db in
+            var found: [Int64: [PendingDismissal]] = [:]
+            let select = try db.cachedStatement(
+                sql: """
+                    SELECT device_row, app_id, conversation, up_to, generation, marked_at FROM dismissals
+                    WHERE device_row = ? AND marked_at >= ? ORDER BY marked_at DESC LIMIT ?
+                    """)
+            for device in Set(deviceRowIDs) {
+                let rows = try Row.fetchAll(select, arguments: [device, since.milliseconds, limit]).map(Self.dismissal)
+                if !rows.isEmpty { found[device] = rows }
+            }
+            return found
+        }
+    }
+
+    public func pruneDismissals(markedBefore: Date, now: Date) async throws -> Int {
+        try await pool.write { db in
+            try db.execute(sql: "DELETE FROM read_markers WHERE expires_at < ?", arguments: [now.milliseconds])
+            var n = db.changesCount
+            try db.execute(sql: "DELETE FROM dismissals WHERE marked_at < ? AND due_at IS NULL", arguments: [markedBefore.milliseconds])
+            n += db.changesCount
+            return n
+        }
+    }
+
+    static func dismissal(_ row: Row) -> PendingDismissal {
+        PendingDismissal(
+            deviceRowID: row[0], app: row[1], conversation: row[2], upTo: row[3], generation: row[4], markedAt: Date(milliseconds: row[5]))
+    }
+}
