@@ -445,7 +445,7 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                "HeraldAPNsCore", "HeraldPushCore", "HeraldWebPushCore", .product(name: "KasiaProtocol", package: "HeraldKit"), .product(name: "Logging", package: "swift-log"), .product(name: "NIOCore", package: "swift-nio"),
+                "HeraldAPNsCore", "HeraldPushCore", "HeraldWebPushCore", "HeraldFCMCore", .product(name: "KasiaProtocol", package: "HeraldKit"), .product(name: "Logging", package: "swift-log"), .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
     ]

@@ -1,6 +1,11 @@
 import Foundation
 import HeraldCore
 import HeraldDelivery
+import HeraldFCMCore
+import HeraldFCMService
+import HeraldWebPushCore
+import HeraldWebPushService
+import Crypto
 import HeraldPushCore
 import HTTPTypes
 import NIOCore
@@ -35,6 +40,16 @@ struct DismissTemplateTests {
                 #expect(!collapse.contains("room-7") && collapse.count == 32)
             }
             #expect(claimed[0].push.collapseID == claimed[1].push.collapseID)
+
+            // The same push on the other services: an FCM data message at normal priority, Web Push at Urgency low.
+            var android = claimed[0]
+            android.device.platform = .android
+            #expect(try FCMPushProvider.message(for: android, now: Date()).priority == .normal)
+            let keys = WebPushKeys(publicKey: P256.KeyAgreement.PrivateKey().publicKey, auth: Array(repeating: 7, count: 16))
+            let signer = VAPIDSigner(key: VAPIDKey(privateKey: .init()), subject: try VAPIDSubject("mailto:ops@example.com"))
+            let web = try WebPushProvider.message(
+                for: claimed[0], keys: keys, endpoint: try WebPushEndpoint("https://push.example.com/s/1"), signer: signer, now: Date())
+            #expect(web.urgency == .low && web.topic == WebPushMessage.topic(forCollapseID: claimed[0].push.collapseID))
         }
     }
 
