@@ -335,6 +335,16 @@ extension ServeSettings {
         return api
     }
 
+    /// `herald devices import` on `store`: the apps, limits and Kaspa network `herald serve` would
+    /// check registrations against, with the built-in token rules (APNs, FCM; a browser's
+    /// subscription is registered through the API, where its push service is checked).
+    public func deviceImport(store: any DeviceRegistry) -> DeviceImport {
+        let api = apiConfiguration(subscriptionKeys: [:])
+        return DeviceImport(
+            registrar: api.registrar(store: store, clock: SystemClock()), maximumLineBytes: api.maximumBodySize,
+            decode: RegistrationAPI.registration(json:))
+    }
+
     /// The Kaspa chain source, when a node is configured.
     func chainSource(store: any Store, sink: any KasiaEventSink) -> KaspaChainSource? {
         kaspaURL.map { url in

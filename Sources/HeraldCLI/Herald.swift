@@ -13,7 +13,7 @@ struct Herald: AsyncParsableCommand {
         commandName: "herald",
         abstract: "Herald: a self-hosted push gateway for end-to-end-encrypted messaging apps.",
         subcommands: [
-            ServeCommand.self, MigrateCommand.self, CleanupCommand.self, MockAPNsCommand.self, MockFCMCommand.self, MockWebPushCommand.self, SendCommand.self,
+            ServeCommand.self, MigrateCommand.self, CleanupCommand.self, DevicesCommand.self, MockAPNsCommand.self, MockFCMCommand.self, MockWebPushCommand.self, SendCommand.self,
             VAPIDKeysCommand.self, SigningKeyCommand.self, VersionCommand.self,
         ]
     )

@@ -142,6 +142,23 @@ public struct DeviceRegistrar: Sendable {
 
     /// Registers (or registers again) the device; returns its watch set.
     public func register(_ request: Request, app: String, grant: RegistrationGrant) async throws -> WatchSet {
+        let (registration, known) = try await checked(request, app: app, grant: grant)
+        var reserved = 0
+        if let settings = apps[app], !known { reserved = try await admitNew(app: settings, field: "device_token") }
+        defer { if reserved > 0 { apps[app]?.admissions.release(reserved) } }
+        let now = clock.now()
+        let record = try await store.register(registration, now: now)
+        apps[app]?.sealing?.registered(record.attributes, now: now)
+        return registration.watchSet
+    }
+
+    /// A native registration checked as the API checks it, not stored: the registration, and
+    /// whether its token is registered already. `provingOwnership: false` takes own addresses
+    /// without the wallet policy's signatures (an operator's import: the database's credentials
+    /// are its proof).
+    public func checked(
+        _ request: Request, app: String, grant: RegistrationGrant, provingOwnership: Bool = true
+    ) async throws -> (registration: Registration, known: Bool) {
         try AppDirectory.require(grant, covers: request.deviceID, field: "device_id")
         guard let platformText = request.platform else { throw Refusal.missing("platform") }
         let platform = Platform(platformText)
@@ -176,20 +193,12 @@ public struct DeviceRegistrar: Sendable {
         }
         let watchSet = try self.watchSet(request.watch)
         try Self.requireGranted(request.watch, by: grant)
-        try proveOwnership(request.watch.own, app: app, token: token.value)
+        if provingOwnership { try proveOwnership(request.watch.own, app: app, token: token.value) }
         // A token registered under one identity moves to another only with that identity's token,
         // and a device that registered keys is never sent in clear by a registration without them.
         let known = try await requireRebindable(
             token.value, app: app, grant: grant, bringsKeys: request.pushKeys != nil || tokenRule.bringsOwnKeys)
-        let registration = Registration(
-            app: app, token: token, attributes: attributes, deviceID: request.deviceID, watchSet: watchSet)
-        var reserved = 0
-        if let settings = apps[app], !known { reserved = try await admitNew(app: settings, field: "device_token") }
-        defer { if reserved > 0 { apps[app]?.admissions.release(reserved) } }
-        let now = clock.now()
-        let record = try await store.register(registration, now: now)
-        apps[app]?.sealing?.registered(record.attributes, now: now)
-        return watchSet
+        return (Registration(app: app, token: token, attributes: attributes, deviceID: request.deviceID, watchSet: watchSet), known)
     }
 
     /// Replaces a registered device's watch set; returns it. A web subscription is named by its

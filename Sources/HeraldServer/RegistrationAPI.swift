@@ -107,6 +107,13 @@ public struct RegistrationAPI: Sendable {
         var environment: String?
         var app: String?
         var device_id: String?
+
+        var request: DeviceRegistrar.Request {
+            DeviceRegistrar.Request(
+                platform: platform, tokenKind: token_kind, deviceToken: device_token, subscription: subscription.map(\.value),
+                environment: environment, deviceID: device_id, watch: RegistrationAPI.watch(watched_addresses, addresses, contextual_routes),
+                pushKeys: push_keys.map { DeviceRegistrar.PushKeys(p256dh: $0.p256dh, auth: $0.auth) })
+        }
     }
 
     struct UpdateBody: Decodable {
@@ -158,14 +165,21 @@ public struct RegistrationAPI: Sendable {
     func register(_ request: Request) async throws -> Response {
         let body = try await JSONBody.decode(RegisterBody.self, from: request, limit: configuration.maximumBodySize)
         let (app, grant) = try await authorized(request, app: body.app)
-        let watchSet = try await registrar.register(
-            DeviceRegistrar.Request(
-                platform: body.platform, tokenKind: body.token_kind, deviceToken: body.device_token,
-                subscription: body.subscription.map(\.value), environment: body.environment, deviceID: body.device_id,
-                watch: Self.watch(body.watched_addresses, body.addresses, body.contextual_routes),
-                pushKeys: body.push_keys.map { DeviceRegistrar.PushKeys(p256dh: $0.p256dh, auth: $0.auth) }),
-            app: app, grant: grant)
+        let watchSet = try await registrar.register(body.request, app: app, grant: grant)
         return Self.json(["registered": true, "watched_addresses": .int(Int64(watchSet.watched.count))].merging(signingKeyMember(app)) { $1 })
+    }
+
+    /// A native registration body (one line of `herald devices import`) as the registrar takes
+    /// it, and the app it names; a body that does not decode is refused naming the field.
+    public static func registration(json: [UInt8]) throws(Refusal) -> (app: String?, request: DeviceRegistrar.Request) {
+        do {
+            let body = try JSONDecoder().decode(RegisterBody.self, from: Data(json))
+            return (body.app, body.request)
+        } catch let error as DecodingError {
+            throw Refusal(decoding: error)
+        } catch {
+            throw Refusal(.malformed, code: "invalid_json", message: "not a JSON object: \(error)", field: "body")
+        }
     }
 
     func update(_ request: Request) async throws -> Response {
