@@ -52,7 +52,9 @@ public final class DismissalDispatcher: Service, Sendable {
         }
     }
 
-    func event(for dismissal: PendingDismissal, now: Date) -> NewEvent {
+    /// The event `dismissal` becomes: a `dismiss` push to its device, under a dedupe key that
+    /// names this merge of markers (the same dismissal committed twice is one event).
+    public func event(for dismissal: PendingDismissal, now: Date) -> NewEvent {
         let push = DismissEventTemplate.push(
             conversation: dismissal.conversation, upTo: dismissal.upTo, signingKey: publisher.apps[dismissal.app]?.sealing?.signingKey)
         let name = "\(dismissal.app)\u{0}\(dismissal.deviceRowID)\u{0}\(dismissal.conversation)\u{0}\(dismissal.generation)\u{0}\(Int64((dismissal.markedAt.timeIntervalSince1970 * 1_000).rounded()))"

@@ -1,12 +1,14 @@
 import Foundation
 import HeraldCore
 import HeraldDelivery
+import HeraldPushCore
 import HeraldServer
 import HeraldStore
 import HeraldTestSupport
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import Logging
 import Testing
 
 /// `POST /v1/push/read` under the policies other than `wallet` (ReadMarkerDeliveryTests holds
@@ -80,6 +82,30 @@ struct ReadMarkerAPITests {
             let replayError = try json(replay)["error"] as? [String: Any]
             #expect(replay.status == .forbidden && replayError?["code"] as? String == "replayed_marker")
             #expect(try await store.dueDismissals(now: .distantFuture, limit: 10).count == 1)
+        }
+    }
+
+    @Test("a dispatcher that died between committing a dismissal's push and marking it sent commits the same push again: the store keeps one, and the next dispatcher marks it sent")
+    func crashBetweenCommitAndMark() async throws {
+        try await withRegistrationServer { client, store in
+            for token in [Self.token("a1"), Self.token("b2")] {
+                let r = try await send(client, .post, "/v1/push/register", #"{"device_token":"\#(token)","platform":"ios","device_id":"u","watched_addresses":[]}"#)
+                #expect(r.status == .ok)
+            }
+            #expect(try await send(client, .post, "/v1/push/read", Self.marker(Self.token("a1"))).status == .accepted)
+            let apps = AppDirectory.single(AppSettings(id: "default", publishKeys: ["pk"]))
+            let publisher = EventPublisher(store: store, apps: apps)
+            let dispatcher = DismissalDispatcher(ledger: store, publisher: publisher, window: 10, clock: SystemClock(), logger: Logger(label: "test"))
+            // The first dispatcher commits the push and dies before marking it sent.
+            let due = try await store.dueDismissals(now: Date(), limit: 10)
+            try #require(due.count == 1)
+            let now = Date()
+            #expect(try await store.enqueue([dispatcher.event(for: due[0], now: now)], checkpoint: nil, now: now).values.reduce(0, +) == 1)
+            // The next one finds it due, commits it again (skipped as a duplicate), and marks it sent.
+            #expect(try await dispatcher.dispatchDue() == 1)
+            #expect(try await store.dueDismissals(now: Date().addingTimeInterval(3_600), limit: 10).isEmpty)
+            let deliveries = try await store.claimDue(app: "default", platform: .ios, limit: 10, now: Date().addingTimeInterval(1), lease: .seconds(30))
+            #expect(deliveries.count == 1 && deliveries.first?.template == "dismiss")
         }
     }
 }
