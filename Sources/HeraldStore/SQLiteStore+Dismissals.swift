@@ -71,22 +71,28 @@ extension SQLiteStore {
         WHERE device_row = ?4 AND conversation = ?5
         """
 
+    /// On the send path (a sealed alert's batch): one statement for the batch's devices (a JSON
+    /// array of their rows), read through `readers`, as routing reads, not GRDB's pool, whose
+    /// checkout cost a sealed single event more than its sealing.
     public func recentDismissals(deviceRowIDs: [Int64], since: Date, limit: Int) async throws -> [Int64: [PendingDismissal]] {
         guard !deviceRowIDs.isEmpty else { return [:] }
-        return try await pool.read { db in
-            var found: [Int64: [PendingDismissal]] = [:]
-            let select = try db.cachedStatement(
-                sql: """
-                    SELECT device_row, app_id, conversation, up_to, generation, marked_at FROM dismissals
-                    WHERE device_row = ? AND marked_at >= ? ORDER BY marked_at DESC LIMIT ?
-                    """)
-            for device in Set(deviceRowIDs) {
-                let rows = try Row.fetchAll(select, arguments: [device, since.milliseconds, limit]).map(Self.dismissal)
-                if !rows.isEmpty { found[device] = rows }
+        let rows = "[" + Set(deviceRowIDs).map(String.init).joined(separator: ",") + "]"
+        let found = try readers.read { db in
+            try db.rows(Self.recentDismissalsSQL, [rows, String(since.milliseconds)]) { row in
+                PendingDismissal(
+                    deviceRowID: row.integer(0), app: row.text(1), conversation: row.text(2), upTo: row.text(3), generation: row.integer(4),
+                    markedAt: Date(milliseconds: row.integer(5)))
             }
-            return found
         }
+        return Dictionary(grouping: found, by: \.deviceRowID).mapValues { Array($0.prefix(max(0, limit))) }
     }
+
+    /// Arguments: the devices' rows (a JSON array), the oldest `marked_at`.
+    static let recentDismissalsSQL = """
+        SELECT device_row, app_id, conversation, up_to, generation, marked_at FROM dismissals
+        WHERE device_row IN (SELECT value FROM json_each(?1)) AND marked_at >= CAST(?2 AS INTEGER)
+        ORDER BY device_row, marked_at DESC
+        """
 
     public func pruneDismissals(markedBefore: Date, now: Date) async throws -> Int {
         try await pool.write { db in
