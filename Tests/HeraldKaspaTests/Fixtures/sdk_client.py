@@ -3,7 +3,8 @@
 connects with JSON encoding, subscribes to BlockAdded and VirtualChainChanged, prints
 "subscribed", waits for both notifications (60 s at most: a loaded CI machine is slow; 150 s for the whole run), calls getBlock,
 getUtxoReturnAddress, getBlockDagInfo, getVirtualChainFromBlock and getVirtualChainFromBlockV2, and prints one JSON
-line of what it decoded.
+line of what it decoded. Each call after the notifications is bounded and made again on a new
+connection when its connection was lost; progress goes to standard error.
 
     python3 sdk_client.py ws://127.0.0.1:PORT TXID
 """
@@ -14,6 +15,31 @@ import sys
 
 import kaspa
 from kaspa import NetworkId, RpcClient
+
+
+def note(text: str) -> None:
+    """Progress on standard error: a run that fails says which call it was in."""
+    print(text, file=sys.stderr, flush=True)
+
+
+async def call(client: RpcClient, name: str, make):
+    """One RPC call, bounded at 20 s; a call whose connection was lost (seen on a loaded CI
+    machine: the call never returned) is made again on a new connection, twice at most. The
+    notifications were collected before these calls, so a new connection loses nothing."""
+    for attempt in range(3):
+        try:
+            result = await asyncio.wait_for(make(), timeout=20)
+            note(f"{name}: answered")
+            return result
+        except Exception as error:
+            note(f"{name}: attempt {attempt + 1} failed: {error!r}")
+            if attempt == 2:
+                raise
+            try:
+                await asyncio.wait_for(client.disconnect(), timeout=5)
+            except Exception as closing:
+                note(f"{name}: disconnect: {closing!r}")
+            await asyncio.wait_for(client.connect(timeout_duration=10000, strategy="fallback"), timeout=15)
 
 
 async def main(url: str, txid: str) -> None:
@@ -34,24 +60,31 @@ async def main(url: str, txid: str) -> None:
             await asyncio.sleep(0.5)
     await client.subscribe_virtual_chain_changed(True)
     info = await client.get_server_info()
+    note("subscribed")
     print("subscribed", flush=True)
     deadline = asyncio.get_running_loop().time() + 60
     while asyncio.get_running_loop().time() < deadline:
         if {"BlockAdded", "VirtualChainChanged"} <= {e["type"] for e in events}:
             break
         await asyncio.sleep(0.05)
+    note(f"notifications: {sorted({e['type'] for e in events})}")
     blocks = [e["data"]["block"] for e in events if e["type"] == "BlockAdded"]
     chain = [e["data"] for e in events if e["type"] == "VirtualChainChanged"]
     block_hash = blocks[0]["header"]["hash"] if blocks else None
-    fetched = await client.get_block({"hash": block_hash, "includeTransactions": True}) if block_hash else None
-    returned = await client.get_utxo_return_address({"txid": txid, "acceptingBlockDaaScore": 1})
-    dag = await client.get_block_dag_info()
+    fetched = await call(client, "getBlock", lambda: client.get_block({"hash": block_hash, "includeTransactions": True})) if block_hash else None
+    returned = await call(client, "getUtxoReturnAddress", lambda: client.get_utxo_return_address({"txid": txid, "acceptingBlockDaaScore": 1}))
+    dag = await call(client, "getBlockDagInfo", lambda: client.get_block_dag_info())
     parent = fetched["block"]["verboseData"]["selectedParentHash"] if fetched else None
-    virtual_chain = await client.get_virtual_chain_from_block({"startHash": parent, "includeAcceptedTransactionIds": True}) if parent else None
-    v2 = await client.get_virtual_chain_from_block_v2({"startHash": parent}) if parent else None
+    virtual_chain = await call(
+        client, "getVirtualChainFromBlock",
+        lambda: client.get_virtual_chain_from_block({"startHash": parent, "includeAcceptedTransactionIds": True})) if parent else None
+    v2 = await call(client, "getVirtualChainFromBlockV2", lambda: client.get_virtual_chain_from_block_v2({"startHash": parent})) if parent else None
     v2_accepted = [t for b in (v2 or {}).get("chainBlockAcceptedTransactions", []) for t in b.get("acceptedTransactions", [])]
     v2_entry = ((v2_accepted[0]["inputs"][0].get("verboseData") or {}).get("utxoEntry") or {}) if v2_accepted else {}
-    await client.disconnect()
+    try:
+        await asyncio.wait_for(client.disconnect(), timeout=5)
+    except Exception as error:
+        note(f"disconnect: {error!r}")
     print(json.dumps({
         "sdk": getattr(kaspa, "__version__", "?"),
         "server_version": info.get("serverVersion"),
