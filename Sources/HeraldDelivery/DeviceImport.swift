@@ -41,13 +41,13 @@ public struct DeviceImport: Sendable {
         var known: [String: Int] = [:]
         var new: [String: Set<String>] = [:]
         for (number, bytes) in lines {
-            let registration = try await checked(number, bytes)
-            counts[registration.0.app, default: 0] += 1
+            let (registration, registered) = try await checked(number, bytes)
+            let app = registration.app
+            counts[app, default: 0] += 1
             // An app's device limit holds for the file as a whole, as it does for the API.
-            guard let maximum = registrar.apps[registration.0.app]?.maximumDevices, !registration.1 else { continue }
-            let app = registration.0.app
+            guard let maximum = registrar.apps[app]?.maximumDevices, !registered else { continue }
             if known[app] == nil { known[app] = try await registrar.store.deviceCount(app: app) }
-            new[app, default: []].insert(registration.0.token.value)
+            new[app, default: []].insert(registration.token.value)
             if (known[app] ?? 0) + (new[app]?.count ?? 0) > maximum {
                 throw LineRefused(line: number, refusal: Refusal(
                     .forbidden, code: "device_limit", message: "app \(app) has its maximum of \(maximum) devices", field: "device_token"))

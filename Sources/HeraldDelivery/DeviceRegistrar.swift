@@ -188,9 +188,7 @@ public struct DeviceRegistrar: Sendable {
         }
         // No control characters: a NUL would end the stored text early, and the device would
         // answer to another id than the one registered.
-        if let id = request.deviceID, id.isEmpty || id.unicodeScalars.count > 256 || id.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
-            throw Refusal.invalid("device_id", "device_id is 1 to 256 characters, none of them a control character")
-        }
+        if let id = request.deviceID { _ = try Refusal.printable(id, field: "device_id", maximum: 256) }
         let watchSet = try self.watchSet(request.watch)
         try Self.requireGranted(request.watch, by: grant)
         if provingOwnership { try proveOwnership(request.watch.own, app: app, token: token.value) }

@@ -57,7 +57,7 @@ public final class DismissalDispatcher: Service, Sendable {
     public func event(for dismissal: PendingDismissal, now: Date) -> NewEvent {
         let push = DismissEventTemplate.push(
             conversation: dismissal.conversation, upTo: dismissal.upTo, signingKey: publisher.apps[dismissal.app]?.sealing?.signingKey)
-        let name = "\(dismissal.app)\u{0}\(dismissal.deviceRowID)\u{0}\(dismissal.conversation)\u{0}\(dismissal.generation)\u{0}\(Int64((dismissal.markedAt.timeIntervalSince1970 * 1_000).rounded()))"
+        let name = "\(dismissal.app)\u{0}\(dismissal.deviceRowID)\u{0}\(dismissal.conversation)\u{0}\(dismissal.generation)\u{0}\(dismissal.markedAt.milliseconds)"
         return NewEvent(
             id: UUID.timeOrdered(at: now).lowercasedString, app: dismissal.app, template: "dismiss", push: push,
             expiresAt: now.addingTimeInterval(EventPublisher.defaultLifetime), deviceRowIDs: [dismissal.deviceRowID],

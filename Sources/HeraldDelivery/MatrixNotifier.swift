@@ -133,7 +133,7 @@ public struct MatrixNotifier: Sendable {
                 return record
             }
             for (app, devices) in Dictionary(grouping: reached, by: \.app) {
-                try await readMarkers.dismiss(conversation: room, upTo: String(Int64(now.timeIntervalSince1970 * 1_000)), devices: devices, app: app)
+                try await readMarkers.dismiss(conversation: room, upTo: String(now.milliseconds), devices: devices, app: app)
             }
         }
         if let metrics = publisher.metrics {

@@ -195,6 +195,17 @@ public struct PushSealing: Sendable {
         var base = session == nil ? KasiaTemplate.withoutProof(push) : push
         // Dismissals ride along inside a sealed alert only; they give way before the alert does.
         var riding = session != nil && push.pushType == .alert ? rideAlong : []
+        // What a push too large gives up next: half its ride-along, then the document's own
+        // (Kasia's inline payload); false when nothing is left to give.
+        func giveWay() -> Bool {
+            if !riding.isEmpty {
+                riding.removeLast(max(1, riding.count / 2))
+                return true
+            }
+            guard let smaller = base.shrunk() else { return false }
+            base = smaller
+            return true
+        }
         while true {
             var document = base
             if !riding.isEmpty { document.payload = Self.adding(riding, to: base.payload) }
@@ -214,8 +225,7 @@ public struct PushSealing: Sendable {
                 // A device with keys never gets its push in clear: what cannot be sealed whole
                 // shrinks, and what cannot shrink goes as the generic alert alone.
                 guard let sealed = try? session.encrypt(signed.envelope) else {
-                    if !riding.isEmpty { riding.removeLast(max(1, riding.count / 2)); continue }
-                    if let smaller = base.shrunk() { base = smaller; continue }
+                    if giveWay() { continue }
                     out.payload = sealedPayload(
                         nil, pushType: document.pushType.rawValue, template: template, presentation: signatures.presentation(of: document))
                     out.fcmData = [:]
@@ -230,14 +240,7 @@ public struct PushSealing: Sendable {
                 // document's bytes, so an unsealed Android push is not checkable either way.
                 out.payload = attached
             }
-            guard out.payload.count > limit else { return out }
-            if !riding.isEmpty {
-                riding.removeLast(max(1, riding.count / 2))
-            } else if let smaller = base.shrunk() {
-                base = smaller
-            } else {
-                return out
-            }
+            guard out.payload.count > limit, giveWay() else { return out }
         }
     }
 

@@ -35,8 +35,6 @@ public struct ReadMarkers: Sendable {
         }
     }
 
-    /// How far `issued_at` may be from now: 10 minutes.
-    public static let window: Int64 = 600
     /// The default `HERALD_DISMISS_WINDOW_SECONDS`: one dismissal per device and conversation per 10 s.
     public static let defaultDismissWindow: TimeInterval = 10
 
@@ -79,7 +77,8 @@ public struct ReadMarkers: Sendable {
         let upTo = try Self.text(request.upTo, field: "up_to", maximum: 128)
         guard let issuedAt = request.issuedAt else { throw Refusal.missing("issued_at") }
         let now = Int64(clock.now().timeIntervalSince1970)
-        guard (now - Self.window...now + Self.window).contains(issuedAt) else {
+        // The wallet proofs' window: 10 minutes either side.
+        guard (now - DeviceRegistrar.proofWindow...now + DeviceRegistrar.proofWindow).contains(issuedAt) else {
             throw Refusal(.forbidden, code: "stale_marker", message: "issued_at is more than 10 minutes from now", field: "issued_at")
         }
         guard let caller = try await store.devices(app: app, tokens: [DeviceToken.lookupForm(token)]).first else {
@@ -142,13 +141,9 @@ public struct ReadMarkers: Sendable {
         return candidates.filter { sets[$0.rowID]?.own.contains(address) == true }
     }
 
-    /// A marker's text field: 1 to `maximum` characters, none of them a control character.
+    /// A marker's text field: present, 1 to `maximum` characters, none of them a control character.
     private static func text(_ value: String?, field: String, maximum: Int) throws -> String {
         guard let value else { throw Refusal.missing(field) }
-        let scalars = value.unicodeScalars
-        guard !scalars.isEmpty, scalars.count <= maximum, !scalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
-            throw Refusal.invalid(field, "\(field) is 1 to \(maximum) characters, none of them a control character")
-        }
-        return value
+        return try Refusal.printable(value, field: field, maximum: maximum)
     }
 }

@@ -108,3 +108,15 @@ extension Refusal {
         }
     }
 }
+
+extension Refusal {
+    /// `value` when it is 1 to `maximum` characters (Unicode scalars) and none of them is a
+    /// control character (a NUL would end the stored text early); else `invalid_field` naming `field`.
+    static func printable(_ value: String, field: String, maximum: Int) throws(Refusal) -> String {
+        let scalars = value.unicodeScalars
+        guard !scalars.isEmpty, scalars.count <= maximum, !scalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+            throw .invalid(field, "\(field) is 1 to \(maximum) characters, none of them a control character")
+        }
+        return value
+    }
+}

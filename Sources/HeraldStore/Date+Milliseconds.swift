@@ -2,7 +2,7 @@ import Foundation
 
 extension Date {
     /// Unix milliseconds, as stored (Apple's 410 timestamps are milliseconds too).
-    var milliseconds: Int64 { Int64((timeIntervalSince1970 * 1000).rounded()) }
+    package var milliseconds: Int64 { Int64((timeIntervalSince1970 * 1000).rounded()) }
 
-    init(milliseconds: Int64) { self.init(timeIntervalSince1970: Double(milliseconds) / 1000) }
+    package init(milliseconds: Int64) { self.init(timeIntervalSince1970: Double(milliseconds) / 1000) }
 }

@@ -38,21 +38,19 @@ extension SQLiteStore {
         """
 
     public func dueDismissals(now: Date, limit: Int) async throws -> [PendingDismissal] {
-        try await pool.read { db in
-            try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT device_row, app_id, conversation, up_to, generation, marked_at FROM dismissals
-                    WHERE due_at IS NOT NULL AND due_at <= ? ORDER BY due_at LIMIT ?
-                    """, arguments: [now.milliseconds, limit]
-            ).map(Self.dismissal)
+        try readers.read { db in
+            try db.rows(
+                """
+                SELECT device_row, app_id, conversation, up_to, generation, marked_at FROM dismissals
+                WHERE due_at IS NOT NULL AND due_at <= CAST(?1 AS INTEGER) ORDER BY due_at LIMIT \(max(0, limit))
+                """, [String(now.milliseconds)], Self.dismissal)
         }
     }
 
     public func nextDismissalDue() async throws -> Date? {
-        try await pool.read { db in
-            try Int64.fetchOne(db, sql: "SELECT MIN(due_at) FROM dismissals WHERE due_at IS NOT NULL").map(Date.init(milliseconds:))
-        }
+        try readers.read { db in
+            try db.rows("SELECT MIN(due_at) FROM dismissals WHERE due_at IS NOT NULL", []) { $0.optionalInteger(0) }.first ?? nil
+        }.map(Date.init(milliseconds:))
     }
 
     public func dismissalsSent(_ sent: [PendingDismissal], window: TimeInterval, now: Date) async throws {
@@ -77,13 +75,7 @@ extension SQLiteStore {
     public func recentDismissals(deviceRowIDs: [Int64], since: Date, limit: Int) async throws -> [Int64: [PendingDismissal]] {
         guard !deviceRowIDs.isEmpty else { return [:] }
         let rows = "[" + Set(deviceRowIDs).map(String.init).joined(separator: ",") + "]"
-        let found = try readers.read { db in
-            try db.rows(Self.recentDismissalsSQL, [rows, String(since.milliseconds)]) { row in
-                PendingDismissal(
-                    deviceRowID: row.integer(0), app: row.text(1), conversation: row.text(2), upTo: row.text(3), generation: row.integer(4),
-                    markedAt: Date(milliseconds: row.integer(5)))
-            }
-        }
+        let found = try readers.read { db in try db.rows(Self.recentDismissalsSQL, [rows, String(since.milliseconds)], Self.dismissal) }
         return Dictionary(grouping: found, by: \.deviceRowID).mapValues { Array($0.prefix(max(0, limit))) }
     }
 
@@ -104,8 +96,10 @@ extension SQLiteStore {
         }
     }
 
-    static func dismissal(_ row: Row) -> PendingDismissal {
+    /// A row of `device_row, app_id, conversation, up_to, generation, marked_at`.
+    static func dismissal(_ row: SQLiteRow) -> PendingDismissal {
         PendingDismissal(
-            deviceRowID: row[0], app: row[1], conversation: row[2], upTo: row[3], generation: row[4], markedAt: Date(milliseconds: row[5]))
+            deviceRowID: row.integer(0), app: row.text(1), conversation: row.text(2), upTo: row.text(3), generation: row.integer(4),
+            markedAt: Date(milliseconds: row.integer(5)))
     }
 }
