@@ -95,26 +95,78 @@ struct PublishLatency: AsyncParsableCommand {
     private func tenths(_ ms: Double) -> Double { (ms * 10).rounded() / 10 }
 }
 
-/// Fan-out: one event to every device watching one key.
+/// One event to every device watching one key (SPEC §16), the devices moved in with `herald devices
+/// import`: the publish's 202, the first push at the simulator, every push exactly once, Herald's peak
+/// resident memory and CPU per pushed device, and an event to another key published half way,
+/// timed from its 202 to its push. `--kill-at-half` kills `herald serve` with SIGKILL half way and
+/// starts it again on the same database: every device still gets the event, and the report says
+/// how many got it twice.
 struct FanOut: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "fanout")
     @OptionGroup var rig: RigOptions
-    @Option(help: "Devices watching the key.") var devices = 100_000
+    @Option(help: "Devices watching the key.") var devices = 1_000_000
+    @Flag(help: "Every device has push keys: every push is sealed to it.") var sealed = false
+    @Flag(help: "SIGKILL herald serve when half the pushes arrived, then start it again.") var killAtHalf = false
 
     func run() async throws {
-        try await Rig.with(heraldPath: self.rig.herald) { rig in
-            try await rig.prefill(devices: devices) { _ in .session("fan") }
+        try await Rig.with(heraldPath: self.rig.herald, postgresURL: rig.postgresURL) { rig in
+            let prefillStart = ContinuousClock.now
+            // One more device, watching another key: the event published mid-fan-out.
+            try await rig.importDevices(devices + 1, sealed: sealed) { $0 < devices ? [.session("fan")] : [.session("other")] }
+            let prefillSeconds = (ContinuousClock.now - prefillStart).seconds
             try await rig.launch()
+            let idle = try rig.memory()
+            let cpuStart = try rig.cpuSeconds()
             let started = ContinuousClock.now
             let status = try await rig.post(
                 "/v1/events", #"{"template":"custom","targets":{"keys":["session:fan"]},"fields":{"aps":{"alert":"to all"}}}"#)
-            let committed = (ContinuousClock.now - started).seconds
-            let complete = try await rig.waitForAccepted(devices, timeout: .seconds(600))
+            let accepted = (ContinuousClock.now - started).seconds
+            guard status == 202 else { throw BenchError("the fan-out event was refused: \(status)") }
+            _ = try await rig.waitForAccepted(1, timeout: .seconds(60))
+            let firstPush = (ContinuousClock.now - started).seconds
+            _ = try await rig.waitForAccepted(devices / 2, timeout: .seconds(1_200))
+            var peak = try rig.memory().peak
+            var cpuBeforeKill = 0.0
+            if killAtHalf {
+                cpuBeforeKill = try rig.cpuSeconds() - cpuStart
+                peak = max(peak, try rig.memory().peak)
+                rig.killAll()
+                try await rig.launch()
+            }
+            // Mid-fan-out (after the restart, with --kill-at-half): an event to another key, timed
+            // from its 202 to its push.
+            let otherToken = Rig.token(devices)
+            let otherStarted = ContinuousClock.now
+            guard try await rig.post("/v1/events", #"{"template":"custom","targets":{"keys":["session:other"]},"fields":{"aps":{"alert":"meanwhile"}}}"#) == 202
+            else { throw BenchError("the second event was refused") }
+            var otherSeconds: Double?
+            let deadline = ContinuousClock.now + .seconds(1_800)
+            while ContinuousClock.now < deadline {
+                if otherSeconds == nil, !rig.simulator.notifications(token: otherToken).isEmpty {
+                    otherSeconds = (ContinuousClock.now - otherStarted).seconds
+                }
+                if rig.simulator.stats.accepted >= devices + 1 { break }
+                peak = max(peak, try rig.memory().peak)
+                try await Task.sleep(for: .milliseconds(otherSeconds == nil ? 5 : 200))
+            }
+            if otherSeconds == nil, !rig.simulator.notifications(token: otherToken).isEmpty { otherSeconds = (ContinuousClock.now - otherStarted).seconds }
             let delivered = (ContinuousClock.now - started).seconds
+            // Let any late duplicate arrive before counting.
+            try await Task.sleep(for: .seconds(2))
+            let cpu = cpuBeforeKill + (try rig.cpuSeconds()) - (killAtHalf ? 0 : cpuStart)
+            peak = max(peak, try rig.memory().peak)
+            let recorded = rig.simulator.notifications().filter { $0.token != otherToken }
+            let distinct = Set(recorded.map(\.token)).count
+            func round3(_ x: Double) -> Double { (x * 1000).rounded() / 1000 }
             report([
-                "benchmark": "fanout", "devices": devices, "status": status, "commit_seconds": committed,
-                "all_delivered": complete, "delivered_seconds": delivered,
-                "delivered_per_second": Int(Double(rig.simulator.stats.accepted) / delivered),
+                "benchmark": "fanout", "store": rig.postgresURL == nil ? "sqlite" : "postgresql", "devices": devices, "sealed": sealed,
+                "killed_at_half": killAtHalf, "prefill_seconds": Int(prefillSeconds),
+                "accepted_ms": round3(accepted * 1000), "first_push_ms": round3(firstPush * 1000),
+                "delivered_seconds": round3(delivered), "pushes_per_second": Int(Double(recorded.count) / delivered),
+                "devices_reached": distinct, "pushes": recorded.count, "duplicates": recorded.count - distinct, "missing": devices - distinct,
+                "other_event_ms": otherSeconds.map { round3($0 * 1000) } ?? -1,
+                "idle_rss_mib": idle.rss / 1024, "peak_rss_mib": peak / 1024,
+                "cpu_ms_per_device": round3(cpu * 1000 / Double(devices)),
             ])
         }
     }

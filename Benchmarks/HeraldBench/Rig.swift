@@ -56,6 +56,8 @@ final class Rig: @unchecked Sendable {
         configuration.port = 0
         configuration.controlPort = 0
         configuration.keys = [SimulatorKey(keyID: Self.keyID, teamID: Self.teamID, publicKey: privateKey.publicKey)]
+        // A million-device fan-out is checked push by push.
+        configuration.recordLimit = 2_100_000
         simulator = try await APNsSimulator.start(configuration: configuration, eventLoopGroup: group)
         databasePath = directory.appendingPathComponent("herald.sqlite").path
         var httpConfiguration = HTTPClient.Configuration()
@@ -143,10 +145,47 @@ final class Rig: @unchecked Sendable {
         return path
     }
 
-    private func launchOne(_ n: Int, extra: [String: String]) async throws {
+    /// Registers devices `first..<first + count` through `herald devices import` (JSON lines of
+    /// registration bodies, as an operator moves devices in): sandbox iPhones with token
+    /// `Rig.token(i)` watching `watch(i)`, each with fresh push keys when `sealed`.
+    func importDevices(_ count: Int, first: Int = 0, sealed: Bool = false, watching watch: (Int) -> [WatchKey]) async throws {
+        let path = directory.appendingPathComponent("import-\(first).jsonl")
+        _ = FileManager.default.createFile(atPath: path.path, contents: nil)
+        let out = try FileHandle(forWritingTo: path)
+        var chunk = ""
+        for i in first..<(first + count) {
+            let keys = watch(i).map { #""\#($0.description)""# }.joined(separator: ",")
+            var line = #"{"device_token":"\#(Self.token(i))","platform":"ios","environment":"sandbox","watched_addresses":[\#(keys)]"#
+            if sealed {
+                let pair = Self.pushKeys()
+                line += #","push_keys":{"p256dh":"\#(pair.p256dh)","auth":"\#(pair.auth)"}"#
+            }
+            chunk += line + "}\n"
+            if chunk.utf8.count > 1 << 20 {
+                try out.write(contentsOf: Data(chunk.utf8))
+                chunk = ""
+            }
+        }
+        try out.write(contentsOf: Data(chunk.utf8))
+        try out.close()
         let process = Process()
         process.executableURL = URL(fileURLWithPath: heraldPath)
-        process.arguments = ["serve"]
+        process.arguments = ["devices", "import", path.path]
+        process.environment = try serveEnvironment()
+        let log = directory.appendingPathComponent("import-\(first).log")
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        process.standardOutput = try FileHandle(forWritingTo: log)
+        process.standardError = process.standardOutput
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw BenchError("herald devices import failed: \((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
+        }
+        try? FileManager.default.removeItem(at: path)
+    }
+
+    /// What `herald serve` (and `herald devices import`) runs with.
+    private func serveEnvironment() throws -> [String: String] {
         var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("HERALD_") }
         env.merge([
             "HERALD_DATABASE_URL": postgresURL ?? "sqlite:" + databasePath, "HERALD_HTTP_PORT": "0", "HERALD_ADMIN_PORT": "0", "HERALD_PUBLISH_KEYS": Self.publishKey,
@@ -159,6 +198,14 @@ final class Rig: @unchecked Sendable {
         ]) { _, new in new }
         // One signing key for every instance: PostgreSQL refuses a key made at start.
         if postgresURL != nil { env["HERALD_SIGNING_KEY_PATH"] = try sharedSigningKey() }
+        return env
+    }
+
+    private func launchOne(_ n: Int, extra: [String: String]) async throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: heraldPath)
+        process.arguments = ["serve"]
+        var env = try serveEnvironment()
         env.merge(extra) { _, new in new }
         process.environment = env
         let logPath = directory.appendingPathComponent("serve-\(n).log").path
@@ -185,6 +232,17 @@ final class Rig: @unchecked Sendable {
             try await Task.sleep(for: .milliseconds(20))
         }
         throw BenchError("herald serve did not start within 60 s")
+    }
+
+    /// Kills every `herald serve` with SIGKILL (no shutdown of any kind), as a crash would.
+    func killAll() {
+        for serve in serves where serve.isRunning {
+            kill(serve.processIdentifier, SIGKILL)
+            serve.waitUntilExit()
+        }
+        serves = []
+        apis = []
+        admins = []
     }
 
     /// POSTs JSON to the gateway; returns the status.

@@ -78,9 +78,18 @@ public func buildApplication(
     var api = settings.apiConfiguration(subscriptionKeys: push.subscriptionKeys)
     api.registration.tokenRules = push.registrationRules
     api.addedPlatformTokenSchemas = pushServices.openAPITokenSchemas
+    // Fan-out jobs expand after the lanes in the group, so they stop first.
+    let fanouts = FanoutExpander(
+        store: store, apps: api.apps, outbox: outbox, platforms: Set(pushServices.platforms), pageSize: settings.fanoutPage,
+        logger: Logger(label: "herald.fanout"))
+    services.append(fanouts)
+    metrics.0.addCollector { m in
+        if let pending = try? await store.pendingFanoutDevices() { m.fanoutPending(devices: pending) }
+    }
     let publisher = EventPublisher(
         store: store, apps: api.apps, outbox: outbox, metrics: metrics.0, platforms: Set(pushServices.platforms),
-        pushLimits: pushServices.publishLimits, maximumDeliveriesPerRequest: settings.maximumDeliveriesPerRequest)
+        pushLimits: pushServices.publishLimits, maximumDeliveriesPerRequest: settings.maximumDeliveriesPerRequest,
+        fanoutThreshold: settings.fanoutThreshold, fanouts: fanouts)
     services += try await maintenance(settings: settings, store: store, logger: logger)
     // Read markers: the siblings' dismissals go out as they fall due, after the lanes in the
     // group so they stop first.

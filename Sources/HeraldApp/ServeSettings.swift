@@ -104,6 +104,11 @@ public struct ServeSettings: Sendable {
     var maximumConnections = 0
     /// `HERALD_MAX_DELIVERIES_PER_REQUEST`: the most deliveries one publish request may create.
     var maximumDeliveriesPerRequest = EventPublisher.defaultMaximumDeliveriesPerRequest
+    /// `HERALD_FANOUT_THRESHOLD`: an event to a key with more watchers than this commits with a
+    /// fan-out job, expanded a page at a time (default 2,000).
+    var fanoutThreshold = EventPublisher.defaultFanoutThreshold
+    /// `HERALD_FANOUT_PAGE`: watchers a fan-out page reads at most (default 1,000).
+    var fanoutPage = FanoutExpander.defaultPageSize
     /// `HERALD_DISMISS_WINDOW_SECONDS`: at most one dismissal per device and conversation this
     /// often; read markers within it merge into the next (default 10).
     var dismissWindowSeconds: TimeInterval = ReadMarkers.defaultDismissWindow
@@ -236,6 +241,8 @@ public struct ServeSettings: Sendable {
             maximumConnections = value
         }
         if let value = try Self.integer(env, "HERALD_MAX_DELIVERIES_PER_REQUEST", in: 1...10_000_000, "is a whole number from 1 to 10000000") { maximumDeliveriesPerRequest = value }
+        if let value = try Self.integer(env, "HERALD_FANOUT_THRESHOLD", in: 0...100_000, "is a whole number from 0 to 100000") { fanoutThreshold = value }
+        if let value = try Self.integer(env, "HERALD_FANOUT_PAGE", in: 10...50_000, "is a whole number from 10 to 50000") { fanoutPage = value }
         if let value = try Self.integer(env, "HERALD_DISMISS_WINDOW_SECONDS", in: 0...3_600, "is a whole number of seconds from 0 to 3600") {
             dismissWindowSeconds = TimeInterval(value)
         }

@@ -9,7 +9,7 @@ import KasiaProtocol
 /// events and deliveries in one transaction before it returns. It never waits on a push service:
 /// the outbox is told after the commit.
 public struct EventPublisher: Sendable {
-    public let store: any DeviceRegistry & DeliveryQueue
+    public let store: any DeviceRegistry & DeliveryQueue & FanoutQueue
     public let apps: AppDirectory
     /// Where committed deliveries go: idle lanes take theirs straight from the commit, the others
     /// are told to claim. Nil: nothing delivers (the deliveries wait in the store).
@@ -23,8 +23,17 @@ public struct EventPublisher: Sendable {
     public let pushLimits: [any PushLimits]
     /// The templates events name.
     public let templates: EventTemplateRegistry
-    /// The most deliveries one publish request may create (refused as `tooLarge` over it).
+    /// The most deliveries one publish request may create (refused as `tooLarge` over it); a
+    /// fan-out job's are not counted (its memory is a page's, not its audience's).
     public let maximumDeliveriesPerRequest: Int
+    /// An event routed by keys (or a Kasia event) whose key more devices watch than this commits
+    /// with a fan-out job instead of a delivery per device; nil: never.
+    public let fanoutThreshold: Int?
+    /// Told when a job is committed.
+    public let fanouts: FanoutExpander?
+    /// The default threshold: below it one transaction with a row per device costs less than a job
+    /// (Benchmarks/README.md, "Fan-out").
+    public static let defaultFanoutThreshold = 2_000
     /// The default cap on deliveries per request.
     public static let defaultMaximumDeliveriesPerRequest = 100_000
     /// Events per batch.
@@ -42,11 +51,14 @@ public struct EventPublisher: Sendable {
     public static let nowOrNeverLifetime: TimeInterval = 60
 
     public init(
-        store: any DeviceRegistry & DeliveryQueue, apps: AppDirectory,
+        store: any DeviceRegistry & DeliveryQueue & FanoutQueue, apps: AppDirectory,
         outbox: Outbox? = nil, clock: any HeraldClock = SystemClock(),
         metrics: HeraldMetrics? = nil, platforms: Set<Platform> = [.ios], pushLimits: [any PushLimits] = [],
-        templates: EventTemplateRegistry = .builtIn, maximumDeliveriesPerRequest: Int = EventPublisher.defaultMaximumDeliveriesPerRequest
+        templates: EventTemplateRegistry = .builtIn, maximumDeliveriesPerRequest: Int = EventPublisher.defaultMaximumDeliveriesPerRequest,
+        fanoutThreshold: Int? = nil, fanouts: FanoutExpander? = nil
     ) {
+        self.fanoutThreshold = fanoutThreshold
+        self.fanouts = fanouts
         self.templates = templates
         self.maximumDeliveriesPerRequest = maximumDeliveriesPerRequest
         self.store = store
@@ -91,6 +103,12 @@ public struct EventPublisher: Sendable {
         public var keys: [String]?
         public var deviceIDs: [String]?
         public var tokens: [String]?
+
+        public init(keys: [String]? = nil, deviceIDs: [String]? = nil, tokens: [String]? = nil) {
+            self.keys = keys
+            self.deviceIDs = deviceIDs
+            self.tokens = tokens
+        }
     }
 
     /// An event committed: its id, its deliveries and the target tokens no device has.
@@ -127,6 +145,7 @@ public struct EventPublisher: Sendable {
         let claim = outbox?.directClaim(apps: Set(events.map(\.app)))
         let result = try await store.enqueue(events, checkpoint: checkpoint, now: now, claim: claim)
         outbox?.enqueued(result, now: now)
+        if events.contains(where: { $0.fanout != nil }) { fanouts?.jobCommitted() }
         return result.created
     }
 
@@ -241,8 +260,9 @@ public struct EventPublisher: Sendable {
         var byDeviceID: [String: [String: [DeviceRecord]]] = [:]
         var byKey: [String: [String: [DeviceRecord]]] = [:]
         let now = clock.now()
+        let jobs = try await fanoutRoutes(drafts)
         for app in Set(drafts.map(\.app)) {
-            let inApp = drafts.filter { $0.app == app }
+            let inApp = drafts.indices.filter { drafts[$0].app == app && jobs[$0] == nil }.map { drafts[$0] }
             byKey[app] = try await store.devices(app: app, watchingEach: inApp.flatMap { $0.keys.map(\.description) })
             let tokens = Array(Set(inApp.flatMap(\.tokens)))
             byToken[app] = Dictionary(try await store.devices(app: app, tokens: tokens).map { ($0.token, $0) }) { a, _ in a }
@@ -254,7 +274,15 @@ public struct EventPublisher: Sendable {
         var prepared: [Published] = []
         prepared.reserveCapacity(drafts.count)
         var total = 0
-        for draft in drafts {
+        for (index, draft) in drafts.enumerated() {
+            if let job = jobs[index] {
+                var event = NewEvent(
+                    id: UUID.timeOrdered(at: now).lowercasedString, app: draft.app, template: draft.template, push: draft.push,
+                    expiresAt: draft.expiresAt, deviceRowIDs: [])
+                event.fanout = job
+                prepared.append(Published(event: event, unknownTokens: []))
+                continue
+            }
             var devices: [DeviceRecord] = []
             if let kasia = draft.kasia, let key = KasiaRouting.lookupKey(for: kasia) {
                 let candidates = try await store.devices(app: draft.app, watching: key)
@@ -287,6 +315,34 @@ public struct EventPublisher: Sendable {
             prepared.append(Published(event: event, unknownTokens: unknownTokens))
         }
         return prepared
+    }
+}
+
+extension EventPublisher {
+    /// The drafts that go to a fan-out job, by index, with their routes: those routed by keys
+    /// alone (or Kasia events) where a key has more watchers than the threshold. Each key is
+    /// counted once per call, and no further than the threshold.
+    func fanoutRoutes(_ drafts: [Draft]) async throws -> [Int: FanoutRoute] {
+        guard let threshold = fanoutThreshold else { return [:] }
+        func lookups(_ draft: Draft) -> [String] {
+            guard draft.tokens.isEmpty, draft.deviceIDs.isEmpty, !draft.allDevices else { return [] }
+            if let kasia = draft.kasia { return KasiaRouting.lookupKey(for: kasia).map { [$0] } ?? [] }
+            var seen = Set<String>()
+            return draft.keys.map(\.description).filter { seen.insert($0).inserted }
+        }
+        var counted: [String: Bool] = [:]
+        var routes: [Int: FanoutRoute] = [:]
+        for (index, draft) in drafts.enumerated() {
+            let keys = lookups(draft)
+            var large = false
+            for key in keys {
+                if counted[key] == nil { counted[key] = try await store.watcherCount(key: key, limit: threshold + 1) > threshold }
+                large = large || counted[key] == true
+            }
+            guard large else { continue }
+            routes[index] = FanoutRoute(keys: keys, excludedDeviceIDs: draft.excluded.sorted(), kasia: draft.kasia)
+        }
+        return routes
     }
 }
 

@@ -167,6 +167,11 @@ public final class HeraldMetrics: Sendable {
     }
 
     /// Connections open to one push service, over every app, read at scrape time.
+    /// Devices of unfinished fan-out jobs not yet expanded into deliveries.
+    public func fanoutPending(devices: Int) {
+        gauge("herald_fanout_pending_devices").record(devices)
+    }
+
     public func connectionsOpen(platform: Platform, _ count: Int) {
         gauge("herald_provider_connections_open", ["provider": platform.rawValue]).record(count)
     }

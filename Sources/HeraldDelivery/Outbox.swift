@@ -66,6 +66,13 @@ public struct Outbox: Sendable {
         return lanes.isEmpty ? nil : DirectClaim(lanes: lanes, lease: lease)
     }
 
+    /// How much `app`'s lanes can take now: the least room among its open lanes, and that lane's
+    /// limit in flight (a paused lane takes nothing but waits; it is left out). Nil when the app
+    /// has no open lane.
+    public func room(app: String) -> (free: Int, capacity: Int)? {
+        (lanesByApp[app] ?? []).filter { !$0.isPaused }.map { ($0.room, $0.maximumInFlight) }.min { $0.0 < $1.0 }
+    }
+
     /// After a commit: hands each lane the deliveries leased to it and tells the lanes with
     /// pending deliveries to claim them.
     public func enqueued(_ result: EnqueueResult, now: Date) {

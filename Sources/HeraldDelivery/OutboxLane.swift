@@ -33,6 +33,8 @@ public final class OutboxLane: Service, Sendable {
     /// Attempts of flights that have come back, for the lane's loop to settle and record.
     private let landed = Mutex<[[Attempt]]>([])
     private let paused = Atomic<Bool>(false)
+    /// Deliveries sent and not back yet (the loop's own count, for `room`).
+    private let sending = Atomic<Int>(0)
 
     /// The push service refused the app's credentials: the lane sends nothing but a probe now
     /// and then until it takes them again (`/readyz` and `herald_app_sends_paused` show it).
@@ -78,6 +80,12 @@ public final class OutboxLane: Service, Sendable {
     /// for them; paused, none (they wait in the store).
     public var directClaimCapacity: Int {
         handoffs.withLock { $0.accepting ? max(0, maximumInFlight - $0.deliveries.count) : 0 }
+    }
+
+    /// How many more deliveries the lane could have out now: its limit in flight less those out
+    /// and those handed off and waiting. A fan-out expands no faster than its lanes send.
+    public var room: Int {
+        max(0, maximumInFlight - sending.load(ordering: .relaxed) - handoffs.withLock { $0.deliveries.count })
     }
 
     /// Deliveries a commit leased to this lane until `leaseUntil`: sent next, without a claim.
@@ -139,6 +147,7 @@ public final class OutboxLane: Service, Sendable {
             var recordNow = false
             for attempts in landed.withLock({ l in defer { l = [] }; return l }) {
                 inFlight -= attempts.count
+                sending.subtract(attempts.count, ordering: .relaxed)
                 let settled = settle(attempts, pause: &pause)
                 outcomes.add(settled, now: clock.now(), delay: settings.outcomeDelay)
                 // Only deliveries that went out wait: a retry or a dead token changes what the
@@ -198,6 +207,7 @@ public final class OutboxLane: Service, Sendable {
                     // The batch goes to the provider whole, in a flight of its own: the provider
                     // sends its deliveries side by side.
                     inFlight += claimed.count
+                    sending.add(claimed.count, ordering: .relaxed)
                     flights.addTask {
                         let attempts = await self.attempts(claimed)
                         self.landed.withLock { $0.append(attempts) }

@@ -26,12 +26,7 @@ public struct PublishAPI: Sendable {
             let body = try JSONBody.read { () throws(JSONFieldError) in try EventPublisher.Request(json: json) }
             let published = try await publisher.publish([body], publisherKey: key, requestID: context.logger.requestID)[0]
             Self.log([published], logger: context.logger)
-            return RegistrationAPI.json(
-                .object([
-                    .init("deliveries", .int(Int64(published.event.deviceRowIDs.count))), .init("event_id", .string(published.event.id)),
-                    .init("unknown_tokens", .array(published.unknownTokens.map(JSONValue.string))),
-                ]),
-                status: .accepted)
+            return RegistrationAPI.json(.object(Self.accepted(published) + [.init("unknown_tokens", .array(published.unknownTokens.map(JSONValue.string)))]), status: .accepted)
         }
         // What became of an event: its deliveries by state, with the push services' reasons —
         // never a token. Only a publisher key of the event's app sees it (any other gets the 404
@@ -44,7 +39,7 @@ public struct PublishAPI: Sendable {
                     .notFound, code: "not_found", message: "no event \(id) of this publisher key's apps (events are kept for the retention, HERALD_RETENTION_HOURS)",
                     field: "id")
             }
-            return RegistrationAPI.json(Self.json(status))
+            return RegistrationAPI.json(Self.json(status, now: publisher.clock.now()))
         }
         router.post("/v1/events:batch") { request, context in
             let key = try configuration.apps.publisherKey(request)
@@ -63,17 +58,23 @@ public struct PublishAPI: Sendable {
             Self.log(published, logger: context.logger)
             return RegistrationAPI.json(
                 .object([
-                    .init("events", .array(published.map {
-                        .object([.init("deliveries", .int(Int64($0.event.deviceRowIDs.count))), .init("event_id", .string($0.event.id))])
-                    }))
+                    .init("events", .array(published.map { .object(Self.accepted($0)) }))
                 ]),
                 status: .accepted)
         }
     }
 
+    /// An accepted event's fields: its deliveries, and `fanout: true` for one that went to a
+    /// fan-out job (its deliveries are made as the job expands: `GET /v1/events/{id}`).
+    static func accepted(_ published: EventPublisher.Published) -> [JSONValue.Field] {
+        var fields: [JSONValue.Field] = [.init("deliveries", .int(Int64(published.event.deviceRowIDs.count))), .init("event_id", .string(published.event.id))]
+        if published.event.fanout != nil { fields.append(.init("fanout", .bool(true))) }
+        return fields
+    }
+
     /// The states a publisher sees: queued (pending or being sent), sent, failed (a push service
-    /// refused it, or its device was dropped), expired.
-    static func json(_ status: EventStatus) -> [String: JSONValue] {
+    /// refused it, or its device was dropped), expired; and a fan-out's totals.
+    static func json(_ status: EventStatus, now: Date) -> [String: JSONValue] {
         func state(_ s: DeliveryState) -> String {
             switch s {
             case .pending, .sending: "queued"
@@ -88,12 +89,27 @@ public struct PublishAPI: Sendable {
         for (s, byReason) in status.reasons {
             for (reason, n) in byReason { reasons[state(s), default: [:]][reason, default: 0] += Int64(n) }
         }
-        return [
+        var json: [String: JSONValue] = [
             "event_id": .string(status.id), "app": .string(status.app), "template": .string(status.template),
             "created_at": .int(Int64(status.createdAt.timeIntervalSince1970)), "expires_at": .int(Int64(status.expiresAt.timeIntervalSince1970)),
             "deliveries": .sortedObject(counts.mapValues(JSONValue.int)),
             "reasons": .sortedObject(reasons.mapValues { .sortedObject($0.mapValues(JSONValue.int)) }),
         ]
+        if let fanout = status.fanout {
+            // Devices: counted when the job started (any app's watchers of its keys), exact once
+            // expanded. Pending: not yet expanded, and expanded but not yet sent.
+            let unexpanded = fanout.finished ? 0 : max(0, (fanout.devices ?? fanout.expanded) - fanout.expanded)
+            let sent = counts["sent"] ?? 0
+            let seconds = max(0.001, now.timeIntervalSince(status.createdAt))
+            json["fanout"] = .object([
+                .init("devices", fanout.devices.map { .int(Int64($0)) } ?? .null), .init("expanded", .int(Int64(fanout.expanded))),
+                .init("sent", .int(sent)), .init("failed", .int((counts["failed"] ?? 0) + (counts["expired"] ?? 0))),
+                .init("pending", .int(Int64(unexpanded) + (counts["queued"] ?? 0))),
+                .init("rate_per_second", .double((Double(sent) / seconds * 10).rounded() / 10)),
+                .init("finished", .bool(fanout.finished && counts["queued"] == 0)),
+            ])
+        }
+        return json
     }
 
     /// One `debug` line per accepted event, through the request's logger: the event id beside the

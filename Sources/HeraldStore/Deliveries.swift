@@ -20,6 +20,10 @@ public struct NewEvent: Sendable {
     /// The HTTP request that created it (its `X-Request-ID`), named in its deliveries' log lines
     /// by whichever instance sends them; nil for the chain source's events.
     public var requestID: String?
+    /// A large audience: the event commits with a fan-out job over this route instead of a
+    /// delivery per device (`deviceRowIDs` is then empty), and the expander makes its deliveries
+    /// a page at a time.
+    public var fanout: FanoutRoute?
 
     public init(id: String, app: String, template: String, push: RenderedPush, expiresAt: Date, deviceRowIDs: [Int64], dedupeKey: String? = nil) {
         self.id = id
@@ -179,6 +183,8 @@ public struct EventStatus: Hashable, Sendable {
     /// Deliveries by state, and by state and last reason (a retry's, a failure's).
     public var deliveries: [DeliveryState: Int] = [:]
     public var reasons: [DeliveryState: [String: Int]] = [:]
+    /// Its fan-out job, when it went to a large audience.
+    public var fanout: FanoutProgress?
 
     public init(id: String, app: String, template: String, createdAt: Date, expiresAt: Date) {
         self.id = id

@@ -44,6 +44,16 @@ extension PostgresStore {
                     for try await id in rows.decode(String.self) { inserted.insert(id) }
                     var eventIDs: [String] = [], deviceRows: [Int64] = [], apnsIDs: [String] = [], appIDs: [String] = [], expires: [Int64] = []
                     for event in events where inserted.contains(event.id) {
+                        if let route = event.fanout {
+                            let stored = route.storedColumns
+                            try await db.query(
+                                """
+                                INSERT INTO fanouts (event_id, app_id, keys, excluded, kasia, key_index, cursor_row, expanded, created_at)
+                                VALUES (\(event.id), \(event.app), \(stored.keys), \(stored.excluded), \(stored.kasia), 0, 0, 0, \(ms))
+                                """, logger: logger)
+                            created[event.id] = 0
+                            continue
+                        }
                         let rows = Array(Set(event.deviceRowIDs)).sorted()
                         let sequence = DeliveryIDSequence()
                         for row in rows {

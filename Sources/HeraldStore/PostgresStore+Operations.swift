@@ -89,7 +89,10 @@ extension PostgresStore {
             var budget = max(1, limit)
             for here in candidates {
                 let id = here.eventID
-                if try await exists("SELECT 1 FROM deliveries WHERE event_id = \(id) AND state IN ('pending', 'sending') LIMIT 1") {
+                // Unfinished: a delivery not done, or a fan-out job not fully expanded.
+                let sending = try await exists("SELECT 1 FROM deliveries WHERE event_id = \(id) AND state IN ('pending', 'sending') LIMIT 1")
+                let expanding = try await exists("SELECT 1 FROM fanouts WHERE event_id = \(id) AND finished_at IS NULL")
+                if sending || expanding {
                     batch.next = here
                     continue
                 }
@@ -129,6 +132,11 @@ extension PostgresStore {
                 "SELECT state, last_reason, COUNT(*)::BIGINT FROM deliveries WHERE event_id = \(id) GROUP BY state, last_reason", logger: logger
             ).decode((String, String?, Int64).self) {
                 status.add(state: state, reason: reason, count: Int(n))
+            }
+            for try await (devices, expanded, finished) in try await client.query(
+                "SELECT devices, expanded, finished_at FROM fanouts WHERE event_id = \(id)", logger: logger
+            ).decode((Int64?, Int64, Int64?).self) {
+                status.fanout = FanoutProgress(devices: devices.map(Int.init), expanded: Int(expanded), finished: finished != nil)
             }
             return status
         }

@@ -16,12 +16,14 @@ extension SQLiteStore {
         case enqueue(Enqueue)
         case claim(app: String, platform: Platform, limit: Int, now: Date, lease: Duration)
         case complete([DeliveryOutcome], now: Date)
+        case expand(FanoutPage)
     }
 
     enum GroupedResult: Sendable {
         case enqueued(EnqueueResult)
         case claimed([ClaimedDelivery])
         case recorded
+        case expanded(EnqueueResult?)
     }
 
     /// One caller's `enqueue`.
@@ -78,23 +80,16 @@ extension SQLiteStore {
         case .complete(let outcomes, let now):
             try record(outcomes, now: now, db)
             return .recorded
+        case .expand(let page):
+            return .expanded(try expand(page, db))
         }
     }
 
     static func insert(_ request: Enqueue, _ db: Database) throws -> EnqueueResult {
         let (events, checkpoint, now) = (request.events, request.checkpoint, request.now)
         var created: [String: Int] = [:]
-        var claimed: [ClaimedDelivery] = []
-        var pending = Set<LaneKey>()
-        var budget = request.claim?.lanes ?? [:]
         let ms = now.milliseconds
-        let leaseUntil = ms + Int64((request.claim?.lease ?? .zero).seconds * 1000)
-        let insertDelivery = try db.cachedStatement(
-            sql: """
-                INSERT INTO deliveries (event_id, device_row, app_id, state, attempts, next_attempt_at, lease_until, apns_id, expires_at, created_at, updated_at, platform)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """)
-        let deviceByRow = try db.cachedStatement(sql: "SELECT * FROM devices WHERE id = ?")
+        var writer = try DeliveryWriter(db, now: ms, claim: request.claim)
         // Each app once per transaction, not once per event.
         let addApp = try db.cachedStatement(sql: "INSERT INTO apps (id, created_at) VALUES (?, ?) ON CONFLICT (id) DO NOTHING")
         for app in Set(events.map(\.app)) { try addApp.execute(arguments: [app, ms]) }
@@ -105,38 +100,10 @@ extension SQLiteStore {
                 INSERT INTO events (id, app_id, template, push_type, priority, collapse_id, payload, created_at, expires_at, dedupe_key, fcm_data, request_id)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (dedupe_key) DO NOTHING
                 """)
-        // The two inserts run once per event and per delivery: their values are bound directly.
-        // An empty argument list tells GRDB the parameters are bound, and it executes as usual.
+        // The insert runs once per event: its values are bound directly. An empty argument list
+        // tells GRDB the parameters are bound, and it executes as usual.
         insertEvent.setUncheckedArguments([])
-        insertDelivery.setUncheckedArguments([])
         let eventValues = SQLiteParameters(insertEvent.sqliteStatement)
-        let deliveryValues = SQLiteParameters(insertDelivery.sqliteStatement)
-        func addDelivery(
-            _ event: NewEvent, row: Int64, state: DeliveryState, attempts: Int64, leaseUntil: Int64?, apnsID: String,
-            expiresAt: Int64, platform: String?
-        ) throws -> Bool {
-            deliveryValues.reset()
-            try deliveryValues.text(1, event.id)
-            try deliveryValues.integer(2, row)
-            try deliveryValues.text(3, event.app)
-            try deliveryValues.text(4, state.rawValue)
-            try deliveryValues.integer(5, attempts)
-            try deliveryValues.integer(6, ms)
-            try deliveryValues.integer(7, leaseUntil)
-            try deliveryValues.text(8, apnsID)
-            try deliveryValues.integer(9, expiresAt)
-            try deliveryValues.integer(10, ms)
-            try deliveryValues.integer(11, ms)
-            try deliveryValues.text(12, platform)
-            // A device removed since routing (its token died, it unregistered) fails the foreign
-            // key: that statement alone is undone, and the event goes to the others.
-            do {
-                try insertDelivery.execute()
-            } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_FOREIGNKEY {
-                return false
-            }
-            return true
-        }
         for event in events {
             eventValues.reset()
             try eventValues.text(1, event.id)
@@ -153,42 +120,20 @@ extension SQLiteStore {
             try eventValues.text(12, event.requestID)
             try insertEvent.execute()
             guard db.changesCount == 1 else { continue }
-            let apnsIDs = DeliveryIDSequence()
-            let expiresAt = event.expiresAt.milliseconds
-            let rows = Set(event.deviceRowIDs).sorted()
-            let routed = event.devices.count == rows.count ? event.devices : []
-            var added = 0
-            for (i, row) in rows.enumerated() {
-                // A device gone since routing: its insert fails on the foreign key, and it is skipped.
-                let device = i < routed.count && routed[i].rowID == row
-                    ? routed[i] : try Row.fetchOne(deviceByRow, arguments: [row]).map(Self.deviceRecord)
-                let lane = device.map { LaneKey(app: event.app, platform: $0.platform) }
-                let apnsID = apnsIDs.uuid(for: row)
-                if let device, let lane, let left = budget[lane], left > 0 {
-                    guard try addDelivery(
-                        event, row: row, state: .sending, attempts: 1, leaseUntil: leaseUntil, apnsID: apnsID.lowercased,
-                        expiresAt: expiresAt, platform: lane.platform.rawValue)
-                    else { continue }
-                    added += 1
-                    budget[lane] = left - 1
-                    claimed.append(ClaimedDelivery(
-                        id: db.lastInsertedRowID, eventID: event.id, device: device, push: event.push, apnsID: apnsID.uuid, attempt: 1,
-                        expiresAt: Date(milliseconds: expiresAt), acceptedAt: Date(milliseconds: ms), requestID: event.requestID, template: event.template))
-                } else {
-                    guard try addDelivery(
-                        event, row: row, state: .pending, attempts: 0, leaseUntil: nil, apnsID: apnsID.lowercased,
-                        expiresAt: expiresAt, platform: lane?.platform.rawValue)
-                    else { continue }
-                    added += 1
-                    if let lane { pending.insert(lane) }
-                }
+            if let route = event.fanout {
+                let stored = route.storedColumns
+                try db.execute(
+                    sql: """
+                        INSERT INTO fanouts (event_id, app_id, keys, excluded, kasia, key_index, cursor_row, expanded, created_at)
+                        VALUES (?, ?, ?, ?, ?, 0, 0, 0, ?)
+                        """,
+                    arguments: [event.id, event.app, stored.keys, stored.excluded, stored.kasia, ms])
+                created[event.id] = 0
+                continue
             }
-            created[event.id] = added
+            created[event.id] = try writer.add(event, acceptedAt: ms, db)
         }
-        var counts = DeliveryCounts()
-        counts.add(.sending, nil, claimed.count)
-        counts.add(.pending, nil, created.values.reduce(0, +) - claimed.count)
-        try counts.apply(db)
+        try writer.finish(db)
         if let checkpoint {
             try db.execute(
                 sql: """
@@ -198,7 +143,109 @@ extension SQLiteStore {
                     """,
                 arguments: [checkpoint.source, checkpoint.blockHash, Int64(bitPattern: checkpoint.daaScore), ms])
         }
-        return EnqueueResult(created: created, claimed: claimed, pending: pending)
+        return EnqueueResult(created: created, claimed: writer.claimed, pending: writer.pending)
+    }
+
+    /// Writes deliveries within one transaction (an enqueue's, a fan-out page's): leased to the
+    /// lanes a `DirectClaim` names, up to each one's count, pending for the others.
+    struct DeliveryWriter {
+        var claimed: [ClaimedDelivery] = []
+        var pending = Set<LaneKey>()
+        private var created = 0
+        private var budget: [LaneKey: Int]
+        private let ms: Int64
+        private let leaseUntil: Int64
+        private let insertDelivery: Statement
+        private let deviceByRow: Statement
+        private let values: SQLiteParameters
+
+        init(_ db: Database, now ms: Int64, claim: DirectClaim?) throws {
+            self.ms = ms
+            budget = claim?.lanes ?? [:]
+            leaseUntil = ms + Int64((claim?.lease ?? .zero).seconds * 1000)
+            insertDelivery = try db.cachedStatement(
+                sql: """
+                    INSERT INTO deliveries (event_id, device_row, app_id, state, attempts, next_attempt_at, lease_until, apns_id, expires_at, created_at, updated_at, platform)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """)
+            deviceByRow = try db.cachedStatement(sql: "SELECT * FROM devices WHERE id = ?")
+            // Runs once per delivery: its values are bound directly.
+            insertDelivery.setUncheckedArguments([])
+            values = SQLiteParameters(insertDelivery.sqliteStatement)
+        }
+
+        /// `event`'s deliveries to its devices, one per device row; returns how many were made.
+        /// `acceptedAt`: when the event was (for the delivery-latency metric).
+        mutating func add(_ event: NewEvent, acceptedAt: Int64, _ db: Database) throws -> Int {
+            let apnsIDs = DeliveryIDSequence()
+            let expiresAt = event.expiresAt.milliseconds
+            let rows = Set(event.deviceRowIDs).sorted()
+            let routed = event.devices.count == rows.count ? event.devices : []
+            var added = 0
+            for (i, row) in rows.enumerated() {
+                // A device gone since routing: its insert fails on the foreign key, and it is skipped.
+                let device = i < routed.count && routed[i].rowID == row
+                    ? routed[i] : try Row.fetchOne(deviceByRow, arguments: [row]).map(SQLiteStore.deviceRecord)
+                let lane = device.map { LaneKey(app: event.app, platform: $0.platform) }
+                let apnsID = apnsIDs.uuid(for: row)
+                if let device, let lane, let left = budget[lane], left > 0 {
+                    guard try insert(
+                        event, row: row, state: .sending, attempts: 1, leaseUntil: leaseUntil, apnsID: apnsID.lowercased,
+                        expiresAt: expiresAt, platform: lane.platform.rawValue)
+                    else { continue }
+                    added += 1
+                    budget[lane] = left - 1
+                    claimed.append(ClaimedDelivery(
+                        id: db.lastInsertedRowID, eventID: event.id, device: device, push: event.push, apnsID: apnsID.uuid, attempt: 1,
+                        expiresAt: Date(milliseconds: expiresAt), acceptedAt: Date(milliseconds: acceptedAt), requestID: event.requestID,
+                        template: event.template))
+                } else {
+                    guard try insert(
+                        event, row: row, state: .pending, attempts: 0, leaseUntil: nil, apnsID: apnsID.lowercased,
+                        expiresAt: expiresAt, platform: lane?.platform.rawValue)
+                    else { continue }
+                    added += 1
+                    if let lane { pending.insert(lane) }
+                }
+            }
+            created += added
+            return added
+        }
+
+        private func insert(
+            _ event: NewEvent, row: Int64, state: DeliveryState, attempts: Int64, leaseUntil: Int64?, apnsID: String,
+            expiresAt: Int64, platform: String?
+        ) throws -> Bool {
+            values.reset()
+            try values.text(1, event.id)
+            try values.integer(2, row)
+            try values.text(3, event.app)
+            try values.text(4, state.rawValue)
+            try values.integer(5, attempts)
+            try values.integer(6, ms)
+            try values.integer(7, leaseUntil)
+            try values.text(8, apnsID)
+            try values.integer(9, expiresAt)
+            try values.integer(10, ms)
+            try values.integer(11, ms)
+            try values.text(12, platform)
+            // A device removed since routing (its token died, it unregistered) fails the foreign
+            // key: that statement alone is undone, and the event goes to the others.
+            do {
+                try insertDelivery.execute()
+            } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_FOREIGNKEY {
+                return false
+            }
+            return true
+        }
+
+        /// Counts what was written, in the same transaction.
+        func finish(_ db: Database) throws {
+            var counts = DeliveryCounts()
+            counts.add(.sending, nil, claimed.count)
+            counts.add(.pending, nil, created - claimed.count)
+            try counts.apply(db)
+        }
     }
 
     public func checkpoint(source: String) async throws -> ChainCheckpoint? {

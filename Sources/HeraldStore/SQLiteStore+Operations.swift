@@ -40,6 +40,9 @@ extension SQLiteStore {
             for row in try Row.fetchAll(db, sql: "SELECT state, last_reason, COUNT(*) FROM deliveries WHERE event_id = ? GROUP BY state, last_reason", arguments: [id]) {
                 status.add(state: row[0], reason: row[1], count: row[2])
             }
+            if let job = try Row.fetchOne(db, sql: "SELECT devices, expanded, finished_at FROM fanouts WHERE event_id = ?", arguments: [id]) {
+                status.fanout = FanoutProgress(devices: job[0], expanded: job[1], finished: (job[2] as Int64?) != nil)
+            }
             return status
         }
     }
@@ -76,7 +79,10 @@ extension SQLiteStore {
                     SELECT created_at, id FROM events WHERE created_at < ? AND (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?
                     """), arguments: [before.milliseconds, start.createdAt, start.eventID, pruneCandidates])
             let unfinished = try db.cachedStatement(
-                sql: "SELECT 1 FROM deliveries WHERE event_id = ? AND state IN ('pending', 'sending') LIMIT 1")
+                sql: """
+                    SELECT 1 FROM deliveries WHERE event_id = ?1 AND state IN ('pending', 'sending')
+                    UNION ALL SELECT 1 FROM fanouts WHERE event_id = ?1 AND finished_at IS NULL LIMIT 1
+                    """)
             let deleteDeliveries = try db.cachedStatement(
                 sql: "DELETE FROM deliveries WHERE id IN (SELECT id FROM deliveries WHERE event_id = ? LIMIT ?)")
             let anyLeft = try db.cachedStatement(sql: "SELECT 1 FROM deliveries WHERE event_id = ? LIMIT 1")

@@ -174,7 +174,7 @@ enum Schema {
         """
 
     /// Versions after each store's own, the same SQL on both, applied last.
-    static let routeVersions: [(String, String)] = [("v12", v12), ("v13", v13), ("v14", v14), ("v15", v15), ("v16", v16), ("v17", v17)]
+    static let routeVersions: [(String, String)] = [("v12", v12), ("v13", v13), ("v14", v14), ("v15", v15), ("v16", v16), ("v17", v17), ("v18", v18)]
 
     /// Which route made a device: NULL for the registration API (native and the apps' routes),
     /// `matrix` for a Matrix notify's pushkey. A notify refreshes only devices it made: it names
@@ -256,6 +256,34 @@ enum Schema {
           expires_at BIGINT NOT NULL
         );
         CREATE INDEX read_markers_expires ON read_markers (expires_at);
+        """
+
+    /// Fan-out jobs (issue 59): an event to many devices commits with a job, not a delivery per
+    /// device; the expander turns the job into deliveries a page at a time, moving its cursor
+    /// (`key_index` into `keys`, then the last device row read) in the same transaction. `keys` is
+    /// a JSON array of lookup keys, `excluded` of device ids, `kasia` the routing fields of a Kasia
+    /// event (JSON, or NULL). `devices` counts the watchers when the job started (exact once
+    /// `finished_at` is set), `expanded` the deliveries made. Watchers page in device order through
+    /// `(key, device_row)` and `(peer, device_row)`, which replace the indexes on the key alone.
+    static let v18 = """
+        CREATE TABLE fanouts (
+          event_id TEXT PRIMARY KEY REFERENCES events (id) ON DELETE CASCADE,
+          app_id TEXT NOT NULL,
+          keys TEXT NOT NULL,
+          excluded TEXT NOT NULL,
+          kasia TEXT,
+          key_index BIGINT NOT NULL,
+          cursor_row BIGINT NOT NULL,
+          devices BIGINT,
+          expanded BIGINT NOT NULL,
+          created_at BIGINT NOT NULL,
+          finished_at BIGINT
+        );
+        CREATE INDEX fanouts_open ON fanouts (finished_at, created_at);
+        DROP INDEX watch_keys_key;
+        CREATE INDEX watch_keys_key ON watch_keys (key, device_row);
+        DROP INDEX contextual_routes_peer;
+        CREATE INDEX contextual_routes_peer ON contextual_routes (peer, device_row);
         """
 
     /// Versions only SQLite applies, after `laterVersions`.

@@ -1,6 +1,6 @@
 public import HeraldPushCore
 
-public protocol Store: DeviceRegistry, DeliveryQueue, ChainCheckpoints, Leadership, StoreStatistics, CredentialLedger, Retention, DismissalLedger {
+public protocol Store: DeviceRegistry, DeliveryQueue, ChainCheckpoints, Leadership, StoreStatistics, CredentialLedger, Retention, DismissalLedger, FanoutQueue {
     /// Brings the schema to the current version.
     func migrate() async throws
 }

@@ -1,0 +1,136 @@
+public import Foundation
+import HeraldCore
+import HeraldPushCore
+import NIOCore
+import PostgresNIO
+
+/// PostgresStore: fan-out jobs. Instances share a job's pages: each page's commit locks the job
+/// row with `SKIP LOCKED` and checks its cursor, so two instances never expand the same page, and
+/// one waiting on another's page moves on instead of queueing behind it.
+extension PostgresStore {
+    public func openFanouts(limit: Int) async throws -> [FanoutJob] {
+        try await leased { [self] client in
+            var jobs: [FanoutJob] = []
+            for try await row in try await client.query(
+                """
+                SELECT f.event_id, f.app_id, e.template, e.push_type, e.priority, e.collapse_id, e.payload, e.fcm_data, e.expires_at,
+                       e.created_at, e.request_id, f.keys, f.excluded, f.kasia, f.key_index, f.cursor_row, f.devices, f.expanded
+                FROM fanouts f JOIN events e ON e.id = f.event_id
+                WHERE f.finished_at IS NULL ORDER BY f.created_at, f.event_id LIMIT \(Int64(limit))
+                """, logger: logger)
+            {
+                let (eventID, app, template, pushType, priority, collapseID, payload, fcmData, expiresAt) =
+                    try row.decode((String, String, String, String, Int64, String?, ByteBuffer, String?, Int64).self)
+                let cells = Array(row)
+                let createdAt = try cells[9].decode(Int64.self)
+                let requestID = try cells[10].decode(String?.self)
+                let (keys, excluded, kasia) = (try cells[11].decode(String.self), try cells[12].decode(String.self), try cells[13].decode(String?.self))
+                let cursor = FanoutCursor(keyIndex: Int(try cells[14].decode(Int64.self)), row: try cells[15].decode(Int64.self))
+                let (devices, expanded) = (try cells[16].decode(Int64?.self), try cells[17].decode(Int64.self))
+                guard let route = FanoutRoute(keys: keys, excluded: excluded, kasia: kasia) else { continue }
+                jobs.append(FanoutJob(
+                    eventID: eventID, app: app, template: template,
+                    push: RenderedPush(
+                        storedPushType: pushType, storedPriority: Int(priority), collapseID: collapseID, payload: Array(payload.readableBytesView),
+                        fcmData: RenderedPush.fcmData(json: fcmData)),
+                    expiresAt: Date(milliseconds: expiresAt), createdAt: Date(milliseconds: createdAt), requestID: requestID, route: route,
+                    cursor: cursor, devices: devices.map(Int.init), expanded: Int(expanded)))
+            }
+            return jobs
+        }
+    }
+
+    public func fanoutCandidates(app: String, key: String, after row: Int64, limit: Int) async throws -> FanoutCandidates {
+        let limit = Int64(max(1, limit))
+        return try await leased { [self] client in
+            func rows(_ query: PostgresQuery) async throws -> [Int64] {
+                var found: [Int64] = []
+                for try await row in try await client.query(query, logger: logger).decode(Int64.self) { found.append(row) }
+                return found
+            }
+            let watching = try await rows(
+                "SELECT DISTINCT device_row FROM watch_keys WHERE key = \(key) AND device_row > \(row) ORDER BY device_row LIMIT \(limit)")
+            let routed = try await rows(
+                "SELECT DISTINCT device_row FROM contextual_routes WHERE peer = \(key) AND device_row > \(row) ORDER BY device_row LIMIT \(limit)")
+            let page = FanoutCandidates.page(watching, routed, after: row, limit: Int(limit))
+            guard !page.rows.isEmpty else { return FanoutCandidates(devices: [], through: page.through, exhausted: page.exhausted) }
+            let devices = try await Self.devices(client.query(
+                """
+                SELECT \(unescaped: Self.deviceColumns) FROM devices
+                WHERE id = ANY(\(page.rows)) AND app_id = \(app) AND disabled_reason IS NULL ORDER BY id
+                """, logger: logger))
+            return FanoutCandidates(devices: devices, through: page.through, exhausted: page.exhausted)
+        }
+    }
+
+    public func watcherCount(key: String, limit: Int) async throws -> Int {
+        let bound = Int64(max(0, limit))
+        return try await leased { [self] client in
+            for try await n in try await client.query(
+                """
+                SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM watch_keys WHERE key = \(key) LIMIT \(bound)) w)
+                     + (SELECT COUNT(*) FROM (SELECT 1 FROM contextual_routes WHERE peer = \(key) LIMIT \(bound)) r)
+                """, logger: logger
+            ).decode(Int64.self) {
+                return Int(n)
+            }
+            return 0
+        }
+    }
+
+    /// Claims nothing at expansion, as at enqueue: the app's lanes are told to claim.
+    public func expand(
+        _ job: FanoutJob, from: FanoutCursor, to: FanoutCursor, finished: Bool, devices: [DeviceRecord], watchers: Int?, now: Date,
+        claim: DirectClaim?
+    ) async throws -> EnqueueResult? {
+        let ms = now.milliseconds
+        return try await leased { [self] client in
+            try await client.withTransaction(logger: logger) { db in
+                var expandedBefore: Int64?
+                for try await (keyIndex, cursor, expanded) in try await db.query(
+                    """
+                    SELECT key_index, cursor_row, expanded FROM fanouts WHERE event_id = \(job.eventID) AND finished_at IS NULL
+                    FOR UPDATE SKIP LOCKED
+                    """, logger: logger
+                ).decode((Int64, Int64, Int64).self) where keyIndex == Int64(from.keyIndex) && cursor == from.row {
+                    expandedBefore = expanded
+                }
+                guard let expandedBefore else { return nil }
+                var added: Int64 = 0
+                let rows = Array(Set(devices.map(\.rowID))).sorted()
+                if !rows.isEmpty {
+                    let sequence = DeliveryIDSequence()
+                    // A device removed since its page was read is not joined.
+                    added = Int64(try await Self.count(db.query(
+                        """
+                        INSERT INTO deliveries (event_id, device_row, app_id, state, attempts, next_attempt_at, apns_id, expires_at, created_at, updated_at, platform)
+                        SELECT \(job.eventID), r, \(job.app), 'pending', 0, \(ms), n, \(job.expiresAt.milliseconds), \(ms), \(ms), d.platform
+                        FROM unnest(\(rows)::BIGINT[], \(rows.map(sequence.id(for:)))::TEXT[]) AS t(r, n) JOIN devices d ON d.id = t.r
+                        RETURNING 1
+                        """, logger: logger)))
+                }
+                let total = expandedBefore + added
+                let counted: Int64? = finished ? total : watchers.map(Int64.init)
+                try await db.query(
+                    """
+                    UPDATE fanouts SET key_index = \(Int64(to.keyIndex)), cursor_row = \(to.row), expanded = \(total),
+                      devices = COALESCE(\(counted), devices), finished_at = \(finished ? ms : nil)
+                    WHERE event_id = \(job.eventID)
+                    """, logger: logger)
+                return EnqueueResult(created: [job.eventID: Int(added)], pending: [], pendingApps: added > 0 ? [job.app] : [])
+            }
+        }
+    }
+
+    public func pendingFanoutDevices() async throws -> Int {
+        try await leased { [self] client in
+            for try await n in try await client.query(
+                "SELECT COALESCE(SUM(GREATEST(COALESCE(devices, 0) - expanded, 0)), 0)::BIGINT FROM fanouts WHERE finished_at IS NULL",
+                logger: logger
+            ).decode(Int64.self) {
+                return Int(n)
+            }
+            return 0
+        }
+    }
+}
