@@ -70,7 +70,7 @@ public struct ConfigFile: Sendable {
     /// The shortest publisher or registration key accepted.
     static let minimumKeyLength = 16
     /// An app's own keys; each push service adds its block's (`apns`, `fcm`, `vapid`).
-    static let appKeys: Set<String> = ["id", "publish_keys", "registration", "agent_event", "ghosttalk", "max_devices", "privacy", "signing_key_path", "sealed", "sealed_alert", "sealed_alerts", "sealing_key_lifetime_seconds", "matrix_reaches_registered_devices", "critical_alerts", "presentation", "sealed_alert_key"]
+    static let appKeys: Set<String> = ["id", "publish_keys", "registration", "agent_event", "ghosttalk", "max_devices", "privacy", "signing_key_path", "sealed", "sealed_alert", "sealed_alerts", "sealing_key_lifetime_seconds", "sealing_cache_mib", "matrix_reaches_registered_devices", "critical_alerts", "presentation", "sealed_alert_key"]
     /// An app's `presentation:` (its defaults) and each template's block in it.
     static let presentationKeys: Set<String> = ["sound", "category", "interruption_level", "relevance_score", "badge"]
     static let agentEventKeys: Set<String> = ["stop", "permission_prompt", "idle_prompt", "other", "other_without_message"]

@@ -156,8 +156,16 @@ public struct DeviceRegistrar: Sendable {
     /// whether its token is registered already. `provingOwnership: false` takes own addresses
     /// without the wallet policy's signatures (an operator's import: the database's credentials
     /// are its proof).
+    /// Where `checked` finds the device a token already has.
+    public enum Registered: Sendable {
+        /// One read of the store.
+        case inStore
+        /// Read by the caller for many tokens at once (by lookup form; absent: none).
+        case given([String: DeviceRecord])
+    }
+
     public func checked(
-        _ request: Request, app: String, grant: RegistrationGrant, provingOwnership: Bool = true
+        _ request: Request, app: String, grant: RegistrationGrant, provingOwnership: Bool = true, registered: Registered = .inStore
     ) async throws -> (registration: Registration, known: Bool) {
         try AppDirectory.require(grant, covers: request.deviceID, field: "device_id")
         guard let platformText = request.platform else { throw Refusal.missing("platform") }
@@ -194,8 +202,12 @@ public struct DeviceRegistrar: Sendable {
         if provingOwnership { try proveOwnership(request.watch.own, app: app, token: token.value) }
         // A token registered under one identity moves to another only with that identity's token,
         // and a device that registered keys is never sent in clear by a registration without them.
-        let known = try await requireRebindable(
-            token.value, app: app, grant: grant, bringsKeys: request.pushKeys != nil || tokenRule.bringsOwnKeys)
+        let existing: DeviceRecord? = switch registered {
+        case .inStore: try await store.devices(app: app, tokens: [DeviceToken.lookupForm(token.value)]).first
+        case .given(let devices): devices[DeviceToken.lookupForm(token.value)]
+        }
+        let known = try requireRebindable(
+            existing, app: app, grant: grant, bringsKeys: request.pushKeys != nil || tokenRule.bringsOwnKeys)
         return (Registration(app: app, token: token, attributes: attributes, deviceID: request.deviceID, watchSet: watchSet), known)
     }
 
@@ -235,7 +247,8 @@ public struct DeviceRegistrar: Sendable {
         let bringsKeys = DevicePushKeys(registration.attributes) != nil || rules.tokenRules[registration.token.platform]?.bringsOwnKeys == true
         if !bringsKeys { try Self.requireUnsealedAllowed(app, field: field) }
         try Self.requireGranted(WatchRequest(watched: registration.watchSet.watched.map(\.description), own: nil, routes: nil), by: grant)
-        let known = try await requireRebindable(registration.token.value, app: app.id, grant: grant, bringsKeys: bringsKeys, field: field)
+        let existing = try await store.devices(app: app.id, tokens: [DeviceToken.lookupForm(registration.token.value)]).first
+        let known = try requireRebindable(existing, app: app.id, grant: grant, bringsKeys: bringsKeys, field: field)
         let reserved = known ? 0 : try await admitNew(app: app, field: field)
         defer { app.admissions.release(reserved) }
         let now = clock.now()
@@ -322,8 +335,8 @@ public struct DeviceRegistrar: Sendable {
     /// that registered it (`requireOwned`), or drop the keys its pushes are sealed to, which would
     /// send them in clear (`push_keys_required`, naming `push_keys`; unregistering first is the owner's way).
     /// - Returns: whether the token is registered already (one index lookup, shared with the device limit).
-    private func requireRebindable(_ token: String, app: String, grant: RegistrationGrant, bringsKeys: Bool, field: String = "device_token") async throws -> Bool {
-        guard let device = try await store.devices(app: app, tokens: [DeviceToken.lookupForm(token)]).first else { return false }
+    private func requireRebindable(_ device: DeviceRecord?, app: String, grant: RegistrationGrant, bringsKeys: Bool, field: String = "device_token") throws -> Bool {
+        guard let device else { return false }
         if grant != .anyIdentity { try AppDirectory.require(grant, covers: device.deviceID, field: field) }
         if !bringsKeys, DevicePushKeys(device.attributes) != nil, apps[app]?.sealing.map({ $0.mode != .off }) ?? true {
             throw Refusal(

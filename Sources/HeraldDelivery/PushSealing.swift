@@ -368,29 +368,45 @@ public struct SealingPushProvider: PushProvider {
 /// salt, so its own content key and nonce. Whoever reads the memory of a running Herald could open
 /// a device's pushes of its key's lifetime with Apple's or Google's copies; a lifetime of zero makes
 /// a key per push, as RFC 8291 does.
+///
+/// Kept compactly, so a million devices fit (`HERALD_SEALING_CACHE_MIB`): per device its 97 bytes
+/// (the combined key and the server's public key) in one array, the second it was made, and a
+/// 128-bit name of the device's keys in the index; at most `bytesPerDevice` in all.
 public final class SealingSessions: Sendable {
     /// A day: a device that registers daily (every launch of its app) never pays for its key in a push.
     public static let defaultLifetime: TimeInterval = 86_400
     /// The longest lifetime a setting may ask for: a week.
     public static let maximumLifetime: TimeInterval = 604_800
+    /// What one device's kept key costs at most: 97 bytes of key, 4 of time, and the index's
+    /// entry (a 16-byte name and a 4-byte slot) at up to 2.7 buckets per device.
+    public static let bytesPerDevice = 160
+    /// The default budget per sealing app: 160 MiB, 1,048,576 devices.
+    public static let defaultBudgetMiB = 160
     public let lifetime: TimeInterval
     public let capacity: Int
-    private let sessions = Mutex<[String: (session: WebPushSession, made: Date)]>([:])
+    private let table = Mutex(Table())
     private let madeAtRegistration = Atomic<Int>(0)
     private let madeAtPush = Atomic<Int>(0)
 
     /// - Parameter lifetime: 0 to `maximumLifetime` seconds.
-    public init(lifetime: TimeInterval = defaultLifetime, capacity: Int = 100_000) {
+    /// - Parameter capacity: devices kept at most (default: what `defaultBudgetMiB` holds).
+    public init(lifetime: TimeInterval = defaultLifetime, capacity: Int = SealingSessions.capacity(budgetMiB: defaultBudgetMiB)) {
         self.lifetime = max(0, min(lifetime, Self.maximumLifetime))
         self.capacity = max(1, capacity)
     }
 
+    /// The devices a memory budget holds.
+    public static func capacity(budgetMiB: Int) -> Int { max(1, budgetMiB) * (1 << 20) / bytesPerDevice }
+
     /// The session of the device with these attributes (its keys among them), made now if it has
-    /// none younger than `lifetime`. Kept by the attributes' stored form, so a kept session costs
-    /// no parse of them and no check of the point.
+    /// none younger than `lifetime`. Kept by a name of the attributes' stored form, so a kept
+    /// session costs no parse of them and no check of the point.
     func session(for attributes: DeviceAttributes, now: Date) -> WebPushSession? {
-        if let kept = sessions.withLock({ $0[attributes.storedForm] }), isFresh(kept.made, now: now) { return kept.session }
-        let session = make(for: attributes, now: now)
+        let name = Name(attributes.storedForm)
+        if let kept = table.withLock({ $0.session(name, madeAfter: Self.second(now.addingTimeInterval(-lifetime)), notAfter: Self.second(now)) }) {
+            return kept
+        }
+        let session = make(for: attributes, name: name, now: now)
         if session != nil { madeAtPush.add(1, ordering: .relaxed) }
         return session
     }
@@ -399,13 +415,13 @@ public final class SealingSessions: Sendable {
     /// False when the attributes hold no keys or the lifetime is zero (every push makes its own).
     @discardableResult
     public func agree(for attributes: DeviceAttributes, now: Date) -> Bool {
-        guard lifetime > 0, make(for: attributes, now: now) != nil else { return false }
+        guard lifetime > 0, make(for: attributes, name: Name(attributes.storedForm), now: now) != nil else { return false }
         madeAtRegistration.add(1, ordering: .relaxed)
         return true
     }
 
     /// Devices with a kept session.
-    public var count: Int { sessions.withLock { $0.count } }
+    public var count: Int { table.withLock { $0.index.count } }
 
     /// Keys made so far by registrations, and by pushes (each an ECDH a push paid: the device's key
     /// had expired, another instance registered it, or this one restarted).
@@ -413,23 +429,86 @@ public final class SealingSessions: Sendable {
         (madeAtRegistration.load(ordering: .relaxed), madeAtPush.load(ordering: .relaxed))
     }
 
-    private func isFresh(_ made: Date, now: Date) -> Bool { made <= now && now.timeIntervalSince(made) < lifetime }
+    private static func second(_ date: Date) -> Int64 { Int64(date.timeIntervalSince1970.rounded(.down)) }
 
-    private func make(for attributes: DeviceAttributes, now: Date) -> WebPushSession? {
+    private func make(for attributes: DeviceAttributes, name: Name, now: Date) -> WebPushSession? {
         guard let keys = DevicePushKeys(attributes),
             let session = try? WebPushSession(to: keys.publicKey, receiverBytes: keys.p256dh, auth: keys.auth)
         else { return nil }
         guard lifetime > 0 else { return session }
-        sessions.withLock { sessions in
-            // Full: drop the expired, and if none were, start again (an ECDH more per device) rather
-            // than search for the oldest on every push.
-            if sessions.count >= capacity {
-                sessions = sessions.filter { isFresh($0.value.made, now: now) }
-                if sessions.count >= capacity { sessions.removeAll(keepingCapacity: true) }
+        let second = Self.second(now), fresh = Self.second(now.addingTimeInterval(-lifetime))
+        table.withLock { table in
+            // Full: drop the expired, then (none were) the older half, rather than search for the
+            // oldest on every push.
+            if table.index[name] == nil, table.index.count >= capacity {
+                table.keep { $0 > fresh && $0 <= second }
+                if table.index.count >= capacity { table.keepNewerHalf() }
             }
-            sessions[attributes.storedForm] = (session, now)
+            table.put(name, session, made: second)
         }
         return session
+    }
+
+    /// A 128-bit name of a device's stored keys: two keyed hashes, so no two devices' names meet by chance.
+    struct Name: Hashable {
+        let first: Int, second: Int
+
+        init(_ text: String) {
+            var a = Hasher(), b = Hasher()
+            a.combine(0 as UInt8)
+            b.combine(1 as UInt8)
+            a.combine(text)
+            b.combine(text)
+            (first, second) = (a.finalize(), b.finalize())
+        }
+    }
+
+    /// The kept keys: slot `i` holds 97 bytes from `i * 97` in `keys` and its second in `made`.
+    struct Table {
+        static let slotBytes = 97
+        var index: [Name: Int32] = [:]
+        var keys: [UInt8] = []
+        var made: [UInt32] = []
+
+        func session(_ name: Name, madeAfter fresh: Int64, notAfter now: Int64) -> WebPushSession? {
+            guard let slot = index[name].map(Int.init) else { return nil }
+            let at = Int64(made[slot])
+            guard at > fresh, at <= now else { return nil }
+            let start = slot * Self.slotBytes
+            return WebPushSession(
+                inputKeyingMaterial: Array(keys[start..<(start + 32)]), senderPublicKey: Array(keys[(start + 32)..<(start + Self.slotBytes)]))
+        }
+
+        mutating func put(_ name: Name, _ session: WebPushSession, made second: Int64) {
+            let bytes = session.inputKeyingMaterial + session.senderPublicKey
+            guard bytes.count == Self.slotBytes else { return }
+            let stamp = UInt32(clamping: second)
+            if let slot = index[name].map(Int.init) {
+                keys.replaceSubrange((slot * Self.slotBytes)..<((slot + 1) * Self.slotBytes), with: bytes)
+                made[slot] = stamp
+            } else {
+                index[name] = Int32(made.count)
+                keys += bytes
+                made.append(stamp)
+            }
+        }
+
+        /// Keeps the slots whose second `keeps` holds, packed again.
+        mutating func keep(_ keeps: (Int64) -> Bool) {
+            var packed = Table()
+            for (name, slot) in index where keeps(Int64(made[Int(slot)])) {
+                let start = Int(slot) * Self.slotBytes
+                packed.index[name] = Int32(packed.made.count)
+                packed.keys += keys[start..<(start + Self.slotBytes)]
+                packed.made.append(made[Int(slot)])
+            }
+            self = packed
+        }
+
+        mutating func keepNewerHalf() {
+            let median = made.sorted()[made.count / 2]
+            keep { $0 > Int64(median) }
+        }
     }
 }
 

@@ -1,11 +1,16 @@
 public import Foundation
 public import HeraldCore
 import HeraldPushCore
+import KasiaProtocol
 import PostgresNIO
 
 /// PostgresStore: registrations.
 extension PostgresStore {
     public func register(_ registrations: [Registration], now: Date) async throws -> [DeviceRecord] {
+        // Many (an import): a few statements for all of them, through arrays.
+        if registrations.count > 1, !registrations.contains(where: \.replacesDeviceTokens) {
+            return try await registerInBulk(registrations, now: now)
+        }
         return try await leased { [self] client in
             let ms = now.milliseconds
             return try await client.withTransaction(logger: logger) { db in
@@ -34,6 +39,69 @@ extension PostgresStore {
                     records.append(device)
                 }
                 return records
+            }
+        }
+    }
+
+    /// `register` for many at once, with the same effect: each token's last registration wins,
+    /// its dead-token record goes, and its watch set is replaced.
+    func registerInBulk(_ registrations: [Registration], now: Date) async throws -> [DeviceRecord] {
+        struct Name: Hashable { var app: String, token: String }
+        var last: [Name: Int] = [:]
+        for (i, r) in registrations.enumerated() { last[Name(app: r.app, token: r.token.value)] = i }
+        let chosen = last.values.sorted().map { registrations[$0] }
+        return try await leased { [self] client in
+            let ms = now.milliseconds
+            return try await client.withTransaction(logger: logger) { db in
+                let apps = Array(Set(chosen.map(\.app))).sorted()
+                try await db.query(
+                    "INSERT INTO apps (id, created_at) SELECT a, \(ms) FROM unnest(\(apps)::TEXT[]) AS t(a) ON CONFLICT (id) DO NOTHING",
+                    logger: logger)
+                let appIDs = chosen.map(\.app), tokens = chosen.map(\.token.value)
+                try await db.query(
+                    """
+                    DELETE FROM dead_tokens WHERE (app_id, token) IN (SELECT a, t FROM unnest(\(appIDs)::TEXT[], \(tokens)::TEXT[]) AS u(a, t))
+                    """, logger: logger)
+                let rows = try await db.query(
+                    """
+                    INSERT INTO devices (app_id, platform, token, attributes, device_id, created_at, updated_at, last_seen)
+                    SELECT a, p, t, s, NULLIF(d, ''), \(ms), \(ms), \(ms)
+                    FROM unnest(\(appIDs)::TEXT[], \(chosen.map(\.token.platform.rawValue))::TEXT[], \(tokens)::TEXT[],
+                                \(chosen.map(\.storedAttributes.storedForm))::TEXT[], \(chosen.map { $0.deviceID ?? "" })::TEXT[]) AS u(a, p, t, s, d)
+                    ON CONFLICT (app_id, token) DO UPDATE SET platform = excluded.platform, attributes = excluded.attributes,
+                      device_id = excluded.device_id,
+                      updated_at = excluded.updated_at, last_seen = excluded.last_seen, disabled_reason = NULL, registered_by = NULL
+                    RETURNING \(unescaped: Self.deviceColumns)
+                    """, logger: logger)
+                var byName: [Name: DeviceRecord] = [:]
+                for device in try await Self.devices(rows) { byName[Name(app: device.app, token: device.token)] = device }
+                var rowIDs: [Int64] = [], keyRows: [Int64] = [], roles: [String] = [], keys: [String] = []
+                var routeRows: [Int64] = [], peers: [String] = [], aliases: [String] = []
+                for r in chosen {
+                    guard let row = byName[Name(app: r.app, token: r.token.value)]?.rowID else { throw PostgresStoreError("the device was not written") }
+                    rowIDs.append(row)
+                    for key in r.watchSet.watched { keyRows.append(row); roles.append("watch"); keys.append(key.description) }
+                    for own in r.watchSet.own { keyRows.append(row); roles.append("own"); keys.append(own.string) }
+                    for (peer, names) in r.watchSet.routes {
+                        for alias in names { routeRows.append(row); peers.append(peer.string); aliases.append(alias) }
+                    }
+                }
+                try await db.query("DELETE FROM watch_keys WHERE device_row = ANY(\(rowIDs))", logger: logger)
+                try await db.query("DELETE FROM contextual_routes WHERE device_row = ANY(\(rowIDs))", logger: logger)
+                if !keys.isEmpty {
+                    try await db.query(
+                        "INSERT INTO watch_keys (device_row, role, key) SELECT * FROM unnest(\(keyRows)::BIGINT[], \(roles)::TEXT[], \(keys)::TEXT[])",
+                        logger: logger)
+                }
+                if !peers.isEmpty {
+                    try await db.query(
+                        "INSERT INTO contextual_routes (device_row, peer, alias) SELECT * FROM unnest(\(routeRows)::BIGINT[], \(peers)::TEXT[], \(aliases)::TEXT[])",
+                        logger: logger)
+                }
+                return try registrations.map { r in
+                    guard let device = byName[Name(app: r.app, token: r.token.value)] else { throw PostgresStoreError("the device was not written") }
+                    return device
+                }
             }
         }
     }

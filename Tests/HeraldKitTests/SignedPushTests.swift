@@ -226,6 +226,34 @@ struct SignedPushTests {
         #expect(one[21..<86] != two[21..<86] && perPush.sessions.count == 0)
     }
 
+    @Test("past its budget the sealing-key cache drops its older half: the newer devices keep their keys, the older get new ones; 160 MiB keeps 1,048,576 devices")
+    func sealingSessionsBudget() throws {
+        #expect(SealingSessions.capacity(budgetMiB: SealingSessions.defaultBudgetMiB) == 1_048_576)
+        #expect(SealingSessions().capacity == 1_048_576)
+        var sealing = PushSealing(signingKey: signingKey)
+        sealing.sessions = SealingSessions(lifetime: 3_600, capacity: 4)
+        let start = Date(timeIntervalSince1970: TimeInterval(Self.now))
+        let devices = try (0..<5).map { _ in
+            let keys = SealedPushKeys()
+            return try DevicePushKeys(p256dh: keys.p256dh, auth: keys.authSecret).stored(in: DeviceAttributes(production: true))
+        }
+        /// The application server's public key of a push sealed to `device` now.
+        func serverKey(_ device: DeviceAttributes, at date: Date) throws -> ArraySlice<UInt8> {
+            var signatures = SignedDocuments()
+            let push = sealing.prepare(Self.alert(), for: device, issuedAt: Self.now, limit: 4_096, signatures: &signatures, now: date)
+            let text = try #require(try Self.object(push.payload)["herald_sealed"] as? String)
+            return try #require(Base64URLText.decode(text))[21..<86]
+        }
+        var first: [ArraySlice<UInt8>] = []
+        for (i, device) in devices.prefix(4).enumerated() { first.append(try serverKey(device, at: start + TimeInterval(i))) }
+        #expect(sealing.sessions.count == 4)
+        // A fifth device: the cache is full, so the older half goes (made at or before the median second).
+        _ = try serverKey(devices[4], at: start + 4)
+        #expect(sealing.sessions.count == 2)
+        #expect(try serverKey(devices[3], at: start + 5) == first[3], "the newest kept its key")
+        #expect(try serverKey(devices[0], at: start + 5) != first[0], "the oldest was dropped and made again")
+    }
+
     @Test("registering push_keys makes the device's sealing key, so its pushes do not: they use the registration's key until it expires, and registering again makes another")
     func keyMadeAtRegistration() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-sealing-\(UUID())")

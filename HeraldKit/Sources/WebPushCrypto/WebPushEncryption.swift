@@ -155,6 +155,19 @@ public struct WebPushSession: Sendable {
             ecdhSecret: shared.withUnsafeBytes { Array($0) }, auth: auth, receiverPublic: receiverBytes, senderPublic: senderPublic)
     }
 
+    /// A session made before, from what it kept (`inputKeyingMaterial`, `senderPublicKey`): a
+    /// sender that keeps many stores them compactly and makes the session again per message.
+    public init(inputKeyingMaterial: [UInt8], senderPublicKey: [UInt8]) {
+        ikm = inputKeyingMaterial
+        senderPublic = senderPublicKey
+    }
+
+    /// RFC 8291's combined key (32 bytes): a secret, as the ECDH's result is.
+    public var inputKeyingMaterial: [UInt8] { ikm }
+
+    /// The application server's public key, as its 65-byte point.
+    public var senderPublicKey: [UInt8] { senderPublic }
+
     /// One `aes128gcm` body: one record, the last, with a fresh salt unless one is given.
     public func encrypt(_ plaintext: [UInt8], salt: [UInt8]? = nil) throws(WebPushCryptoError) -> [UInt8] {
         guard plaintext.count <= WebPushEncryption.maximumPlaintext else { throw .tooLarge(bytes: plaintext.count) }
