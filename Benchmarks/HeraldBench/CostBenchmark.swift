@@ -15,18 +15,20 @@ struct Cost: AsyncParsableCommand {
     @OptionGroup var rig: RigOptions
     @Option(help: "single, batch or fanout.") var scenario = "single"
     @Option(help: "single: events per second (open loop).") var rate = 500
-    @Option(help: "Events to publish (fanout: events of 1,000 deliveries each).") var events = 5_000
+    @Option(help: "Events to publish (fanout: events of --fan-out deliveries each).") var events = 5_000
     @Flag(help: "Devices registered through the API with push_keys: every push is sealed to its device (RFC 8291).") var sealed = false
+    @Option(help: "fanout: devices per event.") var fanOut = 1_000
+    @Option(help: "herald serve's HERALD_FANOUT_THRESHOLD (fanout: 0 sends every event through a fan-out job).") var fanoutThreshold: Int?
 
     func run() async throws {
         guard ["single", "batch", "fanout"].contains(scenario) else { throw ValidationError("--scenario is single, batch or fanout") }
         guard rate >= 1, events >= 1 else { throw ValidationError("--rate and --events are at least 1") }
-        let fanOut = 1_000
+        let fanOut = self.fanOut
         try await Rig.with(heraldPath: self.rig.herald) { rig in
             let devices = scenario == "fanout" ? fanOut : events
             let watch: @Sendable (Int) -> WatchKey = { scenario == "fanout" ? .session("all") : .session("s\($0)") }
             try await rig.prefill(devices: devices, watching: watch)
-            try await rig.launch()
+            try await rig.launch(environment: fanoutThreshold.map { ["HERALD_FANOUT_THRESHOLD": "\($0)"] } ?? [:])
             var registrationCPU: Double?
             if sealed {
                 let start = try rig.cpuSeconds()
@@ -74,7 +76,7 @@ struct Cost: AsyncParsableCommand {
             answers.sort()
             func ms(_ seconds: Double, per n: Int) -> Double { (seconds * 1000 / Double(n) * 1000).rounded() / 1000 }
             var out: [String: Any] = [
-                "benchmark": "cost", "scenario": scenario, "sealed": sealed, "events": events, "pushes": pushes, "refused": refused, "all_delivered": complete,
+                "benchmark": "cost", "scenario": scenario, "fan_out": scenario == "fanout" ? fanOut : 1, "fanout_threshold": fanoutThreshold ?? -1, "sealed": sealed, "events": events, "pushes": pushes, "refused": refused, "all_delivered": complete,
                 "events_per_second": Int(Double(events) / acceptSeconds),
                 "cpu_ms_per_event_until_202": ms(cpuAccepted, per: events), "cpu_ms_per_event_total": ms(cpuTotal, per: events),
                 "cpu_ms_per_push_total": ms(cpuTotal, per: pushes),

@@ -75,7 +75,11 @@ public final class FanoutExpander: Service, Sendable {
             } else {
                 limit = pageSize  // every lane paused: the deliveries wait in the store
             }
-            guard let added = try await expandPage(of: job, limit: max(1, limit)) else { continue }
+            // The last page still waiting in the store (a store whose lanes claim for themselves,
+            // or lanes that could not take it): the next waits, so the backlog stays a page.
+            let limitOrOne = max(1, limit)
+            guard try await store.unclaimedDeliveries(app: job.app, limit: limitOrOne, now: clock.now()) < limitOrOne else { continue }
+            guard let added = try await expandPage(of: job, limit: limitOrOne) else { continue }
             made = (made ?? 0) + added
         }
         return made.map(Round.expanded) ?? .waiting

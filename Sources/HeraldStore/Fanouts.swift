@@ -118,6 +118,9 @@ public protocol FanoutQueue: Sendable {
     ) async throws -> EnqueueResult?
     /// Devices of unfinished jobs not expanded yet (a job's watcher count less its expanded).
     func pendingFanoutDevices() async throws -> Int
+    /// `app`'s deliveries due and not yet claimed, counted no further than `limit`: a job's next
+    /// page waits while its last one is unclaimed.
+    func unclaimedDeliveries(app: String, limit: Int, now: Date) async throws -> Int
 }
 
 extension FanoutRoute {

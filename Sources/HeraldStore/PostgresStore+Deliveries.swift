@@ -64,10 +64,17 @@ extension PostgresStore {
                         "UPDATE deliveries SET state = \(state.rawValue), last_reason = \(reason), lease_until = NULL, updated_at = \(ms) WHERE id = \(id)",
                         logger: logger)
                 }
+                // The sent ones (nearly all) in one statement.
+                let sent = outcomes.compactMap { outcome -> Int64? in if case .sent(let id) = outcome { id } else { nil } }
+                if !sent.isEmpty {
+                    try await db.query(
+                        "UPDATE deliveries SET state = 'sent', last_reason = NULL, lease_until = NULL, updated_at = \(ms) WHERE id = ANY(\(sent))",
+                        logger: logger)
+                }
                 for outcome in outcomes {
                     switch outcome {
-                    case .sent(let id):
-                        try await set(id, .sent, nil)
+                    case .sent:
+                        continue
                     case .retry(let id, let at, let reason):
                         try await db.query(
                             """

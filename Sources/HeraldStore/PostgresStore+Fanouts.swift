@@ -78,7 +78,8 @@ extension PostgresStore {
         }
     }
 
-    /// Claims nothing at expansion, as at enqueue: the app's lanes are told to claim.
+    /// Leases a page's deliveries to this instance's waiting lanes (`claim`), as SQLite does at
+    /// every enqueue; the rest wait for any instance's lanes.
     public func expand(
         _ job: FanoutJob, from: FanoutCursor, to: FanoutCursor, finished: Bool, devices: [DeviceRecord], watchers: Int?, now: Date,
         claim: DirectClaim?
@@ -96,18 +97,57 @@ extension PostgresStore {
                     expandedBefore = expanded
                 }
                 guard let expandedBefore else { return nil }
+                // Up to each waiting lane's count leased to it at once (this instance sends them;
+                // no other claims a leased row), the rest pending for any instance's lanes.
+                var budget = claim?.lanes ?? [:]
+                var leased: [DeviceRecord] = [], waiting: [DeviceRecord] = []
+                var seen = Set<Int64>()
+                for device in devices.sorted(by: { $0.rowID < $1.rowID }) where seen.insert(device.rowID).inserted {
+                    let lane = LaneKey(app: job.app, platform: device.platform)
+                    if let left = budget[lane], left > 0 {
+                        budget[lane] = left - 1
+                        leased.append(device)
+                    } else {
+                        waiting.append(device)
+                    }
+                }
+                let sequence = DeliveryIDSequence()
+                let leaseUntil = ms + Int64((claim?.lease ?? .zero).seconds * 1000)
+                var claimed: [ClaimedDelivery] = []
+                var pending = Set<LaneKey>()
                 var added: Int64 = 0
-                let rows = Array(Set(devices.map(\.rowID))).sorted()
-                if !rows.isEmpty {
-                    let sequence = DeliveryIDSequence()
-                    // A device removed since its page was read is not joined.
-                    added = Int64(try await Self.count(db.query(
+                // A device removed since its page was read is not joined.
+                if !leased.isEmpty {
+                    let byRow = Dictionary(leased.map { ($0.rowID, $0) }) { a, _ in a }
+                    let rows = leased.map(\.rowID)
+                    for try await (id, row, apnsID) in try await db.query(
+                        """
+                        INSERT INTO deliveries (event_id, device_row, app_id, state, attempts, next_attempt_at, lease_until, apns_id, expires_at, created_at, updated_at, platform)
+                        SELECT \(job.eventID), r, \(job.app), 'sending', 1, \(ms), \(leaseUntil), n, \(job.expiresAt.milliseconds), \(ms), \(ms), d.platform
+                        FROM unnest(\(rows)::BIGINT[], \(rows.map(sequence.id(for:)))::TEXT[]) AS t(r, n) JOIN devices d ON d.id = t.r
+                        RETURNING id, device_row, apns_id
+                        """, logger: logger
+                    ).decode((Int64, Int64, String).self) {
+                        guard let device = byRow[row] else { continue }
+                        added += 1
+                        claimed.append(ClaimedDelivery(
+                            id: id, eventID: job.eventID, device: device, push: job.push, apnsID: UUID(uuidString: apnsID) ?? UUID(), attempt: 1,
+                            expiresAt: job.expiresAt, acceptedAt: job.createdAt, requestID: job.requestID, template: job.template))
+                    }
+                }
+                if !waiting.isEmpty {
+                    let rows = waiting.map(\.rowID)
+                    for try await platform in try await db.query(
                         """
                         INSERT INTO deliveries (event_id, device_row, app_id, state, attempts, next_attempt_at, apns_id, expires_at, created_at, updated_at, platform)
                         SELECT \(job.eventID), r, \(job.app), 'pending', 0, \(ms), n, \(job.expiresAt.milliseconds), \(ms), \(ms), d.platform
                         FROM unnest(\(rows)::BIGINT[], \(rows.map(sequence.id(for:)))::TEXT[]) AS t(r, n) JOIN devices d ON d.id = t.r
-                        RETURNING 1
-                        """, logger: logger)))
+                        RETURNING platform
+                        """, logger: logger
+                    ).decode(String.self) {
+                        added += 1
+                        pending.insert(LaneKey(app: job.app, platform: Platform(platform)))
+                    }
                 }
                 let total = expandedBefore + added
                 let counted: Int64? = finished ? total : watchers.map(Int64.init)
@@ -117,8 +157,22 @@ extension PostgresStore {
                       devices = COALESCE(\(counted), devices), finished_at = \(finished ? ms : nil)
                     WHERE event_id = \(job.eventID)
                     """, logger: logger)
-                return EnqueueResult(created: [job.eventID: Int(added)], pending: [], pendingApps: added > 0 ? [job.app] : [])
+                return EnqueueResult(created: [job.eventID: Int(added)], claimed: claimed, pending: pending)
             }
+        }
+    }
+
+    public func unclaimedDeliveries(app: String, limit: Int, now: Date) async throws -> Int {
+        try await leased { [self] client in
+            for try await n in try await client.query(
+                """
+                SELECT COUNT(*)::BIGINT FROM (SELECT 1 FROM deliveries WHERE app_id = \(app) AND state = 'pending'
+                  AND next_attempt_at <= \(now.milliseconds) LIMIT \(Int64(max(0, limit)))) due
+                """, logger: logger
+            ).decode(Int64.self) {
+                return Int(n)
+            }
+            return 0
         }
     }
 

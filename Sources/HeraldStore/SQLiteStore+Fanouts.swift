@@ -111,6 +111,17 @@ extension SQLiteStore {
         return EnqueueResult(created: [job.eventID: added], claimed: writer.claimed, pending: writer.pending)
     }
 
+    public func unclaimedDeliveries(app: String, limit: Int, now: Date) async throws -> Int {
+        try readers.read { db in
+            try db.rows(
+                """
+                SELECT COUNT(*) FROM (SELECT 1 FROM deliveries WHERE app_id = ? AND platform IN (SELECT DISTINCT platform FROM device_counts)
+                  AND state = 'pending' AND next_attempt_at <= ? LIMIT \(max(0, limit)))
+                """, [app, String(now.milliseconds)]
+            ) { $0.integer(0) }.first.map(Int.init) ?? 0
+        }
+    }
+
     public func pendingFanoutDevices() async throws -> Int {
         try readers.read { db in
             try db.rows(

@@ -142,10 +142,12 @@ struct FanoutTests {
             let first = FanoutExpander(store: store, apps: apps, outbox: deadOutbox, platforms: [.ios], pageSize: 50)
             let published = try await publisher(store, outbox: deadOutbox, expander: first).publish([announcement(keys: [announcements])], publisherKey: "pk")[0]
             #expect(try await first.round() == .expanded(50))
-            #expect(try await first.round() == .expanded(50))
-            // Its lane leased a page and sent it; then the process died before recording a thing.
+            #expect(try await first.round() == .waiting, "the next page waits while the last one is unclaimed")
+            // Its lane leased that page and sent it; the next page was expanded; then the process
+            // died before recording a thing.
             let inFlight = try await store.claimDue(app: "default", platform: .ios, limit: 50, now: Date(), lease: .milliseconds(200))
             #expect(inFlight.count == 50)
+            #expect(try await first.round() == .expanded(50))
 
             let restarted = try await reopen()
             let provider = ScriptedProvider()
@@ -187,20 +189,26 @@ struct FanoutTests {
             let late = try await other.expand(job, from: job.cursor, to: to, finished: false, devices: page.devices, watchers: nil, now: Date(), claim: nil)
             #expect(taken?.created[job.eventID] == 30)
             #expect(late == nil)
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for expander in expanders {
+            // Each instance expands and claims (its lanes' part) until the job is done.
+            let claimed = try await withThrowingTaskGroup(of: [String].self) { group in
+                for (expander, s) in zip(expanders, [store, other]) {
                     group.addTask {
-                        for _ in 0..<100 where try await expander.round() != .idle {}
+                        var tokens: [String] = []
+                        for _ in 0..<200 {
+                            let round = try await expander.round()
+                            tokens += try await s.claimDue(app: "default", platform: .ios, limit: 1_000, now: Date(), lease: .seconds(30)).map(\.device.token)
+                            if round == .idle { break }
+                        }
+                        return tokens
                     }
                 }
-                try await group.waitForAll()
+                return try await group.reduce(into: []) { $0 += $1 }
             }
             let status = try #require(try await store.event(id: published.event.id))
             // (The page expanded by hand left the watcher count unset: it is counted when the job finishes.)
             #expect(status.fanout == FanoutProgress(devices: watchers.count, expanded: watchers.count, finished: true))
-            #expect(status.deliveries[.pending] == watchers.count, "one delivery per device, however the pages fell")
-            let claimed = try await store.claimDue(app: "default", platform: .ios, limit: 1_000, now: Date(), lease: .seconds(30))
-            #expect(Set(claimed.map(\.device.token)) == Set(watchers) && claimed.count == watchers.count)
+            #expect(status.deliveries[.sending] == watchers.count, "one delivery per device, however the pages fell")
+            #expect(Set(claimed) == Set(watchers) && claimed.count == watchers.count)
         }
     }
 
