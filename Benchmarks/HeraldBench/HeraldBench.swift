@@ -111,6 +111,7 @@ struct FanOut: AsyncParsableCommand {
     @Flag(help: "SIGKILL herald serve when half the pushes arrived, then start it again.") var killAtHalf = false
     @Flag(help: "The event comes from the chain: a Kasia message in a block of the node simulator, whose sender every device watches.")
     var chain = false
+    @Flag(help: "Send one fan-out event to every device first, unmeasured: sealing keys made, caches warm (the steady state).") var warm = false
     @Option(help: "The SDK fixtures (node JSON), with --chain.") var fixtures = "Tests/HeraldKaspaTests/Fixtures/kasia_transactions.json"
 
     func run() async throws {
@@ -129,6 +130,14 @@ struct FanOut: AsyncParsableCommand {
                     if (try await rig.getAdminJSON("/v1/stats")["kaspa"] as? [String: Any])?["connected"] as? Bool == true { break }
                     try await Task.sleep(for: .milliseconds(50))
                 }
+            }
+            if warm {
+                guard try await rig.post(
+                    "/v1/events", #"{"template":"custom","targets":{"keys":["\#(fan.description)"]},"fields":{"aps":{"alert":"warm-up"}}}"#) == 202,
+                    try await rig.waitForAccepted(devices, timeout: .seconds(1_800))
+                else { throw BenchError("the warm-up fan-out did not arrive") }
+                try await Task.sleep(for: .seconds(2))
+                rig.simulator.reset()
             }
             let idle = try rig.memory()
             let cpuStart = try rig.cpuSeconds()
@@ -182,7 +191,7 @@ struct FanOut: AsyncParsableCommand {
             func round3(_ x: Double) -> Double { (x * 1000).rounded() / 1000 }
             report([
                 "benchmark": "fanout", "store": rig.postgresURL == nil ? "sqlite" : "postgresql", "devices": devices, "sealed": sealed,
-                "killed_at_half": killAtHalf, "prefill_seconds": Int(prefillSeconds), "source": chain ? "chain" : "api",
+                "killed_at_half": killAtHalf, "warm": warm, "prefill_seconds": Int(prefillSeconds), "source": chain ? "chain" : "api",
                 "accepted_ms": chain ? -1 : round3(accepted * 1000), "first_push_ms": round3(firstPush * 1000),
                 "delivered_seconds": round3(delivered), "pushes_per_second": Int(Double(recorded.count) / delivered),
                 "devices_reached": distinct, "pushes": recorded.count, "duplicates": recorded.count - distinct, "missing": devices - distinct,

@@ -38,4 +38,39 @@ public enum KasiaRouting {
             return !proven && watchSet.watched.contains(.kaspaAddress(sender))
         }
     }
+
+    /// `accepts` from what a device has of the event's lookup key alone (`KasiaRoutingFacts`), for
+    /// a reader that looked the key up rather than the device's whole watch set: the same answer.
+    public static func accepts(_ event: KasiaEvent, facts: KasiaRoutingFacts, proven: Bool = false) -> Bool {
+        switch event.kind {
+        case .handshake, .payment:
+            return !facts.hasOwnAddresses && !proven ? facts.watchesKey : facts.ownsKey
+        case .contextualMessage:
+            if let aliases = facts.aliases {
+                guard let alias = event.alias else { return false }
+                return aliases.contains(alias)
+            }
+            return !proven && facts.watchesKey
+        }
+    }
+}
+
+/// What one device has of one address (a Kasia event's lookup key): enough for
+/// `KasiaRouting.accepts(_:facts:proven:)`.
+public struct KasiaRoutingFacts: Hashable, Sendable {
+    /// It registered own addresses (any).
+    public var hasOwnAddresses: Bool
+    /// The address is one of its own.
+    public var ownsKey: Bool
+    /// It watches the address.
+    public var watchesKey: Bool
+    /// Its contextual-route aliases for the address as a peer; nil when it has no routes for it.
+    public var aliases: Set<String>?
+
+    public init(hasOwnAddresses: Bool = false, ownsKey: Bool = false, watchesKey: Bool = false, aliases: Set<String>? = nil) {
+        self.hasOwnAddresses = hasOwnAddresses
+        self.ownsKey = ownsKey
+        self.watchesKey = watchesKey
+        self.aliases = aliases
+    }
 }

@@ -125,15 +125,16 @@ public final class FanoutExpander: Service, Sendable {
     func reached(_ candidates: [DeviceRecord], job: FanoutJob, keyIndex: Int) async throws -> [DeviceRecord] {
         let excluded = Set(job.route.excludedDeviceIDs)
         var devices = candidates.filter { platforms.contains($0.platform) && !($0.deviceID.map(excluded.contains) ?? false) }
-        let earlier = Set(job.route.keys.prefix(keyIndex))
-        guard job.route.kasia != nil || !earlier.isEmpty, !devices.isEmpty else { return devices }
-        let sets = try await store.watchSets(rowIDs: devices.map(\.rowID))
-        if let kasia = job.route.kasia {
-            // Under the wallet policy only what a device proved (its own addresses) and its routes count.
+        if let kasia = job.route.kasia, !devices.isEmpty {
+            // Under the wallet policy only what a device proved (its own addresses) and its routes
+            // count. What each device has of the event's address decides it (not its whole watch set).
             let proven: Bool = if case .wallet = apps[job.app]?.registration { true } else { false }
-            devices = devices.filter { KasiaRouting.accepts(kasia, watchSet: sets[$0.rowID] ?? .empty, proven: proven) }
+            let facts = try await store.kasiaRoutingFacts(rowIDs: devices.map(\.rowID), key: job.route.keys[keyIndex])
+            devices = devices.filter { KasiaRouting.accepts(kasia, facts: facts[$0.rowID] ?? KasiaRoutingFacts(), proven: proven) }
         }
-        if !earlier.isEmpty {
+        let earlier = Set(job.route.keys.prefix(keyIndex))
+        if !earlier.isEmpty, !devices.isEmpty {
+            let sets = try await store.watchSets(rowIDs: devices.map(\.rowID))
             // A device an earlier key reached has its delivery already.
             devices = devices.filter { device in
                 guard let set = sets[device.rowID] else { return true }

@@ -116,6 +116,9 @@ public protocol FanoutQueue: Sendable {
         _ job: FanoutJob, from: FanoutCursor, to: FanoutCursor, finished: Bool, devices: [DeviceRecord], watchers: Int?, now: Date,
         claim: DirectClaim?
     ) async throws -> EnqueueResult?
+    /// What each device of `rowIDs` has of `key` (an address), for a Kasia job's routing: one
+    /// read of the key's rows, not of every device's whole watch set. Every row id has an entry.
+    func kasiaRoutingFacts(rowIDs: [Int64], key: String) async throws -> [Int64: KasiaRoutingFacts]
     /// Devices of unfinished jobs not expanded yet (a job's watcher count less its expanded).
     func pendingFanoutDevices() async throws -> Int
     /// `app`'s deliveries due and not yet claimed, counted no further than `limit`: a job's next
@@ -154,5 +157,28 @@ extension FanoutRoute {
             event = KasiaEvent(kind: kind, txID: "", sender: sender, recipient: field("recipient"), alias: field("alias"), timestamp: 0, daaScore: 0)
         }
         self.init(keys: keyList, excludedDeviceIDs: excludedList, kasia: event)
+    }
+}
+
+extension KasiaRoutingFacts {
+    /// The facts of `rowIDs` from their `(device_row, role, key = the address)` watch-key rows (own
+    /// ones, and any of the address) and `(device_row, alias)` route rows of the address.
+    static func collect(
+        rowIDs: [Int64], keys: [(row: Int64, role: String, isKey: Bool)], routes: [(row: Int64, alias: String)]
+    ) -> [Int64: KasiaRoutingFacts] {
+        var facts = Dictionary(rowIDs.map { ($0, KasiaRoutingFacts()) }) { a, _ in a }
+        for (row, role, isKey) in keys {
+            if role == "own" {
+                facts[row]?.hasOwnAddresses = true
+                if isKey { facts[row]?.ownsKey = true }
+            } else if isKey {
+                facts[row]?.watchesKey = true
+            }
+        }
+        for (row, alias) in routes {
+            let aliases = facts[row]?.aliases ?? []
+            facts[row]?.aliases = aliases.union([alias])
+        }
+        return facts
     }
 }

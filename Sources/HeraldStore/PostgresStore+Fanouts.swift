@@ -1,5 +1,5 @@
 public import Foundation
-import HeraldCore
+public import HeraldCore
 import HeraldPushCore
 import NIOCore
 import PostgresNIO
@@ -159,6 +159,28 @@ extension PostgresStore {
                     """, logger: logger)
                 return EnqueueResult(created: [job.eventID: Int(added)], claimed: claimed, pending: pending)
             }
+        }
+    }
+
+    public func kasiaRoutingFacts(rowIDs: [Int64], key: String) async throws -> [Int64: KasiaRoutingFacts] {
+        guard !rowIDs.isEmpty else { return [:] }
+        return try await leased { [self] client in
+            var keys: [(row: Int64, role: String, isKey: Bool)] = []
+            for try await (row, role, isKey) in try await client.query(
+                """
+                SELECT device_row, role, key = \(key) FROM watch_keys
+                WHERE device_row = ANY(\(rowIDs)) AND (role = 'own' OR key = \(key))
+                """, logger: logger
+            ).decode((Int64, String, Bool).self) {
+                keys.append((row, role, isKey))
+            }
+            var routes: [(row: Int64, alias: String)] = []
+            for try await (row, alias) in try await client.query(
+                "SELECT device_row, alias FROM contextual_routes WHERE peer = \(key) AND device_row = ANY(\(rowIDs))", logger: logger
+            ).decode((Int64, String).self) {
+                routes.append((row, alias))
+            }
+            return KasiaRoutingFacts.collect(rowIDs: rowIDs, keys: keys, routes: routes)
         }
     }
 

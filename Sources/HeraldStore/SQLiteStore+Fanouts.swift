@@ -1,6 +1,6 @@
 public import Foundation
 import GRDB
-import HeraldCore
+public import HeraldCore
 import HeraldPushCore
 
 /// SQLiteStore: fan-out jobs.
@@ -109,6 +109,22 @@ extension SQLiteStore {
         ])
         try writer.finish(db)
         return EnqueueResult(created: [job.eventID: added], claimed: writer.claimed, pending: writer.pending)
+    }
+
+    public func kasiaRoutingFacts(rowIDs: [Int64], key: String) async throws -> [Int64: KasiaRoutingFacts] {
+        guard !rowIDs.isEmpty else { return [:] }
+        let list = String(decoding: JSONValue.array(rowIDs.map { .int($0) }).encoded, as: UTF8.self)
+        return try readers.read { db in
+            let keys = try db.rows(
+                """
+                SELECT device_row, role, key = ?1 FROM watch_keys
+                WHERE device_row IN (SELECT value FROM json_each(?2)) AND (role = 'own' OR key = ?1)
+                """, [key, list]) { (row: $0.integer(0), role: $0.text(1), isKey: $0.integer(2) != 0) }
+            let routes = try db.rows(
+                "SELECT device_row, alias FROM contextual_routes WHERE peer = ?1 AND device_row IN (SELECT value FROM json_each(?2))",
+                [key, list]) { (row: $0.integer(0), alias: $0.text(1)) }
+            return KasiaRoutingFacts.collect(rowIDs: rowIDs, keys: keys, routes: routes)
+        }
     }
 
     public func unclaimedDeliveries(app: String, limit: Int, now: Date) async throws -> Int {

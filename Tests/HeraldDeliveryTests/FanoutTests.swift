@@ -5,6 +5,7 @@ import HeraldDelivery
 import HeraldPushCore
 import HeraldStore
 import HeraldTestSupport
+import KasiaProtocol
 import Testing
 
 /// Runs `body` on a fresh SQLite file, and on a fresh PostgreSQL database when
@@ -209,6 +210,42 @@ struct FanoutTests {
             #expect(status.fanout == FanoutProgress(devices: watchers.count, expanded: watchers.count, finished: true))
             #expect(status.deliveries[.sending] == watchers.count, "one delivery per device, however the pages fell")
             #expect(Set(claimed) == Set(watchers) && claimed.count == watchers.count)
+        }
+    }
+
+    @Test("a Kasia message from the chain to an address over the threshold commits a job with its checkpoint; the pages reach whom Kasia's routing reaches: watchers of the sender without routes, and those with the message's alias, not another")
+    func kasiaJobRoutesAsDirect() async throws {
+        try await withFanoutStores { store, _ in
+            let sender = try KaspaAddress(prefix: .mainnet, version: .publicKey, payload: [UInt8](repeating: 7, count: 32))
+            func devices(_ range: Range<Int>, aliases: [String]?) throws -> [Registration] {
+                try range.map { i in
+                    let hex = String(i, radix: 16)
+                    let routes = try aliases.map { [try ContextualRoute(peer: sender, aliases: $0)] } ?? []
+                    return Registration(
+                        app: "default", token: try APNsTokenRule().token(String(repeating: "0", count: 64 - hex.count) + hex),
+                        attributes: DeviceAttributes(apnsEnvironment: .sandbox), watchSet: try WatchSet(watched: [.kaspaAddress(sender)], routes: routes))
+                }
+            }
+            let plain = try await store.register(try devices(0..<150, aliases: nil), now: Date()).map(\.token)
+            let ours = try await store.register(try devices(150..<170, aliases: ["aa"]), now: Date()).map(\.token)
+            _ = try await store.register(try devices(170..<190, aliases: ["bb"]), now: Date())
+            let provider = ScriptedProvider()
+            let outbox = Outbox(queue: store, providers: [("default", [provider])])
+            let apps = publisher(store, outbox: nil, expander: nil).apps
+            let expander = FanoutExpander(store: store, apps: apps, outbox: outbox, platforms: [.ios], pageSize: 30)
+            let message = KasiaEvent(
+                kind: .contextualMessage, txID: String(repeating: "ab", count: 32), sender: sender.string, alias: "aa",
+                payloadHex: "00", timestamp: 1_760_000_000, daaScore: 1)
+            let checkpoint = ChainCheckpoint(source: "kaspa", blockHash: "block", daaScore: 1)
+            #expect(try await publisher(store, outbox: outbox, expander: expander).commit([message], checkpoint: checkpoint) == 0)
+            #expect(try await store.checkpoint(source: "kaspa") == checkpoint, "the checkpoint commits with the job")
+            #expect(try await store.openFanouts(limit: 10).count == 2, "a job per app: the chain's events go to every app")
+            let running = Task { await outbox.run() }
+            let expanding = Task { try await expander.run() }
+            defer { running.cancel(); expanding.cancel() }
+            try await waitUntil { try await store.openFanouts(limit: 10).isEmpty && provider.sent.count >= plain.count + ours.count }
+            #expect(provider.sent.count == plain.count + ours.count)
+            #expect(Set(provider.sent.map(\.token)) == Set(plain + ours))
         }
     }
 
