@@ -192,7 +192,7 @@ public struct PushSealing: Sendable {
         // Most devices have no keys: a read of their attributes' bytes, not a parse.
         let session = seals(device) ? sessions.session(for: device, now: now) : nil
         // A Kasia sender proof names the sender: it travels sealed or not at all.
-        var base = session == nil ? KasiaTemplate.withoutProof(push) : push
+        var base = session == nil ? signatures.withoutProof(push) : push
         // Dismissals ride along inside a sealed alert only; they give way before the alert does.
         var riding = session != nil && push.pushType == .alert ? rideAlong : []
         // What a push too large gives up next: half its ride-along, then the document's own
@@ -553,6 +553,7 @@ public struct SignedDocuments: Sendable {
     private var signed: [Key: SignedPush] = [:]
     private var opaqueIDs: [String: String] = [:]
     private var presentations: [Key: [UInt8]] = [:]
+    private var stripped: [Key: [UInt8]] = [:]
     private let remembering: Bool
 
     /// - Parameter remembering: false for a batch of one push, which has nothing to share: it
@@ -573,6 +574,20 @@ public struct SignedDocuments: Sendable {
         let members = PushPresentation.apsMembers(of: document.payload)
         if remembering { presentations[Key(bytes: document.payload)] = members }
         return members
+    }
+
+    /// The push without its Kasia sender proof (an unsealed device's), parsed once a batch: a
+    /// fan-out's devices share one push.
+    public mutating func withoutProof(_ push: RenderedPush) -> RenderedPush {
+        guard remembering else { return KasiaTemplate.withoutProof(push) }
+        if let known = stripped[Key(bytes: push.payload)] {
+            var out = push
+            out.payload = known
+            return out
+        }
+        let made = KasiaTemplate.withoutProof(push)
+        stripped[Key(bytes: push.payload)] = made.payload
+        return made
     }
 
     /// `key`'s opaque form of the collapse id `id`, made once a batch.
