@@ -105,7 +105,7 @@ public struct ServeSettings: Sendable {
     /// `HERALD_MAX_DELIVERIES_PER_REQUEST`: the most deliveries one publish request may create.
     var maximumDeliveriesPerRequest = EventPublisher.defaultMaximumDeliveriesPerRequest
     /// `HERALD_FANOUT_THRESHOLD`: an event to a key with more watchers than this commits with a
-    /// fan-out job, expanded a page at a time (default 2,000).
+    /// fan-out job, expanded a page at a time (default 500).
     var fanoutThreshold = EventPublisher.defaultFanoutThreshold
     /// `HERALD_FANOUT_PAGE`: watchers a fan-out page reads at most (default 1,000).
     var fanoutPage = FanoutExpander.defaultPageSize

@@ -33,7 +33,7 @@ public struct EventPublisher: Sendable {
     public let fanouts: FanoutExpander?
     /// The default threshold: below it one transaction with a row per device costs less than a job
     /// (Benchmarks/README.md, "Fan-out").
-    public static let defaultFanoutThreshold = 2_000
+    public static let defaultFanoutThreshold = 500
     /// The default cap on deliveries per request.
     public static let defaultMaximumDeliveriesPerRequest = 100_000
     /// Events per batch.
