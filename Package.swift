@@ -423,7 +423,7 @@ let package = Package(
         // The delivery core on an in-memory queue, a scripted provider and a manual clock.
         .testTarget(
             name: "HeraldDeliveryTests",
-            dependencies: ["HeraldAPNsCore", .product(name: "Logging", package: "swift-log"), 
+            dependencies: ["HeraldAPNsCore", .product(name: "Logging", package: "swift-log"), .product(name: "KasiaProtocol", package: "HeraldKit"),
                 "HeraldDelivery", "HeraldServer", "HeraldStore", "HeraldCore", "HeraldPushCore", "HeraldTestSupport",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
