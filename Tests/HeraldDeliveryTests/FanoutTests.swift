@@ -99,6 +99,7 @@ struct FanoutTests {
             let expected = Set(watchers).subtracting([watchers[3], watchers[7]])
             try await waitUntil { Set(provider.sent.map(\.token)).count >= expected.count }
             try await waitUntil { try await store.event(id: published.event.id)?.deliveries[.sent] == expected.count }
+            try await waitUntil { try await store.event(id: published.event.id)?.fanout?.finished == true }
             #expect(Set(provider.sent.map(\.token)) == expected)
             #expect(provider.sent.count == expected.count, "each watcher once")
             let after = try #require(try await store.event(id: published.event.id))
@@ -167,6 +168,8 @@ struct FanoutTests {
             #expect(provider.sent.count == Set(provider.sent.map(\.token)).count, "the restarted process sends each once")
             let twice = Set(provider.sent.map(\.token)).intersection(sentBefore)
             #expect(twice.isSubset(of: Set(sentBefore)) && twice.count <= 50, "duplicates at most the page in flight")
+            // A job whose last page was full finishes at the next, empty, read: after the sends.
+            try await waitUntil { try await restarted.event(id: published.event.id)?.fanout?.finished == true }
             #expect(try await restarted.event(id: published.event.id)?.fanout?.finished == true)
         }
     }
@@ -264,6 +267,7 @@ struct FanoutTests {
             let running = Task { await outbox.run() }
             let expanding = Task { try await expander.run() }
             try await waitUntil { try await store.event(id: published.event.id)?.deliveries[.sent] == 150 }
+            try await waitUntil { try await store.event(id: published.event.id)?.fanout?.finished == true }
             running.cancel()
             expanding.cancel()
             for _ in 0..<10 where try await store.event(id: published.event.id) != nil {
