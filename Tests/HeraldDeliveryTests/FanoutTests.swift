@@ -8,31 +8,6 @@ import HeraldTestSupport
 import KasiaProtocol
 import Testing
 
-/// Runs `body` on a fresh SQLite file, and on a fresh PostgreSQL database when
-/// `HERALD_TEST_POSTGRES_URL` names a server; `reopen` opens another store on the same database
-/// (a restarted process, or a second instance).
-private func withFanoutStores(_ body: (any Store, _ reopen: () async throws -> any Store) async throws -> Void) async throws {
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-fanout-\(UUID())")
-    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(at: directory) }
-    let path = directory.appendingPathComponent("herald.sqlite").path
-    let store = try SQLiteStore(path: path)
-    try await store.migrate()
-    try await body(store, { try SQLiteStore(path: path) })
-    guard let url = TestPostgres.serverURL else { return }
-    try await TestPostgres.withDatabase(serverURL: url) { databaseURL in
-        var running: [Task<Void, Never>] = []
-        defer { for task in running { task.cancel() } }
-        func open() async throws -> any Store {
-            let store = try PostgresStore(url: databaseURL)
-            running.append(Task { await store.run() })
-            try await store.migrate()
-            return store
-        }
-        try await body(try await open(), open)
-    }
-}
-
 private let announcements = "session:announcements"
 
 /// Registers devices `range` of `app` watching `keys`, device ids `device-<i>`; returns their tokens in order.
@@ -73,7 +48,7 @@ private func waitUntil(_ done: () async throws -> Bool) async throws {
 struct FanoutTests {
     @Test("an event to a key over the threshold commits a job, no delivery per device; pages reach each watcher once, and none of another app, excluded or watching nothing")
     func jobReachesEachWatcherOnce() async throws {
-        try await withFanoutStores { store, _ in
+        try await withEachStore { store, _ in
             let watchers = try await register(store, 0..<250, watching: [.session("announcements")])
             try await register(store, 250..<260, watching: [.session("other")])
             try await register(store, app: "other", 260..<270, watching: [.session("announcements")])
@@ -111,7 +86,7 @@ struct FanoutTests {
 
     @Test("a device watching two of an event's keys gets it once; a key under the threshold takes today's path")
     func severalKeysOnce() async throws {
-        try await withFanoutStores { store, _ in
+        try await withEachStore { store, _ in
             let both = try await register(store, 0..<60, watching: [.session("a"), .session("b")])
             let onlyB = try await register(store, 60..<160, watching: [.session("b")])
             let few = try await register(store, 160..<170, watching: [.session("c")])
@@ -136,7 +111,7 @@ struct FanoutTests {
 
     @Test("killed mid-fan-out (a page leased and sent, unrecorded): a restart resumes from the cursor, every device gets the event, and only that page twice")
     func resumesAfterCrash() async throws {
-        try await withFanoutStores { store, reopen in
+        try await withEachStore { store, reopen in
             let watchers = try await register(store, 0..<300, watching: [.session("announcements")])
             let apps = publisher(store, outbox: nil, expander: nil).apps
             // The first process: its lanes never run, so its pages wait in the store.
@@ -176,7 +151,7 @@ struct FanoutTests {
 
     @Test("two instances expanding one job share its pages: every device gets one delivery")
     func instancesSharePages() async throws {
-        try await withFanoutStores { store, reopen in
+        try await withEachStore { store, reopen in
             let watchers = try await register(store, 0..<400, watching: [.session("announcements")])
             let other = try await reopen()
             let apps = publisher(store, outbox: nil, expander: nil).apps
@@ -218,7 +193,7 @@ struct FanoutTests {
 
     @Test("a Kasia message from the chain to an address over the threshold commits a job with its checkpoint; the pages reach whom Kasia's routing reaches: watchers of the sender without routes, and those with the message's alias, not another")
     func kasiaJobRoutesAsDirect() async throws {
-        try await withFanoutStores { store, _ in
+        try await withEachStore { store, _ in
             let sender = try KaspaAddress(prefix: .mainnet, version: .publicKey, payload: [UInt8](repeating: 7, count: 32))
             func devices(_ range: Range<Int>, aliases: [String]?) throws -> [Registration] {
                 try range.map { i in
@@ -254,7 +229,7 @@ struct FanoutTests {
 
     @Test("retention keeps a job until it is expanded and sent, then drops its event, job and deliveries together")
     func retentionDropsFinishedJob() async throws {
-        try await withFanoutStores { store, _ in
+        try await withEachStore { store, _ in
             try await register(store, 0..<150, watching: [.session("announcements")])
             let apps = publisher(store, outbox: nil, expander: nil).apps
             let provider = ScriptedProvider()

@@ -3,6 +3,7 @@ import HeraldAPNsCore
 import HeraldCore
 import HeraldPushCore
 import HeraldStore
+import HeraldTestSupport
 import Testing
 
 /// Read markers and the dismissals they arm, on every store: a replay changes nothing, one
