@@ -100,53 +100,40 @@ extension PostgresStore {
                 // Up to each waiting lane's count leased to it at once (this instance sends them;
                 // no other claims a leased row), the rest pending for any instance's lanes.
                 var budget = claim?.lanes ?? [:]
-                var leased: [DeviceRecord] = [], waiting: [DeviceRecord] = []
-                var seen = Set<Int64>()
-                for device in devices.sorted(by: { $0.rowID < $1.rowID }) where seen.insert(device.rowID).inserted {
+                var byRow: [Int64: DeviceRecord] = [:], rows: [Int64] = [], leases: [Bool] = []
+                for device in devices.sorted(by: { $0.rowID < $1.rowID }) where byRow.updateValue(device, forKey: device.rowID) == nil {
                     let lane = LaneKey(app: job.app, platform: device.platform)
-                    if let left = budget[lane], left > 0 {
-                        budget[lane] = left - 1
-                        leased.append(device)
-                    } else {
-                        waiting.append(device)
-                    }
+                    let left = budget[lane] ?? 0
+                    if left > 0 { budget[lane] = left - 1 }
+                    rows.append(device.rowID)
+                    leases.append(left > 0)
                 }
                 let sequence = DeliveryIDSequence()
                 let leaseUntil = ms + Int64((claim?.lease ?? .zero).seconds * 1000)
                 var claimed: [ClaimedDelivery] = []
                 var pending = Set<LaneKey>()
                 var added: Int64 = 0
-                // A device removed since its page was read is not joined.
-                if !leased.isEmpty {
-                    let byRow = Dictionary(leased.map { ($0.rowID, $0) }) { a, _ in a }
-                    let rows = leased.map(\.rowID)
-                    for try await (id, row, apnsID) in try await db.query(
+                if !rows.isEmpty {
+                    // A device removed since its page was read is not joined.
+                    for try await (id, row, apnsID, leased) in try await db.query(
                         """
                         INSERT INTO deliveries (event_id, device_row, app_id, state, attempts, next_attempt_at, lease_until, apns_id, expires_at, created_at, updated_at, platform)
-                        SELECT \(job.eventID), r, \(job.app), 'sending', 1, \(ms), \(leaseUntil), n, \(job.expiresAt.milliseconds), \(ms), \(ms), d.platform
-                        FROM unnest(\(rows)::BIGINT[], \(rows.map(sequence.id(for:)))::TEXT[]) AS t(r, n) JOIN devices d ON d.id = t.r
-                        RETURNING id, device_row, apns_id
+                        SELECT \(job.eventID), r, \(job.app), CASE WHEN l THEN 'sending' ELSE 'pending' END, CASE WHEN l THEN 1 ELSE 0 END, \(ms),
+                          CASE WHEN l THEN \(leaseUntil) END, n, \(job.expiresAt.milliseconds), \(ms), \(ms), d.platform
+                        FROM unnest(\(rows)::BIGINT[], \(rows.map(sequence.id(for:)))::TEXT[], \(leases)::BOOLEAN[]) AS t(r, n, l)
+                          JOIN devices d ON d.id = t.r
+                        RETURNING id, device_row, apns_id, state = 'sending'
                         """, logger: logger
-                    ).decode((Int64, Int64, String).self) {
+                    ).decode((Int64, Int64, String, Bool).self) {
                         guard let device = byRow[row] else { continue }
                         added += 1
+                        guard leased else {
+                            pending.insert(LaneKey(app: job.app, platform: device.platform))
+                            continue
+                        }
                         claimed.append(ClaimedDelivery(
                             id: id, eventID: job.eventID, device: device, push: job.push, apnsID: UUID(uuidString: apnsID) ?? UUID(), attempt: 1,
                             expiresAt: job.expiresAt, acceptedAt: job.createdAt, requestID: job.requestID, template: job.template))
-                    }
-                }
-                if !waiting.isEmpty {
-                    let rows = waiting.map(\.rowID)
-                    for try await platform in try await db.query(
-                        """
-                        INSERT INTO deliveries (event_id, device_row, app_id, state, attempts, next_attempt_at, apns_id, expires_at, created_at, updated_at, platform)
-                        SELECT \(job.eventID), r, \(job.app), 'pending', 0, \(ms), n, \(job.expiresAt.milliseconds), \(ms), \(ms), d.platform
-                        FROM unnest(\(rows)::BIGINT[], \(rows.map(sequence.id(for:)))::TEXT[]) AS t(r, n) JOIN devices d ON d.id = t.r
-                        RETURNING platform
-                        """, logger: logger
-                    ).decode(String.self) {
-                        added += 1
-                        pending.insert(LaneKey(app: job.app, platform: Platform(platform)))
                     }
                 }
                 let total = expandedBefore + added

@@ -131,7 +131,7 @@ extension SQLiteStore {
         try readers.read { db in
             try db.rows(
                 """
-                SELECT COUNT(*) FROM (SELECT 1 FROM deliveries WHERE app_id = ? AND platform IN (SELECT DISTINCT platform FROM device_counts)
+                SELECT COUNT(*) FROM (SELECT 1 FROM deliveries WHERE app_id = ? AND platform IN \(lanePlatforms)
                   AND state = 'pending' AND next_attempt_at <= ? LIMIT \(max(0, limit)))
                 """, [app, String(now.milliseconds)]
             ) { $0.integer(0) }.first.map(Int.init) ?? 0

@@ -15,6 +15,8 @@ public final class SQLiteStore: Store {
     /// seeks each lane's deliveries in that state instead of scanning the table: SQLite has no
     /// index by state alone (`v11-sqlite` dropped it).
     let everyLane: String
+    /// The platforms of `everyLane`, as an SQL list: one app's lanes are `app_id = ? AND platform IN (…)`.
+    let lanePlatforms: String
 
     /// Opens (creating if needed) the database at `path`. Call `migrate()` before use.
     /// - Parameter platforms: the push services whose lanes the expiry sweep and `queues()` cover.
@@ -31,7 +33,8 @@ public final class SQLiteStore: Store {
         let pool = try DatabasePool(path: path, configuration: configuration)
         self.pool = pool
         let names = platforms.map { "'" + $0.rawValue.replacingOccurrences(of: "'", with: "''") + "'" }
-        everyLane = "app_id IN (SELECT id FROM apps) AND platform IN (\(names.joined(separator: ", ")))"
+        lanePlatforms = "(" + names.joined(separator: ", ") + ")"
+        everyLane = "app_id IN (SELECT id FROM apps) AND platform IN \(lanePlatforms)"
         readers = SQLiteReaders(path: path)
         writes = GroupCommit { group in await Self.commit(group, pool: pool) }
         // GRDB sets NORMAL with WAL, which survives a crashed process but may lose the last commits
