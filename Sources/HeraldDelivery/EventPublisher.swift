@@ -38,6 +38,8 @@ public struct EventPublisher: Sendable {
     public static let defaultMaximumDeliveriesPerRequest = 100_000
     /// Events per batch.
     public static let maximumBatch = 1_000
+    /// The longest coalescing window, in seconds: an hour.
+    public static let maximumCoalesceSeconds: Int64 = 3_600
     /// Entries in each `targets` list and in `exclude_device_ids`, and the characters of each entry.
     public static let maximumTargets = 1_000
     public static let maximumTargetLength = 256
@@ -90,6 +92,9 @@ public struct EventPublisher: Sendable {
         public var interruptionLevel: String?
         public var relevanceScore: Double?
         public var badge: Int64?
+        /// A coalescing window in seconds (`coalesce_seconds`): per device and the event's one
+        /// watch key, at most one push per window, a newer event replacing one still waiting.
+        public var coalesceSeconds: Int64?
 
         public init(app: String?, template: String, fields: JSONValue) {
             self.app = app
@@ -164,6 +169,7 @@ public struct EventPublisher: Sendable {
         var deviceIDs: [String]
         var excluded: Set<String>
         var prefix: String
+        var coalescing: Coalescing?
     }
 
     /// When an event with `expiration` (unix seconds) stops being tried: a day when absent, at most
@@ -247,7 +253,25 @@ public struct EventPublisher: Sendable {
             app: app, template: name, push: push, kasia: body.targets == nil ? kasia : nil,
             allDevices: body.targets == nil && rendering.reachesAllDevicesUntargeted, expiresAt: expiresAt, keys: keys,
             tokens: (body.targets?.tokens ?? []).map(DeviceToken.lookupForm), deviceIDs: body.targets?.deviceIDs ?? [],
-            excluded: Set(body.excludeDeviceIDs ?? []), prefix: prefix)
+            excluded: Set(body.excludeDeviceIDs ?? []), prefix: prefix,
+            coalescing: try Self.coalescing(body, keys: keys, template: name, coalescible: rendering.coalescible, field: prefix + "coalesce_seconds"))
+    }
+
+    /// The event's coalescing, when it asks for it: a window of 1 to 3,600 seconds, on a template
+    /// that allows it, for an event that targets exactly one watch key (coalescing is per device
+    /// and key) and nothing else.
+    static func coalescing(_ body: Request, keys: [WatchKey], template: String, coalescible: Bool, field: String) throws -> Coalescing? {
+        guard let seconds = body.coalesceSeconds else { return nil }
+        guard (1...maximumCoalesceSeconds).contains(seconds) else {
+            throw Refusal.invalid(field, "coalesce_seconds is 1 to \(maximumCoalesceSeconds)")
+        }
+        guard coalescible else {
+            throw Refusal.invalid(field, "\(template) events keep every push; coalesce_seconds is for custom events")
+        }
+        guard keys.count == 1, (body.targets?.tokens ?? []).isEmpty, (body.targets?.deviceIDs ?? []).isEmpty else {
+            throw Refusal.invalid(field, "coalescing is per device and watch key: an event with coalesce_seconds targets exactly one key, and no tokens or device ids")
+        }
+        return Coalescing(key: keys[0].description, window: seconds * 1_000)
     }
 
     /// Routes validated events to their devices. Watch keys, tokens and device ids are looked up
@@ -280,6 +304,7 @@ public struct EventPublisher: Sendable {
                     id: UUID.timeOrdered(at: now).lowercasedString, app: draft.app, template: draft.template, push: draft.push,
                     expiresAt: draft.expiresAt, deviceRowIDs: [])
                 event.fanout = job
+                event.coalescing = draft.coalescing
                 prepared.append(Published(event: event, unknownTokens: []))
                 continue
             }
@@ -309,9 +334,10 @@ public struct EventPublisher: Sendable {
                 throw Refusal(
                     .tooLarge, code: "too_many_deliveries", message: "this request would make more than \(limit) deliveries", field: field)
             }
-            let event = NewEvent(
+            var event = NewEvent(
                 id: UUID.timeOrdered(at: now).lowercasedString, app: draft.app, template: draft.template, push: draft.push,
                 expiresAt: draft.expiresAt, devices: routed)
+            event.coalescing = draft.coalescing
             prepared.append(Published(event: event, unknownTokens: unknownTokens))
         }
         return prepared
@@ -450,6 +476,7 @@ extension EventPublisher.Request {
         expiration = try body.integer("expiration")
         collapseID = try body.string("collapse_id")
         threadID = try body.string("thread_id")
+        coalesceSeconds = try body.integer("coalesce_seconds")
         sound = try body.string("sound")
         category = try body.string("category")
         interruptionLevel = try body.string("interruption_level")

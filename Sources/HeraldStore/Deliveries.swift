@@ -24,6 +24,8 @@ public struct NewEvent: Sendable {
     /// delivery per device (`deviceRowIDs` is then empty), and the expander makes its deliveries
     /// a page at a time.
     public var fanout: FanoutRoute?
+    /// Its deliveries coalesce per device on this key (its window), latest wins.
+    public var coalescing: Coalescing?
 
     public init(id: String, app: String, template: String, push: RenderedPush, expiresAt: Date, deviceRowIDs: [Int64], dedupeKey: String? = nil) {
         self.id = id

@@ -48,11 +48,14 @@ public struct FanoutJob: Sendable {
     /// Watchers counted when the job started; nil before its first page.
     public var devices: Int?
     public var expanded: Int
+    /// The event's coalescing, which each page's deliveries take.
+    public var coalescing: Coalescing?
 
     public init(
         eventID: String, app: String, template: String, push: RenderedPush, expiresAt: Date, createdAt: Date, requestID: String?,
-        route: FanoutRoute, cursor: FanoutCursor, devices: Int?, expanded: Int
+        route: FanoutRoute, cursor: FanoutCursor, devices: Int?, expanded: Int, coalescing: Coalescing? = nil
     ) {
+        self.coalescing = coalescing
         self.eventID = eventID
         self.app = app
         self.template = template

@@ -14,7 +14,8 @@ extension PostgresStore {
             for try await row in try await client.query(
                 """
                 SELECT f.event_id, f.app_id, e.template, e.push_type, e.priority, e.collapse_id, e.payload, e.fcm_data, e.expires_at,
-                       e.created_at, e.request_id, f.keys, f.excluded, f.kasia, f.key_index, f.cursor_row, f.devices, f.expanded
+                       e.created_at, e.request_id, f.keys, f.excluded, f.kasia, f.key_index, f.cursor_row, f.devices, f.expanded,
+                       e.coalesce_key, e.coalesce_ms
                 FROM fanouts f JOIN events e ON e.id = f.event_id
                 WHERE f.finished_at IS NULL ORDER BY f.created_at, f.event_id LIMIT \(Int64(limit))
                 """, logger: logger)
@@ -27,6 +28,7 @@ extension PostgresStore {
                 let (keys, excluded, kasia) = (try cells[11].decode(String.self), try cells[12].decode(String.self), try cells[13].decode(String?.self))
                 let cursor = FanoutCursor(keyIndex: Int(try cells[14].decode(Int64.self)), row: try cells[15].decode(Int64.self))
                 let (devices, expanded) = (try cells[16].decode(Int64?.self), try cells[17].decode(Int64.self))
+                let coalescing = Coalescing(storedKey: try cells[18].decode(String?.self), window: try cells[19].decode(Int64?.self))
                 guard let route = FanoutRoute(keys: keys, excluded: excluded, kasia: kasia) else { continue }
                 jobs.append(FanoutJob(
                     eventID: eventID, app: app, template: template,
@@ -34,7 +36,7 @@ extension PostgresStore {
                         storedPushType: pushType, storedPriority: Int(priority), collapseID: collapseID, payload: Array(payload.readableBytesView),
                         fcmData: RenderedPush.fcmData(json: fcmData)),
                     expiresAt: Date(milliseconds: expiresAt), createdAt: Date(milliseconds: createdAt), requestID: requestID, route: route,
-                    cursor: cursor, devices: devices.map(Int.init), expanded: Int(expanded)))
+                    cursor: cursor, devices: devices.map(Int.init), expanded: Int(expanded), coalescing: coalescing))
             }
             return jobs
         }
@@ -113,7 +115,22 @@ extension PostgresStore {
                 var claimed: [ClaimedDelivery] = []
                 var pending = Set<LaneKey>()
                 var added: Int64 = 0
-                if !rows.isEmpty {
+                if let coalescing = job.coalescing {
+                    for written in try await Self.insertCoalescing(
+                        db, eventID: job.eventID, app: job.app, coalescing: coalescing, rows: rows, apnsIDs: rows.map(sequence.id(for:)),
+                        lease: leases, expiresAt: job.expiresAt.milliseconds, now: ms, leaseUntil: leaseUntil, logger: logger)
+                    {
+                        guard let device = byRow[written.row] else { continue }
+                        added += 1
+                        guard written.leased else {
+                            pending.insert(LaneKey(app: job.app, platform: device.platform))
+                            continue
+                        }
+                        claimed.append(ClaimedDelivery(
+                            id: written.id, eventID: job.eventID, device: device, push: job.push, apnsID: UUID(uuidString: written.apnsID) ?? UUID(),
+                            attempt: 1, expiresAt: job.expiresAt, acceptedAt: job.createdAt, requestID: job.requestID, template: job.template))
+                    }
+                } else if !rows.isEmpty {
                     // A device removed since its page was read is not joined.
                     for try await (id, row, apnsID, leased) in try await db.query(
                         """

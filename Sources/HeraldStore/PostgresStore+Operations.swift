@@ -72,6 +72,8 @@ extension PostgresStore {
     public func pruneFinished(createdBefore before: Date, after cursor: PruneCursor?, limit: Int) async throws -> PruneBatch {
         let start = cursor ?? PruneCursor(createdAt: .min, eventID: "")
         return try await client.withTransaction(logger: logger) { db in
+            // Once a pass: coalescing slots last used before the cutoff no longer hold anything back.
+            if cursor == nil { try await db.query("DELETE FROM coalescing_slots WHERE next_slot < \(before.milliseconds)", logger: logger) }
             var candidates: [PruneCursor] = []
             for try await (createdAt, id) in try await db.query(
                 """

@@ -97,8 +97,9 @@ extension SQLiteStore {
         // read and then an insert.
         let insertEvent = try db.cachedStatement(
             sql: """
-                INSERT INTO events (id, app_id, template, push_type, priority, collapse_id, payload, created_at, expires_at, dedupe_key, fcm_data, request_id)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (dedupe_key) DO NOTHING
+                INSERT INTO events (id, app_id, template, push_type, priority, collapse_id, payload, created_at, expires_at, dedupe_key, fcm_data, request_id,
+                  coalesce_key, coalesce_ms)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (dedupe_key) DO NOTHING
                 """)
         // The insert runs once per event: its values are bound directly. An empty argument list
         // tells GRDB the parameters are bound, and it executes as usual.
@@ -118,6 +119,8 @@ extension SQLiteStore {
             try eventValues.text(10, event.dedupeKey)
             try eventValues.text(11, event.push.fcmDataJSON)
             try eventValues.text(12, event.requestID)
+            try eventValues.text(13, event.coalescing?.key)
+            try eventValues.integer(14, event.coalescing?.window)
             try insertEvent.execute()
             guard db.changesCount == 1 else { continue }
             if let route = event.fanout {
@@ -152,6 +155,8 @@ extension SQLiteStore {
         var claimed: [ClaimedDelivery] = []
         var pending = Set<LaneKey>()
         private var created = 0
+        /// Pending deliveries a coalescing event replaced.
+        private var coalesced = 0
         private var budget: [LaneKey: Int]
         private let ms: Int64
         private let leaseUntil: Int64
@@ -188,33 +193,61 @@ extension SQLiteStore {
                     ? routed[i] : try Row.fetchOne(deviceByRow, arguments: [row]).map(SQLiteStore.deviceRecord)
                 let lane = device.map { LaneKey(app: event.app, platform: $0.platform) }
                 let apnsID = apnsIDs.uuid(for: row)
-                if let device, let lane, let left = budget[lane], left > 0 {
-                    guard try insert(
-                        event, row: row, state: .sending, attempts: 1, leaseUntil: leaseUntil, apnsID: apnsID.lowercased,
-                        expiresAt: expiresAt, platform: lane.platform.rawValue)
-                    else { continue }
-                    added += 1
-                    budget[lane] = left - 1
+                let slot = try event.coalescing.map { try place(row, $0, db) }
+                let due = slot?.due ?? ms
+                // Only a delivery due now is leased straight away; a coalesced one waits for its slot.
+                let leased = due <= ms && device != nil && lane.flatMap { budget[$0] }.map { $0 > 0 } == true
+                guard try insert(
+                    event, row: row, state: leased ? .sending : .pending, attempts: leased ? 1 : 0, leaseUntil: leased ? leaseUntil : nil,
+                    apnsID: apnsID.lowercased, expiresAt: expiresAt, platform: lane?.platform.rawValue, due: due)
+                else { continue }
+                added += 1
+                if let slot, let coalescing = event.coalescing {
+                    try claimSlot(row, coalescing, next: slot.nextSlot, pending: db.lastInsertedRowID, db)
+                }
+                if leased, let device, let lane {
+                    budget[lane, default: 0] -= 1
                     claimed.append(ClaimedDelivery(
                         id: db.lastInsertedRowID, eventID: event.id, device: device, push: event.push, apnsID: apnsID.uuid, attempt: 1,
                         expiresAt: Date(milliseconds: expiresAt), acceptedAt: Date(milliseconds: acceptedAt), requestID: event.requestID,
                         template: event.template))
-                } else {
-                    guard try insert(
-                        event, row: row, state: .pending, attempts: 0, leaseUntil: nil, apnsID: apnsID.lowercased,
-                        expiresAt: expiresAt, platform: lane?.platform.rawValue)
-                    else { continue }
-                    added += 1
-                    if let lane { pending.insert(lane) }
+                } else if let lane {
+                    pending.insert(lane)
                 }
             }
             created += added
             return added
         }
 
+        /// Where `row`'s coalescing delivery goes: it replaces the device's delivery for the key
+        /// still pending (dropped, `coalesced`) and takes its time, or waits for the slot.
+        private mutating func place(_ row: Int64, _ coalescing: Coalescing, _ db: Database) throws -> (due: Int64, nextSlot: Int64) {
+            let slot = try Row.fetchOne(
+                db.cachedStatement(sql: "SELECT next_slot, pending FROM coalescing_slots WHERE device_row = ? AND key = ?"),
+                arguments: [row, coalescing.key])
+            var replacedDue: Int64?
+            if let pending = slot?[1] as Int64? {
+                replacedDue = try Int64.fetchOne(
+                    db.cachedStatement(sql: """
+                        UPDATE deliveries SET state = 'dropped', last_reason = ?, updated_at = ? WHERE id = ? AND state = 'pending'
+                        RETURNING next_attempt_at
+                        """), arguments: [Coalescing.droppedReason, ms, pending])
+                if replacedDue != nil { coalesced += 1 }
+            }
+            return coalescing.place(now: ms, nextSlot: slot?[0] as Int64?, replacedDue: replacedDue)
+        }
+
+        /// The device's slot for the key moves to `next`, and `pending` is its delivery waiting.
+        private func claimSlot(_ row: Int64, _ coalescing: Coalescing, next: Int64, pending: Int64, _ db: Database) throws {
+            try db.cachedStatement(sql: """
+                INSERT INTO coalescing_slots (device_row, key, next_slot, pending) VALUES (?, ?, ?, ?)
+                ON CONFLICT (device_row, key) DO UPDATE SET next_slot = excluded.next_slot, pending = excluded.pending
+                """).execute(arguments: [row, coalescing.key, next, pending])
+        }
+
         private func insert(
             _ event: NewEvent, row: Int64, state: DeliveryState, attempts: Int64, leaseUntil: Int64?, apnsID: String,
-            expiresAt: Int64, platform: String?
+            expiresAt: Int64, platform: String?, due: Int64
         ) throws -> Bool {
             values.reset()
             try values.text(1, event.id)
@@ -222,7 +255,7 @@ extension SQLiteStore {
             try values.text(3, event.app)
             try values.text(4, state.rawValue)
             try values.integer(5, attempts)
-            try values.integer(6, ms)
+            try values.integer(6, due)
             try values.integer(7, leaseUntil)
             try values.text(8, apnsID)
             try values.integer(9, expiresAt)
@@ -244,6 +277,7 @@ extension SQLiteStore {
             var counts = DeliveryCounts()
             counts.add(.sending, nil, claimed.count)
             counts.add(.pending, nil, created - claimed.count)
+            counts.move(from: (.pending, nil), to: (.dropped, Coalescing.droppedReason), count: coalesced)
             try counts.apply(db)
         }
     }

@@ -11,7 +11,8 @@ extension SQLiteStore {
                 db,
                 sql: """
                     SELECT f.event_id, f.app_id, e.template, e.push_type, e.priority, e.collapse_id, e.payload, e.fcm_data, e.expires_at,
-                           e.created_at, e.request_id, f.keys, f.excluded, f.kasia, f.key_index, f.cursor_row, f.devices, f.expanded
+                           e.created_at, e.request_id, f.keys, f.excluded, f.kasia, f.key_index, f.cursor_row, f.devices, f.expanded,
+                           e.coalesce_key, e.coalesce_ms
                     FROM fanouts f JOIN events e ON e.id = f.event_id
                     WHERE f.finished_at IS NULL ORDER BY f.created_at, f.event_id LIMIT ?
                     """, arguments: [limit]
@@ -24,7 +25,8 @@ extension SQLiteStore {
                         storedPushType: row[3], storedPriority: row[4], collapseID: row[5], payload: Array(payload),
                         fcmData: RenderedPush.fcmData(json: row[7])),
                     expiresAt: Date(milliseconds: row[8]), createdAt: Date(milliseconds: row[9]), requestID: row[10], route: route,
-                    cursor: FanoutCursor(keyIndex: row[14], row: row[15]), devices: row[16], expanded: row[17])
+                    cursor: FanoutCursor(keyIndex: row[14], row: row[15]), devices: row[16], expanded: row[17],
+                    coalescing: Coalescing(storedKey: row[18], window: row[19]))
             }
         }
     }
@@ -96,6 +98,7 @@ extension SQLiteStore {
         var event = NewEvent(
             id: job.eventID, app: job.app, template: job.template, push: job.push, expiresAt: job.expiresAt, devices: page.devices)
         event.requestID = job.requestID
+        event.coalescing = job.coalescing
         let added = try writer.add(event, acceptedAt: job.createdAt.milliseconds, db)
         let expanded = (at[2] as Int64) + Int64(added)
         try db.cachedStatement(

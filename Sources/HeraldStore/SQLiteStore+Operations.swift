@@ -74,6 +74,10 @@ extension SQLiteStore {
     func pruneBatch(createdBefore before: Date, after cursor: PruneCursor?, limit: Int) async throws -> PruneBatch {
         try await pool.write { db in
             let start = cursor ?? PruneCursor(createdAt: .min, eventID: "")
+            // Once a pass: coalescing slots last used before the cutoff no longer hold anything back.
+            if cursor == nil {
+                try db.execute(sql: "DELETE FROM coalescing_slots WHERE next_slot < ?", arguments: [before.milliseconds])
+            }
             let candidates = try Row.fetchAll(
                 db.cachedStatement(sql: """
                     SELECT created_at, id FROM events WHERE created_at < ? AND (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?

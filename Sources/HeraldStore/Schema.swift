@@ -174,7 +174,7 @@ enum Schema {
         """
 
     /// Versions after each store's own, the same SQL on both, applied last.
-    static let routeVersions: [(String, String)] = [("v12", v12), ("v13", v13), ("v14", v14), ("v15", v15), ("v16", v16), ("v17", v17), ("v18", v18)]
+    static let routeVersions: [(String, String)] = [("v12", v12), ("v13", v13), ("v14", v14), ("v15", v15), ("v16", v16), ("v17", v17), ("v18", v18), ("v19", v19)]
 
     /// Which route made a device: NULL for the registration API (native and the apps' routes),
     /// `matrix` for a Matrix notify's pushkey. A notify refreshes only devices it made: it names
@@ -284,6 +284,23 @@ enum Schema {
         CREATE INDEX watch_keys_key ON watch_keys (key, device_row);
         DROP INDEX contextual_routes_peer;
         CREATE INDEX contextual_routes_peer ON contextual_routes (peer, device_row);
+        """
+
+    /// Coalescing (issue 59): an event's key and window (`coalesce_seconds`, in ms), and one slot
+    /// per device and key: when its next push may go and its delivery still waiting, which a newer
+    /// event replaces (dropped, reason `coalesced`). `pending` names a delivery without a foreign
+    /// key: one pruned since is one no longer waiting.
+    static let v19 = """
+        ALTER TABLE events ADD COLUMN coalesce_key TEXT;
+        ALTER TABLE events ADD COLUMN coalesce_ms BIGINT;
+        CREATE TABLE coalescing_slots (
+          device_row BIGINT NOT NULL REFERENCES devices (id) ON DELETE CASCADE,
+          key TEXT NOT NULL,
+          next_slot BIGINT NOT NULL,
+          pending BIGINT,
+          PRIMARY KEY (device_row, key)
+        );
+        CREATE INDEX coalescing_slots_next ON coalescing_slots (next_slot);
         """
 
     /// Versions only SQLite applies, after `laterVersions`.

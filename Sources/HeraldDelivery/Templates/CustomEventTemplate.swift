@@ -29,6 +29,6 @@ struct CustomEventTemplate: EventTemplate {
         } catch {
             throw Refusal(refusedPush: error, prefix: prefix)
         }
-        return TemplateRendering(push: push, appliedOptions: true)
+        return TemplateRendering(push: push, appliedOptions: true, coalescible: true)
     }
 }

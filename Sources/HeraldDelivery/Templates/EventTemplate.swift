@@ -57,11 +57,15 @@ public struct TemplateRendering: Sendable {
     /// Whether the template rendered the app's presentation defaults itself (Kasia's, through
     /// `AppSettings.render`); otherwise the publisher applies them under the event's fields.
     public var appliedPresentationDefaults: Bool
+    /// Whether its events may coalesce (`coalesce_seconds`): a newer one replacing an older one
+    /// still waiting. Kasia's are per message and keep every push; `custom` opts in.
+    public var coalescible: Bool
 
     public init(
         push: RenderedPush, implicitKeys: [WatchKey] = [], reachesAllDevicesUntargeted: Bool = false, kasia: KasiaEvent? = nil,
-        appliedOptions: Bool = false, appliedPresentationDefaults: Bool = false
+        appliedOptions: Bool = false, appliedPresentationDefaults: Bool = false, coalescible: Bool = false
     ) {
+        self.coalescible = coalescible
         self.push = push
         self.implicitKeys = implicitKeys
         self.reachesAllDevicesUntargeted = reachesAllDevicesUntargeted
