@@ -394,7 +394,7 @@ public final class OutboxLane: Service, Sendable {
             logger.debug("delivered", metadata: [
                 "app": "\(app)", "platform": "\(platform.rawValue)", "event": "\(delivery.eventID)", "request_id": "\(origin(of: delivery))", "attempt": "\(delivery.attempt)",
             ])
-            return Attempt(outcome: .sent(id: delivery.id))
+            return Attempt(outcome: .sent(id: delivery.id, fanout: delivery.fanout ? delivery.eventID : nil))
         case .retry(let after, let scope, let reason):
             let at = now.addingTimeInterval(settings.retryPolicy.delay(afterAttempt: delivery.attempt, retryAfter: after).seconds)
             logger.debug("delivery retried", metadata: [

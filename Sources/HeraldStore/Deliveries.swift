@@ -66,6 +66,8 @@ public struct ClaimedDelivery: Hashable, Sendable {
     /// The device's recent dismissals, which ride along inside its push when it is a sealed
     /// alert (the lane reads them before sending).
     public var rideAlong: [PendingDismissal] = []
+    /// Its event went out as a fan-out job: once sent, its row goes and the job counts it.
+    public var fanout = false
 
     public init(
         id: Int64, eventID: String, device: DeviceRecord, push: RenderedPush, apnsID: UUID, attempt: Int, expiresAt: Date,
@@ -86,7 +88,8 @@ public struct ClaimedDelivery: Hashable, Sendable {
 
 /// What became of a claimed delivery.
 public enum DeliveryOutcome: Hashable, Sendable {
-    case sent(id: Int64)
+    /// `fanout`: the event id of the fan-out job it belongs to, which counts it in place of its row.
+    case sent(id: Int64, fanout: String? = nil)
     case retry(id: Int64, at: Date, reason: String)
     /// The push service throttles this device token: this delivery and every other pending one of
     /// the device wait until at least `at`.

@@ -30,7 +30,7 @@ extension PostgresStore {
                 let rows = try await db.query(
                     """
                     SELECT dl.id, dl.event_id, dl.apns_id, dl.attempts, dl.expires_at, e.push_type, e.priority, e.collapse_id, e.payload, e.fcm_data,
-                           dl.created_at, e.request_id, e.template,
+                           dl.created_at, e.request_id, e.template, e.fanout,
                            \(unescaped: Self.deviceColumns.split(separator: ",").map { "d." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", "))
                     FROM deliveries dl JOIN events e ON e.id = dl.event_id JOIN devices d ON d.id = dl.device_row
                     WHERE dl.id = ANY(\(ids))
@@ -40,14 +40,17 @@ extension PostgresStore {
                 for try await row in rows {
                     let (id, eventID, apnsID, attempts, expiresAt, pushType, priority, collapseID, payload, fcmData, createdAt, requestID, template) =
                         try row.decode((Int64, String, String, Int64, Int64, String, Int64, String?, ByteBuffer, String?, Int64, String?, String).self)
-                    let device = try Self.device(row, from: 13)
-                    out.append(ClaimedDelivery(
+                    let device = try Self.device(row, from: 14)
+                    let fanout = try Array(row)[13].decode(Bool.self)
+                    var delivery = ClaimedDelivery(
                         id: id, eventID: eventID, device: device,
                         push: RenderedPush(
                             storedPushType: pushType, storedPriority: Int(priority),
                             collapseID: collapseID, payload: Array(payload.readableBytesView), fcmData: RenderedPush.fcmData(json: fcmData)),
                         apnsID: UUID(uuidString: apnsID) ?? UUID(), attempt: Int(attempts), expiresAt: Date(milliseconds: expiresAt),
-                        acceptedAt: Date(milliseconds: createdAt), requestID: requestID, template: template))
+                        acceptedAt: Date(milliseconds: createdAt), requestID: requestID, template: template)
+                    delivery.fanout = fanout
+                    out.append(delivery)
                 }
                 return out
             }
@@ -65,11 +68,24 @@ extension PostgresStore {
                         logger: logger)
                 }
                 // The sent ones (nearly all) in one statement.
-                let sent = outcomes.compactMap { outcome -> Int64? in if case .sent(let id) = outcome { id } else { nil } }
+                let sent = outcomes.compactMap { outcome -> Int64? in if case .sent(let id, nil) = outcome { id } else { nil } }
                 if !sent.isEmpty {
                     try await db.query(
                         "UPDATE deliveries SET state = 'sent', last_reason = NULL, lease_until = NULL, updated_at = \(ms) WHERE id = ANY(\(sent))",
                         logger: logger)
+                }
+                // A job's, sent: nothing of it to remember but the job's count (and the counter's:
+                // the delete trigger takes the row's state off it).
+                let sentOfJobs = outcomes.compactMap { outcome -> Int64? in if case .sent(let id, _?) = outcome { id } else { nil } }
+                if !sentOfJobs.isEmpty {
+                    try await db.query(
+                        """
+                        WITH gone AS (DELETE FROM deliveries WHERE id = ANY(\(sentOfJobs)) RETURNING event_id),
+                          jobs AS (
+                            UPDATE fanouts f SET sent = f.sent + g.n FROM (SELECT event_id, COUNT(*) AS n FROM gone GROUP BY event_id) g
+                            WHERE f.event_id = g.event_id RETURNING g.n)
+                        INSERT INTO delivery_count_deltas (state, reason, n) SELECT 'sent', '', SUM(n) FROM jobs HAVING COUNT(*) > 0
+                        """, logger: logger)
                 }
                 for outcome in outcomes {
                     switch outcome {

@@ -30,15 +30,16 @@ extension PostgresStore {
                     let rows = try await db.query(
                         """
                         INSERT INTO events (id, app_id, template, push_type, priority, collapse_id, payload, created_at, expires_at, dedupe_key, fcm_data, request_id,
-                          coalesce_key, coalesce_ms)
-                        SELECT i, a, t, p, r, NULLIF(c, ''), b, \(ms), e, NULLIF(d, ''), NULLIF(f, ''), NULLIF(q, ''), NULLIF(k, ''), NULLIF(w, 0)
+                          coalesce_key, coalesce_ms, fanout)
+                        SELECT i, a, t, p, r, NULLIF(c, ''), b, \(ms), e, NULLIF(d, ''), NULLIF(f, ''), NULLIF(q, ''), NULLIF(k, ''), NULLIF(w, 0), j
                         FROM unnest(\(ids)::TEXT[], \(events.map(\.app))::TEXT[], \(events.map(\.template))::TEXT[],
                                     \(events.map(\.push.pushType.rawValue))::TEXT[], \(events.map { Int64($0.push.priority.rawValue) })::BIGINT[],
                                     \(events.map { $0.push.collapseID ?? "" })::TEXT[], \(events.map { ByteBuffer(bytes: $0.push.payload) })::BYTEA[],
                                     \(events.map { $0.expiresAt.milliseconds })::BIGINT[], \(events.map { $0.dedupeKey ?? "" })::TEXT[],
                                     \(events.map { $0.push.fcmDataJSON ?? "" })::TEXT[], \(events.map { $0.requestID ?? "" })::TEXT[],
-                                    \(events.map { $0.coalescing?.key ?? "" })::TEXT[], \(events.map { $0.coalescing?.window ?? 0 })::BIGINT[])
-                             AS u(i, a, t, p, r, c, b, e, d, f, q, k, w)
+                                    \(events.map { $0.coalescing?.key ?? "" })::TEXT[], \(events.map { $0.coalescing?.window ?? 0 })::BIGINT[],
+                                    \(events.map { $0.fanout != nil })::BOOLEAN[])
+                             AS u(i, a, t, p, r, c, b, e, d, f, q, k, w, j)
                         ON CONFLICT (dedupe_key) DO NOTHING
                         RETURNING id
                         """, logger: logger)

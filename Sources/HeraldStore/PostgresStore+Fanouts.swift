@@ -115,21 +115,11 @@ extension PostgresStore {
                 var claimed: [ClaimedDelivery] = []
                 var pending = Set<LaneKey>()
                 var added: Int64 = 0
+                var written: [(id: Int64, row: Int64, apnsID: String, leased: Bool)] = []
                 if let coalescing = job.coalescing {
-                    for written in try await Self.insertCoalescing(
+                    written = try await Self.insertCoalescing(
                         db, eventID: job.eventID, app: job.app, coalescing: coalescing, rows: rows, apnsIDs: rows.map(sequence.id(for:)),
                         lease: leases, expiresAt: job.expiresAt.milliseconds, now: ms, leaseUntil: leaseUntil, logger: logger)
-                    {
-                        guard let device = byRow[written.row] else { continue }
-                        added += 1
-                        guard written.leased else {
-                            pending.insert(LaneKey(app: job.app, platform: device.platform))
-                            continue
-                        }
-                        claimed.append(ClaimedDelivery(
-                            id: written.id, eventID: job.eventID, device: device, push: job.push, apnsID: UUID(uuidString: written.apnsID) ?? UUID(),
-                            attempt: 1, expiresAt: job.expiresAt, acceptedAt: job.createdAt, requestID: job.requestID, template: job.template))
-                    }
                 } else if !rows.isEmpty {
                     // A device removed since its page was read is not joined.
                     for try await (id, row, apnsID, leased) in try await db.query(
@@ -142,16 +132,21 @@ extension PostgresStore {
                         RETURNING id, device_row, apns_id, state = 'sending'
                         """, logger: logger
                     ).decode((Int64, Int64, String, Bool).self) {
-                        guard let device = byRow[row] else { continue }
-                        added += 1
-                        guard leased else {
-                            pending.insert(LaneKey(app: job.app, platform: device.platform))
-                            continue
-                        }
-                        claimed.append(ClaimedDelivery(
-                            id: id, eventID: job.eventID, device: device, push: job.push, apnsID: UUID(uuidString: apnsID) ?? UUID(), attempt: 1,
-                            expiresAt: job.expiresAt, acceptedAt: job.createdAt, requestID: job.requestID, template: job.template))
+                        written.append((id, row, apnsID, leased))
                     }
+                }
+                for delivery in written {
+                    guard let device = byRow[delivery.row] else { continue }
+                    added += 1
+                    guard delivery.leased else {
+                        pending.insert(LaneKey(app: job.app, platform: device.platform))
+                        continue
+                    }
+                    var leased = ClaimedDelivery(
+                        id: delivery.id, eventID: job.eventID, device: device, push: job.push, apnsID: UUID(uuidString: delivery.apnsID) ?? UUID(),
+                        attempt: 1, expiresAt: job.expiresAt, acceptedAt: job.createdAt, requestID: job.requestID, template: job.template)
+                    leased.fanout = true
+                    claimed.append(leased)
                 }
                 let total = expandedBefore + added
                 let counted: Int64? = finished ? total : watchers.map(Int64.init)

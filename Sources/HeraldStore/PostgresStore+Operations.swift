@@ -111,6 +111,11 @@ extension PostgresStore {
                     batch.next = batch.next ?? start
                     return batch
                 }
+                // A job's sent deliveries left no rows: their counter goes with the job.
+                try await db.query(
+                    """
+                    INSERT INTO delivery_count_deltas (state, reason, n) SELECT 'sent', '', -sent FROM fanouts WHERE event_id = \(id) AND sent > 0
+                    """, logger: logger)
                 try await db.query("DELETE FROM events WHERE id = \(id)", logger: logger)
                 batch.events += 1
                 batch.next = here
@@ -135,10 +140,11 @@ extension PostgresStore {
             ).decode((String, String?, Int64).self) {
                 status.add(state: state, reason: reason, count: Int(n))
             }
-            for try await (devices, expanded, finished) in try await client.query(
-                "SELECT devices, expanded, finished_at FROM fanouts WHERE event_id = \(id)", logger: logger
-            ).decode((Int64?, Int64, Int64?).self) {
+            for try await (devices, expanded, finished, sent) in try await client.query(
+                "SELECT devices, expanded, finished_at, sent FROM fanouts WHERE event_id = \(id)", logger: logger
+            ).decode((Int64?, Int64, Int64?, Int64).self) {
                 status.fanout = FanoutProgress(devices: devices.map(Int.init), expanded: Int(expanded), finished: finished != nil)
+                if sent > 0 { status.add(state: DeliveryState.sent.rawValue, reason: nil, count: Int(sent)) }
             }
             return status
         }

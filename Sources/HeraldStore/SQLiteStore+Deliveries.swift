@@ -53,23 +53,25 @@ extension SQLiteStore {
             let id: Int64 = row[0]
             try claim.execute(arguments: [leaseUntil, ms, id])
             let data: Data = row[8]
-            return ClaimedDelivery(
-                id: id, eventID: row[1], device: Self.deviceRecord(row, from: 14),
+            var delivery = ClaimedDelivery(
+                id: id, eventID: row[1], device: Self.deviceRecord(row, from: 15),
                 push: RenderedPush(
                     storedPushType: row[5], storedPriority: row[6],
                     collapseID: row[7], payload: Array(data), fcmData: RenderedPush.fcmData(json: row[9])),
                 apnsID: UUID(uuidString: row[2]) ?? UUID(),
                 attempt: (row[3] as Int) + 1,
                 expiresAt: Date(milliseconds: row[4]), acceptedAt: Date(milliseconds: row[11]), requestID: row[12], template: row[13])
+            delivery.fanout = row[14]
+            return delivery
         }
     }
 
     /// What a claim reads, by position: the delivery (0–4), its event's push (5–9),
     /// `next_attempt_at` (10, for the order), its creation (11), its event's request (12) and
-    /// template (13), then the device's columns (from 14).
+    /// template (13), whether it is a fan-out's (14), then the device's columns (from 15).
     static let claimColumns = """
         dl.id, dl.event_id, dl.apns_id, dl.attempts, dl.expires_at,
-        e.push_type, e.priority, e.collapse_id, e.payload, e.fcm_data, dl.next_attempt_at, dl.created_at, e.request_id, e.template, d.*
+        e.push_type, e.priority, e.collapse_id, e.payload, e.fcm_data, dl.next_attempt_at, dl.created_at, e.request_id, e.template, e.fanout, d.*
         """
 
     /// Outcomes join the group commit: with publishes arriving, they share their transaction and
@@ -82,10 +84,18 @@ extension SQLiteStore {
     static func record(_ outcomes: [DeliveryOutcome], now: Date, _ db: Database) throws {
         let ms = now.milliseconds
         var counts = DeliveryCounts()
+        var sentByJob: [String: Int] = [:]
         for outcome in outcomes {
             switch outcome {
-            case .sent(let id):
+            case .sent(let id, nil):
                 try Self.setState(db, id, .sent, reason: nil, now: ms, counts: &counts)
+            case .sent(let id, let job?):
+                // A job's delivery, sent: nothing of it to remember but the job's count (its
+                // state's counter goes with the row, by the delete trigger).
+                try db.cachedStatement(sql: "DELETE FROM deliveries WHERE id = ?").execute(arguments: [id])
+                guard db.changesCount == 1 else { continue }
+                counts.add(.sent, nil, 1)
+                sentByJob[job, default: 0] += 1
             case .retry(let id, let at, let reason):
                 try Self.retry(db, id, at: at, reason: reason, now: ms, counts: &counts)
             case .retryDevice(let id, let deviceRowID, let at, let reason):
@@ -130,6 +140,9 @@ extension SQLiteStore {
                         arguments: [reason, ms, deviceRowID, id])
                 }
             }
+        }
+        for (job, n) in sentByJob {
+            try db.cachedStatement(sql: "UPDATE fanouts SET sent = sent + ? WHERE event_id = ?").execute(arguments: [n, job])
         }
         try counts.apply(db)
     }

@@ -98,8 +98,8 @@ extension SQLiteStore {
         let insertEvent = try db.cachedStatement(
             sql: """
                 INSERT INTO events (id, app_id, template, push_type, priority, collapse_id, payload, created_at, expires_at, dedupe_key, fcm_data, request_id,
-                  coalesce_key, coalesce_ms)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (dedupe_key) DO NOTHING
+                  coalesce_key, coalesce_ms, fanout)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (dedupe_key) DO NOTHING
                 """)
         // The insert runs once per event: its values are bound directly. An empty argument list
         // tells GRDB the parameters are bound, and it executes as usual.
@@ -121,6 +121,7 @@ extension SQLiteStore {
             try eventValues.text(12, event.requestID)
             try eventValues.text(13, event.coalescing?.key)
             try eventValues.integer(14, event.coalescing?.window)
+            try eventValues.integer(15, event.fanout == nil ? 0 : 1)
             try insertEvent.execute()
             guard db.changesCount == 1 else { continue }
             if let route = event.fanout {
@@ -181,7 +182,8 @@ extension SQLiteStore {
 
         /// `event`'s deliveries to its devices, one per device row; returns how many were made.
         /// `acceptedAt`: when the event was (for the delivery-latency metric).
-        mutating func add(_ event: NewEvent, acceptedAt: Int64, _ db: Database) throws -> Int {
+        /// `fanout`: the deliveries are a fan-out job's page.
+        mutating func add(_ event: NewEvent, acceptedAt: Int64, fanout: Bool = false, _ db: Database) throws -> Int {
             let apnsIDs = DeliveryIDSequence()
             let expiresAt = event.expiresAt.milliseconds
             let rows = Set(event.deviceRowIDs).sorted()
@@ -207,10 +209,12 @@ extension SQLiteStore {
                 }
                 if leased, let device, let lane {
                     budget[lane, default: 0] -= 1
-                    claimed.append(ClaimedDelivery(
+                    var delivery = ClaimedDelivery(
                         id: db.lastInsertedRowID, eventID: event.id, device: device, push: event.push, apnsID: apnsID.uuid, attempt: 1,
                         expiresAt: Date(milliseconds: expiresAt), acceptedAt: Date(milliseconds: acceptedAt), requestID: event.requestID,
-                        template: event.template))
+                        template: event.template)
+                    delivery.fanout = fanout
+                    claimed.append(delivery)
                 } else if let lane {
                     pending.insert(lane)
                 }

@@ -99,7 +99,7 @@ extension SQLiteStore {
             id: job.eventID, app: job.app, template: job.template, push: job.push, expiresAt: job.expiresAt, devices: page.devices)
         event.requestID = job.requestID
         event.coalescing = job.coalescing
-        let added = try writer.add(event, acceptedAt: job.createdAt.milliseconds, db)
+        let added = try writer.add(event, acceptedAt: job.createdAt.milliseconds, fanout: true, db)
         let expanded = (at[2] as Int64) + Int64(added)
         try db.cachedStatement(
             sql: """

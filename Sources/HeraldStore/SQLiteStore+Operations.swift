@@ -40,8 +40,9 @@ extension SQLiteStore {
             for row in try Row.fetchAll(db, sql: "SELECT state, last_reason, COUNT(*) FROM deliveries WHERE event_id = ? GROUP BY state, last_reason", arguments: [id]) {
                 status.add(state: row[0], reason: row[1], count: row[2])
             }
-            if let job = try Row.fetchOne(db, sql: "SELECT devices, expanded, finished_at FROM fanouts WHERE event_id = ?", arguments: [id]) {
+            if let job = try Row.fetchOne(db, sql: "SELECT devices, expanded, finished_at, sent FROM fanouts WHERE event_id = ?", arguments: [id]) {
                 status.fanout = FanoutProgress(devices: job[0], expanded: job[1], finished: (job[2] as Int64?) != nil)
+                if job[3] as Int > 0 { status.add(state: DeliveryState.sent.rawValue, reason: nil, count: job[3]) }
             }
             return status
         }
@@ -91,6 +92,8 @@ extension SQLiteStore {
                 sql: "DELETE FROM deliveries WHERE id IN (SELECT id FROM deliveries WHERE event_id = ? LIMIT ?)")
             let anyLeft = try db.cachedStatement(sql: "SELECT 1 FROM deliveries WHERE event_id = ? LIMIT 1")
             let deleteEvent = try db.cachedStatement(sql: "DELETE FROM events WHERE id = ?")
+            let dropJobSent = try db.cachedStatement(
+                sql: "UPDATE delivery_counts SET n = n - (SELECT sent FROM fanouts WHERE event_id = ?1) WHERE state = 'sent' AND reason = '' AND EXISTS (SELECT 1 FROM fanouts WHERE event_id = ?1)")
             var batch = PruneBatch(events: 0, deliveries: 0, next: cursor)
             var budget = max(1, limit)
             for row in candidates {
@@ -108,6 +111,8 @@ extension SQLiteStore {
                     batch.next = batch.next ?? start
                     return batch
                 }
+                // A job's sent deliveries left no rows: their counter goes with the job.
+                try dropJobSent.execute(arguments: [here.eventID])
                 try deleteEvent.execute(arguments: [here.eventID])
                 batch.events += 1
                 batch.next = here

@@ -289,8 +289,13 @@ enum Schema {
     /// Coalescing (issue 59): an event's key and window (`coalesce_seconds`, in ms), and one slot
     /// per device and key: when its next push may go and its delivery still waiting, which a newer
     /// event replaces (dropped, reason `coalesced`). `pending` names a delivery without a foreign
-    /// key: one pruned since is one no longer waiting.
+    /// key: one gone since is one no longer waiting.
+    /// A fan-out's rows only where something must be remembered: a job's delivery, once sent,
+    /// leaves no row (`events.fanout` says whose deliveries those are) and its job counts it
+    /// (`fanouts.sent`), so retention drops a finished job with its event.
     static let v19 = """
+        ALTER TABLE events ADD COLUMN fanout BOOLEAN NOT NULL DEFAULT FALSE;
+        ALTER TABLE fanouts ADD COLUMN sent BIGINT NOT NULL DEFAULT 0;
         ALTER TABLE events ADD COLUMN coalesce_key TEXT;
         ALTER TABLE events ADD COLUMN coalesce_ms BIGINT;
         CREATE TABLE coalescing_slots (

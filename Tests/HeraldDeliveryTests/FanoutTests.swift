@@ -227,7 +227,7 @@ struct FanoutTests {
         }
     }
 
-    @Test("retention keeps a job until it is expanded and sent, then drops its event, job and deliveries together")
+    @Test("a job's deliveries, once sent, leave no row (the job counts them, and the stats): retention keeps a job until it is expanded and sent, then drops it with its event in one operation")
     func retentionDropsFinishedJob() async throws {
         try await withEachStore { store, _ in
             try await register(store, 0..<150, watching: [.session("announcements")])
@@ -245,11 +245,15 @@ struct FanoutTests {
             try await waitUntil { try await store.event(id: published.event.id)?.fanout?.finished == true }
             running.cancel()
             expanding.cancel()
+            #expect(try await store.stats().deliveries[.sent] == 150, "the stats count a job's sent deliveries")
+            var batches: [PruneBatch] = []
             for _ in 0..<10 where try await store.event(id: published.event.id) != nil {
-                _ = try await store.pruneFinished(createdBefore: later, after: nil, limit: 10_000)
+                batches.append(try await store.pruneFinished(createdBefore: later, after: nil, limit: 10_000))
             }
+            #expect(batches.map(\.events) == [1] && batches.map(\.deliveries) == [0], "the event and its job alone: no row per device was left")
             #expect(try await store.event(id: published.event.id) == nil)
             #expect(try await store.openFanouts(limit: 10).isEmpty)
+            #expect((try await store.stats().deliveries[.sent] ?? 0) == 0, "the job's count goes with it")
         }
     }
 }

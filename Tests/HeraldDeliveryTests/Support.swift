@@ -120,7 +120,7 @@ final class InMemoryDeliveryQueue: DeliveryQueue {
             }
             for outcome in outcomes {
                 switch outcome {
-                case .sent(let id): set(id, .sent, nil)
+                case .sent(let id, _): set(id, .sent, nil)
                 case .failed(let id, let reason): set(id, .failed, reason)
                 case .expired(let id): set(id, .expired, "expired")
                 case .retry(let id, let at, let reason):
