@@ -46,9 +46,11 @@ extension APNsNotification {
     public static let maximumCollapseIDSize = CollapseID.maximumSize
 
     /// Checks everything Apple would reject and what contradicts the push type.
+    /// - Parameter known: this payload's summary, when the caller inspected the same bytes
+    ///   already (a batch whose pushes share one payload): its inspection is not repeated.
     /// - Returns: the payload summary, for callers that want it.
     @discardableResult
-    public func validate() throws(APNsValidationError) -> APNsPayloadSummary {
+    public func validate(payloadSummary known: APNsPayloadSummary? = nil) throws(APNsValidationError) -> APNsPayloadSummary {
         guard APNsDeviceToken.isWellFormed(Substring(deviceToken)) else {
             throw APNsValidationError(
                 field: "device_token", reason: .badDeviceToken,
@@ -74,7 +76,7 @@ extension APNsNotification {
         }
         let summary: APNsPayloadSummary
         do {
-            summary = try APNsPayloadInspector.inspect(payload)
+            if let known { summary = known } else { summary = try APNsPayloadInspector.inspect(payload) }
         } catch {
             switch error {
             case .empty:

@@ -64,10 +64,13 @@ public final class APNsPushProvider: PushProvider {
         guard deliveries.count > 1 else { return deliveries.isEmpty ? [] : [await send(deliveries[0])] }
         var outcomes = [PushOutcome?](repeating: nil, count: deliveries.count)
         var byEnvironment: [APNsEnvironment: [(index: Int, notification: APNsNotification)]] = [:]
+        // A fan-out's batch shares one payload: it is inspected once (the same storage compares in O(1)).
+        var inspected: (payload: [UInt8], summary: APNsPayloadSummary)?
         for (index, delivery) in deliveries.enumerated() {
             let notification = notification(for: delivery)
             do throws(APNsValidationError) {
-                _ = try notification.validate()
+                let known = inspected.flatMap { $0.payload == notification.payload ? $0.summary : nil }
+                inspected = (notification.payload, try notification.validate(payloadSummary: known))
                 byEnvironment[delivery.device.attributes.apnsEnvironment, default: []].append((index, notification))
             } catch {
                 outcomes[index] = .failed(reason: error.reason.rawValue)
