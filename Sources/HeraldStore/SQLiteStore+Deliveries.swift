@@ -49,15 +49,22 @@ extension SQLiteStore {
         var counts = DeliveryCounts()
         counts.move(from: (.pending, nil), to: (.sending, nil), count: due.prefix(limit).count(where: { !relapsed.contains($0[0]) }))
         try counts.apply(db)
+        // One push per event and claim: a fan-out page's deliveries share it.
+        var pushes: [String: RenderedPush] = [:]
         return try due.prefix(limit).map { row in
             let id: Int64 = row[0]
             try claim.execute(arguments: [leaseUntil, ms, id])
-            let data: Data = row[8]
+            let eventID: String = row[1]
+            let push = pushes[eventID] ?? {
+                let data: Data = row[8]
+                let push = RenderedPush(
+                    storedPushType: row[5], storedPriority: row[6], collapseID: row[7], payload: Array(data),
+                    fcmData: RenderedPush.fcmData(json: row[9]))
+                pushes[eventID] = push
+                return push
+            }()
             var delivery = ClaimedDelivery(
-                id: id, eventID: row[1], device: Self.deviceRecord(row, from: 15),
-                push: RenderedPush(
-                    storedPushType: row[5], storedPriority: row[6],
-                    collapseID: row[7], payload: Array(data), fcmData: RenderedPush.fcmData(json: row[9])),
+                id: id, eventID: eventID, device: Self.deviceRecord(row, from: 15), push: push,
                 apnsID: UUID(uuidString: row[2]) ?? UUID(),
                 attempt: (row[3] as Int) + 1,
                 expiresAt: Date(milliseconds: row[4]), acceptedAt: Date(milliseconds: row[11]), requestID: row[12], template: row[13])
