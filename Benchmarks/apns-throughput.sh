@@ -4,6 +4,7 @@
 #
 #   Benchmarks/apns-throughput.sh            # 60,000 pushes, concurrency 1,000 (the README table)
 #   N=20000 Benchmarks/apns-throughput.sh    # a shorter run
+#   CONNECTIONS=2 Benchmarks/apns-throughput.sh  # herald over 2 HTTP/2 connections (default 4)
 #
 # Needs a release build (`swift build -c release --product herald`) and h2load
 # (`apt-get install nghttp2-client`). Everything runs on 127.0.0.1; each run is bounded by N.
@@ -57,7 +58,7 @@ herald_run() { # faults as JSON objects; prints "rate accepted rejected failed"
   control reset
   for f in "$@"; do control faults "$f"; done
   local out
-  out=$("$HERALD" send --token "$token" --payload-json "$payload" --repeat "$N" --concurrency "$CONCURRENCY" || true)
+  out=$("$HERALD" send --token "$token" --payload-json "$payload" --repeat "$N" --concurrency "$CONCURRENCY" ${CONNECTIONS:+--connections "$CONNECTIONS"} || true)
   python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(d["per_second"], d["accepted"], sum(d["rejected"].values()), sum(d.get("failed", {}).values()))' "$out"
 }
 

@@ -15,8 +15,10 @@ public struct APNsClientConfiguration: Sendable {
     public var trustRootsPEMFile: String?
     /// Extra trust roots as PEM text, e.g. an in-process simulator's CA.
     public var trustRootsPEM: [String] = []
-    /// HTTP/2 connections per host (default 2).
-    public var connections: Int = 2
+    /// HTTP/2 connections per host (default 4). More connections mean fewer streams open on each:
+    /// NIOHTTP2 removes a closed stream from a sorted buffer, so answers that come back out of
+    /// order cost time in proportion to the streams open (Benchmarks/README.md, "APNs delivery").
+    public var connections: Int = 4
     /// Each request's deadline, from `send` to the answer, queueing included (default 10 s).
     public var requestTimeout: Duration = .seconds(10)
     public var connectTimeout: Duration = .seconds(10)

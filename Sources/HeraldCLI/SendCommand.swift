@@ -27,7 +27,7 @@ struct SendCommand: AsyncParsableCommand {
     @Option(help: "sandbox or production (default HERALD_APNS_ENVIRONMENT).") var environment: String?
     @Option(help: "Send the push N times and report the rate.") var `repeat`: Int?
     @Option(help: "Pushes in flight at once with --repeat.") var concurrency = 100
-    @Option(help: "HTTP/2 connections to APNs.") var connections = 2
+    @Option(help: "HTTP/2 connections to APNs.") var connections = 4
 
     func run() async throws {
         CLILogging.bootstrap()
