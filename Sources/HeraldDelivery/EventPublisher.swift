@@ -38,8 +38,6 @@ public struct EventPublisher: Sendable {
     public static let defaultMaximumDeliveriesPerRequest = 100_000
     /// Events per batch.
     public static let maximumBatch = 1_000
-    /// The longest coalescing window, in seconds: an hour.
-    public static let maximumCoalesceSeconds: Int64 = 3_600
     /// Entries in each `targets` list and in `exclude_device_ids`, and the characters of each entry.
     public static let maximumTargets = 1_000
     public static let maximumTargetLength = 256
@@ -262,8 +260,8 @@ public struct EventPublisher: Sendable {
     /// and key) and nothing else.
     static func coalescing(_ body: Request, keys: [WatchKey], template: String, coalescible: Bool, field: String) throws -> Coalescing? {
         guard let seconds = body.coalesceSeconds else { return nil }
-        guard (1...maximumCoalesceSeconds).contains(seconds) else {
-            throw Refusal.invalid(field, "coalesce_seconds is 1 to \(maximumCoalesceSeconds)")
+        guard (1...Coalescing.maximumWindowSeconds).contains(seconds) else {
+            throw Refusal.invalid(field, "coalesce_seconds is 1 to \(Coalescing.maximumWindowSeconds)")
         }
         guard coalescible else {
             throw Refusal.invalid(field, "\(template) events keep every push; coalesce_seconds is for custom events")

@@ -6,6 +6,9 @@ public struct Coalescing: Hashable, Sendable {
     /// The window, in milliseconds.
     public var window: Int64
 
+    /// The longest window, in seconds: an hour.
+    public static let maximumWindowSeconds: Int64 = 3_600
+
     public init(key: String, window: Int64) {
         self.key = key
         self.window = window
@@ -13,7 +16,7 @@ public struct Coalescing: Hashable, Sendable {
 
     /// The event's stored columns; nil when it does not coalesce.
     init?(storedKey key: String?, window: Int64?) {
-        guard let key, let window, window > 0 else { return nil }
+        guard let key, let window, (1...Self.maximumWindowSeconds * 1_000).contains(window) else { return nil }
         self.init(key: key, window: window)
     }
 
@@ -26,7 +29,9 @@ public struct Coalescing: Hashable, Sendable {
     func place(now: Int64, nextSlot: Int64?, replacedDue: Int64?) -> (due: Int64, nextSlot: Int64) {
         if let replacedDue, let nextSlot { return (replacedDue, nextSlot) }
         let due = max(now, nextSlot ?? now)
-        return (due, due + window)
+        // Saturating: a slot read from the store is not trusted to leave room for a window.
+        let next = due.addingReportingOverflow(window)
+        return (due, next.overflow ? .max : next.partialValue)
     }
 
     /// The reason a replaced delivery is dropped with.

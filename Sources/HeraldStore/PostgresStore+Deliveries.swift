@@ -27,15 +27,15 @@ extension PostgresStore {
                 var ids: [Int64] = []
                 for try await id in claimed.decode(Int64.self) { ids.append(id) }
                 guard !ids.isEmpty else { return [] }
-                // An event's push comes once per claim, with its first delivery: a fan-out page's
-                // thousand deliveries share it (and its bytes cross the connection once).
+                // An event's push comes once per claim, with its first delivery in the claim's order:
+                // a fan-out page's thousand deliveries share it (its bytes cross the connection once).
                 let rows = try await db.query(
                     """
                     SELECT dl.id, dl.event_id, dl.apns_id, dl.attempts, dl.expires_at, e.push_type, e.priority, e.collapse_id,
                            CASE WHEN dl.first THEN e.payload END, CASE WHEN dl.first THEN e.fcm_data END,
                            dl.created_at, e.request_id, e.template, e.fanout,
                            \(unescaped: Self.deviceColumns.split(separator: ",").map { "d." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", "))
-                    FROM (SELECT *, row_number() OVER (PARTITION BY event_id ORDER BY id) = 1 AS first FROM deliveries WHERE id = ANY(\(ids))) dl
+                    FROM (SELECT *, row_number() OVER (PARTITION BY event_id ORDER BY next_attempt_at, id) = 1 AS first FROM deliveries WHERE id = ANY(\(ids))) dl
                       JOIN events e ON e.id = dl.event_id JOIN devices d ON d.id = dl.device_row
                     ORDER BY dl.next_attempt_at, dl.id
                     """, logger: logger)
@@ -50,22 +50,19 @@ extension PostgresStore {
                             storedPushType: pushType, storedPriority: Int(priority),
                             collapseID: collapseID, payload: Array(payload.readableBytesView), fcmData: RenderedPush.fcmData(json: fcmData))
                     }
+                    // Never missing: the first row of each event carries its push.
+                    guard let push = pushes[eventID] else { continue }
                     var delivery = ClaimedDelivery(
-                        id: id, eventID: eventID, device: try Self.device(row, from: 14), push: pushes[eventID] ?? Self.unreadPush,
+                        id: id, eventID: eventID, device: try Self.device(row, from: 14), push: push,
                         apnsID: UUID(uuidString: apnsID) ?? UUID(), attempt: Int(attempts), expiresAt: Date(milliseconds: expiresAt),
                         acceptedAt: Date(milliseconds: createdAt), requestID: requestID, template: template)
                     delivery.fanout = fanout
                     out.append(delivery)
                 }
-                // (An event's first delivery may come after its others in due order.)
-                for i in out.indices { out[i].push = pushes[out[i].eventID] ?? out[i].push }
                 return out
             }
         }
     }
-
-    /// A claimed delivery's push until its event's is read (in the same claim).
-    static let unreadPush = RenderedPush(pushType: .alert, priority: .immediate, collapseID: nil, payload: [])
 
     public func complete(_ outcomes: [DeliveryOutcome], now: Date) async throws {
         return try await leased(waiting: Self.laneConnectionWait, answering: laneAnswerDeadline) { [self] client in

@@ -111,12 +111,13 @@ extension PostgresStore {
                     batch.next = batch.next ?? start
                     return batch
                 }
-                // A job's sent deliveries left no rows: their counter goes with the job.
+                // The event goes with its job; a job's sent deliveries left no rows, so their counter
+                // goes with the job, in the same statement.
                 try await db.query(
                     """
-                    INSERT INTO delivery_count_deltas (state, reason, n) SELECT 'sent', '', -sent FROM fanouts WHERE event_id = \(id) AND sent > 0
+                    WITH job AS (SELECT sent FROM fanouts WHERE event_id = \(id) AND sent > 0), gone AS (DELETE FROM events WHERE id = \(id))
+                    INSERT INTO delivery_count_deltas (state, reason, n) SELECT 'sent', '', -sent FROM job
                     """, logger: logger)
-                try await db.query("DELETE FROM events WHERE id = \(id)", logger: logger)
                 batch.events += 1
                 batch.next = here
                 if budget <= 0 { return batch }
