@@ -38,10 +38,10 @@ struct APNsDirectSender: DirectSender {
 
     func send() async -> DirectSendResult {
         var copy = notification
-        copy.apnsID = UUID()
+        copy.apnsID = UUID.random()  // one getrandom; Foundation's UUID() opens /dev/urandom each time
         switch await client.sendValidated(copy) {
         case .accepted(let id):
-            return DirectSendResult(outcome: .accepted, report: ["status": .string("accepted"), "apns_id": .string(id.uuidString.lowercased())])
+            return DirectSendResult(outcome: .accepted, report: ["status": .string("accepted"), "apns_id": .string(id.lowercasedString)])
         case .rejected(let status, let reason, let timestamp, _):
             return DirectSendResult(
                 outcome: .rejected(reason: reason.rawValue),

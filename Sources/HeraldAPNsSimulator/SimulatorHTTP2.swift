@@ -194,7 +194,7 @@ final class SimulatorStreamHandler: ChannelInboundHandler {
         var timestampMs: Int64?
         var retryAfter: Int?
         var delayMs: Int?
-        var apnsID = headers.first(name: "apns-id") ?? UUID().uuidString.lowercased()
+        var apnsID = headers.first(name: "apns-id") ?? UUID.random().lowercasedString
         switch outcome {
         case .rejected(let r):
             status = r.httpStatus

@@ -222,7 +222,7 @@ public final class WebPushSimulator: Sendable {
         state.record(WebPushSimulatorRecord(
             endpoint: endpoint, plaintext: String(decoding: plaintext, as: UTF8.self), ttl: ttl, urgency: urgency, topic: topic, vapidKey: key))
         var response = Response(status: .created)
-        response.headers[.location] = "\(origin)/message/\(UUID().uuidString.lowercased())"
+        response.headers[.location] = "\(origin)/message/\(UUID.random().lowercasedString)"
         return response
     }
 
