@@ -26,20 +26,12 @@ CC=${CC:-$(command -v cc || command -v clang || true)}
 work=$(mktemp -d)
 serve=""
 trap 'kill $serve 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
-"$CC" -O2 -o "$work/floor" Benchmarks/floor/floor.c -lsqlite3 -lpthread
-
-# Herald's schema, made by Herald's own migrations: start it on a new file until it is ready.
-HERALD_DATABASE_URL="sqlite:$work/schema.sqlite" HERALD_HTTP_PORT="$PORT" HERALD_ADMIN_PORT=0 \
-  HERALD_LOG_LEVEL=warning "$HERALD" serve >"$work/serve.out" 2>"$work/serve.log" &
-serve=$!
-for _ in $(seq 1 100); do grep -q '"ready":true' "$work/serve.out" 2>/dev/null && break; sleep 0.1; done
-grep -q '"ready":true' "$work/serve.out" || { cat "$work/serve.log" >&2; exit 1; }
-kill -TERM "$serve"; wait "$serve" || true; serve=""
+. Benchmarks/floor/prepare.sh
+floor_prepare "$work" "$PORT" "$HERALD" "$CC"
 
 for threads in 1 3; do
   for store in full normal none; do
-    rm -f "$work"/floor.sqlite*
-    cp "$work/schema.sqlite" "$work/floor.sqlite"
+    floor_store "$work"
     FLOOR_STORE=$store "$work/floor" serve "$work/floor.sqlite" "$PORT" "$threads" >"$work/floor.out" &
     serve=$!
     timeout 600 "$work/floor" load "$PORT" "$RATE" $((EVENTS + 200))

@@ -19,6 +19,8 @@ struct Cost: AsyncParsableCommand {
     @Flag(help: "Devices registered through the API with push_keys: every push is sealed to its device (RFC 8291).") var sealed = false
     @Option(help: "fanout: devices per event.") var fanOut = 1_000
     @Option(help: "herald serve's HERALD_FANOUT_THRESHOLD (fanout: 0 sends every event through a fan-out job).") var fanoutThreshold: Int?
+    @Option(help: "perf samples of herald serve while publishing, into this file (Benchmarks/perf-stages.py groups them).") var perf: String?
+    @Flag(help: "Report herald serve's syscalls, WAL syncs and context switches per event (perf stat, kernel tracepoints).") var counts = false
 
     func run() async throws {
         guard ["single", "batch", "fanout"].contains(scenario) else { throw ValidationError("--scenario is single, batch or fanout") }
@@ -52,6 +54,7 @@ struct Cost: AsyncParsableCommand {
             guard try await rig.waitForAccepted(warm, timeout: .seconds(60)) else { throw BenchError("warm-up pushes did not arrive") }
             let pushes = scenario == "fanout" ? events * fanOut : events
             let sealingStart = (try await rig.metric("herald_sealing_cpu_seconds_total"), try await rig.metric("herald_signed_pushes_total"))
+            let observer = perf != nil || counts ? try rig.observe(samples: perf, counts: counts) : nil
             let cpuStart = try rig.cpuSeconds()
             let started = ContinuousClock.now
             var answers: [Double] = []
@@ -73,6 +76,7 @@ struct Cost: AsyncParsableCommand {
             let cpuAccepted = try rig.cpuSeconds() - cpuStart
             let complete = try await rig.waitForAccepted(warm + pushes, timeout: .seconds(600))
             let cpuTotal = try rig.cpuSeconds() - cpuStart
+            let kernel = observer?.stop() ?? [:]
             answers.sort()
             func ms(_ seconds: Double, per n: Int) -> Double { (seconds * 1000 / Double(n) * 1000).rounded() / 1000 }
             var out: [String: Any] = [
@@ -81,6 +85,7 @@ struct Cost: AsyncParsableCommand {
                 "cpu_ms_per_event_until_202": ms(cpuAccepted, per: events), "cpu_ms_per_event_total": ms(cpuTotal, per: events),
                 "cpu_ms_per_push_total": ms(cpuTotal, per: pushes),
             ]
+            for (name, value) in kernel { out["per_event_" + name] = (value / Double(events) * 100).rounded() / 100 }
             if let registrationCPU { out["cpu_ms_per_registration"] = ms(registrationCPU, per: devices) }
             // Herald's own reading of what signing (and sealing) the measured pushes cost.
             let signed = Int(try await rig.metric("herald_signed_pushes_total") - sealingStart.1)

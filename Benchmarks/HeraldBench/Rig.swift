@@ -194,7 +194,7 @@ final class Rig: @unchecked Sendable {
             "HERALD_APNS_URL": simulator.url.absoluteString,
             "HERALD_APNS_CA_FILE": try simulator.writeCA(to: directory.path),
             // The load comes from one address and one key: measure the gateway, not its rate limits.
-            "HERALD_REGISTRATION_RATE": "0", "HERALD_PUBLISH_RATE": "0",
+            "HERALD_REGISTRATION_RATE": "0", "HERALD_PUBLISH_RATE": "0", "HERALD_MATRIX_RATE": "0",
         ]) { _, new in new }
         // One signing key for every instance: PostgreSQL refuses a key made at start.
         if postgresURL != nil { env["HERALD_SIGNING_KEY_PATH"] = try sharedSigningKey() }
@@ -344,6 +344,14 @@ final class Rig: @unchecked Sendable {
         try serves.reduce(0) { $0 + (try Self.cpuSeconds(of: "\($1.processIdentifier)")) }
     }
 
+    /// `perf` on the first `herald serve` for the measured part of a run: call samples into
+    /// `samples` (for Benchmarks/perf-stages.py) and, with `counts`, the kernel's count of its
+    /// syscalls, WAL syncs and context switches (tracepoints: the same on a slow or loaded machine).
+    /// `stop()` ends both and returns the counts by name.
+    func observe(samples: String?, counts: Bool) throws -> KernelObserver {
+        try KernelObserver(pid: serves[0].processIdentifier, samples: samples, counts: counts ? directory.appendingPathComponent("counts.csv").path : nil)
+    }
+
     /// CPU seconds this process (the load generator and the in-process simulator) has used so far.
     func ownCPUSeconds() throws -> Double { try Self.cpuSeconds(of: "self") }
 
@@ -394,6 +402,60 @@ final class Rig: @unchecked Sendable {
     /// A `custom` event for one device, as `/v1/events` takes it.
     static func customEvent(device i: Int) -> String {
         #"{"template":"custom","targets":{"tokens":["\#(token(i))"]},"fields":{"aps":{"alert":"n\#(i)"}}}"#
+    }
+}
+
+/// `perf record` and `perf stat` attached to a process; see `Rig.observe`.
+final class KernelObserver {
+    private var pids: [pid_t] = []
+    private let countsPath: String?
+
+    init(pid: Int32, samples: String?, counts: String?) throws {
+        countsPath = counts
+        if let samples { try start(["record", "-F", "999", "-g", "-o", samples, "-p", "\(pid)"]) }
+        if let counts {
+            try start(["stat", "-x", ",", "-o", counts, "-e", "raw_syscalls:sys_enter,syscalls:sys_enter_fdatasync,context-switches", "-p", "\(pid)"])
+        }
+        if !pids.isEmpty { Thread.sleep(forTimeInterval: 0.5) }  // perf attaches before the measured part
+    }
+
+    /// posix_spawn with no signal blocked: this process's threads block SIGINT, and a perf that
+    /// inherited that mask could not be told to stop and write what it measured.
+    private func start(_ arguments: [String]) throws {
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        sigemptyset(&none)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        let argv = (["perf"] + arguments).map { strdup($0) } + [nil]
+        defer { for arg in argv { free(arg) } }
+        var pid: pid_t = 0
+        guard posix_spawnp(&pid, "perf", &actions, &attributes, argv, environ) == 0 else { throw BenchError("perf did not start (apt-get install linux-perf)") }
+        pids.append(pid)
+    }
+
+    /// Stops perf; the counts (`sys_enter`, `sys_enter_fdatasync`, `context-switches`), if asked for.
+    func stop() -> [String: Double] {
+        for pid in pids {
+            kill(pid, SIGINT)
+            var status: Int32 = 0
+            waitpid(pid, &status, 0)
+        }
+        pids = []
+        guard let countsPath, let text = try? String(contentsOfFile: countsPath, encoding: .utf8) else { return [:] }
+        var counts: [String: Double] = [:]
+        for line in text.split(separator: "\n") where line.first?.isNumber == true {
+            let fields = line.split(separator: ",", omittingEmptySubsequences: false)
+            if fields.count > 2, let value = Double(fields[0]) { counts[String(fields[2].split(separator: ":").last ?? "")] = value }
+        }
+        return counts
     }
 }
 
