@@ -78,20 +78,19 @@ done
 # After the rounds, one more clean run under perf, not in the medians: the kernel's counts per push
 # (syscalls, context switches: tracepoints, the same on a slow or loaded machine) and, with
 # PERF=file, call samples for Benchmarks/perf-stages.py.
-counted="raw_syscalls:sys_enter,context-switches"
+. Benchmarks/kernel-counts.sh
 send=("$HERALD" send --token "$token" --payload-json "$payload" --repeat "$N" --concurrency "$CONCURRENCY" ${CONNECTIONS:+--connections "$CONNECTIONS"})
-if perf stat -e "$counted" -- true >/dev/null 2>&1; then
+if kernel_counts_available; then
   control reset
-  perf stat -x, -o "$work/counts" -e "$counted" -- "${send[@]}" >/dev/null
-  awk -F, -v n="$N" '$1 ~ /^[0-9]/ {split($3, name, ":"); printf "%s %.2f\n", name[length(name)], $1 / n}' "$work/counts" >"$work/per_push"
+  perf stat -x, -o "$work/counts" -e "$KERNEL_EVENTS" -- "${send[@]}" >/dev/null
 fi
 if [ -n "${PERF:-}" ]; then
   control reset
   perf record -F 999 -g -o "$PERF" -- "${send[@]}" >/dev/null 2>&1
 fi
 
-python3 - "$work/results" "$N" "$CONCURRENCY" "$ROUNDS" "$work/per_push" <<'PY'
-import statistics, sys, collections, datetime, os
+python3 - "$work/results" "$N" "$CONCURRENCY" "$ROUNDS" "$(kernel_counts "$work/counts")" <<'PY'
+import collections, datetime, json, os, statistics, sys
 rows = collections.defaultdict(list)
 counts = {}
 for line in open(sys.argv[1]):
@@ -120,6 +119,7 @@ for key, label in labels:
 print()
 print(f"herald / h2load = {med['clean'] / med['h2load']:.0%} (target >= 90%); "
       f"20%-dead / clean = {med['dead20'] / med['clean']:.0%} (target >= 80%)")
-if os.path.exists(sys.argv[5]):
-    print("herald send, per push: " + ", ".join(line.strip().replace(" ", " ") for line in open(sys.argv[5])))
+counted = json.loads(sys.argv[5])
+if counted:
+    print("herald send, per push: " + ", ".join(f"{name} {count / int(n):.2f}" for name, count in counted.items()))
 PY

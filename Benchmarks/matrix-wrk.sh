@@ -66,20 +66,20 @@ sleep 1
 # Rounds on the same server (each notify has a new event_id); COUNTS=1 (or perf on the PATH) adds
 # herald serve's syscalls, WAL syncs and context switches per notify, counted by kernel
 # tracepoints: counts that do not move with the machine's speed or load.
-counted="raw_syscalls:sys_enter,syscalls:sys_enter_fdatasync,context-switches"
-[ -z "${COUNTS:-}" ] && perf stat -e "$counted" -- true >/dev/null 2>&1 && COUNTS=1
+. Benchmarks/kernel-counts.sh
+[ -z "${COUNTS:-}" ] && kernel_counts_available && COUNTS=1
 : >"$work/rounds"
 for round in $(seq 1 "$ROUNDS"); do
   rm -f "$work/counts"
   h0=$(cpu $serve); m0=$(cpu $mock)
   # PERF=file: perf samples of herald serve during the first round (Benchmarks/perf-stages.py groups them).
   [ -n "${PERF:-}" ] && [ "$round" = 1 ] && { perf record -F 999 -g -o "$PERF" -p "$serve" -- sleep "$DURATION" 2>/dev/null & }
-  [ -n "${COUNTS:-}" ] && { perf stat -x, -o "$work/counts" -e "$counted" -p "$serve" -- sleep "$DURATION" 2>/dev/null & }
+  [ -n "${COUNTS:-}" ] && { perf stat -x, -o "$work/counts" -e "$KERNEL_EVENTS" -p "$serve" -- sleep "$DURATION" 2>/dev/null & }
   wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$work/notify.lua" "http://127.0.0.1:$PORT" >"$work/wrk.out"
   sleep 2  # the last pushes reach the simulator; perf has written its counts
   h1=$(cpu $serve); m1=$(cpu $mock)
-  python3 - "$work/wrk.out" "$DURATION" "$CONNECTIONS" "$h0" "$h1" "$m0" "$m1" "$work/counts" "$round" <<'PY' | tee -a "$work/rounds"
-import json, os, re, sys
+  python3 - "$work/wrk.out" "$DURATION" "$CONNECTIONS" "$h0" "$h1" "$m0" "$m1" "$(kernel_counts "$work/counts")" "$round" <<'PY' | tee -a "$work/rounds"
+import json, re, sys
 out = open(sys.argv[1]).read()
 n = int(re.search(r"(\d+) requests in", out).group(1))
 seconds, connections = float(sys.argv[2]), int(sys.argv[3])
@@ -91,8 +91,7 @@ print(json.dumps({
     "herald_cpu_ms_per_notify": round((h1 - h0) / ticks * 1000 / n, 3),
     "mock_apns_cpu_ms_per_notify": round((m1 - m0) / ticks * 1000 / n, 3),
     "non_2xx": "Non-2xx" in out, "answer_p50": p("50"), "answer_p99": p("99"),
-    **({"per_notify_" + line.split(",")[2].split(":")[-1]: round(int(line.split(",")[0]) / n, 2)
-        for line in open(sys.argv[8]) if line[:1].isdigit()} if os.path.exists(sys.argv[8]) else {}),
+    **{"per_notify_" + name: round(count / n, 2) for name, count in json.loads(sys.argv[8]).items()},
 }))
 PY
 done

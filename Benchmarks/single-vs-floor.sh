@@ -23,8 +23,8 @@ BIN=${BIN:-$(swift build -c release --product herald --show-bin-path ${SCRATCH:+
 [ -x "$BIN/herald" ] && [ -x "$BIN/herald-bench" ] || { echo "build first: swift build -c release --product herald && swift build -c release --product herald-bench" >&2; exit 2; }
 CC=${CC:-$(command -v cc || command -v clang || true)}
 [ -n "$CC" ] || { echo "needs a C compiler (cc or clang)" >&2; exit 2; }
-EVENTS_COUNTED="raw_syscalls:sys_enter,syscalls:sys_enter_fdatasync,context-switches"
-perf stat -e "$EVENTS_COUNTED" -- true >/dev/null 2>&1 && counts=1 || counts=""
+. Benchmarks/kernel-counts.sh
+kernel_counts_available && counts=1 || counts=""
 
 work=$(mktemp -d)
 serve=""
@@ -37,25 +37,22 @@ for round in $(seq 1 "$ROUNDS"); do
   floor_store "$work"
   rm -f "$work/floor.counts"
   # The floor server exits once the load closes its connection; perf stat counts its whole life.
-  FLOOR_STORE=full ${counts:+perf stat -x, -o "$work/floor.counts" -e "$EVENTS_COUNTED" --} \
+  FLOOR_STORE=full ${counts:+perf stat -x, -o "$work/floor.counts" -e "$KERNEL_EVENTS" --} \
     "$work/floor" serve "$work/floor.sqlite" "$PORT" 3 >"$work/floor.out" &
   serve=$!
   sleep 0.5
   timeout 600 "$work/floor" load "$PORT" "$RATE" $((EVENTS + 200))
   wait "$serve"; serve=""
   "$BIN/herald-bench" cost --herald "$BIN/herald" --scenario single --rate "$RATE" --events "$EVENTS" ${counts:+--counts} >"$work/herald.json"
-  python3 - "$work/floor.out" "$work/floor.counts" "$work/herald.json" "$EVENTS" "$round" >>"$work/results" <<'PY'
-import json, os, sys
+  python3 - "$work/floor.out" "$(kernel_counts "$work/floor.counts")" "$work/herald.json" "$EVENTS" "$round" >>"$work/results" <<'PY'
+import json, sys
 floor = json.load(open(sys.argv[1]))
 herald = json.load(open(sys.argv[3]))
 events, n = int(sys.argv[4]), int(sys.argv[5])
 line = {"round": n, "floor_cpu_ms_per_event": floor["cpu_ms_per_event"], "herald_cpu_ms_per_event": herald["cpu_ms_per_event_total"]}
 line["ratio"] = round(line["herald_cpu_ms_per_event"] / line["floor_cpu_ms_per_event"], 2)
-if os.path.exists(sys.argv[2]):
-    for row in open(sys.argv[2]):
-        f = row.split(",")
-        if row[:1].isdigit() and len(f) > 2:
-            line["floor_per_event_" + f[2].split(":")[-1]] = round(int(f[0]) / (events + 200), 2)
+for name, count in json.loads(sys.argv[2]).items():  # the floor's whole life: its 200 warm-up events too
+    line["floor_per_event_" + name] = round(count / (events + 200), 2)
 for key, value in herald.items():
     if key.startswith("per_event_"):
         line["herald_" + key] = value

@@ -54,7 +54,7 @@ struct Cost: AsyncParsableCommand {
             guard try await rig.waitForAccepted(warm, timeout: .seconds(60)) else { throw BenchError("warm-up pushes did not arrive") }
             let pushes = scenario == "fanout" ? events * fanOut : events
             let sealingStart = (try await rig.metric("herald_sealing_cpu_seconds_total"), try await rig.metric("herald_signed_pushes_total"))
-            let observer = perf != nil || counts ? try rig.observe(samples: perf, counts: counts) : nil
+            let observer = perf != nil || counts ? try await rig.observe(samples: perf, counts: counts) : nil
             let cpuStart = try rig.cpuSeconds()
             let started = ContinuousClock.now
             var answers: [Double] = []

@@ -348,8 +348,11 @@ final class Rig: @unchecked Sendable {
     /// `samples` (for Benchmarks/perf-stages.py) and, with `counts`, the kernel's count of its
     /// syscalls, WAL syncs and context switches (tracepoints: the same on a slow or loaded machine).
     /// `stop()` ends both and returns the counts by name.
-    func observe(samples: String?, counts: Bool) throws -> KernelObserver {
-        try KernelObserver(pid: serves[0].processIdentifier, samples: samples, counts: counts ? directory.appendingPathComponent("counts.csv").path : nil)
+    func observe(samples: String?, counts: Bool) async throws -> KernelObserver {
+        let observer = try KernelObserver(
+            pid: serves[0].processIdentifier, samples: samples, counts: counts ? directory.appendingPathComponent("counts.csv").path : nil)
+        try await Task.sleep(for: .milliseconds(500))  // perf attaches before the measured part
+        return observer
     }
 
     /// CPU seconds this process (the load generator and the in-process simulator) has used so far.
@@ -413,10 +416,10 @@ final class KernelObserver {
     init(pid: Int32, samples: String?, counts: String?) throws {
         countsPath = counts
         if let samples { try start(["record", "-F", "999", "-g", "-o", samples, "-p", "\(pid)"]) }
+        // The events Benchmarks/kernel-counts.sh counts for the scripts.
         if let counts {
             try start(["stat", "-x", ",", "-o", counts, "-e", "raw_syscalls:sys_enter,syscalls:sys_enter_fdatasync,context-switches", "-p", "\(pid)"])
         }
-        if !pids.isEmpty { Thread.sleep(forTimeInterval: 0.5) }  // perf attaches before the measured part
     }
 
     /// posix_spawn with no signal blocked: this process's threads block SIGINT, and a perf that
