@@ -4,6 +4,14 @@ time went (its symbol and the library it is in), and prints a Markdown table: st
 
     python3 Benchmarks/perf-stages.py /tmp/matrix.perf
 
+Given callgrind's output instead (Benchmarks/instructions.sh), it groups the instructions each
+function executed itself the same way and prints instructions per event beside the share:
+
+    python3 Benchmarks/perf-stages.py --callgrind big.out [--minus small.out] --events N
+
+`--minus` subtracts a shorter run of the same command (its start and end), so what is left is
+the instructions of N events.
+
 The profiles behind the stage tables of Benchmarks/README.md come from the scripts' PERF=file
 option (perf samples at 999 Hz with call graphs; this VM exposes no hardware counters, so shares
 of sampled time stand in for instruction counts).
@@ -24,8 +32,8 @@ STAGES = [
     "Swift concurrency, dispatch, NIO event loops",
     "SQLite and GRDB",
     "HTTP/1.1 server (Hummingbird, llhttp, HTTPTypes)",
-    "HTTP/2 and HPACK (NIOHTTP2)",
-    "TLS (NIOSSL, BoringSSL record layer)",
+    "HTTP/2 and HPACK (NIOHTTP2; h2load: nghttp2)",
+    "TLS (NIOSSL, BoringSSL record layer; h2load: OpenSSL)",
     "signing and sealing crypto (Ed25519, SHA-2, P-256)",
     "Foundation (UUID, Date, Data)",
     "logging and metrics",
@@ -40,7 +48,7 @@ WAKEUP = re.compile(
 DISK = re.compile(
     r"ext4|jbd2|blk|bio|iowrite|ioread|virtqueue|vring|folio|filemap|mark_buffer|buffer_head|__block_|block_write|"
     r"generic_perform_write|fsync|writeback|pagecache|page_cache|submit_|nvme|scsi|xa_|find_get|__filemap|iomap|mpage")
-CRYPTO = re.compile(r"^(CCryptoBoringSSL_|fe_|ge_|x25519|inline_x25519|sc_|ED25519|p256|ecp_|bn_|BN_|sha\d|SHA\d)")
+CRYPTO = re.compile(r"^(CCryptoBoringSSL_|fe_|ge_|x25519|inline_x25519|sc_|ED25519|p256|ecp_|bn_|BN_|sha\d|SHA\d|table_select|cmov|fiat_)")
 TLS = re.compile(r"^(CNIOBoringSSL_|aes_|gcm_|aead_aes|GFp_|ChaCha|chacha|poly1305|bssl::CNIOBoringSSL)")
 MALLOC = re.compile(r"malloc|free|_int_|memmove|memcpy|memset|memcmp|unlink_chunk|tcache|realloc|calloc|strlen")
 LOCKS = re.compile(r"pthread_mutex|__GI___pthread|pthread_cond|__lll_|lll_lock")
@@ -74,6 +82,13 @@ def stage(dso: str, sym: str) -> int:
         return 3
     if "libsqlite3" in dso:
         return 8
+    # h2load's libraries (Benchmarks/instructions.sh counts it beside herald send).
+    if "libnghttp2" in dso:
+        return 10
+    if dso.startswith(("libssl", "libcrypto")):
+        return 11
+    if dso.startswith("libev"):
+        return 7
     if "libswift_Concurrency" in dso or "libdispatch" in dso:
         return 7
     if dso.startswith("libc") or dso.startswith("ld-linux"):
@@ -111,7 +126,43 @@ def stage(dso: str, sym: str) -> int:
     return 16
 
 
+def callgrind_functions(path: str) -> dict:
+    """Instructions each function executed itself, by (library, symbol), from callgrind's output."""
+    out = subprocess.run(["callgrind_annotate", "--threshold=100", path], check=True, capture_output=True, text=True).stdout
+    counts = defaultdict(int)
+    for line in out.splitlines():
+        m = re.match(r"\s*([\d,]+) \([\s\d.]+%\)\s+(?:[^:\s]*:)?(.*?) \[(.*)\]$", line)
+        if m:
+            dso = m.group(3).rsplit("/", 1)[-1]
+            counts[(dso, m.group(2))] += int(m.group(1).replace(",", ""))
+    return counts
+
+
+def callgrind_main(args: list) -> None:
+    path, minus, events = args[args.index("--callgrind") + 1], None, 1
+    if "--minus" in args:
+        minus = args[args.index("--minus") + 1]
+    if "--events" in args:
+        events = int(args[args.index("--events") + 1])
+    counts = callgrind_functions(path)
+    if minus:
+        for key, n in callgrind_functions(minus).items():
+            counts[key] -= n
+    stages = defaultdict(int)
+    for (dso, sym), n in counts.items():
+        stages[stage(dso, re.sub(r"\(.*", "", sym) if not sym.startswith("$") else sym)] += n
+    total = sum(stages.values())
+    print(f"instructions per event: {total / events:,.0f}")
+    print("| stage | instructions per event | share |")
+    print("|---|---:|---:|")
+    for i in sorted(stages, key=lambda i: -stages[i]):
+        if stages[i] >= 0.005 * total:
+            print(f"| {STAGES[i]} | {stages[i] / events:,.0f} | {stages[i] / total:.0%} |")
+
+
 def main() -> None:
+    if "--callgrind" in sys.argv:
+        return callgrind_main(sys.argv[1:])
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     out = subprocess.run(

@@ -21,6 +21,7 @@ struct Cost: AsyncParsableCommand {
     @Option(help: "herald serve's HERALD_FANOUT_THRESHOLD (fanout: 0 sends every event through a fan-out job).") var fanoutThreshold: Int?
     @Option(help: "perf samples of herald serve while publishing, into this file (Benchmarks/perf-stages.py groups them).") var perf: String?
     @Flag(help: "Report herald serve's syscalls, WAL syncs and context switches per event (perf stat, kernel tracepoints).") var counts = false
+    @Flag(help: "herald serve runs under callgrind with its instrumentation off (Benchmarks/instructions.sh's --herald): turn it on for the measured events and dump their instructions once every push arrived.") var callgrind = false
 
     func run() async throws {
         guard ["single", "batch", "fanout"].contains(scenario) else { throw ValidationError("--scenario is single, batch or fanout") }
@@ -55,6 +56,7 @@ struct Cost: AsyncParsableCommand {
             let pushes = scenario == "fanout" ? events * fanOut : events
             let sealingStart = (try await rig.metric("herald_sealing_cpu_seconds_total"), try await rig.metric("herald_signed_pushes_total"))
             let observer = perf != nil || counts ? try await rig.observe(samples: perf, counts: counts) : nil
+            if callgrind { try rig.callgrindControl("--instr=on") }
             let cpuStart = try rig.cpuSeconds()
             let started = ContinuousClock.now
             var answers: [Double] = []
@@ -76,6 +78,7 @@ struct Cost: AsyncParsableCommand {
             let cpuAccepted = try rig.cpuSeconds() - cpuStart
             let complete = try await rig.waitForAccepted(warm + pushes, timeout: .seconds(600))
             let cpuTotal = try rig.cpuSeconds() - cpuStart
+            if callgrind { try rig.callgrindControl("--dump") }
             let kernel = observer?.stop() ?? [:]
             answers.sort()
             func ms(_ seconds: Double, per n: Int) -> Double { (seconds * 1000 / Double(n) * 1000).rounded() / 1000 }

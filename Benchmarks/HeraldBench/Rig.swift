@@ -355,6 +355,18 @@ final class Rig: @unchecked Sendable {
         return observer
     }
 
+    /// `callgrind_control ARGUMENT` for the first `herald serve` (run under callgrind).
+    func callgrindControl(_ argument: String) throws {
+        let control = Process()
+        control.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        control.arguments = ["callgrind_control", argument, "\(serves[0].processIdentifier)"]
+        control.standardOutput = FileHandle.nullDevice
+        control.standardError = FileHandle.nullDevice
+        try control.run()
+        control.waitUntilExit()
+        guard control.terminationStatus == 0 else { throw BenchError("callgrind_control \(argument) failed: is herald serve under callgrind?") }
+    }
+
     /// CPU seconds this process (the load generator and the in-process simulator) has used so far.
     func ownCPUSeconds() throws -> Double { try Self.cpuSeconds(of: "self") }
 

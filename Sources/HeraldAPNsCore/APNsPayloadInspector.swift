@@ -248,7 +248,7 @@ private struct JSONScanner {
         index += 1
         guard decode else { return "" }
         let raw = UnsafeRawBufferPointer(rebasing: bytes[start..<end])
-        guard let text = String(validating: raw, as: UTF8.self) else { throw .notJSONObject }
+        guard let text = String(utf8Validating: raw) else { throw .notJSONObject }
         return hasEscape ? Self.unescape(text) : text
     }
 

@@ -29,12 +29,19 @@ public enum APNsDeviceToken {
     public static func isWellFormed(_ token: Substring) -> Bool {
         let utf8 = token.utf8
         guard utf8.count >= minimumLength, utf8.count <= maximumLength, utf8.count % 2 == 0 else { return false }
-        return utf8.allSatisfy(\.isHexDigit)
+        return isHex(token)
+    }
+
+    /// Every byte a hex digit, read from the string's contiguous UTF-8 (a substring's view steps
+    /// through index checks a byte at a time).
+    static func isHex(_ token: Substring) -> Bool {
+        var token = token
+        return token.withUTF8 { bytes in bytes.allSatisfy { $0.isHexDigit } }
     }
 
     /// True when `token` is exactly what the simulator (like Apple today) accepts: 64 hex characters.
     public static func isAppleLength(_ token: Substring) -> Bool {
-        token.utf8.count == minimumLength && token.utf8.allSatisfy(\.isHexDigit)
+        token.utf8.count == minimumLength && isHex(token)
     }
 
     /// A log-safe form: the first 8 characters and an ellipsis.

@@ -1,3 +1,5 @@
+import HeraldPushCore
+
 /// Why bytes are not a JSON document.
 public struct JSONParseError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The byte offset where the document stops being JSON.
@@ -128,7 +130,7 @@ private struct JSONBytesParser {
         guard at < bytes.count else { throw fail() }
         if bytes[at] == UInt8(ascii: "\"") {
             defer { at += 1 }
-            guard let text = String(validating: UnsafeBufferPointer(rebasing: bytes[start..<at]), as: UTF8.self) else { throw fail() }
+            guard let text = String(utf8Validating: UnsafeBufferPointer(rebasing: bytes[start..<at])) else { throw fail() }
             return text
         }
         var out = Array(bytes[start..<at])
@@ -174,7 +176,7 @@ private struct JSONBytesParser {
                 throw fail()
             }
         }
-        guard let text = String(validating: out, as: UTF8.self) else { throw fail() }
+        guard let text = out.withUnsafeBufferPointer({ String(utf8Validating: $0) }) else { throw fail() }
         return text
     }
 

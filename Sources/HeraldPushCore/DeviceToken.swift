@@ -55,12 +55,13 @@ public struct DeviceToken: Hashable, Sendable, CustomStringConvertible {
     /// The stored form of a token given without its platform (lookups): hex tokens (APNs's) are
     /// stored lowercase; anything else (FCM's, an endpoint) is case-sensitive and kept as is.
     public static func lookupForm(_ text: String) -> String {
-        !text.isEmpty && text.utf8.allSatisfy(\.isHexDigit) ? text.lowercased() : text
+        !text.isEmpty && text.utf8.allSatisfy { $0.isHexDigit } ? text.lowercased() : text
     }
 }
 
 extension UInt8 {
     /// An ASCII hexadecimal digit, either case.
+    @inlinable
     package var isHexDigit: Bool {
         (0x30...0x39).contains(self) || (0x41...0x46).contains(self) || (0x61...0x66).contains(self)
     }

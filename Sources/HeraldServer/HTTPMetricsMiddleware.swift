@@ -20,10 +20,16 @@ import Synchronization
 /// through the request's logger, so it carries the request id that the answer echoes.
 struct HTTPMetricsMiddleware<Context: RequestContext>: RouterMiddleware {
     private let cache = HTTPMetricsCache()
-    private static var counted: Set<HTTPRequest.Method> { [.get, .head, .post, .put, .delete, .options, .patch] }
+    // A switch, not a set built and hashed for every request.
+    private static func isCounted(_ method: HTTPRequest.Method) -> Bool {
+        switch method {
+        case .get, .head, .post, .put, .delete, .options, .patch: true
+        default: false
+        }
+    }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        guard Self.counted.contains(request.method) else { return try await next(request, context) }
+        guard Self.isCounted(request.method) else { return try await next(request, context) }
         let start = DispatchTime.now().uptimeNanoseconds
         let active = cache.active(request.method)
         active.increment()

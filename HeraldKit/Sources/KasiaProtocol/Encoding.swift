@@ -1,18 +1,26 @@
 /// Lowercase hexadecimal.
 public enum Hex {
-    private static let digits = Array("0123456789abcdef".utf8)
-
+    // Inlinable: callers get a copy specialized to their sequence, not the generic one that
+    // steps an iterator through witness tables a byte at a time.
+    @inlinable
     public static func encode(_ bytes: some Sequence<UInt8>) -> String {
         var out: [UInt8] = []
         out.reserveCapacity(bytes.underestimatedCount * 2)
         for b in bytes {
-            out.append(digits[Int(b >> 4)])
-            out.append(digits[Int(b & 0x0f)])
+            out.append(digit(b >> 4))
+            out.append(digit(b & 0x0f))
         }
         return String(decoding: out, as: UTF8.self)
     }
 
+    /// The lowercase hex digit of `nibble` (0...15).
+    @inlinable
+    static func digit(_ nibble: UInt8) -> UInt8 {
+        nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") - 10 + nibble
+    }
+
     /// Decodes hex of either case; `nil` on an odd length or a non-hex character.
+    @inlinable
     public static func decode(_ text: some StringProtocol) -> [UInt8]? {
         let utf8 = Array(text.utf8)
         guard utf8.count % 2 == 0 else { return nil }
@@ -27,6 +35,7 @@ public enum Hex {
         return out
     }
 
+    @inlinable
     static func nibble(_ c: UInt8) -> UInt8? {
         switch c {
         case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
