@@ -14,6 +14,7 @@
 #
 #   Benchmarks/instructions.sh                 # all three
 #   Benchmarks/instructions.sh matrix          # one
+#   CONNECTIONS=2 Benchmarks/instructions.sh apns   # herald send over 2 connections instead of 4
 #
 # KEEP=1 keeps the callgrind files (callgrind_annotate reads them) and says where.
 #
@@ -117,7 +118,7 @@ apns() {
   for n in $small $big; do
     HERALD_APNS_URL="https://127.0.0.1:$port" HERALD_APNS_CA_FILE="$work/ca.pem" HERALD_APNS_KEY_PATH="$key_path" \
       HERALD_APNS_KEY_ID="$key_id" HERALD_APNS_TEAM_ID="$team_id" HERALD_APNS_TOPIC=com.example.bench \
-      callgrind_sync "$work/send-$n.cg" "$work/herald" send --token "$token" --payload-json "$payload" --repeat $n --concurrency 1000 >"$work/send-$n.json"
+      callgrind_sync "$work/send-$n.cg" "$work/herald" send --token "$token" --payload-json "$payload" --repeat $n --concurrency 1000 ${CONNECTIONS:+--connections "$CONNECTIONS"} >"$work/send-$n.json"
   done
   echo "## apns: herald send, $((big - small)) pushes (concurrency 1,000)"
   stages "$work/send-$big.cg" --minus "$work/send-$small.cg" --events $((big - small))
