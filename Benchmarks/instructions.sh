@@ -41,8 +41,8 @@ work=$(mktemp -d)
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; [ -n "${KEEP:-}" ] && echo "kept $work" >&2 || rm -rf "$work"' EXIT
 objcopy --strip-debug "$BIN/herald" "$work/herald"
-"$CC" -shared -fPIC -O2 -o "$work/main-queue.so" Benchmarks/valgrind/main-queue.c \
-  -L/opt/swift/usr/lib/swift/linux -Wl,-rpath,/opt/swift/usr/lib/swift/linux -ldispatch
+swift_lib=$(dirname "$(dirname "$(readlink -f "$(command -v swift)")")")/lib/swift/linux  # libdispatch
+"$CC" -shared -fPIC -O2 -o "$work/main-queue.so" Benchmarks/valgrind/main-queue.c -L"$swift_lib" -Wl,-rpath,"$swift_lib" -ldispatch
 callgrind() { # callgrind OUT [valgrind options] command...: replaces its shell, so call it in a subshell or with &
   local out=$1; shift
   LD_PRELOAD="$work/main-queue.so" exec valgrind --tool=callgrind --callgrind-out-file="$out" "$@" 2>>"$work/valgrind.log"
