@@ -59,7 +59,10 @@ public enum OpenAPIDocument {
             schemas[name] = schema
         }
         addBranches(to: "Registration", base: "RegistrationCommon", for: addedPlatforms, required: ["platform", "device_token"]) { platform, token in
-            ["platform": ["const": platform], "device_token": token, "token_kind": ["anyOf": [["const": "token"], ["type": "null"]]]]
+            [
+                "platform": ["const": platform], "device_token": token, "token_kind": ["anyOf": [["const": "token"], ["type": "null"]]],
+                "subscription": ["type": "null", "description": "a subscription is for platform web (422 otherwise)"],
+            ]
         }
         addBranches(to: "Event", base: "EventOptions", for: addedTemplates, required: ["template", "fields"]) { name, fields in
             ["template": ["const": name], "targets": ["type": "object"], "fields": fields]

@@ -47,6 +47,36 @@ struct OpenAPITests {
         #expect((((repo["components"] as? [String: Any])?["schemas"] as? [String: [String: Any]])?["AppID"]?["enum"]) == nil)
     }
 
+    @Test("a registration's subscription is documented for platform web only, as it is accepted: 422 elsewhere, null allowed")
+    func subscriptionIsForWeb() async throws {
+        // schemathesis found a schema-valid iOS registration with `"subscription": {}` refused (422):
+        // the token platforms' branches, an added service's too, now say a subscription is null there.
+        let served = OpenAPIDocument.served(apps: ["default"], maximumWatchKeys: 30, maximumAliases: 8, addedPlatforms: ["pager": #"{"type":"string"}"#])
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(served.utf8)) as? [String: Any])
+        let schemas = try #require((document["components"] as? [String: Any])?["schemas"] as? [String: [String: Any]])
+        let branches = try #require(schemas["Registration"]?["oneOf"] as? [[String: Any]])
+        var platforms: [String] = []
+        for branch in branches {
+            let parts = try #require(branch["allOf"] as? [[String: Any]])
+            let properties = try #require(parts.compactMap { $0["properties"] as? [String: [String: Any]] }.first)
+            let platform = try #require(properties["platform"]?["const"] as? String)
+            platforms.append(platform)
+            if platform == "web" {
+                #expect(properties["subscription"]?["$ref"] as? String == "#/components/schemas/WebPushSubscription")
+            } else {
+                #expect(properties["subscription"]?["type"] as? String == "null", "\(platform): \(properties["subscription"] ?? [:])")
+            }
+        }
+        #expect(platforms == ["ios", "android", "android", "web", "pager"])
+        try await withRegistrationServer { client, _ in
+            let refused = try await send(client, .post, "/v1/push/register", #"{"device_token":"\#(token1)","platform":"ios","watched_addresses":["\#(kaspaA)"],"subscription":{}}"#)
+            #expect(refused.status == .unprocessableContent)
+            #expect((try json(refused)["error"] as? [String: Any])?["field"] as? String == "subscription")
+            let accepted = try await send(client, .post, "/v1/push/register", #"{"device_token":"\#(token1)","platform":"ios","watched_addresses":["\#(kaspaA)"],"subscription":null}"#)
+            #expect(accepted.status == .ok, "\(String(buffer: accepted.body))")
+        }
+    }
+
     @Test("every operation the rate limiter guards documents its 429")
     func rateLimitedDocumented() throws {
         let document = try #require(try JSONSerialization.jsonObject(with: Data(OpenAPIDocument.json.utf8)) as? [String: Any])
