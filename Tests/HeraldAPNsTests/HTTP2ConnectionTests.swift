@@ -87,24 +87,6 @@ import Testing
         #expect(burst.flushedInsideRead + rest == streams)
     }
 
-    @Test("a stream alone on its connection goes out at once; streams opened beside it share the loop turn's flush")
-    func flushWaitsOnlyBesideOthers() throws {
-        let (channel, handler) = try Self.connection()
-        func headersOut() throws -> Int {
-            var n = 0
-            while let frame = try channel.readOutbound(as: HTTP2Frame.self) {
-                if case .headers = frame.payload { n += 1 }
-            }
-            return n
-        }
-        _ = Self.send(on: channel, handler)
-        #expect(try headersOut() == 1)  // nothing else in flight: no wait
-        for _ in 0..<3 { _ = Self.send(on: channel, handler) }
-        #expect(try headersOut() == 0)  // beside a stream in flight: held for the turn's end
-        channel.embeddedEventLoop.run()
-        #expect(try headersOut() == 3)  // all three in one flush
-    }
-
     @Test("an answer within the limit arrives whole")
     func normalBody() throws {
         let (channel, handler) = try Self.connection()
