@@ -19,14 +19,8 @@ command -v h2load >/dev/null || { echo "install h2load: apt-get install nghttp2-
 
 work=$(mktemp -d)
 trap 'kill "$mock" 2>/dev/null || true; wait "$mock" 2>/dev/null || true; rm -rf "$work"' EXIT
-"$HERALD" mock-apns --port 0 --sandbox-port 0 --control-port 0 --topic com.example.bench --cert-out "$work" >"$work/ready.json" 2>"$work/mock.log" &
-mock=$!
-for _ in $(seq 1 100); do [ -s "$work/ready.json" ] && break; sleep 0.1; done
-read -r port control key_id team_id key_path < <(python3 -c '
-import json,sys; d=json.load(open(sys.argv[1])); print(d["port"], d["control_port"], d["key_id"], d["team_id"], d["key_path"])' "$work/ready.json")
-
-export HERALD_APNS_URL="https://127.0.0.1:$port" HERALD_APNS_CA_FILE="$work/ca.pem" HERALD_APNS_KEY_PATH="$key_path" \
-  HERALD_APNS_KEY_ID="$key_id" HERALD_APNS_TEAM_ID="$team_id" HERALD_APNS_TOPIC=com.example.bench HERALD_LOG_LEVEL=warning
+. Benchmarks/mock-apns.sh
+mock_apns_start "$HERALD" "$work"
 token=$(printf '5a%.0s' $(seq 1 32))
 # A ~200-byte alert payload.
 payload='{"aps":{"alert":{"title":"New Message","body":"You have a new message from kaspa:qr…7h3x"},"sound":"default","mutable-content":1},"kasia":{"type":"contextual_message","txId":"0f4c2d9e"}}'

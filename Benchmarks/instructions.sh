@@ -49,23 +49,14 @@ callgrind() { # callgrind OUT [valgrind options] command...: replaces its shell,
 }
 callgrind_sync() { (callgrind "$@"); }
 stages() { python3 Benchmarks/perf-stages.py --callgrind "$@"; }
-simulator() { # starts herald mock-apns (natively); sets port key_id team_id key_path
-  "$BIN/herald" mock-apns --port 0 --sandbox-port 0 --control-port 0 --topic com.example.bench --cert-out "$work" >"$work/ready.json" 2>"$work/mock.log" &
-  pids+=($!)
-  for _ in $(seq 1 100); do [ -s "$work/ready.json" ] && break; sleep 0.1; done
-  read -r port key_id team_id key_path < <(python3 -c '
-import json,sys; d=json.load(open(sys.argv[1])); print(d["port"], d["key_id"], d["team_id"], d["key_path"])' "$work/ready.json")
-}
+. Benchmarks/mock-apns.sh
+simulator() { mock_apns_start "$BIN/herald" "$work"; pids+=("$mock"); }  # natively, not under valgrind
 
 matrix() {
   simulator
-  # matrix-wrk.sh's notify script: 1,000 pushkeys, a new event_id per notify.
-  sed -n '/^python3 - "$work\/notify.lua"/,/^PY$/p' Benchmarks/matrix-wrk.sh | work=$work bash
+  matrix_notify_script "$work/notify.lua"
   local http=18097
-  HERALD_APNS_URL="https://127.0.0.1:$port" HERALD_APNS_CA_FILE="$work/ca.pem" HERALD_APNS_KEY_PATH="$key_path" \
-    HERALD_APNS_KEY_ID="$key_id" HERALD_APNS_TEAM_ID="$team_id" HERALD_APNS_TOPIC=com.example.bench HERALD_LOG_LEVEL=warning \
-    HERALD_MATRIX_RATE=0 HERALD_HTTP_PORT=$http HERALD_ADMIN_PORT=0 HERALD_MATRIX_APPS=im.bench.ios=apns \
-    HERALD_DATABASE_URL="sqlite:$work/matrix.sqlite" callgrind "$work/matrix.cg" --instr-atstart=no "$work/herald" serve >"$work/serve.out" 2>"$work/serve.log" &
+  ( matrix_serve_env "$work" $http; callgrind "$work/matrix.cg" --instr-atstart=no "$work/herald" serve ) >"$work/serve.out" 2>"$work/serve.log" &
   local serve=$!; pids+=($serve)
   for _ in $(seq 1 600); do grep -q '"ready":true' "$work/serve.out" 2>/dev/null && break; sleep 0.2; done
   wrk -t1 -c8 -d5s -s "$work/notify.lua" "http://127.0.0.1:$http" >/dev/null  # warm-up: every pushkey admitted once
@@ -116,9 +107,7 @@ apns() {
   payload='{"aps":{"alert":{"title":"Bench","body":"hello"}}}'
   printf '%s' "$payload" >"$work/payload.json"
   for n in $small $big; do
-    HERALD_APNS_URL="https://127.0.0.1:$port" HERALD_APNS_CA_FILE="$work/ca.pem" HERALD_APNS_KEY_PATH="$key_path" \
-      HERALD_APNS_KEY_ID="$key_id" HERALD_APNS_TEAM_ID="$team_id" HERALD_APNS_TOPIC=com.example.bench \
-      callgrind_sync "$work/send-$n.cg" "$work/herald" send --token "$token" --payload-json "$payload" --repeat $n --concurrency 1000 ${CONNECTIONS:+--connections "$CONNECTIONS"} >"$work/send-$n.json"
+    callgrind_sync "$work/send-$n.cg" "$work/herald" send --token "$token" --payload-json "$payload" --repeat $n --concurrency 1000 ${CONNECTIONS:+--connections "$CONNECTIONS"} >"$work/send-$n.json"
   done
   echo "## apns: herald send, $((big - small)) pushes (concurrency 1,000)"
   stages "$work/send-$big.cg" --minus "$work/send-$small.cg" --events $((big - small))

@@ -24,38 +24,10 @@ command -v wrk >/dev/null || { echo "install wrk: apt-get install wrk" >&2; exit
 work=$(mktemp -d)
 serve=""
 trap 'kill $serve "$mock" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
-"$HERALD" mock-apns --port 0 --sandbox-port 0 --control-port 0 --topic com.example.bench --cert-out "$work" >"$work/ready.json" 2>"$work/mock.log" &
-mock=$!
-for _ in $(seq 1 100); do [ -s "$work/ready.json" ] && break; sleep 0.1; done
-read -r port key_id team_id key_path < <(python3 -c '
-import json,sys; d=json.load(open(sys.argv[1])); print(d["port"], d["key_id"], d["team_id"], d["key_path"])' "$work/ready.json")
-
-# The notify script: 1,000 pushkeys (base64 of 32 bytes), an event id per request and thread.
-python3 - "$work/notify.lua" <<'PY'
-import base64, hashlib, sys
-keys = ",".join('"%s"' % base64.b64encode(hashlib.sha256(b"dev%d" % i).digest()).decode() for i in range(1000))
-open(sys.argv[1], "w").write('''
-local keys = {%s}
-local counter = 0
-local threads = {}
-function setup(thread) thread:set("tid", #threads); table.insert(threads, thread) end
-function init(args) tid = tonumber(tid) or 0; run = os.time() %% 100000 end
-request = function()
-  counter = counter + 1
-  local n = tid * 100000000 + counter
-  local body = '{"notification":{"event_id":"$wrk' .. run .. '_' .. n .. '","room_id":"!room' .. (n %% 97) .. ':bench.example",' ..
-    '"type":"m.room.message","sender":"@alice:bench.example","sender_display_name":"Alice","room_name":"Bench room","prio":"high",' ..
-    '"content":{"msgtype":"m.text","body":"message ' .. n .. '"},"counts":{"unread":1},' ..
-    '"devices":[{"app_id":"im.bench.ios","pushkey":"' .. keys[(n %% 1000) + 1] .. '","pushkey_ts":1700000000,"data":{}}]}}'
-  return wrk.format("POST", "/_matrix/push/v1/notify", {["Content-Type"] = "application/json"}, body)
-end
-''' % keys)
-PY
-
-HERALD_APNS_URL="https://127.0.0.1:$port" HERALD_APNS_CA_FILE="$work/ca.pem" HERALD_APNS_KEY_PATH="$key_path" \
-  HERALD_APNS_KEY_ID="$key_id" HERALD_APNS_TEAM_ID="$team_id" HERALD_APNS_TOPIC=com.example.bench HERALD_LOG_LEVEL=warning \
-  HERALD_PUBLISH_KEYS=bench-publisher-key-0001 HERALD_MATRIX_RATE=0 HERALD_HTTP_PORT="$PORT" HERALD_MATRIX_APPS=im.bench.ios=apns \
-  HERALD_DATABASE_URL="sqlite:$work/herald.sqlite" "$HERALD" serve >"$work/serve.out" 2>"$work/serve.log" &
+. Benchmarks/mock-apns.sh
+mock_apns_start "$HERALD" "$work"
+matrix_notify_script "$work/notify.lua"
+( matrix_serve_env "$work" "$PORT"; exec "$HERALD" serve ) >"$work/serve.out" 2>"$work/serve.log" &
 serve=$!
 for _ in $(seq 1 100); do grep -q '"ready":true' "$work/serve.out" 2>/dev/null && break; sleep 0.1; done
 

@@ -164,8 +164,8 @@ package final class HTTP2ConnectionHandler: ChannelDuplexHandler {
     /// Flushes now, or at the end of the read burst under way: at its `channelReadComplete`, or,
     /// should that not come, on the loop's next turn (no read is under way by then). Outside a
     /// read a stream goes at once: holding it for the loop's turn to end (so streams opened in one
-    /// turn share a write) once left streams unanswered past a GOAWAY until their deadline
-    /// (`DeliveryIntegrationTests.goAwayMidBurst`, 2 runs in 15).
+    /// turn share a write) leaves streams unanswered past a GOAWAY until their deadline
+    /// (`DeliveryIntegrationTests.goAwayMidBurst` then fails about 2 runs in 15).
     private func flushSoon(context: ChannelHandlerContext) {
         guard reading else {
             flushNow(context: context)
