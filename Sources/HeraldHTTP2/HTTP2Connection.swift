@@ -37,9 +37,6 @@ package final class HTTP2ConnectionHandler: ChannelDuplexHandler {
     package static let maximumResponseBody = 65_536
     /// Give the server back its connection window once this much DATA has arrived.
     static let windowUpdateThreshold = 32_768
-    /// Streams opened in one go (a batch, or the waiters a raised stream limit lets in) go out
-    /// in slices of this many: the server starts on the first while the rest are encoded.
-    static let streamsPerFlush = 64
 
     private struct Pending {
         var promise: EventLoopPromise<HTTP2Response>
@@ -51,6 +48,7 @@ package final class HTTP2ConnectionHandler: ChannelDuplexHandler {
     }
 
     private let events: HTTP2ConnectionEvents
+    private let flushes: SocketFlushCoalescer
     private let authority: String
     private let lastUsableStreamID: Int32
     private let pingInterval: TimeAmount
@@ -66,21 +64,16 @@ package final class HTTP2ConnectionHandler: ChannelDuplexHandler {
     private var sawSettings = false
     private var unacknowledgedData = 0
     private var flushPending = false
-    /// Inside a read burst: streams opened now (requests taking the streams that answers just
-    /// freed) share one flush when the burst ends, not one each.
-    private var reading = false
-    private var flushAfterRead = false
-    /// Streams written since the last flush.
-    private var unflushedStreams = 0
     private var pingTask: Scheduled<Void>?
     private var pongDeadline: Scheduled<Void>?
     private var lastActivity = NIODeadline.now()
 
     init(
-        events: HTTP2ConnectionEvents, authority: String, pingInterval: TimeAmount, pingTimeout: TimeAmount,
-        lastUsableStreamID: Int32 = HTTP2ConnectionHandler.lastUsableStreamID
+        events: HTTP2ConnectionEvents, flushes: SocketFlushCoalescer, authority: String, pingInterval: TimeAmount,
+        pingTimeout: TimeAmount, lastUsableStreamID: Int32 = HTTP2ConnectionHandler.lastUsableStreamID
     ) {
         self.events = events
+        self.flushes = flushes
         self.authority = authority
         self.lastUsableStreamID = lastUsableStreamID
         self.pingInterval = pingInterval
@@ -99,9 +92,8 @@ package final class HTTP2ConnectionHandler: ChannelDuplexHandler {
 
     // MARK: Sending
 
-    /// Opens a stream for `request`. Must run on the event loop. `flush: false` leaves the
-    /// frames buffered for a caller that writes several streams and flushes once.
-    func send(_ request: HTTP2Request, deadline: NIODeadline, promise: EventLoopPromise<HTTP2Response>, flush: Bool = true) {
+    /// Opens a stream for `request`. Must run on the event loop.
+    func send(_ request: HTTP2Request, deadline: NIODeadline, promise: EventLoopPromise<HTTP2Response>) {
         guard let context, context.channel.isActive, goAwayLastStreamID == nil else {
             promise.fail(TransportFailure.notProcessed)
             return
@@ -140,52 +132,19 @@ package final class HTTP2ConnectionHandler: ChannelDuplexHandler {
             let dataFrame = HTTP2Frame(streamID: streamID, payload: .data(.init(data: .byteBuffer(request.body), endStream: true)))
             context.write(wrapOutboundOut(dataFrame), promise: nil)
         }
-        // Flush per push. Deferring flushes to the end of the event-loop turn measured ~10%
-        // faster with every push accepted but ~15% slower with 20% dead tokens, where APNs's
-        // stream limit drops to 1 after each rejection and a delayed stream waits longer. Inside
-        // a read burst the flush waits only for the burst's end, and a long burst or batch goes
-        // out in slices: 500 streams opened in one turn once kept all of them off the wire for
-        // the 3 s it took a loaded machine to encode them.
-        unflushedStreams += 1
-        if unflushedStreams >= Self.streamsPerFlush {
-            flushNow(context: context)
-        } else if flush {
-            flushSoon(context: context)
-        }
-    }
-
-    /// Opens a stream for each request and flushes at the end, and after each slice of
-    /// `streamsPerFlush` (the batch a caller already has in hand).
-    func send(_ batch: [(HTTP2Request, EventLoopPromise<HTTP2Response>)], deadline: NIODeadline) {
-        for (request, promise) in batch { send(request, deadline: deadline, promise: promise, flush: false) }
-        if let context { flushSoon(context: context) }
-    }
-
-    /// Flushes now, or at the end of the read burst under way: at its `channelReadComplete`, or,
-    /// should that not come, on the loop's next turn (no read is under way by then). Outside a
-    /// read a stream goes at once: holding it for the loop's turn to end (so streams opened in one
-    /// turn share a write) leaves streams unanswered past a GOAWAY until their deadline
-    /// (`DeliveryIntegrationTests.goAwayMidBurst` then fails about 2 runs in 15).
-    private func flushSoon(context: ChannelHandlerContext) {
-        guard reading else {
-            flushNow(context: context)
-            return
-        }
-        guard !flushAfterRead else { return }
-        flushAfterRead = true
-        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        context.eventLoop.execute {
-            let (handler, context) = loopBound.value
-            handler.reading = false
-            guard handler.flushAfterRead else { return }
-            handler.flushAfterRead = false
-            handler.flushNow(context: context)
-        }
-    }
-
-    private func flushNow(context: ChannelHandlerContext) {
-        unflushedStreams = 0
+        // HTTP/2 is flushed per stream, so this stream's DATA follows its HEADERS on the wire.
+        // Beside other streams in flight the socket write waits for the loop's turn to end and
+        // is shared with the streams other tasks open in it (the connection is busy, so the
+        // wait costs no latency); a stream alone on its connection (APNs allows one at a time
+        // after a rejection) goes at once. Inside a read the write waits for the read's end.
+        if pending.count > 1 { flushes.holdUntilTurnEnds() }
         context.flush()
+    }
+
+    /// Opens a stream for each request (the batch a caller already has in hand), in one hop to
+    /// the event loop.
+    func send(_ batch: [(HTTP2Request, EventLoopPromise<HTTP2Response>)], deadline: NIODeadline) {
+        for (request, promise) in batch { send(request, deadline: deadline, promise: promise) }
     }
 
     /// Control frames written in one event-loop turn share one flush.
@@ -196,7 +155,7 @@ package final class HTTP2ConnectionHandler: ChannelDuplexHandler {
         context.eventLoop.execute {
             let (handler, context) = loopBound.value
             handler.flushPending = false
-            handler.flushNow(context: context)
+            context.flush()
         }
     }
 
@@ -209,7 +168,6 @@ package final class HTTP2ConnectionHandler: ChannelDuplexHandler {
     // MARK: Receiving
 
     package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        reading = true
         let frame = unwrapInboundIn(data)
         lastActivity = .now()
         switch frame.payload {
@@ -281,15 +239,6 @@ package final class HTTP2ConnectionHandler: ChannelDuplexHandler {
         default:
             break
         }
-    }
-
-    package func channelReadComplete(context: ChannelHandlerContext) {
-        reading = false
-        if flushAfterRead {
-            flushAfterRead = false
-            flushNow(context: context)
-        }
-        context.fireChannelReadComplete()
     }
 
     private func complete(_ streamID: HTTP2StreamID) {
@@ -533,6 +482,8 @@ package struct HTTP2ConnectionFactory: Sendable {
                     channel.eventLoop.makeCompletedFuture {
                         let sync = channel.pipeline.syncOperations
                         try sync.addHandler(NIOSSLClientHandler(context: sslContext, serverHostname: sni))
+                        let flushes = SocketFlushCoalescer()
+                        try sync.addHandler(flushes)
                         var configuration = NIOHTTP2Handler.ConnectionConfiguration()
                         if !untrusted {
                             // APNs changes SETTINGS after every rejection; NIO's default flood guard would
@@ -552,7 +503,7 @@ package struct HTTP2ConnectionFactory: Sendable {
                             NIOHTTP2Handler(mode: .client, connectionConfiguration: configuration, streamConfiguration: streams))
                         try sync.addHandler(
                             HTTP2ConnectionHandler(
-                                events: events, authority: authority, pingInterval: pingInterval, pingTimeout: pingTimeout,
+                                events: events, flushes: flushes, authority: authority, pingInterval: pingInterval, pingTimeout: pingTimeout,
                                 lastUsableStreamID: lastUsableStreamID))
                     }
                 }

@@ -8,10 +8,11 @@ import Testing
 /// The HTTP/2 connection handler APNs and FCM share, fed frames as a server would send them.
 @Suite struct HTTP2ConnectionTests {
     static func connection() throws -> (EmbeddedChannel, HTTP2ConnectionHandler) {
+        let flushes = SocketFlushCoalescer()
         let handler = HTTP2ConnectionHandler(
-            events: HTTP2ConnectionEvents(maxConcurrentStreamsChanged: { _ in }, retired: {}, closed: {}), authority: "push.example",
-            pingInterval: .seconds(60), pingTimeout: .seconds(10))
-        let channel = EmbeddedChannel(handler: handler)
+            events: HTTP2ConnectionEvents(maxConcurrentStreamsChanged: { _ in }, retired: {}, closed: {}), flushes: flushes,
+            authority: "push.example", pingInterval: .seconds(60), pingTimeout: .seconds(10))
+        let channel = EmbeddedChannel(handlers: [flushes, handler])
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 443)).wait()
         return (channel, handler)
     }
@@ -59,6 +60,7 @@ import Testing
         }
         let burst = Burst()
         let streams = 200
+        let flushes = SocketFlushCoalescer()
         let handler = HTTP2ConnectionHandler(
             events: HTTP2ConnectionEvents(
                 maxConcurrentStreamsChanged: { limit in
@@ -68,15 +70,15 @@ import Testing
                         if case .headers = frame.payload { burst.flushedInsideRead += 1 }
                     }
                 }, retired: {}, closed: {}),
-            authority: "push.example", pingInterval: .seconds(60), pingTimeout: .seconds(10))
-        let channel = EmbeddedChannel(handler: handler)
+            flushes: flushes, authority: "push.example", pingInterval: .seconds(60), pingTimeout: .seconds(10))
+        let channel = EmbeddedChannel(handlers: [flushes, handler])
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 443)).wait()
         burst.handler = handler
         burst.channel = channel
         let settings = HTTP2Frame(streamID: .rootStream, payload: .settings(.settings([HTTP2Setting(parameter: .maxConcurrentStreams, value: 1_000)])))
         channel.pipeline.fireChannelRead(NIOAny(settings))
         // Before the read ends, all but the last slice are on the wire (most of the burst).
-        #expect(burst.flushedInsideRead >= streams - HTTP2ConnectionHandler.streamsPerFlush)
+        #expect(burst.flushedInsideRead >= streams - SocketFlushCoalescer.flushesPerWrite)
         #expect(burst.flushedInsideRead >= streams * 2 / 3)
         #expect(burst.flushedInsideRead < streams)
         channel.pipeline.fireChannelReadComplete()
@@ -85,6 +87,66 @@ import Testing
             if case .headers = frame.payload { rest += 1 }
         }
         #expect(burst.flushedInsideRead + rest == streams)
+    }
+
+    @Test("each stream's DATA follows its HEADERS on the wire, also when the streams opened in one turn share a write")
+    func framesInStreamOrder() throws {
+        // NIOHTTP2 between the two, as on a real connection: it releases DATA it holds for
+        // several streams in no particular order, and a server past GOAWAY may stop reading at
+        // DATA for a stream it refused, stranding earlier streams' DATA behind it.
+        let flushes = SocketFlushCoalescer()
+        let handler = HTTP2ConnectionHandler(
+            events: HTTP2ConnectionEvents(maxConcurrentStreamsChanged: { _ in }, retired: {}, closed: {}), flushes: flushes,
+            authority: "push.example", pingInterval: .seconds(60), pingTimeout: .seconds(10))
+        let channel = EmbeddedChannel(handlers: [flushes, NIOHTTP2Handler(mode: .client), handler])
+        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 443)).wait()
+        try channel.writeInbound(ByteBuffer(bytes: [0, 0, 0, 4, 0, 0, 0, 0, 0]))  // the server's SETTINGS
+        channel.pipeline.fireChannelReadComplete()
+        _ = Self.streamFrames(channel)
+
+        // A stream alone on its connection goes at once.
+        let first = Self.send(on: channel, handler)
+        #expect(Self.streamFrames(channel) == [Frame(type: 1, stream: 1), Frame(type: 0, stream: 1)])
+        // Beside it, a batch waits for the loop's turn to end and then goes out in one write.
+        let batch = (0..<40).map { _ in
+            (HTTP2Request(path: "/send", headers: HPACKHeaders(), body: ByteBuffer(string: "{}")), channel.eventLoop.makePromise(of: HTTP2Response.self))
+        }
+        handler.send(batch, deadline: .now() + .seconds(10))
+        #expect(Self.streamFrames(channel).isEmpty)
+        channel.embeddedEventLoop.run()
+        // HEADERS (type 1) and DATA (type 0) of stream 3, then of 5, and so on.
+        var expected: [Frame] = []
+        for stream in stride(from: UInt32(3), through: 81, by: 2) {
+            expected += [Frame(type: 1, stream: stream), Frame(type: 0, stream: stream)]
+        }
+        #expect(Self.streamFrames(channel) == expected)
+        _ = first
+        _ = try? channel.finish()  // fails the requests still open
+    }
+
+    struct Frame: Equatable {
+        var type: UInt8
+        var stream: UInt32
+    }
+
+    /// The type and stream of each frame on a stream other than 0 written so far, read from the
+    /// bytes on the wire (the client preface skipped).
+    static func streamFrames(_ channel: EmbeddedChannel) -> [Frame] {
+        var bytes: [UInt8] = []
+        while let data = try? channel.readOutbound(as: IOData.self) {
+            if case .byteBuffer(let buffer) = data { bytes += buffer.readableBytesView }
+        }
+        let preface = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)
+        if bytes.starts(with: preface) { bytes.removeFirst(preface.count) }
+        var frames: [Frame] = []
+        var offset = 0
+        while offset + 9 <= bytes.count {
+            let length = Int(bytes[offset]) << 16 | Int(bytes[offset + 1]) << 8 | Int(bytes[offset + 2])
+            let stream = (UInt32(bytes[offset + 5]) << 24 | UInt32(bytes[offset + 6]) << 16 | UInt32(bytes[offset + 7]) << 8 | UInt32(bytes[offset + 8])) & 0x7fff_ffff
+            if stream != 0 { frames.append(Frame(type: bytes[offset + 3], stream: stream)) }
+            offset += 9 + length
+        }
+        return frames
     }
 
     @Test("an answer within the limit arrives whole")
