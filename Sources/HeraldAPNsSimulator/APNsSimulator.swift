@@ -129,6 +129,7 @@ public final class APNsSimulator: Sendable {
                             try stream.pipeline.syncOperations.addHandler(SimulatorStreamHandler(connection: loopBound.value))
                         }
                     }
+                    try sync.addHandler(SimulatorGoAwayReader(connection: connection))
                 }
             }
             .bind(host: configuration.host, port: port).get()

@@ -6,6 +6,7 @@ import NIOCore
 import NIOHPACK
 import NIOHTTP2
 import NIOPosix
+import NIOSSL
 
 /// Per-connection state, confined to the connection's event loop (its streams share it).
 final class SimulatorConnection {
@@ -134,6 +135,34 @@ final class SimulatorSocketHandler: ChannelDuplexHandler {
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         context.close(promise: nil)
+    }
+}
+
+/// Sits after HTTP/2 on a connection that has sent GOAWAY. NIOHTTP2 takes DATA on a stream it
+/// refused after its GOAWAY for a connection error and stops reading the frames that arrived
+/// with it, so DATA of streams the GOAWAY kept could wait behind it for the client's next write.
+/// RFC 9113 §6.8 has such frames ignored, as Apple's servers would: HTTP/2 is handed an empty
+/// read on the next turn and reads on.
+final class SimulatorGoAwayReader: ChannelInboundHandler {
+    typealias InboundIn = HTTP2Frame
+    private let connection: SimulatorConnection
+
+    init(connection: SimulatorConnection) { self.connection = connection }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        guard connection.goingAway, error is NIOHTTP2Errors.NoSuchStream,
+            let tls = try? context.pipeline.syncOperations.context(handlerType: NIOSSLServerHandler.self)
+        else {
+            context.fireErrorCaught(error)
+            return
+        }
+        let loopBound = NIOLoopBound(tls, eventLoop: context.eventLoop)
+        context.eventLoop.execute {
+            let tls = loopBound.value
+            guard tls.channel.isActive else { return }
+            tls.fireChannelRead(NIOAny(tls.channel.allocator.buffer(capacity: 0)))
+            tls.fireChannelReadComplete()
+        }
     }
 }
 

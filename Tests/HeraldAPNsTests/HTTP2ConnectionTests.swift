@@ -132,19 +132,13 @@ import Testing
     /// The type and stream of each frame on a stream other than 0 written so far, read from the
     /// bytes on the wire (the client preface skipped).
     static func streamFrames(_ channel: EmbeddedChannel) -> [Frame] {
-        var bytes: [UInt8] = []
-        while let data = try? channel.readOutbound(as: IOData.self) {
-            if case .byteBuffer(let buffer) = data { bytes += buffer.readableBytesView }
-        }
+        var bytes = ByteBuffer()
+        while case .byteBuffer(var buffer)? = try? channel.readOutbound(as: IOData.self) { bytes.writeBuffer(&buffer) }
         let preface = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)
-        if bytes.starts(with: preface) { bytes.removeFirst(preface.count) }
+        if bytes.readableBytesView.starts(with: preface) { bytes.moveReaderIndex(forwardBy: preface.count) }
         var frames: [Frame] = []
-        var offset = 0
-        while offset + 9 <= bytes.count {
-            let length = Int(bytes[offset]) << 16 | Int(bytes[offset + 1]) << 8 | Int(bytes[offset + 2])
-            let stream = (UInt32(bytes[offset + 5]) << 24 | UInt32(bytes[offset + 6]) << 16 | UInt32(bytes[offset + 7]) << 8 | UInt32(bytes[offset + 8])) & 0x7fff_ffff
-            if stream != 0 { frames.append(Frame(type: bytes[offset + 3], stream: stream)) }
-            offset += 9 + length
+        while let frame = WireFrame.read(from: &bytes) {
+            if frame.stream != 0 { frames.append(Frame(type: frame.type, stream: frame.stream)) }
         }
         return frames
     }

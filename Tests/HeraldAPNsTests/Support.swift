@@ -97,3 +97,24 @@ func sendAll(_ client: APNsClient, _ notifications: [APNsNotification], concurre
         return results.map { $0! }
     }
 }
+
+/// HTTP/2 frames as bytes on the wire (RFC 9113 §4.1), for tests that write or read them raw.
+enum WireFrame {
+    static func encode(type: UInt8, flags: UInt8, stream: UInt32, _ payload: [UInt8]) -> [UInt8] {
+        let length = UInt32(payload.count)
+        return [UInt8(length >> 16), UInt8(length >> 8 & 0xff), UInt8(length & 0xff), type, flags]
+            + [UInt8(stream >> 24), UInt8(stream >> 16 & 0xff), UInt8(stream >> 8 & 0xff), UInt8(stream & 0xff)] + payload
+    }
+
+    /// The next whole frame in `buffer`, taken from it; nil until one has fully arrived.
+    static func read(from buffer: inout ByteBuffer) -> (type: UInt8, flags: UInt8, stream: UInt32, payload: ByteBuffer)? {
+        guard buffer.readableBytes >= 9, let head = buffer.getInteger(at: buffer.readerIndex, as: UInt32.self),
+            buffer.readableBytes >= 9 + Int(head >> 8)
+        else { return nil }
+        buffer.moveReaderIndex(forwardBy: 3)
+        let type = buffer.readInteger(as: UInt8.self)!
+        let flags = buffer.readInteger(as: UInt8.self)!
+        let stream = buffer.readInteger(as: UInt32.self)! & 0x7fff_ffff
+        return (type, flags, stream, buffer.readSlice(length: Int(head >> 8))!)
+    }
+}
