@@ -335,6 +335,8 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 "HeraldPushCore", "HeraldWebPushCore", .product(name: "WebPushCrypto", package: "HeraldKit"), .product(name: "KasiaProtocol", package: "HeraldKit"),
                 .product(name: "PushSigning", package: "HeraldKit"),
             ],

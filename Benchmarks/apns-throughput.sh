@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # APNs delivery throughput: `herald send --repeat` against `herald mock-apns`, next to h2load's
-# raw rate against the same simulator (the physical limit of this machine).
+# rate (C, one thread: issue 60's yardstick) and the Swift/NIO floor's (`herald-bench h2-floor`:
+# the same pushes as hand-built HTTP/2 frames over NIOSSL) against the same simulator.
 #
 #   Benchmarks/apns-throughput.sh            # 60,000 pushes, concurrency 1,000 (the README table)
 #   N=20000 Benchmarks/apns-throughput.sh    # a shorter run
 #   CONNECTIONS=2 Benchmarks/apns-throughput.sh  # herald over 2 HTTP/2 connections (default 4)
 #   PERF=/tmp/apns.perf Benchmarks/apns-throughput.sh  # and perf samples of one more clean run
 #
-# Needs a release build (`swift build -c release --product herald`) and h2load
+# Needs release builds (`swift build -c release --product herald`, then `--product herald-bench`) and h2load
 # (`apt-get install nghttp2-client`). Everything runs on 127.0.0.1; each run is bounded by N.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +16,9 @@ N=${N:-60000}
 CONCURRENCY=${CONCURRENCY:-1000}
 HERALD=${HERALD:-$(swift build -c release --product herald --show-bin-path ${SCRATCH:+--scratch-path "$SCRATCH"})/herald}
 [ -x "$HERALD" ] || { echo "build first: swift build -c release --product herald" >&2; exit 2; }
+# The Swift/NIO floor: the same pushes as hand-built HTTP/2 frames (`herald-bench h2-floor`).
+BENCH=${BENCH:-$(dirname "$HERALD")/herald-bench}
+[ -x "$BENCH" ] || { echo "build first: swift build -c release --product herald-bench" >&2; exit 2; }
 command -v h2load >/dev/null || { echo "install h2load: apt-get install nghttp2-client" >&2; exit 2; }
 
 work=$(mktemp -d)
@@ -63,6 +67,10 @@ ROUNDS=${ROUNDS:-3}
 for round in $(seq 1 "$ROUNDS"); do
   control reset
   read -r rate ok < <(h2run); echo "h2load $rate $ok - -" >>"$work/results"
+  control reset
+  "$BENCH" h2-floor --port "$port" --ca "$work/ca.pem" --jwt "$jwt" --token "$token" --payload "$work/payload.json" --requests "$N" \
+    --connections "${CONNECTIONS:-4}" --streams $((CONCURRENCY / ${CONNECTIONS:-4})) |
+    python3 -c 'import json,sys; d=json.load(sys.stdin); print("floor", d["per_second"], d["accepted"], "-", "-")' >>"$work/results"
   echo "clean $(herald_run)" >>"$work/results"
   echo "dead20 $(herald_run '{"kind":"unregistered","every":5}')" >>"$work/results"
   echo "delay20 $(herald_run '{"kind":"delay","delay_ms":20}')" >>"$work/results"
@@ -93,7 +101,8 @@ for line in open(sys.argv[1]):
     counts[name] = rest
 n, c, rounds = sys.argv[2:5]
 labels = [
-    ("h2load", f"h2load -n {n} -c 2 -m 500 (raw HTTP/2 limit)"),
+    ("h2load", f"h2load -n {n} -c 2 -m 500 (nghttp2, one thread)"),
+    ("floor", f"herald-bench h2-floor: hand-built HTTP/2 frames over NIOSSL, {c} streams"),
     ("clean", "herald, 0 ms latency, 0% dead tokens"),
     ("dead20", "herald, 0 ms latency, 20% dead tokens"),
     ("delay20", "herald, 20 ms latency, 0% dead tokens"),
@@ -108,10 +117,10 @@ for key, label in labels:
     v = rows[key]
     med[key] = statistics.median(v)
     cnt = counts[key]
-    shown = f"{cnt[0]} 2xx" if key == "h2load" else " / ".join(cnt)
+    shown = f"{cnt[0]} 2xx" if key in ("h2load", "floor") else " / ".join(cnt)
     print(f"| {label} | {int(med[key])} | {min(v)} – {max(v)} | {shown} |")
 print()
-print(f"herald / h2load = {med['clean'] / med['h2load']:.0%} (target >= 90%); "
+print(f"herald / h2load = {med['clean'] / med['h2load']:.0%} (target >= 90%); herald / Swift floor = {med['clean'] / med['floor']:.0%}; "
       f"20%-dead / clean = {med['dead20'] / med['clean']:.0%} (target >= 80%)")
 counted = json.loads(sys.argv[5])
 if counted:

@@ -10,7 +10,8 @@
 #           rate callgrind keeps up with, beside the floor program (Benchmarks/floor) doing the
 #           durable work of the same events in Herald's schema.
 #   apns    `herald send --repeat` against `herald mock-apns`, beside h2load sending the same
-#           requests: the difference of a long and a short run, so start-up is not counted.
+#           requests and `herald-bench h2-floor` (the same pushes as hand-built HTTP/2 frames over
+#           NIOSSL): the difference of a long and a short run, so start-up is not counted.
 #
 #   Benchmarks/instructions.sh                 # all three
 #   Benchmarks/instructions.sh matrix          # one
@@ -122,6 +123,15 @@ apns() {
   done
   echo "## apns: h2load -c 2 -m 500, $((big - small)) pushes"
   stages "$work/h2load-$big.cg" --minus "$work/h2load-$small.cg" --events $((big - small))
+  # The Swift/NIO floor: the same pushes as hand-built HTTP/2 frames over NIOSSL.
+  objcopy --strip-debug "$BIN/herald-bench" "$work/herald-bench"
+  for n in $small $big; do
+    callgrind_sync "$work/floor-$n.cg" "$work/herald-bench" h2-floor --port "$port" --ca "$work/ca.pem" --jwt "$jwt" --token "$token" \
+      --payload "$work/payload.json" --requests $n >"$work/floor-$n.json"
+    grep -q "\"accepted\":$n," "$work/floor-$n.json" || { echo "apns: h2-floor's pushes failed" >&2; cat "$work/floor-$n.json" >&2; return 1; }
+  done
+  echo "## apns: herald-bench h2-floor (4 connections, 250 streams each), $((big - small)) pushes"
+  stages "$work/floor-$big.cg" --minus "$work/floor-$small.cg" --events $((big - small))
 }
 
 for path in $PATHS; do

@@ -14,7 +14,7 @@ struct HeraldBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "herald-bench",
         abstract: "Gateway benchmarks: publish throughput, publish-to-APNs latency, fan-out, memory.",
-        subcommands: [PublishThroughput.self, PublishLatency.self, FanOut.self, Memory.self, Cost.self, RouteLookup.self, KaspaClassify.self, KaspaLatency.self, WebPushThroughput.self, RetentionBenchmark.self, MatrixNotifies.self, SealingBenchmark.self, ReadMarkerBenchmark.self])
+        subcommands: [PublishThroughput.self, PublishLatency.self, FanOut.self, Memory.self, Cost.self, RouteLookup.self, KaspaClassify.self, KaspaLatency.self, WebPushThroughput.self, RetentionBenchmark.self, MatrixNotifies.self, SealingBenchmark.self, ReadMarkerBenchmark.self, H2Floor.self])
 }
 
 struct RigOptions: ParsableArguments {
