@@ -53,12 +53,12 @@ h2run() {
   awk '/^status codes:/ {ok=$3} /^finished in/ {gsub(",", "", $4); rate=int($4)} END {print rate, ok}' <<<"$out"
 }
 
-herald_run() { # faults as JSON objects; prints "rate accepted rejected failed"
+herald_run() { # faults as JSON objects; prints "rate accepted rejected failed cpu_us"
   control reset
   for f in "$@"; do control faults "$f"; done
   local out
   out=$("$HERALD" send --token "$token" --payload-json "$payload" --repeat "$N" --concurrency "$CONCURRENCY" ${CONNECTIONS:+--connections "$CONNECTIONS"} || true)
-  python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(d["per_second"], d["accepted"], sum(d["rejected"].values()), sum(d.get("failed", {}).values()))' "$out"
+  python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(d["per_second"], d["accepted"], sum(d["rejected"].values()), sum(d.get("failed", {}).values()), d["cpu_us_per_push"])' "$out"
 }
 
 # Rounds interleave the configurations so drift on a shared machine hits all alike.
@@ -66,11 +66,11 @@ ROUNDS=${ROUNDS:-3}
 : >"$work/results"
 for round in $(seq 1 "$ROUNDS"); do
   control reset
-  read -r rate ok < <(h2run); echo "h2load $rate $ok - -" >>"$work/results"
+  read -r rate ok < <(h2run); echo "h2load $rate $ok - - -" >>"$work/results"
   control reset
   "$BENCH" h2-floor --port "$port" --ca "$work/ca.pem" --jwt "$jwt" --token "$token" --payload "$work/payload.json" --requests "$N" \
     --connections "${CONNECTIONS:-4}" --streams $((CONCURRENCY / ${CONNECTIONS:-4})) |
-    python3 -c 'import json,sys; d=json.load(sys.stdin); print("floor", d["per_second"], d["accepted"], "-", "-")' >>"$work/results"
+    python3 -c 'import json,sys; d=json.load(sys.stdin); print("floor", d["per_second"], d["accepted"], "-", "-", d["cpu_us_per_push"])' >>"$work/results"
   echo "clean $(herald_run)" >>"$work/results"
   echo "dead20 $(herald_run '{"kind":"unregistered","every":5}')" >>"$work/results"
   echo "delay20 $(herald_run '{"kind":"delay","delay_ms":20}')" >>"$work/results"
@@ -110,15 +110,15 @@ labels = [
 ]
 print(f"{n} pushes per run, herald --concurrency {c}, {os.cpu_count()} cores, median of {rounds} interleaved rounds, {datetime.date.today()}")
 print()
-print("| run | notifications/s (median) | min – max | accepted / rejected / failed (last round) |")
-print("|---|---:|---|---|")
+print("| run | notifications/s (median) | min – max | accepted / rejected / failed (last round) | CPU µs a push (last round) |")
+print("|---|---:|---|---|---:|")
 med = {}
 for key, label in labels:
     v = rows[key]
     med[key] = statistics.median(v)
     cnt = counts[key]
-    shown = f"{cnt[0]} 2xx" if key in ("h2load", "floor") else " / ".join(cnt)
-    print(f"| {label} | {int(med[key])} | {min(v)} – {max(v)} | {shown} |")
+    shown = f"{cnt[0]} 2xx" if key in ("h2load", "floor") else " / ".join(cnt[:3])
+    print(f"| {label} | {int(med[key])} | {min(v)} – {max(v)} | {shown} | {cnt[3].replace('-', '–')} |")
 print()
 print(f"herald / h2load = {med['clean'] / med['h2load']:.0%} (target >= 90%); herald / Swift floor = {med['clean'] / med['floor']:.0%}; "
       f"20%-dead / clean = {med['dead20'] / med['clean']:.0%} (target >= 80%)")
