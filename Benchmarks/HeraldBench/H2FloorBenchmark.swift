@@ -238,7 +238,8 @@ final class H2FloorConnection: ChannelInboundHandler, @unchecked Sendable {
         block += value.utf8
     }
 
-    /// RFC 7541 §5.1; the prefix's high bits (the representation's pattern) stay as the caller set them.
+    /// RFC 7541 §5.1, starting a byte of its own: for representations whose pattern bits above
+    /// the prefix are zero (a literal without indexing's name index, a length without Huffman).
     static func integer(_ block: inout [UInt8], _ value: Int, prefix: Int) {
         let limit = (1 << prefix) - 1
         guard value >= limit else {

@@ -63,7 +63,6 @@ package final class HTTP2ConnectionHandler: ChannelDuplexHandler {
     private var goAwayLastStreamID: HTTP2StreamID?
     private var sawSettings = false
     private var unacknowledgedData = 0
-    private var flushPending = false
     private var pingTask: Scheduled<Void>?
     private var pongDeadline: Scheduled<Void>?
     private var lastActivity = NIODeadline.now()
@@ -147,16 +146,10 @@ package final class HTTP2ConnectionHandler: ChannelDuplexHandler {
         for (request, promise) in batch { send(request, deadline: deadline, promise: promise) }
     }
 
-    /// Control frames written in one event-loop turn share one flush.
+    /// Control frames written in one event-loop turn share one socket write.
     private func scheduleFlush(context: ChannelHandlerContext) {
-        guard !flushPending else { return }
-        flushPending = true
-        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        context.eventLoop.execute {
-            let (handler, context) = loopBound.value
-            handler.flushPending = false
-            context.flush()
-        }
+        flushes.holdUntilTurnEnds()
+        context.flush()
     }
 
     private func finish(_ streamID: HTTP2StreamID, _ result: Result<HTTP2Response, any Error>) {
