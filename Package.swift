@@ -310,7 +310,7 @@ let package = Package(
         .executableTarget(
             name: "HeraldCLI",
             dependencies: ["HeraldSimulatorSupport", 
-                "HeraldApp", "HeraldAPNsSimulator", "HeraldCore", "HeraldDelivery", "HeraldFCM", "HeraldFCMCore", "HeraldFCMSimulator", "HeraldPushCore",
+                "HeraldApp", "HeraldAPNsSimulator", "HeraldCore", "HeraldDelivery", "HeraldFCM", "HeraldFCMCore", "HeraldFCMSimulator", "HeraldHTTP2", "HeraldPushCore",
                 "HeraldPushService", "HeraldServer", "HeraldStore", "HeraldWebPushCore", "HeraldWebPushSimulator",
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import HeraldApp
 import HeraldCore
+import HeraldHTTP2
 import HeraldPushCore
 import HeraldPushService
 import NIOCore
@@ -55,7 +56,7 @@ struct SendCommand: AsyncParsableCommand {
         }
         let allAccepted: Bool
         if let n = `repeat` {
-            allAccepted = await sendRepeatedly(count: n) { await sender.send().outcome }
+            allAccepted = await sendRepeatedly(count: n, on: group) { await sender.send().outcome }
         } else {
             let result = await sender.send()
             CLIOutput.printJSON(result.report.mapValues { value -> Any in
@@ -74,13 +75,18 @@ struct SendCommand: AsyncParsableCommand {
 
     /// Sends `count` pushes, `send()` each, with `concurrency` in flight; prints the rate and the
     /// CPU time per push (so figures compare across machines).
-    private func sendRepeatedly(count: Int, send: @escaping @Sendable () async -> DirectSendResult.Outcome) async -> Bool {
+    private func sendRepeatedly(
+        count: Int, on group: MultiThreadedEventLoopGroup, send: @escaping @Sendable () async -> DirectSendResult.Outcome
+    ) async -> Bool {
         let next = Counter()
         let start = ContinuousClock.now
         let cpuStart = ProcessCPU.seconds()
+        let loops = Array(group.makeIterator())
         let tallies = await withTaskGroup(of: Tally.self) { group in
-            for _ in 0..<min(concurrency, count) {
-                group.addTask {
+            // The senders run on the event loops, each resuming where its answer arrived.
+            let executors = loops.map(EventLoopTaskExecutor.init)
+            for index in 0..<min(concurrency, count) {
+                group.addTask(executorPreference: executors[index % executors.count]) {
                     var tally = Tally()
                     while next.take() < count { tally.add(await send()) }
                     return tally

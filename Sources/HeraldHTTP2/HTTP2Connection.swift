@@ -477,23 +477,24 @@ package struct HTTP2ConnectionFactory: Sendable {
                         try sync.addHandler(NIOSSLClientHandler(context: sslContext, serverHostname: sni))
                         let flushes = SocketFlushCoalescer()
                         try sync.addHandler(flushes)
-                        var configuration = NIOHTTP2Handler.ConnectionConfiguration()
-                        if !untrusted {
-                            // APNs changes SETTINGS after every rejection; NIO's default flood guard would
-                            // take that for an attack and close the connection.
-                            configuration.controlFrameRateLimit.maximumCount = Int.max / 2
-                            // Herald builds its own headers and talks only to a TLS-authenticated push service.
-                            configuration.headerBlockValidation = .disabled
+                        if untrusted {
+                            // Anyone's server: NIOHTTP2, with its flood guard and header validation.
+                            var configuration = NIOHTTP2Handler.ConnectionConfiguration()
+                            configuration.initialSettings = [
+                                HTTP2Setting(parameter: .maxConcurrentStreams, value: 100),
+                                HTTP2Setting(parameter: .initialWindowSize, value: 1 << 20),
+                                HTTP2Setting(parameter: .maxHeaderListSize, value: 16_384),
+                            ]
+                            var streams = NIOHTTP2Handler.StreamConfiguration()
+                            streams.targetWindowSize = 1 << 20
+                            try sync.addHandler(
+                                NIOHTTP2Handler(mode: .client, connectionConfiguration: configuration, streamConfiguration: streams))
+                        } else {
+                            // APNs or FCM, authenticated by TLS: HTTP/2's framing kept to what a client
+                            // that opens every stream needs (APNs changes SETTINGS after every rejection,
+                            // which NIOHTTP2's flood guard would take for an attack).
+                            try sync.addHandler(HTTP2ClientFramer())
                         }
-                        configuration.initialSettings = [
-                            HTTP2Setting(parameter: .maxConcurrentStreams, value: 100),
-                            HTTP2Setting(parameter: .initialWindowSize, value: 1 << 20),
-                            HTTP2Setting(parameter: .maxHeaderListSize, value: 16_384),
-                        ]
-                        var streams = NIOHTTP2Handler.StreamConfiguration()
-                        streams.targetWindowSize = 1 << 20
-                        try sync.addHandler(
-                            NIOHTTP2Handler(mode: .client, connectionConfiguration: configuration, streamConfiguration: streams))
                         try sync.addHandler(
                             HTTP2ConnectionHandler(
                                 events: events, flushes: flushes, authority: authority, pingInterval: pingInterval, pingTimeout: pingTimeout,

@@ -194,13 +194,16 @@ package final class HTTP2ConnectionPool: Sendable {
         for waiter in expired { waiter.promise.fail(TransportFailure.deadlineExceeded) }
     }
 
-    /// The ready connection with the most room, or nil.
+    /// The ready connection with the most room, or nil. One on the caller's own event loop comes
+    /// first: its request then needs no hand-over to another thread.
     private static func takeLease(_ s: inout State) -> Lease? {
-        var best: (id: Int, load: Double)?
+        var best: (id: Int, onThisLoop: Bool, load: Double)?
         for (id, c) in s.connections {
-            guard c.phase == .ready, let limit = c.maxStreams, c.inFlight < limit else { continue }
+            guard c.phase == .ready, let limit = c.maxStreams, c.inFlight < limit, let handle = c.handle else { continue }
+            let onThisLoop = handle.channel.eventLoop.inEventLoop
             let load = Double(c.inFlight) / Double(limit)
-            if best == nil || load < best!.load { best = (id, load) }
+            if let current = best, current.onThisLoop && !onThisLoop || current.onThisLoop == onThisLoop && current.load <= load { continue }
+            best = (id, onThisLoop, load)
         }
         guard let best, let handle = s.connections[best.id]?.handle else { return nil }
         s.connections[best.id]!.inFlight += 1
