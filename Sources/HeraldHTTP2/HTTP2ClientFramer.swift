@@ -210,9 +210,10 @@ final class HTTP2ClientFramer: ChannelDuplexHandler {
     /// all of it has gone.
     private func sendData(_ entry: inout BlockedData) -> Bool {
         let streamID = entry.streamID
+        guard let index = streams.index(forKey: streamID) else { return false }
         var out = takeOutput(promise: nil)
         repeat {
-            let window = min(connectionSendWindow, streams[streamID]!.sendWindow)
+            let window = min(connectionSendWindow, streams.values[index].sendWindow)
             let size = min(entry.data.readableBytes, window, peerMaxFrameSize)
             if size <= 0, entry.data.readableBytes > 0 { break }
             var chunk = entry.data.readSlice(length: size)!
@@ -220,27 +221,39 @@ final class HTTP2ClientFramer: ChannelDuplexHandler {
             Self.writeFrameHeader(&out, length: size, type: 0, flags: last && entry.endStream ? 0x1 : 0, streamID: streamID)
             out.writeBuffer(&chunk)
             connectionSendWindow -= size
-            streams[streamID]!.sendWindow -= size
+            streams.values[index].sendWindow -= size
         } while entry.data.readableBytes > 0
         output = out
         guard entry.data.readableBytes == 0 else { return false }
         addOutputPromise(entry.promise)
-        if entry.endStream { endLocally(streamID) }
+        if entry.endStream {
+            streams.values[index].localEnded = true
+            if streams.values[index].remoteEnded { closeStream(streamID) }
+        }
         return true
     }
 
     /// Sends what the windows now allow of the DATA waiting, in order; a stream out of window
     /// waits without holding back the others.
     private func sendBlockedData() {
+        guard connectionSendWindow > 0 else { return }
         var waiting: Set<HTTP2StreamID> = []
-        for _ in 0..<blocked.count {
+        var left = blocked.count
+        while left > 0 {
+            left -= 1
             var entry = blocked.removeFirst()
             guard let stream = streams[entry.streamID] else {
                 entry.promise?.fail(TransportFailure.connectionClosed)
                 continue
             }
-            let outOfWindow = entry.data.readableBytes > 0 && min(connectionSendWindow, stream.sendWindow) <= 0
-            if waiting.contains(entry.streamID) || outOfWindow || !sendData(&entry) {
+            if connectionSendWindow <= 0 {
+                // Nothing more can go: the rest stays, in order.
+                blocked.append(entry)
+                for _ in 0..<left { blocked.append(blocked.removeFirst()) }
+                return
+            }
+            let outOfWindow = entry.data.readableBytes > 0 && stream.sendWindow <= 0
+            if outOfWindow || (!waiting.isEmpty && waiting.contains(entry.streamID)) || !sendData(&entry) {
                 waiting.insert(entry.streamID)
                 blocked.append(entry)
             }
@@ -459,17 +472,14 @@ final class HTTP2ClientFramer: ChannelDuplexHandler {
 
     // MARK: Streams
 
-    private func endLocally(_ streamID: HTTP2StreamID) {
-        guard streams[streamID] != nil else { return }
-        streams[streamID]!.localEnded = true
-        if streams[streamID]!.remoteEnded { closeStream(streamID) }
-    }
-
     /// The server ended the stream; closed if this side had too.
     private func endRemotely(_ streamID: HTTP2StreamID) {
-        guard streams[streamID] != nil else { return }
-        streams[streamID]!.remoteEnded = true
-        if streams[streamID]!.localEnded { closeStream(streamID) }
+        guard let index = streams.index(forKey: streamID) else { return }
+        if streams.values[index].localEnded {
+            closeStream(streamID)
+        } else {
+            streams.values[index].remoteEnded = true
+        }
     }
 
     /// Forgets a stream and fails the DATA it still had waiting.

@@ -165,15 +165,15 @@ package final class HTTP2ConnectionHandler: ChannelDuplexHandler {
         lastActivity = .now()
         switch frame.payload {
         case .headers(let payload):
-            guard pending[frame.streamID] != nil else { return }
-            if pending[frame.streamID]!.status == nil {
+            guard let index = pending.index(forKey: frame.streamID) else { return }
+            if pending.values[index].status == nil {
                 guard let value = payload.headers.first(name: ":status"), let code = Int(value) else {
                     finish(frame.streamID, .failure(TransportFailure.protocolError("response without :status")))
                     return
                 }
                 if code >= 100, code < 200 { return }  // informational; the real answer follows
-                pending[frame.streamID]!.status = code
-                pending[frame.streamID]!.headers = payload.headers
+                pending.values[index].status = code
+                pending.values[index].headers = payload.headers
             }
             if payload.endStream { complete(frame.streamID) }
         case .data(let payload):
@@ -195,11 +195,11 @@ package final class HTTP2ConnectionHandler: ChannelDuplexHandler {
                     }
                     context.write(wrapOutboundOut(HTTP2Frame(streamID: frame.streamID, payload: .rstStream(.cancel))), promise: nil)
                     scheduleFlush(context: context)
-                } else if pending[frame.streamID] != nil {
-                    if pending[frame.streamID]!.body == nil {
-                        pending[frame.streamID]!.body = buffer
+                } else if let index = pending.index(forKey: frame.streamID) {
+                    if pending.values[index].body == nil {
+                        pending.values[index].body = buffer
                     } else {
-                        pending[frame.streamID]!.body!.writeBuffer(&buffer)
+                        pending.values[index].body!.writeBuffer(&buffer)
                     }
                 }
             }
