@@ -10,7 +10,7 @@ import NIOHTTP2
 /// It keeps only what a client that opens every stream itself needs: the open streams (for the
 /// server's stream limit and flow control), DATA waiting for window, and streams waiting for the
 /// limit, which a server such as APNs drops to 1 after a rejection. HEADERS go out without Huffman
-/// coding, each stream's frames in one buffer written at its flush. A frame the protocol forbids
+/// coding (`HeaderBlockEncoder`), each stream's frames in one buffer written at its flush. A frame the protocol forbids
 /// (wrong size, wrong stream, a header block that does not decode, window overflow, PUSH_PROMISE,
 /// which the SETTINGS refuse) ends the connection with GOAWAY: the connection handler then fails
 /// its requests, and the pool replaces the connection.
@@ -27,8 +27,6 @@ final class HTTP2ClientFramer: ChannelDuplexHandler {
     static let maximumFrameSize = 16_384
     /// A header block split over CONTINUATION frames is held to this many bytes.
     static let maximumHeaderBlock = 65_536
-    /// The largest HPACK table the encoder keeps (HTTP/2's default), whatever a server allows.
-    static let maximumEncoderTable = 4_096
     static let maximumWindow = Int(Int32.max)
 
     private struct OpenStream {
@@ -51,7 +49,7 @@ final class HTTP2ClientFramer: ChannelDuplexHandler {
     /// A header block waiting for its CONTINUATION frames.
     private var headerBlock: (streamID: HTTP2StreamID, endStream: Bool, fragment: ByteBuffer)?
     private var decoder = HPACKDecoder(allocator: ByteBufferAllocator(), maxDynamicTableSize: HPACKDecoder.maxDynamicTableSize, maxHeaderListSize: 16_384)
-    private var encoder = HPACKEncoder(allocator: ByteBufferAllocator(), useHuffmanEncoding: false)
+    private var encoder = HeaderBlockEncoder()
     private var peerMaxFrameSize = 16_384
     private var peerInitialWindow = 65_535
     private var peerMaxStreams = Int.max
@@ -159,13 +157,7 @@ final class HTTP2ClientFramer: ChannelDuplexHandler {
                 promise?.fail(TransportFailure.protocolError("HEADERS for stream \(frame.streamID), not above \(lastOpenedStreamID)"))
                 return
             }
-            do {
-                try appendHeaders(headers.headers, endStream: headers.endStream, streamID: frame.streamID, promise: promise)
-            } catch {
-                promise?.fail(error)
-                connectionError(.internalError, "HPACK encoding failed: \(error)", context: context)
-                return
-            }
+            appendHeaders(headers.headers, endStream: headers.endStream, streamID: frame.streamID, promise: promise)
             lastOpenedStreamID = frame.streamID
             streams[frame.streamID] = OpenStream(sendWindow: peerInitialWindow, localEnded: headers.endStream)
         case .data(let data):
@@ -181,12 +173,12 @@ final class HTTP2ClientFramer: ChannelDuplexHandler {
         }
     }
 
-    private func appendHeaders(_ headers: HPACKHeaders, endStream: Bool, streamID: HTTP2StreamID, promise: EventLoopPromise<Void>?) throws {
+    private func appendHeaders(_ headers: HPACKHeaders, endStream: Bool, streamID: HTTP2StreamID, promise: EventLoopPromise<Void>?) {
         var out = takeOutput(promise: promise)
         defer { output = out }
         let start = out.writerIndex
         out.writeRepeatingByte(0, count: 9)
-        try encoder.encode(headers: headers, to: &out)
+        encoder.encode(headers, into: &out)
         let blockLength = out.writerIndex - start - 9
         let endStreamFlag: UInt8 = endStream ? 0x1 : 0
         if blockLength <= peerMaxFrameSize {
@@ -429,7 +421,7 @@ final class HTTP2ClientFramer: ChannelDuplexHandler {
     private func apply(setting: UInt16, value: Int) -> (HTTP2ErrorCode, String)? {
         switch setting {
         case 1:  // HEADER_TABLE_SIZE: the encoder's table, never above the default
-            try? encoder.setDynamicTableSize(min(value, Self.maximumEncoderTable))
+            encoder.setMaximumTableSize(value)
         case 2:  // ENABLE_PUSH
             if value != 0 { return (.protocolError, "a server's SETTINGS_ENABLE_PUSH must be 0") }
         case 3:  // MAX_CONCURRENT_STREAMS

@@ -1,0 +1,154 @@
+import NIOCore
+import NIOHPACK
+
+/// HPACK (RFC 7541) for a client's request headers, without Huffman coding.
+///
+/// A push repeats most of its headers (the provider token, topic, push type, authority), so a
+/// header marked `.indexable` is entered in the dynamic table once and sent as its index after;
+/// the ones that change each time (`:path`, `apns-id`) are marked `.nonIndexable` and go as
+/// literals, naming a static-table entry where one has their name. The table is a few entries,
+/// searched in order; the server's SETTINGS_HEADER_TABLE_SIZE bounds it.
+struct HeaderBlockEncoder {
+    /// HTTP/2's default table size, and the most this encoder uses whatever a server allows.
+    static let defaultTableSize = 4_096
+
+    private struct Entry {
+        var name: String
+        var value: String
+        var size: Int
+    }
+
+    /// Newest first: index 62 is `entries[0]`.
+    private var entries: [Entry] = []
+    private var tableSize = 0
+    private(set) var maximumTableSize = HeaderBlockEncoder.defaultTableSize
+    /// Table size updates owed at the start of the next block: the smallest since the last
+    /// block, then the current, if they differ (RFC 7541 §4.2).
+    private var smallestSinceLastBlock: Int?
+
+    init() {}
+
+    /// Follows the server's SETTINGS_HEADER_TABLE_SIZE, never above the default.
+    mutating func setMaximumTableSize(_ size: Int) {
+        let size = min(max(size, 0), Self.defaultTableSize)
+        guard size != maximumTableSize || smallestSinceLastBlock != nil else { return }
+        smallestSinceLastBlock = min(smallestSinceLastBlock ?? maximumTableSize, size)
+        maximumTableSize = size
+        evict(toFit: 0)
+    }
+
+    /// Appends the header block for `headers` to `out`.
+    mutating func encode(_ headers: HPACKHeaders, into out: inout ByteBuffer) {
+        if let smallest = smallestSinceLastBlock {
+            if smallest < maximumTableSize { Self.writeInteger(smallest, prefix: 5, pattern: 0x20, into: &out) }
+            Self.writeInteger(maximumTableSize, prefix: 5, pattern: 0x20, into: &out)
+            smallestSinceLastBlock = nil
+        }
+        for header in headers {
+            switch header.indexable {
+            case .indexable: appendIndexable(name: header.name, value: header.value, into: &out)
+            case .nonIndexable: appendLiteral(name: header.name, value: header.value, pattern: 0x00, into: &out)
+            case .neverIndexed: appendLiteral(name: header.name, value: header.value, pattern: 0x10, into: &out)
+            }
+        }
+    }
+
+    private mutating func appendIndexable(name: String, value: String, into out: inout ByteBuffer) {
+        for (position, entry) in entries.enumerated() where entry.name == name && entry.value == value {
+            Self.writeInteger(62 + position, prefix: 7, pattern: 0x80, into: &out)
+            return
+        }
+        if let index = Self.staticIndex(name: name, value: value) {
+            Self.writeInteger(index, prefix: 7, pattern: 0x80, into: &out)
+            return
+        }
+        let size = name.utf8.count + value.utf8.count + 32
+        guard size <= maximumTableSize else {
+            // Would empty the table and not fit: a literal that leaves it alone.
+            appendLiteral(name: name, value: value, pattern: 0x00, into: &out)
+            return
+        }
+        // Literal with incremental indexing (§6.2.1), then into the table as the decoder does.
+        if let nameIndex = Self.staticNameIndex[name] {
+            Self.writeInteger(nameIndex, prefix: 6, pattern: 0x40, into: &out)
+        } else {
+            out.writeInteger(UInt8(0x40))
+            Self.writeString(name, into: &out)
+        }
+        Self.writeString(value, into: &out)
+        evict(toFit: size)
+        entries.insert(Entry(name: name, value: value, size: size), at: 0)
+        tableSize += size
+    }
+
+    /// A literal without indexing (pattern 0x00) or never indexed (0x10), §6.2.2 – 6.2.3.
+    private func appendLiteral(name: String, value: String, pattern: UInt8, into out: inout ByteBuffer) {
+        if let nameIndex = Self.staticNameIndex[name] {
+            Self.writeInteger(nameIndex, prefix: 4, pattern: pattern, into: &out)
+        } else {
+            out.writeInteger(pattern)
+            Self.writeString(name, into: &out)
+        }
+        Self.writeString(value, into: &out)
+    }
+
+    /// Drops the oldest entries until `incoming` more bytes fit (§4.4).
+    private mutating func evict(toFit incoming: Int) {
+        while tableSize + incoming > maximumTableSize, let oldest = entries.popLast() {
+            tableSize -= oldest.size
+        }
+    }
+
+    /// A string literal without Huffman coding (§5.2).
+    private static func writeString(_ string: String, into out: inout ByteBuffer) {
+        writeInteger(string.utf8.count, prefix: 7, pattern: 0, into: &out)
+        out.writeString(string)
+    }
+
+    /// An integer with an N-bit prefix (§5.1), its first byte carrying `pattern` above the prefix.
+    static func writeInteger(_ value: Int, prefix: Int, pattern: UInt8, into out: inout ByteBuffer) {
+        let limit = (1 << prefix) - 1
+        guard value >= limit else {
+            out.writeInteger(pattern | UInt8(value))
+            return
+        }
+        out.writeInteger(pattern | UInt8(limit))
+        var rest = value - limit
+        while rest >= 128 {
+            out.writeInteger(UInt8(rest & 0x7f | 0x80))
+            rest >>= 7
+        }
+        out.writeInteger(UInt8(rest))
+    }
+
+    /// The static table's entries with a value a request may carry (Appendix A).
+    private static func staticIndex(name: String, value: String) -> Int? {
+        switch (name, value) {
+        case (":method", "GET"): 2
+        case (":method", "POST"): 3
+        case (":path", "/"): 4
+        case (":path", "/index.html"): 5
+        case (":scheme", "http"): 6
+        case (":scheme", "https"): 7
+        case ("accept-encoding", "gzip, deflate"): 16
+        default: nil
+        }
+    }
+
+    /// Each static-table name's first index (Appendix A).
+    static let staticNameIndex: [String: Int] = {
+        let names = [
+            ":authority", ":method", ":method", ":path", ":path", ":scheme", ":scheme", ":status", ":status", ":status", ":status",
+            ":status", ":status", ":status", "accept-charset", "accept-encoding", "accept-language", "accept-ranges", "accept",
+            "access-control-allow-origin", "age", "allow", "authorization", "cache-control", "content-disposition",
+            "content-encoding", "content-language", "content-length", "content-location", "content-range", "content-type", "cookie",
+            "date", "etag", "expect", "expires", "from", "host", "if-match", "if-modified-since", "if-none-match", "if-range",
+            "if-unmodified-since", "last-modified", "link", "location", "max-forwards", "proxy-authenticate", "proxy-authorization",
+            "range", "referer", "refresh", "retry-after", "server", "set-cookie", "strict-transport-security", "transfer-encoding",
+            "user-agent", "vary", "via", "www-authenticate",
+        ]
+        var index: [String: Int] = [:]
+        for (offset, name) in names.enumerated() where index[name] == nil { index[name] = offset + 1 }
+        return index
+    }()
+}

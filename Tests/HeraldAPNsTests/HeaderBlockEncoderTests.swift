@@ -1,0 +1,85 @@
+@testable import HeraldHTTP2
+import NIOCore
+import NIOHPACK
+import Testing
+
+/// The request header encoder, read back by NIOHPACK's decoder (an HPACK implementation nobody
+/// here wrote), block after block, so the two dynamic tables must stay in step.
+@Suite struct HeaderBlockEncoderTests {
+    static func push(_ id: Int, token: String) -> HPACKHeaders {
+        var headers = HPACKHeaders()
+        headers.add(name: ":method", value: "POST")
+        headers.add(name: ":scheme", value: "https")
+        headers.add(name: ":path", value: "/3/device/\(String(repeating: "ab", count: 32))", indexing: .nonIndexable)
+        headers.add(name: ":authority", value: "api.push.apple.com")
+        headers.add(name: "authorization", value: token)
+        headers.add(name: "apns-topic", value: "com.example.app")
+        headers.add(name: "apns-id", value: "0f4c2d9e-0000-4000-8000-\(String(repeating: "0", count: 11))\(id % 10)", indexing: .nonIndexable)
+        headers.add(name: "x-secret", value: "never \(id)", indexing: .neverIndexed)
+        return headers
+    }
+
+    static func roundTrip(_ encoder: inout HeaderBlockEncoder, _ decoder: inout HPACKDecoder, _ headers: HPACKHeaders) throws -> (HPACKHeaders, Int) {
+        var block = ByteBuffer()
+        encoder.encode(headers, into: &block)
+        let size = block.readableBytes
+        let decoded = try decoder.decodeHeaders(from: &block)
+        #expect(block.readableBytes == 0)
+        return (decoded, size)
+    }
+
+    @Test("headers read back as sent, indexing marks included; repeated ones go as table indexes after the first block")
+    func repeatedHeadersAreIndexed() throws {
+        var encoder = HeaderBlockEncoder()
+        var decoder = HPACKDecoder(allocator: ByteBufferAllocator())
+        let token = "bearer " + String(repeating: "j", count: 300)
+        var sizes: [Int] = []
+        for id in 0..<5 {
+            let headers = Self.push(id, token: token)
+            let (decoded, size) = try Self.roundTrip(&encoder, &decoder, headers)
+            #expect(decoded == headers)
+            #expect(decoded.map(\.indexable) == headers.map(\.indexable))
+            sizes.append(size)
+        }
+        // The token, topic and authority went once; after, a byte each.
+        #expect(sizes[0] > 300 + 100 && sizes[1...].allSatisfy { $0 < 150 })
+    }
+
+    @Test("a smaller table from the server's SETTINGS is signalled at the next block, evicting as the decoder does")
+    func tableSizeUpdate() throws {
+        var encoder = HeaderBlockEncoder()
+        var decoder = HPACKDecoder(allocator: ByteBufferAllocator())
+        let token = "bearer " + String(repeating: "t", count: 200)
+        _ = try Self.roundTrip(&encoder, &decoder, Self.push(0, token: token))
+        // The server lowers its table to 256 bytes (then briefly 64): the token no longer fits beside the rest.
+        decoder.maxDynamicTableLength = 256
+        encoder.setMaximumTableSize(64)
+        encoder.setMaximumTableSize(256)
+        // The block opens with both updates, the smallest first (nghttp2 refuses a block without them).
+        var block = ByteBuffer()
+        encoder.encode(Self.push(1, token: token), into: &block)
+        #expect(Array(block.readableBytesView.prefix(5)) == [0x3f, 0x21, 0x3f, 0xe1, 0x01])
+        #expect(try decoder.decodeHeaders(from: &block) == Self.push(1, token: token))
+        for id in 2..<6 {
+            let headers = Self.push(id, token: id % 2 == 0 ? token : "bearer short-\(id)")
+            #expect(try Self.roundTrip(&encoder, &decoder, headers).0 == headers)
+        }
+        // A header larger than the whole table goes as a literal and leaves the table alone.
+        var huge = Self.push(7, token: token)
+        huge.add(name: "x-large", value: String(repeating: "l", count: 1_000))
+        #expect(try Self.roundTrip(&encoder, &decoder, huge).0 == huge)
+        #expect(try Self.roundTrip(&encoder, &decoder, Self.push(8, token: "bearer short-1")).0 == Self.push(8, token: "bearer short-1"))
+    }
+
+    @Test("integers past their prefix (long values, deep indexes) read back whole", arguments: [0, 1, 126, 127, 128, 255, 16_384, 70_000])
+    func longIntegers(_ length: Int) throws {
+        var encoder = HeaderBlockEncoder()
+        var decoder = HPACKDecoder(allocator: ByteBufferAllocator(), maxDynamicTableSize: 4_096, maxHeaderListSize: 1 << 20)
+        var headers = HPACKHeaders()
+        // Enough small indexed entries that the last sits past index 127.
+        for index in 0..<70 { headers.add(name: "x-\(index)", value: "v") }
+        headers.add(name: "x-long", value: String(repeating: "a", count: length), indexing: .nonIndexable)
+        #expect(try Self.roundTrip(&encoder, &decoder, headers).0 == headers)
+        #expect(try Self.roundTrip(&encoder, &decoder, headers).0 == headers)
+    }
+}
