@@ -106,7 +106,8 @@ final class HTTP2ClientFramer: ChannelDuplexHandler {
             // Behind a parked stream, every frame of a stream not yet open waits its turn.
             if !parked.isEmpty, streams[frame.streamID] == nil {
                 parked.append((frame, promise))
-            } else if case .headers = frame.payload, streams.count >= peerMaxStreams {
+            } else if case .headers = frame.payload, !sawServerSettings || streams.count >= peerMaxStreams {
+                // Until the server's SETTINGS its limits are unknown: a stream waits for them.
                 parked.append((frame, promise))
             } else {
                 writeStreamFrame(frame, promise: promise, context: context)
@@ -505,7 +506,7 @@ final class HTTP2ClientFramer: ChannelDuplexHandler {
 
     /// Opens parked streams while the server's limit allows.
     private func unparkWithinLimit(context: ChannelHandlerContext) {
-        while !failed, let head = parked.first, streams[head.frame.streamID] != nil || streams.count < peerMaxStreams {
+        while !failed, sawServerSettings, let head = parked.first, streams[head.frame.streamID] != nil || streams.count < peerMaxStreams {
             parked.removeFirst()
             writeStreamFrame(head.frame, promise: head.promise, context: context)
         }

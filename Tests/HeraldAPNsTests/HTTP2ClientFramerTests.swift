@@ -275,6 +275,32 @@ import Testing
         #expect(channel.isActive)
     }
 
+    @Test("a stream waits for the server's SETTINGS (its limits); frames that arrive a byte at a time are read as whole ones")
+    func framesSplitAcrossReads() throws {
+        let channel = try Self.channel()
+        _ = try Self.written(channel)
+        _ = Self.request(channel, stream: 1, bodyBytes: 10)
+        #expect(try Self.written(channel).isEmpty)
+        var encoder = HPACKEncoder(allocator: ByteBufferAllocator())
+        var block = ByteBuffer()
+        try encoder.encode(headers: [":status": "200", "apns-id": "0f4c2d9e-0000-4000-8000-000000000000"], to: &block)
+        var bytes = Array(Self.settings([(3, 10)]).readableBytesView)
+        bytes += WireFrame.encode(type: 1, flags: 0x4, stream: 1, Array(block.readableBytesView))
+        bytes += WireFrame.encode(type: 0, flags: 0x1, stream: 1, Array("{}".utf8))
+        for byte in bytes { try channel.writeInbound(ByteBuffer(bytes: [byte])) }
+        #expect(try Self.written(channel).map(\.type) == [4, 1, 0])  // the SETTINGS ACK, then the stream
+        var kinds: [String] = []
+        while let frame = try channel.readInbound(as: HTTP2Frame.self) {
+            switch frame.payload {
+            case .settings: kinds.append("SETTINGS")
+            case .headers(let headers): kinds.append("HEADERS \(headers.headers.first(name: ":status") ?? "-")")
+            case .data(let data): kinds.append("DATA \(data.data.readableBytes) \(data.endStream)")
+            default: kinds.append("other")
+            }
+        }
+        #expect(kinds == ["SETTINGS", "HEADERS 200", "DATA 2 true"])
+    }
+
     /// Frames RFC 9113 makes connection errors, each after the server's SETTINGS, and the code
     /// its GOAWAY must carry.
     static let violations: [(String, [UInt8], UInt32)] = [
