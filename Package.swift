@@ -353,7 +353,7 @@ let package = Package(
         .testTarget(
             name: "HeraldAPNsTests",
             dependencies: [
-                "HeraldAPNs", "HeraldHTTP2", "HeraldTestSupport",
+                "HeraldAPNs", "HeraldHTTP2", "HeraldTestSupport", "HeraldSimulatorSupport",
                 "HeraldAPNsSimulator",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
