@@ -362,7 +362,7 @@ let package = Package(
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Crypto", package: "swift-crypto"),
-                "HeraldAPNsCore", "HeraldPushCore",
+                "HeraldAPNsCore", "HeraldPushCore", .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // Tests that start the `herald` binary as separate processes.
