@@ -206,9 +206,10 @@ final class HTTP2ClientFramer: ChannelDuplexHandler {
         guard let index = streams.index(forKey: streamID) else { return false }
         var out = takeOutput(promise: nil)
         repeat {
+            // A window may be negative (a lowered SETTINGS_INITIAL_WINDOW_SIZE); empty DATA needs none.
             let window = min(connectionSendWindow, streams.values[index].sendWindow)
-            let size = min(entry.data.readableBytes, window, peerMaxFrameSize)
-            if size <= 0, entry.data.readableBytes > 0 { break }
+            let size = max(0, min(entry.data.readableBytes, window, peerMaxFrameSize))
+            if size == 0, entry.data.readableBytes > 0 { break }
             var chunk = entry.data.readSlice(length: size)!
             let last = entry.data.readableBytes == 0
             Self.writeFrameHeader(&out, length: size, type: 0, flags: last && entry.endStream ? 0x1 : 0, streamID: streamID)

@@ -178,6 +178,25 @@ import Testing
         #expect(done)
     }
 
+    @Test("an empty DATA that ends a stream goes even when a lowered SETTINGS made the stream's window negative")
+    func negativeStreamWindow() throws {
+        let channel = try Self.channel()
+        _ = try Self.written(channel)
+        try channel.writeInbound(Self.settings([(4, 100)]))
+        _ = try Self.written(channel)
+        let headers: HPACKHeaders = [":method": "POST", ":scheme": "https", ":path": "/", ":authority": "push.example"]
+        channel.write(HTTP2Frame(streamID: 1, payload: .headers(.init(headers: headers))), promise: nil)
+        channel.write(HTTP2Frame(streamID: 1, payload: .data(.init(data: .byteBuffer(ByteBuffer(repeating: 0x61, count: 100))))), promise: nil)
+        channel.flush()
+        #expect(try Self.written(channel).map(\.type) == [1, 0])
+        try channel.writeInbound(Self.settings([(4, 0)]))  // the stream's window: 0 - 100
+        _ = try Self.written(channel)
+        channel.write(HTTP2Frame(streamID: 1, payload: .data(.init(data: .byteBuffer(ByteBuffer()), endStream: true))), promise: nil)
+        channel.flush()
+        let sent = try Self.written(channel)
+        #expect(sent.map(\.type) == [0] && sent.map(\.payload.readableBytes) == [0] && sent.first?.flags == 1)
+    }
+
     @Test("DATA past the connection's 65,535-byte window waits for a connection WINDOW_UPDATE; other streams' HEADERS still go")
     func connectionFlowControl() throws {
         let channel = try Self.channel()
@@ -361,5 +380,54 @@ import Testing
         try channel.writeInbound(ByteBuffer(bytes: WireFrame.encode(type: 7, flags: 0, stream: 0, [0, 0, 0, 1, 0, 0, 0, 0])))
         #expect(failure as? TransportFailure == .notProcessed)
         #expect(try Self.written(channel).isEmpty)
+    }
+}
+
+/// A hostile server's bytes: whatever arrives, the framer answers with frames or a connection
+/// error, never a crash, and never writes a frame RFC 9113 forbids a client.
+@Suite struct HTTP2ClientFramerFuzzTests {
+    /// SplitMix64: the same frames every run.
+    struct SeededGenerator: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    @Test("2,000 connections each fed random frames after the server's SETTINGS, with requests written between them", arguments: 0..<4)
+    func randomFrames(_ seed: UInt64) throws {
+        var random = SeededGenerator(state: seed)
+        for _ in 0..<500 {
+            let channel = EmbeddedChannel(handler: HTTP2ClientFramer())
+            try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 443)).wait()
+            let settings: [(UInt16, UInt32)] = [
+                (UInt16.random(in: 1...6, using: &random), UInt32.random(in: 0...70_000, using: &random)),
+                (4, UInt32.random(in: 0...2_000, using: &random)),
+            ]
+            _ = try? channel.writeInbound(HTTP2ClientFramerTests.settings(settings))
+            var stream = 1
+            for _ in 0..<Int.random(in: 1...12, using: &random) where channel.isActive {
+                if Bool.random(using: &random) {
+                    _ = HTTP2ClientFramerTests.request(channel, stream: stream, bodyBytes: Int.random(in: 0...3_000, using: &random))
+                    stream += 2
+                }
+                let type = UInt8.random(in: 0...12, using: &random)
+                let flags = UInt8.random(in: 0...255, using: &random)
+                let target = UInt32.random(in: 0...UInt32(stream + 2), using: &random)
+                let length = [0, 1, 4, 5, 6, 8, 9, 12, 40].randomElement(using: &random)!
+                let payload = (0..<length).map { _ in UInt8.random(in: 0...255, using: &random) }
+                _ = try? channel.writeInbound(ByteBuffer(bytes: WireFrame.encode(type: type, flags: flags, stream: target, payload)))
+            }
+            // Whatever it wrote parses as frames, and none is one a client may not send.
+            for frame in try HTTP2ClientFramerTests.written(channel) {
+                #expect(![5, 9].contains(frame.type) || frame.type == 9 && frame.stream % 2 == 1)
+                #expect(frame.type == 0 || frame.type == 1 || frame.type == 9 ? frame.stream % 2 == 1 : true)
+            }
+            _ = try? channel.finish()
+        }
     }
 }
