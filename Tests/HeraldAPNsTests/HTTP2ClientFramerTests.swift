@@ -111,6 +111,17 @@ import Testing
         return channel
     }
 
+    /// A channel past the handshake: the preface written, the server's SETTINGS (with
+    /// `settings`) read, acknowledged and passed on, all of it drained.
+    static func connected(settings values: [(UInt16, UInt32)]) throws -> EmbeddedChannel {
+        let channel = try channel()
+        _ = try written(channel)
+        try channel.writeInbound(settings(values))
+        _ = try written(channel)
+        _ = try channel.readInbound(as: HTTP2Frame.self)
+        return channel
+    }
+
     /// Every frame written so far, the client preface skipped.
     static func written(_ channel: EmbeddedChannel) throws -> [(type: UInt8, flags: UInt8, stream: UInt32, payload: ByteBuffer)] {
         var bytes = ByteBuffer()
@@ -162,10 +173,7 @@ import Testing
 
     @Test("DATA past the stream's window waits for its WINDOW_UPDATE, in frames no larger than the server's size")
     func streamFlowControl() throws {
-        let channel = try Self.channel()
-        _ = try Self.written(channel)
-        try channel.writeInbound(Self.settings([(4, 100)]))
-        _ = try Self.written(channel)
+        let channel = try Self.connected(settings: [(4, 100)])
         let (_, data) = Self.request(channel, stream: 1, bodyBytes: 1_000)
         var done = false
         data.whenSuccess { done = true }
@@ -180,10 +188,7 @@ import Testing
 
     @Test("an empty DATA that ends a stream goes even when a lowered SETTINGS made the stream's window negative")
     func negativeStreamWindow() throws {
-        let channel = try Self.channel()
-        _ = try Self.written(channel)
-        try channel.writeInbound(Self.settings([(4, 100)]))
-        _ = try Self.written(channel)
+        let channel = try Self.connected(settings: [(4, 100)])
         let headers: HPACKHeaders = [":method": "POST", ":scheme": "https", ":path": "/", ":authority": "push.example"]
         channel.write(HTTP2Frame(streamID: 1, payload: .headers(.init(headers: headers))), promise: nil)
         channel.write(HTTP2Frame(streamID: 1, payload: .data(.init(data: .byteBuffer(ByteBuffer(repeating: 0x61, count: 100))))), promise: nil)
@@ -199,10 +204,7 @@ import Testing
 
     @Test("DATA past the connection's 65,535-byte window waits for a connection WINDOW_UPDATE; other streams' HEADERS still go")
     func connectionFlowControl() throws {
-        let channel = try Self.channel()
-        _ = try Self.written(channel)
-        try channel.writeInbound(Self.settings([(4, 1 << 20), (5, 65_535)]))
-        _ = try Self.written(channel)
+        let channel = try Self.connected(settings: [(4, 1 << 20), (5, 65_535)])
         _ = Self.request(channel, stream: 1, bodyBytes: 60_000)
         _ = Self.request(channel, stream: 3, bodyBytes: 10_000)
         let sent = try Self.written(channel)
@@ -215,11 +217,7 @@ import Testing
 
     @Test("past the server's stream limit a stream waits, and opens when one closes; one reset while waiting never goes out")
     func streamLimit() throws {
-        let channel = try Self.channel()
-        _ = try Self.written(channel)
-        try channel.writeInbound(Self.settings([(3, 1)]))
-        _ = try Self.written(channel)
-        _ = try channel.readInbound(as: HTTP2Frame.self)
+        let channel = try Self.connected(settings: [(3, 1)])
         _ = Self.request(channel, stream: 1, bodyBytes: 10)
         let (waiting, _) = Self.request(channel, stream: 3, bodyBytes: 10)
         let (reset, _) = Self.request(channel, stream: 5, bodyBytes: 10)
@@ -243,11 +241,7 @@ import Testing
 
     @Test("a header block past the server's frame size goes as HEADERS and CONTINUATION; one that arrives padded, with priority and continued, is read")
     func headerBlocksInPieces() throws {
-        let channel = try Self.channel()
-        _ = try Self.written(channel)
-        try channel.writeInbound(Self.settings([]))
-        _ = try Self.written(channel)
-        _ = try channel.readInbound(as: HTTP2Frame.self)
+        let channel = try Self.connected(settings: [])
         var headers: HPACKHeaders = [":method": "POST", ":path": "/"]
         headers.add(name: "x-pad", value: String(repeating: "p", count: 40_000), indexing: .nonIndexable)
         channel.write(HTTP2Frame(streamID: 1, payload: .headers(.init(headers: headers, endStream: true))), promise: nil)
@@ -278,11 +272,7 @@ import Testing
 
     @Test("a PING is answered with its own bytes; a frame of an unknown type is skipped")
     func pingAndUnknownFrames() throws {
-        let channel = try Self.channel()
-        _ = try Self.written(channel)
-        try channel.writeInbound(Self.settings([]))
-        _ = try Self.written(channel)
-        _ = try channel.readInbound(as: HTTP2Frame.self)
+        let channel = try Self.connected(settings: [])
         try channel.writeInbound(ByteBuffer(bytes: WireFrame.encode(type: 0xfa, flags: 0xff, stream: 9, [1, 2, 3])))
         try channel.writeInbound(ByteBuffer(bytes: WireFrame.encode(type: 6, flags: 0, stream: 0, [1, 2, 3, 4, 5, 6, 7, 8])))
         let pong = try Self.written(channel)
@@ -342,11 +332,7 @@ import Testing
     @Test("a frame the protocol forbids ends the connection with GOAWAY and the right code", arguments: violations.indices)
     func violationEndsConnection(_ index: Int) throws {
         let (name, bytes, code) = Self.violations[index]
-        let channel = try Self.channel()
-        _ = try Self.written(channel)
-        try channel.writeInbound(Self.settings([]))
-        _ = try Self.written(channel)
-        _ = try channel.readInbound(as: HTTP2Frame.self)
+        let channel = try Self.connected(settings: [])
         _ = Self.request(channel, stream: 1, bodyBytes: 10)
         _ = try Self.written(channel)
         #expect(throws: TransportFailure.self, "\(name)") { try channel.writeInbound(ByteBuffer(bytes: bytes)) }
@@ -368,10 +354,7 @@ import Testing
 
     @Test("after GOAWAY a stream waiting for the limit never goes out, and its write fails as not processed")
     func goAwayFailsWaitingStreams() throws {
-        let channel = try Self.channel()
-        _ = try Self.written(channel)
-        try channel.writeInbound(Self.settings([(3, 1)]))
-        _ = try Self.written(channel)
+        let channel = try Self.connected(settings: [(3, 1)])
         _ = Self.request(channel, stream: 1, bodyBytes: 10)
         let (waiting, _) = Self.request(channel, stream: 3, bodyBytes: 10)
         _ = try Self.written(channel)
