@@ -33,6 +33,8 @@ final class HTTP2ClientFramer: ChannelDuplexHandler {
         var sendWindow: Int
         var localEnded = false
         var remoteEnded = false
+        /// Its entries in `blocked`: a stream without any closes without a pass over them.
+        var blockedEntries = 0
     }
 
     /// DATA the flow-control windows hold back.
@@ -168,7 +170,7 @@ final class HTTP2ClientFramer: ChannelDuplexHandler {
             }
             var entry = BlockedData(streamID: frame.streamID, data: bytes, endStream: data.endStream, promise: promise)
             if blocked.isEmpty, sendData(&entry) { return }
-            blocked.append(entry)
+            block(entry)
         default:
             preconditionFailure("only HEADERS and DATA open streams")
         }
@@ -230,28 +232,48 @@ final class HTTP2ClientFramer: ChannelDuplexHandler {
     /// Sends what the windows now allow of the DATA waiting, in order; a stream out of window
     /// waits without holding back the others.
     private func sendBlockedData() {
-        guard connectionSendWindow > 0 else { return }
+        // From the front while the connection window lasts: DATA the connection window held.
+        while connectionSendWindow > 0, let first = blocked.first {
+            if let stream = streams[first.streamID], first.data.readableBytes > 0, stream.sendWindow <= 0 { break }
+            var entry = unblockFirst()
+            guard streams[entry.streamID] != nil else {
+                entry.promise?.fail(TransportFailure.connectionClosed)
+                continue
+            }
+            if !sendData(&entry) {
+                block(entry, atFront: true)
+                if connectionSendWindow <= 0 { return }
+                break
+            }
+        }
+        guard connectionSendWindow > 0, !blocked.isEmpty else { return }
+        // A stream out of its own window is at the front: one pass over the rest, in order.
         var waiting: Set<HTTP2StreamID> = []
-        var left = blocked.count
-        while left > 0 {
-            left -= 1
-            var entry = blocked.removeFirst()
+        for _ in 0..<blocked.count {
+            var entry = unblockFirst()
             guard let stream = streams[entry.streamID] else {
                 entry.promise?.fail(TransportFailure.connectionClosed)
                 continue
             }
-            if connectionSendWindow <= 0 {
-                // Nothing more can go: the rest stays, in order.
-                blocked.append(entry)
-                for _ in 0..<left { blocked.append(blocked.removeFirst()) }
-                return
-            }
-            let outOfWindow = entry.data.readableBytes > 0 && stream.sendWindow <= 0
-            if outOfWindow || (!waiting.isEmpty && waiting.contains(entry.streamID)) || !sendData(&entry) {
+            let outOfWindow = entry.data.readableBytes > 0 && (stream.sendWindow <= 0 || connectionSendWindow <= 0)
+            if outOfWindow || waiting.contains(entry.streamID) || !sendData(&entry) {
                 waiting.insert(entry.streamID)
-                blocked.append(entry)
+                block(entry)
             }
         }
+    }
+
+    /// Queues DATA the windows hold back (at the back, or at the front when part of it went).
+    private func block(_ entry: BlockedData, atFront: Bool = false) {
+        if atFront { blocked.prepend(entry) } else { blocked.append(entry) }
+        if let index = streams.index(forKey: entry.streamID) { streams.values[index].blockedEntries += 1 }
+    }
+
+    /// Takes the first DATA waiting off the queue.
+    private func unblockFirst() -> BlockedData {
+        let entry = blocked.removeFirst()
+        if let index = streams.index(forKey: entry.streamID) { streams.values[index].blockedEntries -= 1 }
+        return entry
     }
 
     // MARK: Reading
@@ -478,7 +500,7 @@ final class HTTP2ClientFramer: ChannelDuplexHandler {
 
     /// Forgets a stream and fails the DATA it still had waiting.
     private func closeStream(_ streamID: HTTP2StreamID) {
-        guard streams.removeValue(forKey: streamID) != nil, !blocked.isEmpty else { return }
+        guard let stream = streams.removeValue(forKey: streamID), stream.blockedEntries > 0 else { return }
         var failed: [EventLoopPromise<Void>] = []
         for _ in 0..<blocked.count {
             let entry = blocked.removeFirst()

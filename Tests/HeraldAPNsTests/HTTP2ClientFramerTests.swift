@@ -215,6 +215,22 @@ import Testing
         #expect(rest.count == 1 && rest[0].stream == 3 && rest[0].payload.readableBytes == 4_465 && rest[0].flags & 1 == 1)
     }
 
+    @Test("a stream reset while its DATA waits for the connection window drops that DATA; the next stream's goes")
+    func resetDropsWaitingData() throws {
+        let channel = try Self.connected(settings: [(4, 1 << 20), (5, 65_535)])
+        _ = Self.request(channel, stream: 1, bodyBytes: 65_535)  // the whole connection window
+        let (_, dropped) = Self.request(channel, stream: 3, bodyBytes: 100)
+        _ = Self.request(channel, stream: 5, bodyBytes: 50)
+        #expect(try Self.written(channel).map(\.type) == [1, 0, 1, 1])
+        var failure: (any Error)?
+        dropped.whenFailure { failure = $0 }
+        try channel.writeInbound(ByteBuffer(bytes: WireFrame.encode(type: 3, flags: 0, stream: 3, [0, 0, 0, 8])))  // RST_STREAM CANCEL
+        #expect(failure != nil)
+        try channel.writeInbound(ByteBuffer(bytes: WireFrame.encode(type: 8, flags: 0, stream: 0, [0, 0, 1, 0])))  // +256
+        let sent = try Self.written(channel)
+        #expect(sent.map(\.stream) == [5] && sent.first?.payload.readableBytes == 50)
+    }
+
     @Test("past the server's stream limit a stream waits, and opens when one closes; one reset while waiting never goes out")
     func streamLimit() throws {
         let channel = try Self.connected(settings: [(3, 1)])
