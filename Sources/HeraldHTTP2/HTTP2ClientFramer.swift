@@ -37,12 +37,24 @@ final class HTTP2ClientFramer: ChannelDuplexHandler {
         var blockedEntries = 0
     }
 
-    /// DATA the flow-control windows hold back.
-    private struct BlockedData {
+    /// A write held in the connection: DATA the flow-control windows hold back, or a frame of a
+    /// stream the server's limit keeps from opening.
+    private protocol HeldWrite {
+        var streamID: HTTP2StreamID { get }
+        var promise: EventLoopPromise<Void>? { get }
+    }
+
+    private struct BlockedData: HeldWrite {
         var streamID: HTTP2StreamID
         var data: ByteBuffer
         var endStream: Bool
         var promise: EventLoopPromise<Void>?
+    }
+
+    private struct ParkedFrame: HeldWrite {
+        var frame: HTTP2Frame
+        var promise: EventLoopPromise<Void>?
+        var streamID: HTTP2StreamID { frame.streamID }
     }
 
     private var context: ChannelHandlerContext?
@@ -60,7 +72,7 @@ final class HTTP2ClientFramer: ChannelDuplexHandler {
     private var streams: [HTTP2StreamID: OpenStream] = [:]
     private var blocked = CircularBuffer<BlockedData>()
     /// Frames of streams not yet opened because the server's stream limit is reached, in order.
-    private var parked = CircularBuffer<(frame: HTTP2Frame, promise: EventLoopPromise<Void>?)>()
+    private var parked = CircularBuffer<ParkedFrame>()
     private var lastOpenedStreamID = HTTP2StreamID(0)
     private var goAwayLastStreamID: HTTP2StreamID?
     private var failed = false
@@ -107,10 +119,10 @@ final class HTTP2ClientFramer: ChannelDuplexHandler {
         case .headers, .data:
             // Behind a parked stream, every frame of a stream not yet open waits its turn.
             if !parked.isEmpty, streams[frame.streamID] == nil {
-                parked.append((frame, promise))
+                parked.append(ParkedFrame(frame: frame, promise: promise))
             } else if case .headers = frame.payload, !sawServerSettings || streams.count >= peerMaxStreams {
                 // Until the server's SETTINGS its limits are unknown: a stream waits for them.
-                parked.append((frame, promise))
+                parked.append(ParkedFrame(frame: frame, promise: promise))
             } else {
                 writeStreamFrame(frame, promise: promise, context: context)
             }
@@ -121,7 +133,7 @@ final class HTTP2ClientFramer: ChannelDuplexHandler {
                 unparkWithinLimit(context: context)
             } else {
                 // Parked (never opened) or already closed: nothing to reset on the wire.
-                dropParked(frame.streamID)
+                for held in Self.remove(frame.streamID, from: &parked) { held.fail(TransportFailure.notProcessed) }
                 promise?.succeed()
             }
         case .windowUpdate(let increment):
@@ -234,12 +246,12 @@ final class HTTP2ClientFramer: ChannelDuplexHandler {
     private func sendBlockedData() {
         // From the front while the connection window lasts: DATA the connection window held.
         while connectionSendWindow > 0, let first = blocked.first {
-            if let stream = streams[first.streamID], first.data.readableBytes > 0, stream.sendWindow <= 0 { break }
-            var entry = unblockFirst()
-            guard streams[entry.streamID] != nil else {
-                entry.promise?.fail(TransportFailure.connectionClosed)
+            guard let stream = streams[first.streamID] else {
+                blocked.removeFirst().promise?.fail(TransportFailure.connectionClosed)
                 continue
             }
+            if first.data.readableBytes > 0, stream.sendWindow <= 0 { break }
+            var entry = unblockFirst()
             if !sendData(&entry) {
                 block(entry, atFront: true)
                 if connectionSendWindow <= 0 { return }
@@ -404,9 +416,11 @@ final class HTTP2ClientFramer: ChannelDuplexHandler {
             if onRootStream {
                 connectionSendWindow += increment
                 guard connectionSendWindow <= Self.maximumWindow else { return connectionError(.flowControlError, "connection window past 2^31-1", context: context) }
-            } else if streams[streamID] != nil {
-                streams[streamID]!.sendWindow += increment
-                guard streams[streamID]!.sendWindow <= Self.maximumWindow else { return connectionError(.flowControlError, "stream window past 2^31-1", context: context) }
+            } else if let index = streams.index(forKey: streamID) {
+                streams.values[index].sendWindow += increment
+                guard streams.values[index].sendWindow <= Self.maximumWindow else {
+                    return connectionError(.flowControlError, "stream window past 2^31-1", context: context)
+                }
             }
             if !blocked.isEmpty {
                 sendBlockedData()
@@ -454,7 +468,7 @@ final class HTTP2ClientFramer: ChannelDuplexHandler {
             guard value <= Self.maximumWindow else { return (.flowControlError, "SETTINGS_INITIAL_WINDOW_SIZE past 2^31-1") }
             let delta = value - peerInitialWindow
             peerInitialWindow = value
-            for streamID in streams.keys { streams[streamID]!.sendWindow += delta }
+            for index in streams.indices { streams.values[index].sendWindow += delta }
             if streams.values.contains(where: { $0.sendWindow > Self.maximumWindow }) {
                 return (.flowControlError, "a stream window past 2^31-1")
             }
@@ -501,30 +515,22 @@ final class HTTP2ClientFramer: ChannelDuplexHandler {
     /// Forgets a stream and fails the DATA it still had waiting.
     private func closeStream(_ streamID: HTTP2StreamID) {
         guard let stream = streams.removeValue(forKey: streamID), stream.blockedEntries > 0 else { return }
-        var failed: [EventLoopPromise<Void>] = []
-        for _ in 0..<blocked.count {
-            let entry = blocked.removeFirst()
-            if entry.streamID == streamID {
-                if let promise = entry.promise { failed.append(promise) }
-            } else {
-                blocked.append(entry)
-            }
-        }
-        for promise in failed { promise.fail(TransportFailure.connectionClosed) }
+        for held in Self.remove(streamID, from: &blocked) { held.fail(TransportFailure.connectionClosed) }
     }
 
-    /// Drops a parked stream's frames (reset before it opened), failing their writes.
-    private func dropParked(_ streamID: HTTP2StreamID) {
-        var failed: [EventLoopPromise<Void>] = []
-        for _ in 0..<parked.count {
-            let entry = parked.removeFirst()
-            if entry.frame.streamID == streamID {
-                if let promise = entry.promise { failed.append(promise) }
-            } else {
-                parked.append(entry)
+    /// Takes a stream's writes out of `queue`, the others kept in order; their promises, failed
+    /// by the caller once the queue is whole again (a failure may write re-entrantly).
+    private static func remove<Held: HeldWrite>(_ streamID: HTTP2StreamID, from queue: inout CircularBuffer<Held>) -> [EventLoopPromise<Void>] {
+        var removed: [EventLoopPromise<Void>] = []
+        for _ in 0..<queue.count {
+            let held = queue.removeFirst()
+            if held.streamID != streamID {
+                queue.append(held)
+            } else if let promise = held.promise {
+                removed.append(promise)
             }
         }
-        for promise in failed { promise.fail(TransportFailure.notProcessed) }
+        return removed
     }
 
     /// Opens parked streams while the server's limit allows.
@@ -552,7 +558,7 @@ final class HTTP2ClientFramer: ChannelDuplexHandler {
     private func appendFrame(type: UInt8, flags: UInt8, streamID: HTTP2StreamID, promise: EventLoopPromise<Void>?, payload: (inout ByteBuffer) -> Void) {
         var out = takeOutput(promise: promise)
         let start = out.writerIndex
-        Self.writeFrameHeader(&out, length: 0, type: type, flags: flags, streamID: streamID)
+        out.writeRepeatingByte(0, count: 9)
         payload(&out)
         Self.setFrameHeader(&out, at: start, length: out.writerIndex - start - 9, type: type, flags: flags, streamID: streamID)
         output = out
@@ -580,10 +586,8 @@ final class HTTP2ClientFramer: ChannelDuplexHandler {
     }
 
     static func writeFrameHeader(_ out: inout ByteBuffer, length: Int, type: UInt8, flags: UInt8, streamID: HTTP2StreamID) {
-        out.writeInteger(UInt8(truncatingIfNeeded: length >> 16))
-        out.writeInteger(UInt16(truncatingIfNeeded: length))
-        out.writeInteger(type)
-        out.writeInteger(flags)
-        out.writeInteger(UInt32(Int32(streamID)))
+        let start = out.writerIndex
+        out.writeRepeatingByte(0, count: 9)
+        setFrameHeader(&out, at: start, length: length, type: type, flags: flags, streamID: streamID)
     }
 }

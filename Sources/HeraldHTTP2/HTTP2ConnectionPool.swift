@@ -197,17 +197,16 @@ package final class HTTP2ConnectionPool: Sendable {
     /// The ready connection with the most room, or nil. One on the caller's own event loop comes
     /// first: its request then needs no hand-over to another thread.
     private static func takeLease(_ s: inout State) -> Lease? {
-        var best: (id: Int, onThisLoop: Bool, load: Double)?
+        var best: (id: Int, handle: HTTP2ConnectionHandle, rank: (otherLoop: Int, load: Double))?
         for (id, c) in s.connections {
             guard c.phase == .ready, let limit = c.maxStreams, c.inFlight < limit, let handle = c.handle else { continue }
-            let onThisLoop = handle.channel.eventLoop.inEventLoop
-            let load = Double(c.inFlight) / Double(limit)
-            if let current = best, current.onThisLoop && !onThisLoop || current.onThisLoop == onThisLoop && current.load <= load { continue }
-            best = (id, onThisLoop, load)
+            let rank = (otherLoop: handle.channel.eventLoop.inEventLoop ? 0 : 1, load: Double(c.inFlight) / Double(limit))
+            if let current = best, current.rank <= rank { continue }
+            best = (id, handle, rank)
         }
-        guard let best, let handle = s.connections[best.id]?.handle else { return nil }
+        guard let best else { return nil }
         s.connections[best.id]!.inFlight += 1
-        return Lease(connectionID: best.id, handle: handle)
+        return Lease(connectionID: best.id, handle: best.handle)
     }
 
     private static func serveWaiters(_ s: inout State) -> [(Waiter, Lease)] {
