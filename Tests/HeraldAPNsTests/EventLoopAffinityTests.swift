@@ -42,7 +42,8 @@ import Testing
             // Without a provider token the simulator answers 403, and keeps one stream a connection.
             let request = HTTP2Request(path: "/3/device/" + deviceToken(1), headers: HPACKHeaders(), body: ByteBuffer(string: "{}"))
             _ = try await pool.submit(request, deadline: .now() + .seconds(10)).get()
-            while pool.snapshot.ready < 4 { try await Task.sleep(for: .milliseconds(10)) }
+            for _ in 0..<1_000 where pool.snapshot.ready < 4 { try await Task.sleep(for: .milliseconds(10)) }
+            try #require(pool.snapshot.ready == 4, "the pool's 4 connections never became ready")
             for loop in Array(fixture.group.makeIterator()) {
                 let answeredOn = try await loop.submit {
                     (0..<2).map { _ in pool.submit(request, deadline: .now() + .seconds(10)) }
