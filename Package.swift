@@ -254,7 +254,7 @@ let package = Package(
         .target(
             name: "HeraldKaspa",
             dependencies: [
-                "HeraldCore", "HeraldStore", .product(name: "KasiaProtocol", package: "HeraldKit"),
+                "HeraldCore", "HeraldPushCore", "HeraldStore", .product(name: "KasiaProtocol", package: "HeraldKit"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "WSClient", package: "swift-websocket"),
                 .product(name: "Logging", package: "swift-log"),

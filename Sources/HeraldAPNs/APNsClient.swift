@@ -204,10 +204,18 @@ public final class APNsClient: Sendable {
         }
         var reason = APNsReason.other("HTTP \(response.status)")
         var timestamp: Date?
-        if let body = try? JSONDecoder().decode(APNsErrorBody.self, from: Data(response.body.readableBytesView)) {
-            if let text = body.reason { reason = APNsReason(text) }
+        // Apple's error body: `{"reason": "…", "timestamp": <ms>}` (timestamp with 410 only).
+        if let body = response.body.readableBytesView.withContiguousStorageIfAvailable({ try? JSONValue(parsing: UnsafeRawBufferPointer($0)) }) ?? nil {
+            if let text = body[path: ["reason"]]?.stringValue { reason = APNsReason(text) }
+            let ms: Double? =
+                switch body[path: ["timestamp"]] {
+                case .int(let i): Double(i)
+                case .unsigned(let u): Double(u)
+                case .double(let d): d
+                default: nil
+                }
             // A peer's number: only a plausible time is believed (the store converts it to an integer).
-            if let ms = body.timestamp, ms.isFinite, (0...Self.latestTimestampMilliseconds).contains(ms) {
+            if let ms, ms.isFinite, (0...Self.latestTimestampMilliseconds).contains(ms) {
                 timestamp = Date(timeIntervalSince1970: ms / 1000)
             }
         }
@@ -217,10 +225,4 @@ public final class APNsClient: Sendable {
         }
         return .rejected(status: response.status, reason: reason, timestamp: timestamp, retryAfter: retryAfter)
     }
-}
-
-/// Apple's error body: `{"reason": "…", "timestamp": <ms>}` (timestamp with 410 only).
-private struct APNsErrorBody: Decodable {
-    var reason: String?
-    var timestamp: Double?
 }

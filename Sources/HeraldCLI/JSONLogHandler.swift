@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldPushCore
 import Logging
 import Synchronization
 

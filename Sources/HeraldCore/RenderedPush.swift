@@ -80,23 +80,3 @@ extension RenderedPush {
     }
 }
 
-extension JSONValue {
-    /// The value at a path of object keys; nil where a key is missing or a value is not an object.
-    /// Setting a path that does not exist changes nothing.
-    public subscript(path path: [String]) -> JSONValue? {
-        get {
-            guard let key = path.first else { return self }
-            guard let field = objectFields?.first(where: { $0.key == key }) else { return nil }
-            return field.value[path: Array(path.dropFirst())]
-        }
-        set {
-            guard let key = path.first else {
-                if let newValue { self = newValue }
-                return
-            }
-            guard var fields = objectFields, let i = fields.firstIndex(where: { $0.key == key }) else { return }
-            fields[i].value[path: Array(path.dropFirst())] = newValue
-            self = .object(fields)
-        }
-    }
-}

@@ -1,5 +1,6 @@
 import Foundation
-public import HeraldCore
+import HeraldCore
+public import HeraldPushCore
 
 /// A request the domain refuses: what kind of refusal, a stable code, a sentence, and the field
 /// at fault. The transport chooses how to say it (HeraldServer: an HTTP status and

@@ -118,8 +118,7 @@ public final class FCMClient: Sendable {
             guard response.status == 200 else {
                 return .rejected(FCMErrorAnswer(httpStatus: response.status, body: body, retryAfterHeader: response.headers.first(name: "retry-after")))
             }
-            struct Accepted: Decodable { var name: String }
-            return .accepted(name: (try? JSONDecoder().decode(Accepted.self, from: Data(body)))?.name ?? "")
+            return .accepted(answer: body)
         } catch {
             return .transportFailure("\(error)")
         }

@@ -1,4 +1,4 @@
-import Foundation
+import HeraldPushCore
 
 /// One FCM HTTP v1 message to one Android device, data-only: the app decrypts and shows the
 /// text itself, so there is never a `notification` block.
@@ -68,30 +68,25 @@ public struct FCMMessage: Sendable, Hashable {
         }
     }
 
-    /// The request body: `{"message":{"token"|"fid", "data", "android":{priority, ttl, collapse_key}}}`,
-    /// keys sorted.
+    /// The request body: `{"message":{"android":{collapse_key, priority, ttl}, "data", "token"|"fid"}}`,
+    /// keys sorted, written by `JSONValue`'s writer (Foundation's `JSONEncoder` took a quarter of
+    /// `herald send`'s CPU a message).
     public func encoded() -> [UInt8] {
-        var android: [String: String] = ["priority": priority.rawValue]
-        if let ttlSeconds { android["ttl"] = "\(ttlSeconds)s" }
-        if let collapseKey { android["collapse_key"] = collapseKey }
-        let body = Body(message: .init(
-            token: { if case .token(let t) = target { return t } else { return nil } }(),
-            fid: { if case .fid(let f) = target { return f } else { return nil } }(),
-            data: data, android: android))
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        // Strings and string maps always encode.
-        return Array(try! encoder.encode(body))
-    }
-
-    private struct Body: Encodable {
-        struct Message: Encodable {
-            var token: String?
-            var fid: String?
-            var data: [String: String]
-            var android: [String: String]
-        }
-        var message: Message
+        var android: [JSONValue.Field] = []
+        if let collapseKey { android.append(.init("collapse_key", .string(collapseKey))) }
+        android.append(.init("priority", .string(priority.rawValue)))
+        if let ttlSeconds { android.append(.init("ttl", .string("\(ttlSeconds)s"))) }
+        let recipient: JSONValue.Field =
+            switch target {
+            case .token(let token): .init("token", .string(token))
+            case .fid(let fid): .init("fid", .string(fid))
+            }
+        let message: JSONValue = .object([
+            .init("android", .object(android)),
+            .init("data", .sortedObject(data.mapValues { .string($0) })),
+            recipient,
+        ])
+        return JSONValue.object([.init("message", message)]).encoded
     }
 }
 

@@ -1,5 +1,4 @@
 import HeraldPushCore
-import Foundation
 
 /// FCM's error answer: the `google.rpc.Status` envelope, with the FCM code from its
 /// `google.firebase.fcm.v1.FcmError` detail when there is one.
@@ -30,28 +29,14 @@ public struct FCMErrorAnswer: Sendable, Hashable {
     /// Reads an error answer. A body that is not Google's JSON (a proxy's HTML 502) keeps only the
     /// HTTP status; `retryAfter` is the header's delay in seconds, range-checked.
     public init(httpStatus: Int, body: [UInt8], retryAfterHeader: String?) {
-        struct Envelope: Decodable {
-            struct Status: Decodable {
-                struct Detail: Decodable {
-                    struct Violation: Decodable { var field: String? }
-                    var type: String?
-                    var errorCode: String?
-                    var fieldViolations: [Violation]?
-                    enum CodingKeys: String, CodingKey { case type = "@type", errorCode, fieldViolations }
-                }
-                var status: String?
-                var message: String?
-                var details: [Detail]?
-            }
-            var error: Status
-        }
-        let envelope = try? JSONDecoder().decode(Envelope.self, from: Data(body))
-        let details = envelope?.error.details ?? []
+        // {"error": {"status", "message", "details": [{"@type", "errorCode", "fieldViolations": [{"field"}]}]}}
+        let error = (try? JSONValue(parsing: body))?[path: ["error"]]
+        let details = error?[path: ["details"]]?.arrayItems ?? []
+        let fcmError = details.first { $0[path: ["@type"]]?.stringValue?.hasSuffix("google.firebase.fcm.v1.FcmError") == true }
         self.init(
-            httpStatus: httpStatus, status: envelope?.error.status,
-            errorCode: details.first { $0.type?.hasSuffix("google.firebase.fcm.v1.FcmError") == true }?.errorCode,
-            message: envelope?.error.message,
-            fieldViolations: details.flatMap { ($0.fieldViolations ?? []).compactMap(\.field) },
+            httpStatus: httpStatus, status: error?[path: ["status"]]?.stringValue, errorCode: fcmError?[path: ["errorCode"]]?.stringValue,
+            message: error?[path: ["message"]]?.stringValue,
+            fieldViolations: details.flatMap { ($0[path: ["fieldViolations"]]?.arrayItems ?? []).compactMap { $0[path: ["field"]]?.stringValue } },
             retryAfter: RetryAfter.delay(retryAfterHeader))
     }
 
@@ -67,6 +52,11 @@ public enum FCMResult: Sendable, Hashable {
     case rejected(FCMErrorAnswer)
     /// No HTTP answer (timeout, reset, no connection).
     case transportFailure(String)
+
+    /// A 200's answer, `{"name": "projects/…/messages/…"}`; a name missing or not a string reads as "".
+    public static func accepted(answer body: [UInt8]) -> FCMResult {
+        .accepted(name: (try? JSONValue(parsing: body))?[path: ["name"]]?.stringValue ?? "")
+    }
 }
 
 /// What the sender should do with an FCM result.

@@ -1,5 +1,6 @@
 public import Foundation
-public import HeraldCore
+import HeraldCore
+public import HeraldPushCore
 public import HeraldStore
 import KasiaProtocol
 public import Logging

@@ -1,5 +1,6 @@
 import Foundation
-public import HeraldCore
+import HeraldCore
+public import HeraldPushCore
 
 /// The body of `POST /_matrix/push/v1/notify` (Matrix Push Gateway API, "Push Gateway API"
 /// in the client-server specification): one notification for one or more pushers' devices.

@@ -1,5 +1,6 @@
 import Foundation
-public import HeraldCore
+import HeraldCore
+public import HeraldPushCore
 public import HeraldDelivery
 public import HTTPTypes
 

@@ -1,8 +1,8 @@
 import Foundation
-public import HeraldCore
+import HeraldCore
 public import HeraldDelivery
 public import HeraldMatrix
-import HeraldPushCore
+public import HeraldPushCore
 public import HeraldStore
 public import Hummingbird
 public import Prometheus

@@ -1,5 +1,6 @@
 public import Foundation
 import HeraldCore
+import HeraldPushCore
 public import HeraldDelivery
 public import HTTPTypes
 public import Hummingbird

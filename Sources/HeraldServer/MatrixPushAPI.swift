@@ -2,6 +2,7 @@ import Foundation
 import HeraldCore
 public import HeraldDelivery
 import HeraldMatrix
+import HeraldPushCore
 public import Hummingbird
 
 /// The Matrix Push Gateway API: `POST /_matrix/push/v1/notify` answers `{"rejected": [pushkeys]}`

@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
 public import HeraldDelivery
+import HeraldPushCore
 public import HeraldStore
 public import Hummingbird
 import Logging

@@ -1,5 +1,6 @@
 import HeraldCore
 public import HeraldDelivery
+import HeraldPushCore
 import HTTPTypes
 public import Hummingbird
 

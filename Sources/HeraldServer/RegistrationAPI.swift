@@ -1,5 +1,6 @@
 import Foundation
 public import HeraldCore
+import HeraldPushCore
 public import HeraldDelivery
 public import HeraldStore
 import HTTPTypes

@@ -1,5 +1,6 @@
 public import Foundation
 public import HeraldCore
+import HeraldPushCore
 import KasiaProtocol
 
 /// Who a fan-out job reaches: the devices of its app watching any of its keys (or with a

@@ -39,4 +39,18 @@ struct HostileAnswerTests {
         #expect(reason == .unregistered)
         #expect((timestamp != nil) == believed)
     }
+
+    @Test("each field of the error body is read on its own: a timestamp that is no number leaves the reason; a body that is not JSON, the HTTP status")
+    func looseBody() {
+        guard case .rejected(_, let reason, let timestamp, _) = Self.answer(status: 410, body: #"{"reason":"Unregistered","timestamp":"soon"}"#),
+            case .rejected(_, let other, _, _) = Self.answer(status: 502, body: "<html>bad gateway</html>"),
+            case .rejected(_, let big, let never, _) = Self.answer(status: 410, body: #"{"timestamp":18446744073709551615,"reason":"ExpiredToken"}"#)
+        else {
+            Issue.record("not a rejection")
+            return
+        }
+        #expect(reason == .unregistered && timestamp == nil)
+        #expect(other == .other("HTTP 502"))
+        #expect(big == APNsReason("ExpiredToken") && never == nil)
+    }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldPushCore
 import Testing
 
 @Suite("JSONValue(parsing:): RFC 8259 without Foundation, the same values the Decodable conformance gives")

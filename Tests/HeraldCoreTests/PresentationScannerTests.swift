@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldPushCore
 import Testing
 
 /// The sealed alert's presentation read from a document's bytes (`PushPresentation.apsMembers(of:)`)

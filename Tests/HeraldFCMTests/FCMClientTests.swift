@@ -210,6 +210,65 @@ import FoundationNetworking
         try message.validate()
     }
 
+    @Test("the request body is the document Foundation's JSONEncoder made: every target and option, strings that need escaping")
+    func requestBody() throws {
+        // The encoding Herald used before its own writer, kept here as the reference.
+        struct Body: Encodable {
+            struct Message: Encodable {
+                var token: String?
+                var fid: String?
+                var data: [String: String]
+                var android: [String: String]
+            }
+            var message: Message
+        }
+        let data = ["title": "He said \"hi\" \\ to /you/", "body": "tab\tnew line\n\u{01}\u{1F}é😀", "": "", "Zeta": "z", "alpha": "a"]
+        let messages = [
+            FCMMessage(target: .token("tok:en/1"), data: data, priority: .high, ttlSeconds: 86_400, collapseKey: "c\"1"),
+            FCMMessage(target: .fid("fid-1"), data: [:], priority: .normal),
+            FCMMessage(target: .token("t"), data: ["k": "v"], priority: .high, ttlSeconds: 0),
+        ]
+        for message in messages {
+            var android = ["priority": message.priority.rawValue]
+            if let ttl = message.ttlSeconds { android["ttl"] = "\(ttl)s" }
+            if let key = message.collapseKey { android["collapse_key"] = key }
+            let (token, fid): (String?, String?) = switch message.target {
+            case .token(let t): (t, nil)
+            case .fid(let f): (nil, f)
+            }
+            let reference = try JSONEncoder().encode(Body(message: .init(token: token, fid: fid, data: message.data, android: android)))
+            let ours = Data(message.encoded())
+            #expect(try JSONSerialization.jsonObject(with: ours) as? NSDictionary == JSONSerialization.jsonObject(with: reference) as? NSDictionary)
+            // Keys sorted at every level, so one message always has the same bytes.
+            #expect(try JSONValue(parsing: message.encoded()).encoded == message.encoded())
+            let top = try #require(try JSONValue(parsing: message.encoded())[path: ["message"]]?.objectFields)
+            #expect(top.map(\.key) == top.map(\.key).sorted())
+            let keys = try #require(try JSONValue(parsing: message.encoded())[path: ["message", "data"]]?.objectFields).map(\.key)
+            #expect(keys == message.data.keys.sorted())
+        }
+    }
+
+    @Test("Google's answers read without Foundation: a 200's message name, the envelope's status, FCM code, message and the fields a BadRequest names")
+    func answers() {
+        #expect(FCMResult.accepted(answer: Array(#"{"name":"projects/p/messages/0:17"}"#.utf8)) == .accepted(name: "projects/p/messages/0:17"))
+        #expect(FCMResult.accepted(answer: Array(#"{"name":7}"#.utf8)) == .accepted(name: ""))
+        #expect(FCMResult.accepted(answer: []) == .accepted(name: ""))
+        let envelope = #"""
+            {"error":{"code":400,"message":"The registration token is not a valid FCM registration token","status":"INVALID_ARGUMENT",
+              "details":[{"@type":"type.googleapis.com/google.firebase.fcm.v1.FcmError","errorCode":"INVALID_ARGUMENT"},
+                {"@type":"type.googleapis.com/google.rpc.BadRequest","fieldViolations":[{"field":"message.token","description":"Invalid registration token"}]}]}}
+            """#
+        let answer = FCMErrorAnswer(httpStatus: 400, body: Array(envelope.utf8), retryAfterHeader: nil)
+        #expect(answer.status == "INVALID_ARGUMENT" && answer.errorCode == "INVALID_ARGUMENT")
+        #expect(answer.message == "The registration token is not a valid FCM registration token")
+        #expect(answer.fieldViolations == ["message.token"])
+        #expect(FCMResult.rejected(answer).action == .tokenDead)
+        // A detail of another type does not give the FCM code; a field of the wrong type reads as absent.
+        let foreign = FCMErrorAnswer(
+            httpStatus: 404, body: Array(#"{"error":{"status":5,"details":[{"@type":"x.Other","errorCode":"UNREGISTERED"}]}}"#.utf8), retryAfterHeader: nil)
+        #expect(foreign.errorCode == nil && foreign.status == nil && foreign.reason == "HTTP 404")
+    }
+
     @Test("Google's error envelope: a proxy's HTML and absurd Retry-After values are no hints")
     func hostileAnswers() {
         let html = FCMErrorAnswer(httpStatus: 502, body: Array("<html>bad gateway</html>".utf8), retryAfterHeader: "99999999999999999999")

@@ -1,4 +1,3 @@
-import HeraldPushCore
 
 /// Why bytes are not a JSON document.
 public struct JSONParseError: Error, Hashable, Sendable, CustomStringConvertible {
