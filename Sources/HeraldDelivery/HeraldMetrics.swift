@@ -44,6 +44,12 @@ public final class HeraldMetrics: Sendable {
     /// on to their counter, so each scrape adds only what is new.
     private let cumulative = Mutex<[Key: Double]>([:])
 
+    /// A Matrix app's notify counters (`matrixNotify`), by the app's configured pattern.
+    private struct MatrixCounters {
+        var notifications, devices, rejected, deduplicated: CoreMetrics.Counter
+    }
+    private let matrixCounters = Mutex<[String: MatrixCounters]>([:])
+
     private struct Key: Hashable {
         var label: String
         var dimensions: [String]
@@ -61,7 +67,14 @@ public final class HeraldMetrics: Sendable {
         _ cache: borrowing Mutex<[Key: Handle]>, _ label: String, _ dimensions: KeyValuePairs<String, String>,
         _ make: (String, [(String, String)]) -> Handle
     ) -> Handle {
-        let key = Key(label: label, dimensions: dimensions.flatMap { [$0.key, $0.value] })
+        // One array for the key (a pair at a time would allocate one per pair): this runs on every push.
+        var flat: [String] = []
+        flat.reserveCapacity(dimensions.count * 2)
+        for (name, value) in dimensions {
+            flat.append(name)
+            flat.append(value)
+        }
+        let key = Key(label: label, dimensions: flat)
         return cache.withLock { map in
             if let existing = map[key] { return existing }
             let made = make(label, dimensions.map { ($0.key, $0.value) })
@@ -122,16 +135,30 @@ public final class HeraldMetrics: Sendable {
 
     /// One finished attempt: `outcome` is sent, retry, failed, expired or token_dead; `reason` is the push service's.
     func deliveryAttempt(outcome: String, reason: String) {
-        counter("herald_delivery_attempts_total", ["outcome": outcome, "reason": boundedReason(reason, outcome: outcome)]).increment()
+        // A pair counted before was allowed then: one lookup, no second one to bound the reason.
+        let label = "herald_delivery_attempts_total"
+        let known = counters.withLock { $0[Key(label: label, dimensions: ["outcome", outcome, "reason", reason])] }
+        (known ?? counter(label, ["outcome": outcome, "reason": boundedReason(reason, outcome: outcome)])).increment()
     }
 
     /// One Matrix notify's devices for one Matrix app (its configured `app_id` or glob): counted as a
     /// notify, its devices, the pushkeys rejected and the deliveries skipped as repeats.
     func matrixNotify(app: String, devices: Int, rejected: Int, deduplicated: Int) {
-        counter("herald_matrix_notifications_total", ["matrix_app": app]).increment()
-        counter("herald_matrix_devices_total", ["matrix_app": app]).increment(by: Int64(devices))
-        counter("herald_matrix_rejected_total", ["matrix_app": app]).increment(by: Int64(rejected))
-        counter("herald_matrix_deduplicated_total", ["matrix_app": app]).increment(by: Int64(deduplicated))
+        // The four counters of an app found with one lookup: a notify is the hot path.
+        let handles = matrixCounters.withLock { map in
+            if let existing = map[app] { return existing }
+            let made = MatrixCounters(
+                notifications: counter("herald_matrix_notifications_total", ["matrix_app": app]),
+                devices: counter("herald_matrix_devices_total", ["matrix_app": app]),
+                rejected: counter("herald_matrix_rejected_total", ["matrix_app": app]),
+                deduplicated: counter("herald_matrix_deduplicated_total", ["matrix_app": app]))
+            map[app] = made
+            return made
+        }
+        handles.notifications.increment()
+        handles.devices.increment(by: Int64(devices))
+        handles.rejected.increment(by: Int64(rejected))
+        handles.deduplicated.increment(by: Int64(deduplicated))
     }
 
     /// Event accepted → the push service accepted this push.
