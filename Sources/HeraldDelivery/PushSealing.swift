@@ -336,9 +336,13 @@ public struct SealingPushProvider: PushProvider {
     public func shutdown() async { await base.shutdown() }
 
     /// A batch signed and sealed, its CPU time counted: one clock reading for its issue time and
-    /// the sessions' age, and a signature table only when there is something to share.
+    /// the sessions' age, and a signature table only when there is something to share: two
+    /// deliveries of one event (a fan-out's page). Each lookup hashes a whole document, which a
+    /// batch of distinct events (Matrix notifies, single events) would pay for nothing.
     private func prepared(_ deliveries: [ClaimedDelivery]) -> [ClaimedDelivery] {
-        var signatures = SignedDocuments(remembering: deliveries.count > 1)
+        var events = Set<String>()
+        events.reserveCapacity(deliveries.count)
+        var signatures = SignedDocuments(remembering: deliveries.count > 1 && deliveries.contains { !events.insert($0.eventID).inserted })
         let started = SealingCost.threadCPUNanoseconds()
         let date = now()
         let issuedAt = Self.seconds(date)
