@@ -67,6 +67,8 @@ private struct JSONBytesParser {
     mutating func object(depth: Int) throws(JSONParseError) -> JSONValue {
         at += 1
         var fields: [JSONValue.Field] = []
+        // Room for a typical object at once, not regrown at 1, 2, 4 and 8 fields.
+        fields.reserveCapacity(8)
         skipSpace()
         if at < bytes.count, bytes[at] == UInt8(ascii: "}") {
             at += 1
@@ -85,6 +87,24 @@ private struct JSONBytesParser {
         }
         // As the Decodable conformance: sorted keys, the first of a repeated key.
         if zip(fields, fields.dropFirst()).allSatisfy({ $0.key < $1.key }) { return .object(fields) }
+        if fields.count <= 16 {
+            // A small object (nearly every one) sorted in place, stably: no index array and copy.
+            // Larger ones take the O(n log n) sort below, so a hostile object costs no n².
+            for i in 1..<fields.count {
+                var j = i
+                while j > 0, fields[j].key < fields[j - 1].key {
+                    fields.swapAt(j, j - 1)
+                    j -= 1
+                }
+            }
+            var kept = 1
+            for i in 1..<fields.count where fields[i].key != fields[kept - 1].key {
+                fields.swapAt(kept, i)
+                kept += 1
+            }
+            fields.removeLast(fields.count - kept)
+            return .object(fields)
+        }
         let order = fields.indices.sorted { fields[$0].key < fields[$1].key || (fields[$0].key == fields[$1].key && $0 < $1) }
         var sorted: [JSONValue.Field] = []
         sorted.reserveCapacity(fields.count)

@@ -13,6 +13,11 @@ struct JSONParserTests {
         #"{"n":[-9223372036854775809,18446744073709551616,-99999999999999999999]}"#,
         #"{"s":"plain","e":"\"\\\/\b\f\n\r\t","u":"\u00e9\u4e2d\ud83d\ude00","raw":"é中😀"}"#,
         #"{"dup":1,"dup":2,"a":{"dup":"x","dup":"y"}}"#,
+        // Small objects are sorted in place, larger ones (over 16 fields) otherwise: both keep a
+        // repeated key's first value.
+        #"{"c":1,"a":2,"c":3,"b":4,"a":5,"a":6,"d":{"y":1,"x":2,"y":3}}"#,
+        #"{"same":1,"same":2,"same":3}"#,
+        "{" + (0..<20).reversed().map { #""k\#($0 % 17)":\#($0)"# }.joined(separator: ",") + "}",
         #"[1,"two",{"three":[3]}]"#,
         #""just a string""#,
         "42",
