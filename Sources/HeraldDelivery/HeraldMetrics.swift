@@ -109,16 +109,13 @@ public final class HeraldMetrics: Sendable {
         }
     }
 
-    /// A push service's reason as a label value: a short name, and no more than
-    /// ``maximumReasons`` distinct ones.
-    private func boundedReason(_ reason: String, outcome: String) -> String {
+    /// A reason not counted before as a label value: a short name, while fewer than
+    /// ``maximumReasons`` handles exist.
+    private func boundedNewReason(_ reason: String) -> String {
         let allowed = reason.utf8.count <= 48 && !reason.isEmpty
             && reason.utf8.allSatisfy(Self.isReasonByte)
-        guard allowed else { return "other" }
-        let known = counters.withLock { map in
-            map[Key(label: "herald_delivery_attempts_total", dimensions: ["outcome", outcome, "reason", reason])] != nil || map.count < Self.maximumReasons
-        }
-        return known ? reason : "other"
+        guard allowed, counters.withLock({ $0.count < Self.maximumReasons }) else { return "other" }
+        return reason
     }
 
     // MARK: What Herald records
@@ -135,10 +132,10 @@ public final class HeraldMetrics: Sendable {
 
     /// One finished attempt: `outcome` is sent, retry, failed, expired or token_dead; `reason` is the push service's.
     func deliveryAttempt(outcome: String, reason: String) {
-        // A pair counted before was allowed then: one lookup, no second one to bound the reason.
+        // A pair counted before was allowed then; only a new one is bounded.
         let label = "herald_delivery_attempts_total"
         let known = counters.withLock { $0[Key(label: label, dimensions: ["outcome", outcome, "reason", reason])] }
-        (known ?? counter(label, ["outcome": outcome, "reason": boundedReason(reason, outcome: outcome)])).increment()
+        (known ?? counter(label, ["outcome": outcome, "reason": boundedNewReason(reason)])).increment()
     }
 
     /// One Matrix notify's devices for one Matrix app (its configured `app_id` or glob): counted as a

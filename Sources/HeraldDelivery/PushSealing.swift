@@ -340,9 +340,7 @@ public struct SealingPushProvider: PushProvider {
     /// deliveries of one event (a fan-out's page). Each lookup hashes a whole document, which a
     /// batch of distinct events (Matrix notifies, single events) would pay for nothing.
     private func prepared(_ deliveries: [ClaimedDelivery]) -> [ClaimedDelivery] {
-        var events = Set<String>()
-        events.reserveCapacity(deliveries.count)
-        var signatures = SignedDocuments(remembering: deliveries.count > 1 && deliveries.contains { !events.insert($0.eventID).inserted })
+        var signatures = SignedDocuments(remembering: Self.shareAnEvent(deliveries))
         let started = SealingCost.threadCPUNanoseconds()
         let date = now()
         let issuedAt = Self.seconds(date)
@@ -356,6 +354,13 @@ public struct SealingPushProvider: PushProvider {
         }
         sealing.cost.add(pushes: pushes.count, since: started)
         return pushes
+    }
+
+    /// Whether two of the deliveries belong to one event (a batch of one never does: no set is made).
+    private static func shareAnEvent(_ deliveries: [ClaimedDelivery]) -> Bool {
+        guard deliveries.count > 1 else { return false }
+        var events = Set<String>(minimumCapacity: deliveries.count)
+        return deliveries.contains { !events.insert($0.eventID).inserted }
     }
 
     private static func seconds(_ date: Date) -> Int64 {

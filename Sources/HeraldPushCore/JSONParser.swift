@@ -87,31 +87,16 @@ private struct JSONBytesParser {
         }
         // As the Decodable conformance: sorted keys, the first of a repeated key.
         if zip(fields, fields.dropFirst()).allSatisfy({ $0.key < $1.key }) { return .object(fields) }
-        if fields.count <= 16 {
-            // A small object (nearly every one) sorted in place, stably: no index array and copy.
-            // Larger ones take the O(n log n) sort below, so a hostile object costs no n².
-            for i in 1..<fields.count {
-                var j = i
-                while j > 0, fields[j].key < fields[j - 1].key {
-                    fields.swapAt(j, j - 1)
-                    j -= 1
-                }
-            }
-            var kept = 1
-            for i in 1..<fields.count where fields[i].key != fields[kept - 1].key {
-                fields.swapAt(kept, i)
-                kept += 1
-            }
-            fields.removeLast(fields.count - kept)
-            return .object(fields)
+        // In place: the standard library's sort is stable (a repeated key's first value stays
+        // first) and O(n log n), so a hostile object costs no n².
+        fields.sort { $0.key < $1.key }
+        var kept = 1
+        for i in 1..<fields.count where fields[i].key != fields[kept - 1].key {
+            fields.swapAt(kept, i)
+            kept += 1
         }
-        let order = fields.indices.sorted { fields[$0].key < fields[$1].key || (fields[$0].key == fields[$1].key && $0 < $1) }
-        var sorted: [JSONValue.Field] = []
-        sorted.reserveCapacity(fields.count)
-        for i in order {
-            if sorted.last?.key != fields[i].key { sorted.append(fields[i]) }
-        }
-        return .object(sorted)
+        fields.removeLast(fields.count - kept)
+        return .object(fields)
     }
 
     mutating func array(depth: Int) throws(JSONParseError) -> JSONValue {
