@@ -279,7 +279,10 @@ public enum MatrixPushBuilder {
 
     /// Sets `key` in place (where it is, or appended): a dictionary update that keeps the order.
     static func put(_ fields: inout [JSONValue.Field], _ key: String, _ value: JSONValue) {
-        if let i = fields.firstIndex(where: { $0.key == key }) { fields[i].value = value } else { fields.append(.init(key, value)) }
+        if let i = fields.firstIndex(where: { $0.key == key }) { fields[i].value = value; return }
+        // A payload gains several keys in a row: room for a few more at once, not a copy per key.
+        if fields.count == fields.capacity { fields.reserveCapacity(fields.count + 4) }
+        fields.append(.init(key, value))
     }
 
     /// Sets `aps.<key>`, making `aps` an object if it is not one.

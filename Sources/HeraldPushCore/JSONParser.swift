@@ -33,6 +33,10 @@ extension JSONValue {
 private struct JSONBytesParser {
     let bytes: UnsafeBufferPointer<UInt8>
     var at = 0
+    /// The open containers' elements so far, innermost last: each container is copied out once
+    /// at its exact size, not grown element by element.
+    var openFields: [JSONValue.Field] = []
+    var openItems: [JSONValue] = []
 
     init(bytes: UnsafeBufferPointer<UInt8>) {
         self.bytes = bytes
@@ -66,14 +70,12 @@ private struct JSONBytesParser {
 
     mutating func object(depth: Int) throws(JSONParseError) -> JSONValue {
         at += 1
-        var fields: [JSONValue.Field] = []
-        // Room for a typical object at once, not regrown at 1, 2, 4 and 8 fields.
-        fields.reserveCapacity(8)
         skipSpace()
         if at < bytes.count, bytes[at] == UInt8(ascii: "}") {
             at += 1
-            return .object(fields)
+            return .object([])
         }
+        let base = openFields.count
         while true {
             skipSpace()
             guard at < bytes.count, bytes[at] == UInt8(ascii: "\"") else { throw fail() }
@@ -82,9 +84,12 @@ private struct JSONBytesParser {
             guard at < bytes.count, bytes[at] == UInt8(ascii: ":") else { throw fail() }
             at += 1
             skipSpace()
-            fields.append(.init(key, try value(depth: depth)))
+            let value = try value(depth: depth)
+            openFields.append(.init(key, value))
             guard try more(before: UInt8(ascii: "}")) else { break }
         }
+        var fields = Array(openFields[base...])
+        openFields.removeSubrange(base...)
         // As the Decodable conformance: sorted keys, the first of a repeated key.
         if zip(fields, fields.dropFirst()).allSatisfy({ $0.key < $1.key }) { return .object(fields) }
         // In place: the standard library's sort is stable (a repeated key's first value stays
@@ -101,17 +106,20 @@ private struct JSONBytesParser {
 
     mutating func array(depth: Int) throws(JSONParseError) -> JSONValue {
         at += 1
-        var items: [JSONValue] = []
         skipSpace()
         if at < bytes.count, bytes[at] == UInt8(ascii: "]") {
             at += 1
-            return .array(items)
+            return .array([])
         }
+        let base = openItems.count
         while true {
             skipSpace()
-            items.append(try value(depth: depth))
-            guard try more(before: UInt8(ascii: "]")) else { return .array(items) }
+            let item = try value(depth: depth)
+            openItems.append(item)
+            guard try more(before: UInt8(ascii: "]")) else { break }
         }
+        defer { openItems.removeSubrange(base...) }
+        return .array(Array(openItems[base...]))
     }
 
     /// After a container's element: true past a `,` (another follows), false past `closer`.

@@ -1,5 +1,5 @@
 /// A JSON value whose objects keep their key order, so rendered payloads are exact bytes.
-public indirect enum JSONValue: Hashable, Sendable {
+public enum JSONValue: Hashable, Sendable {
     case null
     case bool(Bool)
     case int(Int64)

@@ -28,9 +28,19 @@ struct DeliveryCounts {
 
     /// One update a key (a new key's row inserted), then nothing left to apply.
     mutating func apply(_ db: Database) throws {
+        guard deltas.values.contains(where: { $0 != 0 }) else {
+            deltas = [:]
+            return
+        }
+        // Once per key and transaction: its values are bound directly.
+        let update = try db.cachedStatement(sql: "UPDATE delivery_counts SET n = n + ? WHERE state = ? AND reason = ?")
+        let values = SQLiteParameters(directlyBinding: update)
         for (key, n) in deltas where n != 0 {
-            try db.cachedStatement(sql: "UPDATE delivery_counts SET n = n + ? WHERE state = ? AND reason = ?")
-                .execute(arguments: [n, key.state, key.reason])
+            values.reset()
+            try values.integer(1, Int64(n))
+            try values.text(2, key.state)
+            try values.text(3, key.reason)
+            try update.execute()
             if db.changesCount == 0 {
                 try db.cachedStatement(sql: "INSERT INTO delivery_counts (state, reason, n) VALUES (?, ?, ?)")
                     .execute(arguments: [key.state, key.reason, n])

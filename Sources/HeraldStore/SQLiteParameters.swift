@@ -1,3 +1,4 @@
+import GRDB
 import GRDBSQLite
 
 /// Values bound straight to a prepared statement's parameters (1-based), for the statements run
@@ -12,6 +13,13 @@ struct SQLiteParameters {
 
     init(_ statement: OpaquePointer) { self.statement = statement }
 
+    /// The parameters of a statement GRDB runs: GRDB is told they are bound, so its `execute()`
+    /// steps the statement with the values bound here.
+    init(directlyBinding statement: Statement) {
+        statement.setUncheckedArguments([])
+        self.statement = statement.sqliteStatement
+    }
+
     /// SQLite copies the text before `bind` returns (`SQLITE_TRANSIENT`, a macro Swift cannot import).
     private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
@@ -20,7 +28,9 @@ struct SQLiteParameters {
 
     func text(_ index: Int32, _ value: String?) throws(SQLiteCallError) {
         guard let value else { return try null(index) }
-        try check(sqlite3_bind_text(statement, index, value, -1, Self.transient), index)
+        // `withCString` lends a native string's own bytes; passing the String as the pointer
+        // argument would copy it into a new array first.
+        try check(value.withCString { sqlite3_bind_text(statement, index, $0, -1, Self.transient) }, index)
     }
 
     func integer(_ index: Int32, _ value: Int64?) throws(SQLiteCallError) {
@@ -38,6 +48,17 @@ struct SQLiteParameters {
     }
 
     func null(_ index: Int32) throws(SQLiteCallError) { try check(sqlite3_bind_null(statement, index), index) }
+
+    /// Steps the bound statement once: its first row read by `decode`, or nil when it has none.
+    /// The statement is reset before this returns, so no read outlives the call.
+    func firstRow<T>(_ decode: (SQLiteRow) -> T) throws(SQLiteCallError) -> T? {
+        defer { reset() }
+        switch sqlite3_step(statement) {
+        case SQLITE_ROW: return decode(SQLiteRow(statement: statement))
+        case SQLITE_DONE: return nil
+        case let code: throw SQLiteCallError(code: code, message: String(cString: sqlite3_errmsg(sqlite3_db_handle(statement))))
+        }
+    }
 
     private func check(_ code: Int32, _ index: Int32) throws(SQLiteCallError) {
         guard code == SQLITE_OK else {

@@ -115,7 +115,7 @@ struct SQLiteReadConnection {
 
 /// The current row of a stepping statement, read by column position.
 struct SQLiteRow {
-    fileprivate let statement: OpaquePointer
+    let statement: OpaquePointer
 
     func isNull(_ column: Int32) -> Bool { sqlite3_column_type(statement, column) == SQLITE_NULL }
 

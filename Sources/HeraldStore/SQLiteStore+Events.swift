@@ -101,10 +101,8 @@ extension SQLiteStore {
                   coalesce_key, coalesce_ms, fanout)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (dedupe_key) DO NOTHING
                 """)
-        // The insert runs once per event: its values are bound directly. An empty argument list
-        // tells GRDB the parameters are bound, and it executes as usual.
-        insertEvent.setUncheckedArguments([])
-        let eventValues = SQLiteParameters(insertEvent.sqliteStatement)
+        // The insert runs once per event: its values are bound directly.
+        let eventValues = SQLiteParameters(directlyBinding: insertEvent)
         for event in events {
             eventValues.reset()
             try eventValues.text(1, event.id)
@@ -176,8 +174,7 @@ extension SQLiteStore {
                     """)
             deviceByRow = try db.cachedStatement(sql: "SELECT * FROM devices WHERE id = ?")
             // Runs once per delivery: its values are bound directly.
-            insertDelivery.setUncheckedArguments([])
-            values = SQLiteParameters(insertDelivery.sqliteStatement)
+            values = SQLiteParameters(directlyBinding: insertDelivery)
         }
 
         /// `event`'s deliveries to its devices, one per device row; returns how many were made.

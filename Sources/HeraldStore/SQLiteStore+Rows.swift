@@ -35,8 +35,14 @@ extension SQLiteStore {
         _ db: Database, _ id: Int64, _ state: DeliveryState, reason: String?, now: Int64, counts: inout DeliveryCounts
     ) throws {
         let was = try counted(db, id)
-        try db.cachedStatement(sql: "UPDATE deliveries SET state = ?, last_reason = ?, lease_until = NULL, updated_at = ? WHERE id = ?")
-            .execute(arguments: [state.rawValue, reason, now, id])
+        // Once per outcome: its values are bound directly.
+        let update = try db.cachedStatement(sql: "UPDATE deliveries SET state = ?, last_reason = ?, lease_until = NULL, updated_at = ? WHERE id = ?")
+        let values = SQLiteParameters(directlyBinding: update)
+        try values.text(1, state.rawValue)
+        try values.text(2, reason)
+        try values.integer(3, now)
+        try values.integer(4, id)
+        try update.execute()
         if let was { counts.move(from: was, to: (state, reason)) }
     }
 
@@ -51,8 +57,10 @@ extension SQLiteStore {
 
     /// A delivery's state and reason before an outcome changes them (nil: it is gone).
     static func counted(_ db: Database, _ id: Int64) throws -> (DeliveryState, String?)? {
-        try Row.fetchOne(db.cachedStatement(sql: "SELECT state, last_reason FROM deliveries WHERE id = ?"), arguments: [id])
-            .flatMap { row in DeliveryState(rawValue: row[0]).map { ($0, row[1]) } }
+        let values = SQLiteParameters(try db.cachedStatement(sql: "SELECT state, last_reason FROM deliveries WHERE id = ?").sqliteStatement)
+        values.reset()
+        try values.integer(1, id)
+        return try values.firstRow { row in DeliveryState(rawValue: row.text(0)).map { ($0, row.optionalText(1)) } } ?? nil
     }
 
     static func replaceWatchSet(_ db: Database, deviceRowID: Int64, with set: WatchSet) throws {
