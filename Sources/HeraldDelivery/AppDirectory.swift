@@ -153,7 +153,11 @@ public enum SecretComparison {
 
     /// Constant-time equality of two strings' UTF-8 bytes.
     public static func equals(_ a: String, _ b: String) -> Bool {
-        let (x, y) = (Array(a.utf8), Array(b.utf8))
+        var (a, b) = (a, b)
+        return a.withUTF8 { x in b.withUTF8 { y in equals(x, y) } }
+    }
+
+    private static func equals(_ x: UnsafeBufferPointer<UInt8>, _ y: UnsafeBufferPointer<UInt8>) -> Bool {
         var difference = UInt8(truncatingIfNeeded: x.count ^ y.count)
         difference |= UInt8(truncatingIfNeeded: (x.count ^ y.count) >> 8)
         for i in 0..<max(x.count, y.count) {

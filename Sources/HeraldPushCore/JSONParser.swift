@@ -76,6 +76,7 @@ private struct JSONBytesParser {
             return .object([])
         }
         let base = openFields.count
+        if base == 0 { openFields.reserveCapacity(16) }
         while true {
             skipSpace()
             guard at < bytes.count, bytes[at] == UInt8(ascii: "\"") else { throw fail() }
@@ -88,8 +89,15 @@ private struct JSONBytesParser {
             openFields.append(.init(key, value))
             guard try more(before: UInt8(ascii: "}")) else { break }
         }
-        var fields = Array(openFields[base...])
-        openFields.removeSubrange(base...)
+        var fields: [JSONValue.Field]
+        if base == 0 {
+            // The whole stack is this object's: it is handed over, not copied.
+            fields = openFields
+            openFields = []
+        } else {
+            fields = Array(openFields[base...])
+            openFields.removeSubrange(base...)
+        }
         // As the Decodable conformance: sorted keys, the first of a repeated key.
         if zip(fields, fields.dropFirst()).allSatisfy({ $0.key < $1.key }) { return .object(fields) }
         // In place: the standard library's sort is stable (a repeated key's first value stays
@@ -112,11 +120,16 @@ private struct JSONBytesParser {
             return .array([])
         }
         let base = openItems.count
+        if base == 0 { openItems.reserveCapacity(8) }
         while true {
             skipSpace()
             let item = try value(depth: depth)
             openItems.append(item)
             guard try more(before: UInt8(ascii: "]")) else { break }
+        }
+        if base == 0 {
+            defer { openItems = [] }
+            return .array(openItems)
         }
         defer { openItems.removeSubrange(base...) }
         return .array(Array(openItems[base...]))

@@ -37,14 +37,19 @@ extension UUID {
         let milliseconds: UInt64 = since1970.isFinite && since1970 > 0 ? UInt64(min(since1970, Double(0xFFFF_FFFF_FFFF))) : 0
         let high = milliseconds << 16 | 0x7000 | words.0 & 0x0FFF
         let low = words.1 & 0x3FFF_FFFF_FFFF_FFFF | 0x8000_0000_0000_0000
-        return UUID(bytes: withUnsafeBytes(of: (high.bigEndian, low.bigEndian)) { Array($0) })
+        return UUID(high: high, low: low)
     }
 
     /// The UUID whose 16 bytes are `high` then `low` (big-endian), with the version-4 and variant bits set.
     static func random(high: UInt64, low: UInt64) -> UUID {
         let h = high & 0xFFFF_FFFF_FFFF_0FFF | 0x0000_0000_0000_4000
         let l = low & 0x3FFF_FFFF_FFFF_FFFF | 0x8000_0000_0000_0000
-        return UUID(bytes: withUnsafeBytes(of: (h.bigEndian, l.bigEndian)) { Array($0) })
+        return UUID(high: h, low: l)
+    }
+
+    /// The UUID whose 16 bytes are `high` then `low`, big-endian, as they are.
+    init(high: UInt64, low: UInt64) {
+        self.init(uuid: unsafeBitCast((high.bigEndian, low.bigEndian), to: uuid_t.self))
     }
 
     /// The UUID of 16 bytes.
