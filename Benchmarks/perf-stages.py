@@ -138,6 +138,23 @@ def callgrind_functions(path: str) -> dict:
     return counts
 
 
+def callgrind_allocations(path: str) -> int:
+    """Calls to malloc and calloc (Swift's objects, arrays and strings, and C's own), from the
+    call counts in callgrind's output, whose function names are numbered after first use."""
+    names, callee, total = {}, None, 0
+    for line in open(path, errors="replace"):
+        m = re.match(r"(c?fn)=\((\d+)\)(?: (.*))?$", line.rstrip("\n"))
+        if m:
+            if m.group(3) is not None:
+                names[m.group(2)] = m.group(3)
+            if m.group(1) == "cfn":
+                callee = names.get(m.group(2))
+            continue
+        if line.startswith("calls=") and callee in ("malloc", "calloc"):
+            total += int(line[6:].split()[0])
+    return total
+
+
 def callgrind_main(args: list) -> None:
     path, minus, events = args[args.index("--callgrind") + 1], None, 1
     if "--minus" in args:
@@ -153,6 +170,8 @@ def callgrind_main(args: list) -> None:
         stages[stage(dso, re.sub(r"\(.*", "", sym) if not sym.startswith("$") else sym)] += n
     total = sum(stages.values())
     print(f"instructions per event: {total / events:,.0f}")
+    allocations = callgrind_allocations(path) - (callgrind_allocations(minus) if minus else 0)
+    print(f"heap allocations per event (malloc, calloc): {allocations / events:,.1f}")
     print("| stage | instructions per event | share |")
     print("|---|---:|---:|")
     for i in sorted(stages, key=lambda i: -stages[i]):
