@@ -89,15 +89,7 @@ private struct JSONBytesParser {
             openFields.append(.init(key, value))
             guard try more(before: UInt8(ascii: "}")) else { break }
         }
-        var fields: [JSONValue.Field]
-        if base == 0 {
-            // The whole stack is this object's: it is handed over, not copied.
-            fields = openFields
-            openFields = []
-        } else {
-            fields = Array(openFields[base...])
-            openFields.removeSubrange(base...)
-        }
+        var fields = Self.close(&openFields, from: base)
         // As the Decodable conformance: sorted keys, the first of a repeated key.
         if zip(fields, fields.dropFirst()).allSatisfy({ $0.key < $1.key }) { return .object(fields) }
         // In place: the standard library's sort is stable (a repeated key's first value stays
@@ -127,12 +119,18 @@ private struct JSONBytesParser {
             openItems.append(item)
             guard try more(before: UInt8(ascii: "]")) else { break }
         }
+        return .array(Self.close(&openItems, from: base))
+    }
+
+    /// The elements of the container that opened at `base`, taken off `open`: the outermost
+    /// container is handed the whole stack, an inner one a copy at its size.
+    static func close<Element>(_ open: inout [Element], from base: Int) -> [Element] {
         if base == 0 {
-            defer { openItems = [] }
-            return .array(openItems)
+            defer { open = [] }
+            return open
         }
-        defer { openItems.removeSubrange(base...) }
-        return .array(Array(openItems[base...]))
+        defer { open.removeSubrange(base...) }
+        return Array(open[base...])
     }
 
     /// After a container's element: true past a `,` (another follows), false past `closer`.
