@@ -59,7 +59,7 @@ public func buildApplication(
     logger: Logger, onListening: @escaping @Sendable (ListeningAddresses) -> Void = ReadinessLine.print
 ) async throws -> HeraldApplication {
     try await SigningKeyRecord.check(settings.apps, store: store, shared: settings.postgresURL != nil, replacing: settings.signingKeyReplaces)
-    let group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
+    let group = MultiThreadedEventLoopGroup(numberOfThreads: settings.eventLoops)
     let pushServices = settings.pushServices
     let push = try await PushServices.assemble(settings: settings, store: store, eventLoopGroup: group)
     let simulators = BuiltInSimulators(push.assembled.compactMap(\.simulator), logger: logger)

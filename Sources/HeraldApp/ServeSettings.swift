@@ -7,6 +7,7 @@ public import HeraldPushService
 import HeraldServer
 public import HeraldStore
 import KasiaProtocol
+import NIOCore
 
 /// `herald serve`'s settings from the `HERALD_*` environment.
 public struct ServeSettings: Sendable {
@@ -97,6 +98,11 @@ public struct ServeSettings: Sendable {
     /// `HERALD_HTTP_REQUEST_TIMEOUT_SECONDS`: a request's head and body must arrive whole within
     /// this (default 15), however the client spaces its bytes.
     var httpRequestTimeoutSeconds = 15
+    /// `HERALD_EVENT_LOOPS`: the NIO event-loop threads that carry the HTTP listeners and the push
+    /// services' connections (default half the cores, at least 1). Tasks run on Swift's cooperative
+    /// pool, a thread per core; a loop per core as well made twice as many threads as cores wake
+    /// for each request (Benchmarks/README.md, "Matrix notifies").
+    var eventLoops = ServeSettings.defaultEventLoops(cores: System.coreCount)
     /// The open-file limit `herald serve` runs with: the soft limit, raised to the hard one at start.
     var openFileLimit = OpenFileLimit.current()
     /// `HERALD_MAX_CONNECTIONS`: client connections open at once (default: the open-file limit
@@ -231,6 +237,7 @@ public struct ServeSettings: Sendable {
         if let value = try Self.integer(env, "HERALD_HTTP_REQUEST_TIMEOUT_SECONDS", in: 1...600, "is a whole number of seconds from 1 to 600") {
             httpRequestTimeoutSeconds = value
         }
+        if let value = try Self.integer(env, "HERALD_EVENT_LOOPS", in: 1...1_024, "is a whole number of threads from 1 to 1024") { eventLoops = value }
         // Client connections never take the descriptors the store and the push services need.
         let connectionCeiling = ConnectionLimits.ceiling(openFileLimit: openFileLimit)
         maximumConnections = ConnectionLimits.defaultMaximum(openFileLimit: openFileLimit)
@@ -398,6 +405,9 @@ public struct ServeSettings: Sendable {
         }
         return keys
     }
+
+    /// Half the cores, at least one: the loops share the cores with the cooperative pool.
+    static func defaultEventLoops(cores: Int) -> Int { max(1, cores / 2) }
 
     /// A whole number from `range`, when the variable is set; else exit 2 with `message`.
     private static func integer(_ env: [String: String], _ name: String, in range: ClosedRange<Int>, _ message: String) throws -> Int? {

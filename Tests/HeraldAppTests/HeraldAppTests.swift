@@ -1,6 +1,6 @@
 import Foundation
 import HeraldAPNsCore
-import HeraldApp
+@testable import HeraldApp
 import HeraldCore
 import HeraldDelivery
 import HeraldPushService
@@ -126,6 +126,12 @@ struct HeraldAppTests {
             let apps = try ServeSettings(environment: ["HERALD_CONFIG": file.path]).apps.map(\.settings)
             #expect(apps.map { $0.sealing?.sessions.lifetime } == [3_600, 86_400])
         }
+    }
+
+    @Test("the event loops are half the cores, at least one, unless HERALD_EVENT_LOOPS says")
+    func eventLoops() throws {
+        #expect([1, 2, 3, 8, 64].map { ServeSettings.defaultEventLoops(cores: $0) } == [1, 1, 1, 4, 32])
+        #expect(try ServeSettings(environment: ["HERALD_EVENT_LOOPS": "4"]).eventLoops == 4)
     }
 
     @Test("buildApplication serves the API and the admin listener on its defaults, and stops on request")

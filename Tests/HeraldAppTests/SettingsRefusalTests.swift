@@ -77,6 +77,8 @@ let badVariables: [([String: String], String)] = [
         (["HERALD_MAX_CONNECTIONS": "0"], "HERALD_MAX_CONNECTIONS"),
         (["HERALD_MAX_CONNECTIONS": "99999999"], "HERALD_MAX_CONNECTIONS"),
         (["HERALD_HTTP_REQUEST_TIMEOUT_SECONDS": "0"], "HERALD_HTTP_REQUEST_TIMEOUT_SECONDS"),
+        (["HERALD_EVENT_LOOPS": "0"], "HERALD_EVENT_LOOPS"),
+        (["HERALD_EVENT_LOOPS": "99999999999999999999"], "HERALD_EVENT_LOOPS"),
         // Numbers past what their conversion to seconds and dates can hold: refused, never a crash.
         (["HERALD_STALE_AFTER_DAYS": "999999999999"], "HERALD_STALE_AFTER_DAYS"),
         (["HERALD_KASPA_MAX_AGE": "99999999999999999d"], "HERALD_KASPA_MAX_AGE"),

@@ -120,6 +120,32 @@ struct LimitsTests {
         #expect(try await register(token, keys: ["session:a"], pad: 1_500).0 == 200)
     }
 
+    @Test("HERALD_EVENT_LOOPS sets the event-loop threads that carry every socket; one carries a registration, a publish and its push", arguments: [1, 3])
+    func eventLoops(count: Int) async throws {
+        let (serve, directory) = try Self.start(["HERALD_EVENT_LOOPS": "\(count)"])
+        defer {
+            serve.process.kill(SIGKILL)
+            try? FileManager.default.removeItem(at: directory)
+        }
+        let tasks = "/proc/\(serve.process.process.processIdentifier)/task"
+        let threads = try FileManager.default.contentsOfDirectory(atPath: tasks).compactMap {
+            try? String(contentsOfFile: tasks + "/" + $0 + "/comm", encoding: .utf8)
+        }
+        // NIO names a group's loop threads NIO-ELT-<group>-#<n>; the built-in simulators share the group.
+        #expect(threads.filter { $0.hasPrefix("NIO-ELT-") }.count == count, "\(threads.sorted())")
+        let token = String(repeating: "5e", count: 32)
+        let registration = #"{"device_token":"\#(token)","platform":"ios","watched_addresses":["session:loops"]}"#
+        #expect(try await http("POST", serve.api + "/v1/push/register", registration).0 == 200)
+        let event = #"{"template":"custom","targets":{"keys":["session:loops"]},"fields":{"aps":{"alert":"one loop"}}}"#
+        #expect(try await http("POST", serve.api + "/v1/events", event, bearer: "publisher-key-limits-0123").0 == 202)
+        var pushes: [[String: Any]] = []
+        for _ in 0..<600 where pushes.isEmpty {
+            pushes = try await AndroidDeliveryTests.apnsPushes(serve, token: token)
+            if pushes.isEmpty { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(pushes.count == 1)
+    }
+
     @Test("a limit out of range in the environment ends the start with exit 2, naming the variable", arguments: [
         ("HERALD_MAX_WATCH_KEYS", "0"), ("HERALD_MAX_ALIASES", "many"), ("HERALD_MAX_BODY_BYTES", "100"),
         ("HERALD_MAX_BATCH_BODY_BYTES", "9223372036854775808"),
