@@ -138,12 +138,8 @@ struct LimitsTests {
         #expect(try await http("POST", serve.api + "/v1/push/register", registration).0 == 200)
         let event = #"{"template":"custom","targets":{"keys":["session:loops"]},"fields":{"aps":{"alert":"one loop"}}}"#
         #expect(try await http("POST", serve.api + "/v1/events", event, bearer: "publisher-key-limits-0123").0 == 202)
-        var pushes: [[String: Any]] = []
-        for _ in 0..<600 where pushes.isEmpty {
-            pushes = try await AndroidDeliveryTests.apnsPushes(serve, token: token)
-            if pushes.isEmpty { try await Task.sleep(for: .milliseconds(50)) }
-        }
-        #expect(pushes.count == 1)
+        try await eventually { try await !AndroidDeliveryTests.apnsPushes(serve, token: token).isEmpty }
+        #expect(try await AndroidDeliveryTests.apnsPushes(serve, token: token).count == 1)
     }
 
     @Test("a limit out of range in the environment ends the start with exit 2, naming the variable", arguments: [
