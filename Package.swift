@@ -193,13 +193,15 @@ let package = Package(
         .target(
             name: "HeraldStore",
             dependencies: [
-                "HeraldCore", .product(name: "GRDB", package: "GRDB.swift"),
+                "CHeraldSQLite", "HeraldCore", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 "HeraldPushCore", .product(name: "KasiaProtocol", package: "HeraldKit"), .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
+        // SQLite's process-wide settings, whose call (variadic C) Swift cannot make.
+        .target(name: "CHeraldSQLite", linkerSettings: [.linkedLibrary("sqlite3")]),
         // The Matrix Push Gateway API as values, no I/O: the notify body, the app_id map, pushkeys as
         // devices, and Sygnal-shaped payloads for APNs, FCM and Web Push.
         .target(name: "HeraldMatrix", dependencies: ["HeraldAPNsCore", "HeraldCore", "HeraldFCMCore", "HeraldPushCore", "HeraldWebPushCore", .product(name: "KasiaProtocol", package: "HeraldKit"), .product(name: "WebPushCrypto", package: "HeraldKit")]),

@@ -1,3 +1,4 @@
+import CHeraldSQLite
 import Foundation
 import GRDB
 public import HeraldPushCore
@@ -20,6 +21,11 @@ public final class SQLiteStore: Store {
 
     /// Opens (creating if needed) the database at `path`. Call `migrate()` before use.
     /// - Parameter platforms: the push services whose lanes the expiry sweep and `queues()` cover.
+    /// SQLite's memory statistics off for the process, before the first store's connections
+    /// initialize SQLite (later, SQLite refuses the setting, and it stays on: slower, no different).
+    /// Counting them takes a process-wide mutex on each of SQLite's allocations and frees.
+    private static let memoryStatisticsOff: Void = { _ = herald_sqlite_disable_memory_statistics() }()
+
     public init(path: String, platforms: [Platform] = Platform.builtIn) throws {
         // The database holds every device token: readable by its owner only. SQLite gives its WAL
         // and shared-memory files the database file's mode, so creating it 0600 covers all three.
@@ -27,6 +33,7 @@ public final class SQLiteStore: Store {
             let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
             if fd >= 0 { Glibc.close(fd) }
         }
+        _ = Self.memoryStatisticsOff
         var configuration = Configuration()
         configuration.foreignKeysEnabled = true
         configuration.busyMode = .timeout(10)
