@@ -19,13 +19,13 @@ public final class SQLiteStore: Store {
     /// The platforms of `everyLane`, as an SQL list: one app's lanes are `app_id = ? AND platform IN (…)`.
     let lanePlatforms: String
 
-    /// Opens (creating if needed) the database at `path`. Call `migrate()` before use.
-    /// - Parameter platforms: the push services whose lanes the expiry sweep and `queues()` cover.
     /// SQLite's memory statistics off for the process, before the first store's connections
     /// initialize SQLite (later, SQLite refuses the setting, and it stays on: slower, no different).
     /// Counting them takes a process-wide mutex on each of SQLite's allocations and frees.
     private static let memoryStatisticsOff: Void = { _ = herald_sqlite_disable_memory_statistics() }()
 
+    /// Opens (creating if needed) the database at `path`. Call `migrate()` before use.
+    /// - Parameter platforms: the push services whose lanes the expiry sweep and `queues()` cover.
     public init(path: String, platforms: [Platform] = Platform.builtIn) throws {
         // The database holds every device token: readable by its owner only. SQLite gives its WAL
         // and shared-memory files the database file's mode, so creating it 0600 covers all three.
