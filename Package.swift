@@ -451,6 +451,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 "HeraldAPNsCore", "HeraldPushCore", "HeraldWebPushCore", "HeraldFCMCore", .product(name: "KasiaProtocol", package: "HeraldKit"), .product(name: "Logging", package: "swift-log"), .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
             ]
         ),
     ]

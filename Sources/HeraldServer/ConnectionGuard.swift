@@ -17,6 +17,11 @@ public struct ConnectionLimits: Sendable {
     public var idleTimeout: TimeAmount
     /// From a request's last byte to its answer handed to the connection.
     public var answerTimeout: TimeAmount = .seconds(60)
+    /// After an answer given before its request's body ended, how long the connection keeps
+    /// reading (and dropping) what the client still sends before it closes; not reset by each byte.
+    public var lingerTimeout: TimeAmount = .seconds(2)
+    /// How much of such a body the connection reads and drops before it closes.
+    public var lingerBytes = 1 << 20
 
     public init(maximumConnections: Int, requestTimeout: TimeAmount = .seconds(15), idleTimeout: TimeAmount = .seconds(30)) {
         self.maximumConnections = max(1, maximumConnections)
@@ -148,9 +153,13 @@ public final class ConnectionTable: Sendable {
 /// `maximumPipelinedRequests` requests may wait for their answers on one connection (one more
 /// closes it, dropping the rest of what it sent), and while the connection cannot take more writes
 /// (its unsent answers are past the channel's high watermark, 64 KiB) nothing more is read from
-/// it and a new request closes it. A request answered before
-/// its body ended (a 401, 413 or 429 given on the head) closes its connection once the answer is
-/// written, rather than waiting out the rest of a body trickled in.
+/// it and a new request closes it. A request answered before its body ended (a 400, 401, 413 or 429
+/// given on the head) is answered with `Connection: close`, so the client does not send its next
+/// request on this connection; then the connection closes in stages, as RFC 9112 §9.6 asks: its
+/// output at once, after the answer, and its input once the client closes, `lingerTimeout` passes
+/// or `lingerBytes` of the rest arrive, whichever is first. Closing at once would reset the client
+/// still sending its body, and a reset can cost it the answer; waiting out a trickled body would
+/// let a client hold the connection.
 public final class ConnectionGuardHandler: ChannelDuplexHandler, RemovableChannelHandler {
     public typealias InboundIn = HTTPRequestPart
     public typealias InboundOut = HTTPRequestPart
@@ -168,6 +177,13 @@ public final class ConnectionGuardHandler: ChannelDuplexHandler, RemovableChanne
     private var readHeld = false
     /// Closed for what it sent: the rest of its parts are dropped.
     private var closing = false
+    /// The answer being written was given before its request's body ended: the connection closes after it.
+    private var closesAfterAnswer = false
+    /// Body bytes dropped since the answer that closes the connection.
+    private var dropped = 0
+    /// The answer being written is for the request still arriving: every request read whole has
+    /// its answer (answers go out in order, so one read whole would be answered first).
+    private var answeringUnfinishedRequest: Bool { receiving && unanswered == 0 }
     /// Requests one connection may have waiting for their answers (HTTP/1.1 pipelining): each
     /// parsed request is kept until it is answered, so this bounds what a client that sends
     /// thousands per write and reads nothing costs.
@@ -215,8 +231,16 @@ public final class ConnectionGuardHandler: ChannelDuplexHandler, RemovableChanne
     }
 
     public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard !closing else { return }
-        switch unwrapInboundIn(data) {
+        let part = unwrapInboundIn(data)
+        guard !closing else {
+            // Lingering: read and dropped, up to a bound.
+            if case .body(let buffer) = part {
+                dropped += buffer.readableBytes
+                if dropped > table.limits.lingerBytes { context.close(promise: nil) }
+            }
+            return
+        }
+        switch part {
         case .head:
             // Too many requests waiting, or earlier answers sitting unsent: the client is not
             // reading what it asked for.
@@ -228,8 +252,8 @@ public final class ConnectionGuardHandler: ChannelDuplexHandler, RemovableChanne
             receiving = true
         case .end:
             receiving = false
+            unanswered += 1
             if let id {
-                unanswered += 1
                 table.set(id, .answering)
                 arm(context: context, in: table.limits.answerTimeout)
             }
@@ -240,26 +264,37 @@ public final class ConnectionGuardHandler: ChannelDuplexHandler, RemovableChanne
     }
 
     public func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        guard case .end = unwrapOutboundIn(data) else {
-            context.write(data, promise: promise)
-            return
-        }
-        if receiving {
-            // Answered before its body ended: nothing more of this connection is worth reading.
-            let channel = context.channel
-            let written = promise ?? context.eventLoop.makePromise()
-            written.futureResult.whenComplete { _ in channel.close(promise: nil) }
-            context.writeAndFlush(data, promise: written)
-            return
-        }
-        if let id {
+        switch unwrapOutboundIn(data) {
+        case .head(var response) where answeringUnfinishedRequest && response.status.kind != .informational:
+            // Answered before its body ended: the client is told the connection closes after this
+            // answer, so it opens a new one for its next request instead of losing it on this one.
+            closesAfterAnswer = true
+            response.headerFields[.connection] = "close"
+            context.write(wrapOutboundOut(.head(response)), promise: promise)
+        case .end where closesAfterAnswer || answeringUnfinishedRequest:
+            context.writeAndFlush(data, promise: promise)
+            linger(context: context)
+        case .end:
             unanswered = max(0, unanswered - 1)
-            if unanswered == 0 {
+            if unanswered == 0, let id {
                 table.set(id, .idle)
                 arm(context: context, in: table.limits.idleTimeout + table.limits.requestTimeout)
             }
+            context.write(data, promise: promise)
+        case .head, .body:
+            context.write(data, promise: promise)
         }
-        context.write(data, promise: promise)
+    }
+
+    /// The staged close after an answer given before its request's body ended: output shut once
+    /// the answer is out (NIO waits for the pending writes), the rest of the body read and dropped
+    /// until the client closes (then NIO closes the channel) or a bound is reached.
+    private func linger(context: ChannelHandlerContext) {
+        closing = true
+        receiving = false
+        if let id { table.set(id, .idle) }
+        context.close(mode: .output, promise: nil)
+        arm(context: context, in: table.limits.lingerTimeout)
     }
 
     /// Reads wait while the connection cannot take more writes.

@@ -50,9 +50,11 @@ struct PipeliningClientTests {
         #expect(serve.process.process.terminationStatus == 0, "\(serve.process.fullLog().suffix(2_000))")
     }
 
-    /// A request announcing a body over the limit, whose body never comes: what the client reads.
+    /// A request announcing a body over the limit: its status, whether the answer says
+    /// `Connection: close`, and what becomes of the body the client sends after reading it to the
+    /// connection's end ("clean": read by Herald; "reset": the connection was gone).
     static let refusedEarly = """
-        import socket, sys
+        import socket, sys, time
         s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=60)
         s.sendall(b"POST /v1/push/register HTTP/1.1\\r\\nHost: x\\r\\nContent-Type: application/json\\r\\nContent-Length: 10000000\\r\\n\\r\\n{")
         answer = b""
@@ -60,28 +62,75 @@ struct PipeliningClientTests {
             while True:
                 chunk = s.recv(4096)
                 if not chunk:
-                    print(answer.split(b" ")[1].decode() + " closed")
                     break
                 answer += chunk
         except socket.timeout:
             print(answer.split(b" ")[1].decode() + " still open")
+            sys.exit(0)
+        head = answer.split(b"\\r\\n\\r\\n")[0].lower().split(b"\\r\\n")
+        status = head[0].split(b" ")[1].decode()
+        try:
+            for _ in range(16):
+                s.sendall(b" " * 4096)
+            s.shutdown(socket.SHUT_WR)
+            time.sleep(0.3)  # room for a reset to arrive, had Herald closed at once
+            outcome = "reset" if s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) else "clean"
+        except OSError:
+            outcome = "reset"
+        print(status, "close" if b"connection: close" in head else "keep-alive", outcome)
         """
 
-    @Test("a request answered before its body ends (413 on the head) closes its connection, rather than waiting out a trickled body")
-    func answeredEarlyCloses() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-early-\(UUID())")
+    /// Runs a Python client (`script`, given the API's port and `arguments`) against a fresh
+    /// `herald serve` with `environment`; its output's words, and its error output.
+    static func client(_ script: String, _ arguments: [String] = [], environment: [String: String]) async throws -> ([String], String) {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-client-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        // A request deadline longer than the client waits: only the early close can end the connection.
-        let serve = try ServeProcess(environment: [
+        let serve = try ServeProcess(environment: environment.merging([
             "HERALD_DATABASE_URL": "sqlite:" + directory.appendingPathComponent("herald.sqlite").path, "HERALD_HTTP_PORT": "0",
-            "HERALD_HTTP_REQUEST_TIMEOUT_SECONDS": "600",
-        ])
+        ]) { $1 })
         defer { serve.process.kill(SIGTERM) }
         let port = try #require(serve.api.split(separator: ":").last.map(String.init))
-        let output = try await runProcessOffPool(URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", Self.refusedEarly, port])
-        #expect(String(decoding: output.stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) == "413 closed",
-                "\(String(decoding: output.stdout + output.stderr, as: UTF8.self))")
+        let output = try await runProcessOffPool(URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", script, port] + arguments)
+        let words = String(decoding: output.stdout, as: UTF8.self).split(whereSeparator: \.isWhitespace).map(String.init)
+        return (words, String(decoding: output.stderr, as: UTF8.self))
+    }
+
+    @Test("a request answered before its body ends (413 on the head) says Connection: close and closes in stages: the rest of the body is read, not reset")
+    func answeredEarlyCloses() async throws {
+        // A request deadline longer than the client waits: only the early close can end the connection.
+        let (words, errors) = try await Self.client(Self.refusedEarly, environment: ["HERALD_HTTP_REQUEST_TIMEOUT_SECONDS": "600"])
+        #expect(words == ["413", "close", "clean"], "\(words) \(errors)")
+    }
+
+    /// After an answer given on the head, a client that keeps sending: 64 MiB as fast as it can
+    /// (`flood`), or a byte every 100 ms for 10 s (`trickle`). How much went out before Herald
+    /// closed the connection, or "open".
+    static let lingering = """
+        import socket, sys, time
+        s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=30)
+        s.sendall(b"POST /v1/push/register HTTP/1.1\\r\\nHost: x\\r\\nContent-Type: application/json\\r\\nContent-Length: 100000000\\r\\n\\r\\n{")
+        s.recv(4096)
+        size, count, pause = (65536, 1024, 0) if sys.argv[2] == "flood" else (1, 100, 0.1)
+        sent = 0
+        try:
+            for _ in range(count):
+                time.sleep(pause)
+                s.sendall(b" " * size)
+                sent += size
+            print("open", sent)
+        except OSError:
+            print("closed", sent)
+        """
+
+    @Test("after an early answer the connection reads at most about 1 MiB more and lingers at most 2 s, however the client sends", arguments: ["flood", "trickle"])
+    func lingerIsBounded(client: String) async throws {
+        let (words, errors) = try await Self.client(Self.lingering, [client], environment: ["HERALD_HTTP_REQUEST_TIMEOUT_SECONDS": "600"])
+        #expect(words.first == "closed", "\(words) \(errors)")
+        // The flood: 1 MiB read and dropped, plus what the two sockets' buffers held; without the
+        // byte bound it would run for the whole 2 s. The trickle: 2 s of 10 bytes a second.
+        let sent = Int(words.last ?? "") ?? .max
+        #expect(sent < (client == "flood" ? 32 << 20 : 100), "\(words)")
     }
 
     /// A body trickled a byte every half second, 60 bytes of the 100 announced: how many bytes
@@ -110,20 +159,11 @@ struct PipeliningClientTests {
 
     @Test("a request must arrive whole within HERALD_HTTP_REQUEST_TIMEOUT_SECONDS: a body trickled a byte at a time is cut off, each byte resetting nothing")
     func wholeRequestDeadline() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-trickle-\(UUID())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
         // 2 s for the whole request; the client would take 30 s to send 60 bytes of its body. An
         // idle timeout reset by each byte would never end it.
-        let serve = try ServeProcess(environment: [
-            "HERALD_DATABASE_URL": "sqlite:" + directory.appendingPathComponent("herald.sqlite").path, "HERALD_HTTP_PORT": "0",
-            "HERALD_HTTP_REQUEST_TIMEOUT_SECONDS": "2", "HERALD_HTTP_IDLE_TIMEOUT_SECONDS": "3600",
-        ])
-        defer { serve.process.kill(SIGTERM) }
-        let port = try #require(serve.api.split(separator: ":").last.map(String.init))
-        let output = try await runProcessOffPool(URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", Self.trickle, port])
-        let words = String(decoding: output.stdout, as: UTF8.self).split(separator: " ").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
-        #expect(words.last == "closed", "\(words) \(String(decoding: output.stderr, as: UTF8.self))")
+        let (words, errors) = try await Self.client(
+            Self.trickle, environment: ["HERALD_HTTP_REQUEST_TIMEOUT_SECONDS": "2", "HERALD_HTTP_IDLE_TIMEOUT_SECONDS": "3600"])
+        #expect(words.last == "closed", "\(words) \(errors)")
         #expect((Int(words.first ?? "") ?? 0) < 60, "\(words)")
     }
 }
