@@ -291,7 +291,6 @@ public final class ConnectionGuardHandler: ChannelDuplexHandler, RemovableChanne
     /// until the client closes (then NIO closes the channel) or a bound is reached.
     private func linger(context: ChannelHandlerContext) {
         closing = true
-        receiving = false
         if let id { table.set(id, .idle) }
         context.close(mode: .output, promise: nil)
         arm(context: context, in: table.limits.lingerTimeout)

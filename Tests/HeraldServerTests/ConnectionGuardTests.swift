@@ -6,12 +6,50 @@ import Testing
 
 @testable import HeraldServer
 
-/// Which answers close their connection: only one given before its own request's body ended.
+/// Stands in for the socket's half-close, which `EmbeddedChannel` would take as a full close:
+/// records that the output was shut and keeps the channel open for what the client still sends.
+final class OutputShutRecorder: ChannelOutboundHandler {
+    typealias OutboundIn = NIOAny
+    var outputShut = false
+
+    func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
+        guard mode == .output else { return context.close(mode: mode, promise: promise) }
+        outputShut = true
+        promise?.succeed(())
+    }
+}
+
+/// Which answers close their connection (only one given before its own request's body ended),
+/// and the bounds on the staged close and on a request's arrival, on the embedded loop's clock.
 @Suite("Connection guard: answers given early")
 struct ConnectionGuardTests {
-    func connection() throws -> EmbeddedChannel {
-        let table = ConnectionTable(limits: ConnectionLimits(maximumConnections: 10))
-        return EmbeddedChannel(handler: table.handler())
+    static let limits = ConnectionLimits(maximumConnections: 10, requestTimeout: .seconds(2))
+
+    func connection(_ recorder: OutputShutRecorder = OutputShutRecorder()) throws -> EmbeddedChannel {
+        let table = ConnectionTable(limits: Self.limits)
+        let channel = EmbeddedChannel()
+        try channel.pipeline.syncOperations.addHandlers(recorder, table.handler())
+        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
+        return channel
+    }
+
+    /// A body byte every 100 ms on the embedded loop's clock, for `duration`.
+    func trickle(_ channel: EmbeddedChannel, for duration: TimeAmount) throws {
+        for _ in 0..<(duration.nanoseconds / TimeAmount.milliseconds(100).nanoseconds) {
+            channel.embeddedEventLoop.advanceTime(by: .milliseconds(100))
+            try channel.writeInbound(HTTPRequestPart.body(ByteBuffer(string: " ")))
+        }
+    }
+
+    /// A request whose body has not ended, answered 401: what stays of the connection.
+    func answeredEarly(_ recorder: OutputShutRecorder) throws -> EmbeddedChannel {
+        let channel = try connection(recorder)
+        try channel.writeInbound(request())
+        _ = try channel.readInbound(as: HTTPRequestPart.self)
+        _ = try answer(channel, .unauthorized)
+        try channel.writeOutbound(HTTPResponsePart.end(nil))
+        _ = try channel.readOutbound(as: HTTPResponsePart.self)
+        return channel
     }
 
     func request() -> HTTPRequestPart { .head(HTTPRequest(method: .post, scheme: nil, authority: nil, path: "/v1/events")) }
@@ -67,5 +105,38 @@ struct ConnectionGuardTests {
         try channel.writeInbound(request())
         #expect(try channel.readInbound(as: HTTPRequestPart.self) != nil)
         _ = try? channel.finish()
+    }
+
+    @Test("after an early answer the output shuts at once, and the input within 2 s however the client trickles")
+    func lingerTimeout() throws {
+        let recorder = OutputShutRecorder()
+        let channel = try answeredEarly(recorder)
+        #expect(recorder.outputShut && channel.isActive)
+        try trickle(channel, for: .milliseconds(1_900))
+        #expect(channel.isActive)
+        // docs/security.md's 2 s.
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(100))
+        #expect(!channel.isActive)
+    }
+
+    @Test("after an early answer the input closes once 1 MiB more has arrived")
+    func lingerBytes() throws {
+        let channel = try answeredEarly(OutputShutRecorder())
+        let chunk = ByteBuffer(repeating: 0x20, count: 64 << 10)
+        // docs/security.md's 1 MiB.
+        for _ in 0..<((1 << 20) / chunk.readableBytes) { try channel.writeInbound(HTTPRequestPart.body(chunk)) }
+        #expect(channel.isActive)
+        try channel.writeInbound(HTTPRequestPart.body(ByteBuffer(string: " ")))
+        #expect(!channel.isActive)
+    }
+
+    @Test("a request must arrive whole within requestTimeout: bytes trickled in do not reset it")
+    func requestTimeout() throws {
+        let channel = try connection()
+        try channel.writeInbound(request())
+        try trickle(channel, for: .milliseconds(1_900))
+        #expect(channel.isActive)
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(100))
+        #expect(!channel.isActive)
     }
 }
