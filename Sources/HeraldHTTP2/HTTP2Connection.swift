@@ -141,8 +141,10 @@ package final class HTTP2ConnectionHandler: ChannelDuplexHandler {
     }
 
     /// Opens a stream for each request (the batch a caller already has in hand), in one hop to
-    /// the event loop.
+    /// the event loop and one socket write at the turn's end: the batch's streams do not wait
+    /// for each other's answers, so holding the first for the rest costs no latency.
     func send(_ batch: [(HTTP2Request, EventLoopPromise<HTTP2Response>)], deadline: NIODeadline) {
+        if batch.count > 1 { flushes.holdUntilTurnEnds() }
         for (request, promise) in batch { send(request, deadline: deadline, promise: promise) }
     }
 

@@ -65,6 +65,8 @@ package final class HTTP2ConnectionPool: Sendable {
         package var connecting: Int
         package var draining: Int
         package var maxStreams: [Int]
+        /// Streams in flight on each ready connection, in `maxStreams`' order.
+        package var inFlight: [Int] = []
         package var waiting: Int
     }
 
@@ -79,7 +81,10 @@ package final class HTTP2ConnectionPool: Sendable {
             for c in s.connections.values {
                 switch c.phase {
                 case .connecting: snap.connecting += 1
-                case .ready: snap.ready += 1; snap.maxStreams.append(c.maxStreams ?? 0)
+                case .ready:
+                    snap.ready += 1
+                    snap.maxStreams.append(c.maxStreams ?? 0)
+                    snap.inFlight.append(c.inFlight)
                 case .draining: snap.draining += 1
                 }
             }
@@ -121,8 +126,13 @@ package final class HTTP2ConnectionPool: Sendable {
     }
 
     /// Sends several requests as `submit` sends each, but those that find a stream go to their
-    /// connection in one hop and one flush: a caller with a batch in hand pays the event-loop
-    /// hand-over and the socket write once. The futures are in the requests' order.
+    /// connection in one hop and one flush, filling a connection up to its share of the batch
+    /// before the next: a caller with a batch in hand pays the event-loop hand-over and the
+    /// socket write once. The futures are in the requests' order.
+    /// A batch's streams go to one connection up to this many (or an even share of the batch
+    /// over the ready connections, if larger) before the next connection is taken.
+    static let batchStreamsPerConnection = 32
+
     package func submit(_ requests: [HTTP2Request], deadline: NIODeadline) -> [EventLoopFuture<HTTP2Response>] {
         guard requests.count > 1 else { return requests.map { submit($0, deadline: deadline) } }
         var toOpen: [(Int, EventLoop)] = []
@@ -130,9 +140,21 @@ package final class HTTP2ConnectionPool: Sendable {
         var futures: [EventLoopFuture<HTTP2Response>?] = Array(repeating: nil, count: requests.count)
         let shutDown = state.withLock { s -> Bool in
             if s.shutDown { return true }
+            // The batch fills one connection before the next, up to its share: its streams then
+            // share that connection's socket writes and come back in its reads, where a stream
+            // each on the least loaded connections took a write and a read each.
+            let ready = s.connections.values.filter { $0.phase == .ready }.count
+            let share = max(Self.batchStreamsPerConnection, (requests.count + ready - 1) / max(1, ready))
+            var filling: (lease: Lease, count: Int)?
             for (index, request) in requests.enumerated() {
+                if let current = filling, current.count < share, Self.takeStream(&s, on: current.lease) {
+                    leased.append((index, current.lease))
+                    filling!.count += 1
+                    continue
+                }
                 if let lease = Self.takeLease(&s) {
                     leased.append((index, lease))
+                    filling = (lease, 1)
                     continue
                 }
                 if toOpen.isEmpty { toOpen = self.connectionsToOpen(&s) }
@@ -207,6 +229,13 @@ package final class HTTP2ConnectionPool: Sendable {
         guard let best else { return nil }
         s.connections[best.id]!.inFlight += 1
         return Lease(connectionID: best.id, handle: best.handle)
+    }
+
+    /// One more stream on `lease`'s connection, if it is still ready and has room.
+    private static func takeStream(_ s: inout State, on lease: Lease) -> Bool {
+        guard let c = s.connections[lease.connectionID], c.phase == .ready, let limit = c.maxStreams, c.inFlight < limit else { return false }
+        s.connections[lease.connectionID]!.inFlight += 1
+        return true
     }
 
     private static func serveWaiters(_ s: inout State) -> [(Waiter, Lease)] {
