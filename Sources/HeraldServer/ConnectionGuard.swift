@@ -168,7 +168,13 @@ public final class ConnectionGuardHandler: ChannelDuplexHandler, RemovableChanne
 
     private let table: ConnectionTable
     private var id: Int?
-    private var deadline: Scheduled<Void>?
+    /// When the connection closes unless it is re-armed first.
+    private var closeAt: NIODeadline?
+    /// The timer that checks `closeAt`, and when it fires: no later than `closeAt`, and no later
+    /// than the shortest deadline a request or an answer sets, so moving `closeAt` later (every
+    /// request's end and every answer) leaves it alone; it looks again when it fires. A timer set
+    /// and cancelled at each request's end and each answer cost two of each per request.
+    private var timer: (task: Scheduled<Void>, at: NIODeadline)?
     /// Requests read whose answers are not yet written (HTTP/1.1 may pipeline).
     private var unanswered = 0
     /// A request's head was read and its end not yet: its body is still arriving.
@@ -218,13 +224,13 @@ public final class ConnectionGuardHandler: ChannelDuplexHandler, RemovableChanne
     }
 
     public func handlerRemoved(context: ChannelHandlerContext) {
-        deadline?.cancel()
+        disarm()
         if let id { table.close(id) }
         id = nil
     }
 
     public func channelInactive(context: ChannelHandlerContext) {
-        deadline?.cancel()
+        disarm()
         if let id { table.close(id) }
         id = nil
         context.fireChannelInactive()
@@ -314,9 +320,33 @@ public final class ConnectionGuardHandler: ChannelDuplexHandler, RemovableChanne
     }
 
     private func arm(context: ChannelHandlerContext, in amount: TimeAmount) {
-        deadline?.cancel()
-        let channel = context.channel
-        deadline = context.eventLoop.scheduleTask(in: amount) { channel.close(promise: nil) }
+        let now = context.eventLoop.now
+        let closeAt = now + amount
+        self.closeAt = closeAt
+        if let timer, timer.at <= closeAt { return }
+        timer?.task.cancel()
+        schedule(context.channel, now: now)
+    }
+
+    private func schedule(_ channel: any Channel, now: NIODeadline) {
+        guard let closeAt else { return }
+        let limits = table.limits
+        let at = min(closeAt, now + min(limits.answerTimeout, limits.idleTimeout + limits.requestTimeout))
+        let handler = NIOLoopBound(self, eventLoop: channel.eventLoop)
+        timer = (channel.eventLoop.scheduleTask(deadline: at) { handler.value.timerFired(channel) }, at)
+    }
+
+    private func timerFired(_ channel: any Channel) {
+        timer = nil
+        let now = channel.eventLoop.now
+        guard let closeAt, now < closeAt else { return channel.close(promise: nil) }
+        schedule(channel, now: now)
+    }
+
+    private func disarm() {
+        timer?.task.cancel()
+        timer = nil
+        closeAt = nil
     }
 
     /// Every connection is busy answering: this one gets a 503 and is closed.

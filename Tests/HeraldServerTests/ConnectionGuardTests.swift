@@ -139,4 +139,61 @@ struct ConnectionGuardTests {
         channel.embeddedEventLoop.advanceTime(by: .milliseconds(100))
         #expect(!channel.isActive)
     }
+
+    /// A request read whole and answered `after` later.
+    func exchange(_ channel: EmbeddedChannel, answeredAfter: TimeAmount = .milliseconds(5)) throws {
+        try channel.writeInbound(request())
+        try channel.writeInbound(HTTPRequestPart.end(nil))
+        _ = try channel.readInbound(as: HTTPRequestPart.self)
+        _ = try channel.readInbound(as: HTTPRequestPart.self)
+        channel.embeddedEventLoop.advanceTime(by: answeredAfter)
+        _ = try answer(channel, .accepted)
+        try channel.writeOutbound(HTTPResponsePart.end(nil))
+        _ = try channel.readOutbound(as: HTTPResponsePart.self)
+    }
+
+    @Test("a keep-alive connection closes idleTimeout + requestTimeout after its last answer, however many came before")
+    func idleAfterLastAnswer() throws {
+        let channel = try connection()
+        // 1,000 requests 10 ms apart: 10 s, past the first request's 2 s and the timer it set.
+        for _ in 0..<1_000 {
+            try exchange(channel)
+            channel.embeddedEventLoop.advanceTime(by: .milliseconds(5))
+        }
+        // The last answer was 5 ms ago; 30 s idle plus 2 s for the next request from it.
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(31_990))
+        #expect(channel.isActive)
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(5))
+        #expect(!channel.isActive)
+    }
+
+    @Test("a request not answered within answerTimeout closes its connection, at that moment")
+    func answerTimeout() throws {
+        let channel = try connection()
+        try exchange(channel)
+        // The next request's end at 1 s; its answer never comes.
+        channel.embeddedEventLoop.advanceTime(by: .seconds(1))
+        try channel.writeInbound(request())
+        try channel.writeInbound(HTTPRequestPart.end(nil))
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(59_999))
+        #expect(channel.isActive)
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(1))
+        #expect(!channel.isActive)
+    }
+
+    @Test("on a keep-alive connection, an early answer's 2 s linger still ends it 2 s later, before the idle deadline")
+    func lingerAfterIdle() throws {
+        let channel = try connection()
+        try exchange(channel)
+        channel.embeddedEventLoop.advanceTime(by: .seconds(5))
+        try channel.writeInbound(request())
+        _ = try channel.readInbound(as: HTTPRequestPart.self)
+        _ = try answer(channel, .unauthorized)
+        try channel.writeOutbound(HTTPResponsePart.end(nil))
+        _ = try channel.readOutbound(as: HTTPResponsePart.self)
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(1_999))
+        #expect(channel.isActive)
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(1))
+        #expect(!channel.isActive)
+    }
 }
