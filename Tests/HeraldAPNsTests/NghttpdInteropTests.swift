@@ -37,7 +37,11 @@ import Testing
         server.standardOutput = FileHandle.nullDevice
         server.standardError = FileHandle.nullDevice
         try server.run()
-        defer { server.terminate() }
+        // SIGKILL: spawned from a pool thread, nghttpd inherits its blocked SIGTERM and would outlive the run.
+        defer {
+            kill(server.processIdentifier, SIGKILL)
+            server.waitUntilExit()
+        }
 
         let factory = try HTTP2ConnectionFactory(
             url: URL(string: "https://127.0.0.1:\(port)")!, trustRootsPEMFile: nil, trustRootsPEM: [identity.caPEM], connectTimeout: .seconds(5),
