@@ -436,7 +436,7 @@ let package = Package(
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ]
         ),
-        .testTarget(name: "HeraldStoreTests", dependencies: [.product(name: "Crypto", package: "swift-crypto"), "HeraldStore", "HeraldPushCore", "HeraldFCMCore", .product(name: "GRDB", package: "GRDB.swift"), "HeraldCore", "HeraldAPNs", "HeraldFCM", "HeraldTestSupport", "HeraldAPNsCore", "HeraldWebPushCore", .product(name: "KasiaProtocol", package: "HeraldKit")]),
+        .testTarget(name: "HeraldStoreTests", dependencies: [.product(name: "Crypto", package: "swift-crypto"), "HeraldStore", "HeraldPushCore", "HeraldFCMCore", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift"), "HeraldCore", "HeraldAPNs", "HeraldFCM", "HeraldTestSupport", "HeraldAPNsCore", "HeraldWebPushCore", .product(name: "KasiaProtocol", package: "HeraldKit")]),
         .testTarget(
             name: "HeraldServerTests",
             dependencies: [

@@ -19,10 +19,15 @@ public final class SQLiteStore: Store {
     /// The platforms of `everyLane`, as an SQL list: one app's lanes are `app_id = ? AND platform IN (…)`.
     let lanePlatforms: String
 
-    /// SQLite's memory statistics off for the process, before the first store's connections
-    /// initialize SQLite (later, SQLite refuses the setting, and it stays on: slower, no different).
-    /// Counting them takes a process-wide mutex on each of SQLite's allocations and frees.
-    private static let memoryStatisticsOff: Void = { _ = herald_sqlite_disable_memory_statistics() }()
+    /// SQLite's process-wide settings, before the first store's connections initialize SQLite.
+    /// Memory statistics off (later, SQLite refuses the setting, and it stays on: slower, no
+    /// different): counting them takes a process-wide mutex on each of SQLite's allocations and
+    /// frees. Each WAL frame in one write instead of two (`CHeraldSQLite`): those writes were half
+    /// of a notify's system calls.
+    private static let processSettings: Void = {
+        _ = herald_sqlite_disable_memory_statistics()
+        _ = herald_sqlite_join_wal_frame_writes()
+    }()
 
     /// Opens (creating if needed) the database at `path`. Call `migrate()` before use.
     /// - Parameter platforms: the push services whose lanes the expiry sweep and `queues()` cover.
@@ -33,7 +38,7 @@ public final class SQLiteStore: Store {
             let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
             if fd >= 0 { Glibc.close(fd) }
         }
-        _ = Self.memoryStatisticsOff
+        _ = Self.processSettings
         var configuration = Configuration()
         configuration.foreignKeysEnabled = true
         configuration.busyMode = .timeout(10)
