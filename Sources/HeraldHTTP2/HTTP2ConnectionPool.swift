@@ -125,14 +125,14 @@ package final class HTTP2ConnectionPool: Sendable {
         return queued!.futureResult
     }
 
-    /// Sends several requests as `submit` sends each, but those that find a stream go to their
-    /// connection in one hop and one flush, filling a connection up to its share of the batch
-    /// before the next: a caller with a batch in hand pays the event-loop hand-over and the
-    /// socket write once. The futures are in the requests' order.
     /// A batch's streams go to one connection up to this many (or an even share of the batch
     /// over the ready connections, if larger) before the next connection is taken.
     static let batchStreamsPerConnection = 32
 
+    /// Sends several requests as `submit` sends each, but those that find a stream go to their
+    /// connection in one hop and one flush, filling a connection up to its share of the batch
+    /// before the next: a caller with a batch in hand pays the event-loop hand-over and the
+    /// socket write once. The futures are in the requests' order.
     package func submit(_ requests: [HTTP2Request], deadline: NIODeadline) -> [EventLoopFuture<HTTP2Response>] {
         guard requests.count > 1 else { return requests.map { submit($0, deadline: deadline) } }
         var toOpen: [(Int, EventLoop)] = []
@@ -143,8 +143,8 @@ package final class HTTP2ConnectionPool: Sendable {
             // The batch fills one connection before the next, up to its share: its streams then
             // share that connection's socket writes and come back in its reads, where a stream
             // each on the least loaded connections took a write and a read each.
-            let ready = s.connections.values.filter { $0.phase == .ready }.count
-            let share = max(Self.batchStreamsPerConnection, (requests.count + ready - 1) / max(1, ready))
+            let ready = max(1, s.connections.values.filter { $0.phase == .ready }.count)
+            let share = max(Self.batchStreamsPerConnection, (requests.count + ready - 1) / ready)
             var filling: (lease: Lease, count: Int)?
             for (index, request) in requests.enumerated() {
                 if let current = filling, current.count < share, Self.takeStream(&s, on: current.lease) {

@@ -22,8 +22,8 @@ public final class SQLiteStore: Store {
     /// SQLite's process-wide settings, before the first store's connections initialize SQLite.
     /// Memory statistics off (later, SQLite refuses the setting, and it stays on: slower, no
     /// different): counting them takes a process-wide mutex on each of SQLite's allocations and
-    /// frees. Each WAL frame in one write instead of two (`CHeraldSQLite`): those writes were half
-    /// of a notify's system calls.
+    /// frees. Each WAL frame in one write instead of two (`CHeraldSQLite`): those writes were two
+    /// fifths of a Matrix notify's system calls.
     private static let processSettings: Void = {
         _ = herald_sqlite_disable_memory_statistics()
         _ = herald_sqlite_join_wal_frame_writes()
