@@ -194,7 +194,7 @@ let package = Package(
             name: "HeraldStore",
             dependencies: [
                 "CHeraldSQLite", "HeraldCore", .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 "HeraldPushCore", .product(name: "KasiaProtocol", package: "HeraldKit"), .product(name: "NIOCore", package: "swift-nio"),

@@ -93,17 +93,24 @@ extension SQLiteStore {
         // Each app once per transaction, not once per event.
         let addApp = try db.cachedStatement(sql: "INSERT INTO apps (id, created_at) VALUES (?, ?) ON CONFLICT (id) DO NOTHING")
         for app in Set(events.map(\.app)) { try addApp.execute(arguments: [app, ms]) }
-        // A repeated dedupe key inserts nothing, and its event is skipped: one index lookup, not a
-        // read and then an insert.
+        // An event whose dedupe key is held is skipped: the claim inserts nothing.
+        let claimKey = try db.cachedStatement(sql: SQLiteDedupeKeys.claim)
+        let keyValues = SQLiteParameters(directlyBinding: claimKey)
         let insertEvent = try db.cachedStatement(
             sql: """
                 INSERT INTO events (id, app_id, template, push_type, priority, collapse_id, payload, created_at, expires_at, dedupe_key, fcm_data, request_id,
                   coalesce_key, coalesce_ms, fanout)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (dedupe_key) DO NOTHING
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """)
         // The insert runs once per event: its values are bound directly.
         let eventValues = SQLiteParameters(directlyBinding: insertEvent)
         for event in events {
+            if let key = event.dedupeKey {
+                keyValues.reset()
+                try keyValues.blob(1, SQLiteDedupeKeys.digest(key))
+                try claimKey.execute()
+                guard db.changesCount == 1 else { continue }
+            }
             eventValues.reset()
             try eventValues.text(1, event.id)
             try eventValues.text(2, event.app)
@@ -121,7 +128,6 @@ extension SQLiteStore {
             try eventValues.integer(14, event.coalescing?.window)
             try eventValues.integer(15, event.fanout == nil ? 0 : 1)
             try insertEvent.execute()
-            guard db.changesCount == 1 else { continue }
             if let route = event.fanout {
                 let stored = route.storedColumns
                 try db.execute(

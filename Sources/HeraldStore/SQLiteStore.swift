@@ -76,10 +76,12 @@ public final class SQLiteStore: Store {
             migrator.registerMigration(version) { db in try db.execute(sql: sql) }
         }
         migrator.registerMigration(Schema.countersVersion) { db in try db.execute(sql: Schema.sqliteCounters) }
-        for (version, sql) in Schema.laterVersions + Schema.sqliteLaterVersions + Schema.routeVersions {
+        for (version, sql) in Schema.laterVersions + Schema.sqliteLaterVersions + Schema.routeVersions + Schema.sqliteRouteLaterVersions {
             migrator.registerMigration(version) { db in try db.execute(sql: sql) }
         }
-        if let version { try migrator.migrate(pool, upTo: version) } else { try migrator.migrate(pool) }
+        if let version { return try migrator.migrate(pool, upTo: version) }
+        try migrator.migrate(pool)
+        try await pool.writeWithoutTransaction { db in try SQLiteDedupeKeys.load(db) }
     }
 
 }

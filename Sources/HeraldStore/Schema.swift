@@ -320,6 +320,40 @@ enum Schema {
         DROP INDEX deliveries_due;
         """
 
+    /// Versions only SQLite applies, after `routeVersions`.
+    static let sqliteRouteLaterVersions: [(String, String)] = [("v19-sqlite", sqliteV19)]
+
+    /// Dedupe keys off the file's unique index, where each key, a hash, costs a random page per
+    /// event (`SQLiteDedupeKeys` holds them in memory). The retention index carries the key, so
+    /// the store reads them all from it when it opens. SQLite drops a column's `UNIQUE` only by
+    /// copying the table; the migrator turns foreign keys off while it runs.
+    static let sqliteV19 = """
+        CREATE TABLE events_v19 (
+          id TEXT PRIMARY KEY,
+          app_id TEXT NOT NULL REFERENCES apps (id),
+          template TEXT NOT NULL,
+          push_type TEXT NOT NULL,
+          priority INTEGER NOT NULL,
+          collapse_id TEXT,
+          payload BLOB NOT NULL,
+          created_at BIGINT NOT NULL,
+          expires_at BIGINT NOT NULL,
+          dedupe_key TEXT,
+          fcm_data TEXT,
+          request_id TEXT,
+          fanout BOOLEAN NOT NULL DEFAULT FALSE,
+          coalesce_key TEXT,
+          coalesce_ms BIGINT
+        );
+        INSERT INTO events_v19 (id, app_id, template, push_type, priority, collapse_id, payload, created_at, expires_at, dedupe_key,
+          fcm_data, request_id, fanout, coalesce_key, coalesce_ms)
+          SELECT id, app_id, template, push_type, priority, collapse_id, payload, created_at, expires_at, dedupe_key,
+            fcm_data, request_id, fanout, coalesce_key, coalesce_ms FROM events ORDER BY created_at, id;
+        DROP TABLE events;
+        ALTER TABLE events_v19 RENAME TO events;
+        CREATE INDEX events_created ON events (created_at, id, dedupe_key);
+        """
+
     /// The counter key of a delivery row `row` (`NEW` or `OLD`): its reason only where it ended in one.
     static func reasonKey(_ row: String) -> String {
         "CASE WHEN \(row).state IN ('failed', 'dropped') THEN COALESCE(\(row).last_reason, 'unknown') ELSE '' END"

@@ -61,20 +61,52 @@ struct MigrationTests {
 
     @Test("SQLite: a v14 database keeps its devices and its shared credentials")
     func sqlite() async throws {
+        try await Self.withOldSQLite(at: "v14", rows: Self.oldDeviceRows + Self.oldLedgerRows) { store, _ in
+            try await Self.expectIntact(store)
+        }
+    }
+
+    /// A SQLite file at schema `version` holding `rows`, then opened and migrated by this version.
+    static func withOldSQLite(at version: String, rows: [String], _ body: (SQLiteStore, String) async throws -> Void) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-migration-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("herald.sqlite").path
         do {
             let old = try SQLiteStore(path: path)
-            try await old.migrate(upTo: "v14")
+            try await old.migrate(upTo: version)
         }
         try await DatabaseQueue(path: path).write { db in
-            for statement in Self.oldDeviceRows + Self.oldLedgerRows { try db.execute(sql: statement) }
+            for statement in rows { try db.execute(sql: statement) }
         }
         let store = try SQLiteStore(path: path)
         try await store.migrate()
-        try await Self.expectIntact(store)
+        try await body(store, path)
+    }
+
+    @Test("SQLite: a v19 database's events keep their rows and their dedupe keys hold")
+    func sqliteDedupeKeys() async throws {
+        let rows = [
+            "INSERT INTO apps (id, created_at) VALUES ('kasia', 0)",
+            """
+            INSERT INTO events (id, app_id, template, push_type, priority, payload, created_at, expires_at, dedupe_key, fcm_data)
+            VALUES ('old-1', 'kasia', 'custom', 'alert', 10, x'7b7d', 1799999000000, 1800086400000, 'matrix:old', '{"k":"v"}'),
+                   ('old-2', 'kasia', 'custom', 'alert', 10, x'7b7d', 1799999000001, 1800086400000, NULL, NULL)
+            """,
+        ]
+        try await Self.withOldSQLite(at: "v19", rows: rows) { store, path in
+            let push = RenderedPush(pushType: .alert, priority: .immediate, collapseID: nil, payload: Array("{}".utf8))
+            func event(_ id: String, _ key: String) -> NewEvent {
+                NewEvent(id: id, app: "kasia", template: "custom", push: push, expiresAt: Self.now.addingTimeInterval(3_600), deviceRowIDs: [], dedupeKey: key)
+            }
+            #expect(try await store.enqueue([event("new-1", "matrix:old"), event("new-2", "matrix:new")], checkpoint: nil, now: Self.now) == ["new-2": 0])
+            let stored = try await DatabaseQueue(path: path).read { db in
+                try Row.fetchAll(db, sql: "SELECT id, dedupe_key, fcm_data FROM events ORDER BY id")
+            }
+            #expect(stored.map { $0[0] as String } == ["new-2", "old-1", "old-2"])
+            #expect(stored.map { $0[1] as String? } == ["matrix:new", "matrix:old", nil])
+            #expect(stored[1][2] as String? == #"{"k":"v"}"#)
+        }
     }
 
     @Test("PostgreSQL: a v14 database keeps its devices and its shared credentials", .enabled(if: TestPostgres.serverURL != nil))

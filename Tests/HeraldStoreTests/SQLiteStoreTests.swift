@@ -146,6 +146,35 @@ struct StoreOutboxTests {
         }
     }
 
+    @Test("a dedupe key holds across a restart until retention deletes its event; a commit that fails holds none")
+    func dedupeKeyLifetime() async throws {
+        try await withEachStore { first, reopen in
+            let d1 = try await first.register(try registration(1, watching: []), now: t0)
+            #expect(try await first.enqueue([event("e1", rows: [d1.rowID], dedupe: "k1")], checkpoint: nil, now: t0) == ["e1": 1])
+            // No deliveries: nothing keeps it from retention.
+            #expect(try await first.enqueue([event("e2", rows: [], dedupe: "k2")], checkpoint: nil, now: t0) == ["e2": 0])
+            // A batch whose commit fails (an event id used twice) inserts nothing, and its key stays free.
+            await #expect(throws: (any Error).self) {
+                try await first.enqueue([event("e3", rows: [d1.rowID], dedupe: "k3"), event("e3", rows: [d1.rowID])], checkpoint: nil, now: t0)
+            }
+
+            // A restarted process (the first is not used again: one server per SQLite file).
+            let store = try await reopen()
+            #expect(try await store.enqueue([event("r1", rows: [d1.rowID], dedupe: "k1")], checkpoint: nil, now: t0) == [:])
+            #expect(try await store.enqueue([event("r2", rows: [d1.rowID], dedupe: "k2")], checkpoint: nil, now: t0) == [:])
+            #expect(try await store.enqueue([event("r3", rows: [d1.rowID], dedupe: "k3")], checkpoint: nil, now: t0) == ["r3": 1])
+            // Retention deletes e2 (e1 and r3 wait for their deliveries): k2 is free again, k1 and k3 are not.
+            let batch = try await store.pruneFinished(createdBefore: t0.addingTimeInterval(1), after: nil, limit: 100)
+            #expect(batch.events == 1)
+            #expect(try await store.enqueue(
+                [event("r4", rows: [d1.rowID], dedupe: "k2"), event("r5", rows: [d1.rowID], dedupe: "k1"),
+                 event("r6", rows: [d1.rowID], dedupe: "k3")], checkpoint: nil, now: t0.addingTimeInterval(2)) == ["r4": 1])
+            let again = try await reopen()
+            #expect(try await again.enqueue([event("r7", rows: [d1.rowID], dedupe: "k2")], checkpoint: nil, now: t0) == [:])
+            #expect(try await again.stats().deliveries[.pending] == 3)
+        }
+    }
+
     @Test("chain anchors: newest first, per source, kept across reopening, those older than the cut forgotten")
     func chainAnchors() async throws {
         try await withEachStore { store, reopen in
