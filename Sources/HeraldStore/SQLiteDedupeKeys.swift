@@ -20,7 +20,10 @@ enum SQLiteDedupeKeys {
     /// them with odds of about n² / 2¹²⁹ for n keys held at once, so a distinct event is never
     /// taken for a repeat in practice; the key itself would cost several times the memory.
     static func digest(_ key: String) -> [UInt8] {
-        Array(SHA256.hash(data: Array(key.utf8)).prefix(16))
+        var key = key
+        // Hashed over the string's own UTF-8 (made contiguous if it was bridged): no copy to hash.
+        let hash = key.withUTF8 { SHA256.hash(data: UnsafeRawBufferPointer($0)) }
+        return hash.withUnsafeBytes { Array($0.prefix(16)) }
     }
 
     /// Claims a key: one row inserted, or none when it is held.
