@@ -294,15 +294,16 @@ struct StoreOutboxTests {
         }
     }
 
-    @Test("concurrent enqueues commit together; one caller's bad batch fails only that caller")
+    @Test("concurrent enqueues commit together; one caller's bad batch fails only that caller, and holds no dedupe key")
     func groupCommit() async throws {
         try await withEachStore { store, _ in
             let d1 = try await store.register(try registration(1, watching: []), now: t0)
             let results = await withTaskGroup(of: (Int, Bool).self) { group in
                 for i in 0..<50 {
                     group.addTask {
-                        // Caller 17's batch cannot commit: its event id twice.
-                        let batch = Array(repeating: event("e\(i)", rows: [d1.rowID]), count: i == 17 ? 2 : 1)
+                        // Caller 17's batch cannot commit: its event id twice. The others' keys,
+                        // claimed in the failed group's transaction too, must be free for their retries.
+                        let batch = [event("e\(i)", rows: [d1.rowID], dedupe: "k\(i)")] + (i == 17 ? [event("e\(i)", rows: [d1.rowID])] : [])
                         let ok = (try? await store.enqueue(batch, checkpoint: nil, now: t0)) == ["e\(i)": 1]
                         return (i, ok)
                     }
@@ -313,6 +314,8 @@ struct StoreOutboxTests {
             }
             #expect(results.filter { !$0.value }.map(\.key) == [17])
             #expect(try await store.stats().deliveries[.pending] == 49)
+            #expect(try await store.enqueue([event("again", rows: [d1.rowID], dedupe: "k17"), event("repeat", rows: [d1.rowID], dedupe: "k3")],
+                                            checkpoint: nil, now: t0) == ["again": 1])
         }
     }
 
