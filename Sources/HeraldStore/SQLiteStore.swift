@@ -80,8 +80,15 @@ public final class SQLiteStore: Store {
             migrator.registerMigration(version) { db in try db.execute(sql: sql) }
         }
         if let version { return try migrator.migrate(pool, upTo: version) }
+        let registered = migrator
+        let complete = try await pool.read { db in try registered.hasCompletedMigrations(db) }
         try migrator.migrate(pool)
-        try await pool.writeWithoutTransaction { db in try SQLiteDedupeKeys.load(db) }
+        try await pool.writeWithoutTransaction { db in
+            // A migration that copied a table (v19-sqlite: a million events, 650 MB) left its pages
+            // in the WAL file, which keeps its size after a checkpoint: give the space back.
+            if !complete { try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+            try SQLiteDedupeKeys.load(db)
+        }
     }
 
 }
