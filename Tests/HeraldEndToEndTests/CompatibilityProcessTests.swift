@@ -52,7 +52,7 @@ struct ServedGateway {
     func stop() -> Int32 {
         serve.kill(SIGTERM)
         try? FileManager.default.removeItem(at: directory)
-        return serve.process.terminationStatus
+        return serve.exitStatus ?? -1
     }
 }
 

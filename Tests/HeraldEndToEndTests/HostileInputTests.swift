@@ -72,6 +72,6 @@ struct HostileInputTests {
         let (health, _) = try await http("GET", serve.api + "/healthz")
         #expect(health == 200)
         serve.process.kill(SIGTERM)
-        #expect(serve.process.process.terminationStatus == 0)
+        #expect(serve.process.exitStatus == 0)
     }
 }

@@ -81,7 +81,7 @@ struct ChainSourceFailoverTests {
             print("failover: instance \(leader) killed, instance \(successor) followed; \(ids.count) pushes, \(Set(final).count) distinct")
             for i in survivors {
                 instances[i].kill(SIGTERM)
-                #expect(instances[i].process.terminationStatus == 0)
+                #expect(instances[i].exitStatus == 0)
             }
             await node.shutdown()
         }

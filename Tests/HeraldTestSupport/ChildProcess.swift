@@ -169,14 +169,34 @@ public final class HeraldProcess: @unchecked Sendable {
     /// it is killed and the test records it, so a stuck shutdown fails its own test, not the run.
     public func kill(_ signal: Int32, within seconds: Double = 120) {
         Foundation.kill(process.processIdentifier, signal)
-        let deadline = Date() + seconds
-        while process.isRunning, Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
-        if process.isRunning {
-            Foundation.kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            Issue.record("herald \(process.arguments?.first ?? "") did not exit within \(Int(seconds)) s of signal \(signal), and was killed; its log ends:\n\(log.suffix(3_000))")
+        if waitForExit(until: Date() + seconds) != nil { return }
+        Foundation.kill(process.processIdentifier, SIGKILL)
+        _ = waitForExit(until: .distantFuture)
+        Issue.record("herald \(process.arguments?.first ?? "") did not exit within \(Int(seconds)) s of signal \(signal), and was killed; its log ends:\n\(log.suffix(3_000))")
+    }
+
+    /// The exit status (or the signal that ended it, as Foundation's `terminationStatus` gives),
+    /// nil while the process runs. Read from the kernel without reaping the child (`WNOWAIT`):
+    /// Foundation learns of an exit on a thread of its own, and under a full suite's load it once
+    /// missed one, leaving a zombie while `waitUntilExit` waited in CI for ten minutes.
+    public var exitStatus: Int32? {
+        let pid = process.processIdentifier
+        var info = siginfo_t()
+        guard waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 else {
+            // Reaped already: Foundation has the status.
+            return process.isRunning ? nil : process.terminationStatus
         }
-        process.waitUntilExit()
+        guard info._sifields._sigchld.si_pid == pid else { return nil }
+        return info._sifields._sigchld.si_status
+    }
+
+    /// Waits for the exit until `deadline`: its status, or nil if the process still runs.
+    public func waitForExit(until deadline: Date) -> Int32? {
+        while Date() < deadline {
+            if let status = exitStatus { return status }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        return exitStatus
     }
 
     /// The most memory the process has held resident so far (`VmHWM` in `/proc/<pid>/status`), in bytes.
@@ -190,7 +210,7 @@ public final class HeraldProcess: @unchecked Sendable {
 
     /// Everything the process wrote to standard error, once it has exited.
     public func fullLog() -> String {
-        process.waitUntilExit()
+        _ = waitForExit(until: .distantFuture)
         captured.waitForEnd()
         return log
     }
