@@ -234,6 +234,6 @@ struct ConfigFileTests {
         // The app's own agent.event texts.
         #expect(pushes[claude]?.payload.hasPrefix(#"{"aps":{"alert":{"title":"Fertig","body":"mac wartet"}"#) == true)
         serve.kill(SIGTERM)
-        #expect(serve.process.terminationStatus == 0)
+        #expect(serve.exitStatus == 0)
     }
 }

@@ -217,7 +217,7 @@ struct PostgresOutageTests {
             try await eventually { try await Self.publish(serve.api, 9).0 == 202 }
             let process = serve.process
             try await offPool { process.kill(SIGTERM) }
-            #expect(process.process.terminationReason == .exit && process.process.terminationStatus == 0, "\(process.process.terminationReason) \(process.process.terminationStatus): \(String(process.fullLog().suffix(8000)))")
+            #expect(process.exit?.reason == .exit && process.exitStatus == 0, "\(String(describing: process.exit)): \(String(process.fullLog().suffix(8000)))")
             await relay.close()
         }
     }

@@ -58,7 +58,7 @@ struct SlowClientTests {
         let (status, _) = try await http("GET", serve.api + "/healthz")
         #expect(status == 200)
         serve.process.kill(SIGTERM)
-        #expect(serve.process.process.terminationStatus == 0, "\(serve.process.fullLog().suffix(2_000))")
+        #expect(serve.process.exitStatus == 0, "\(serve.process.fullLog().suffix(2_000))")
     }
 
     /// How many descriptors the process has open.

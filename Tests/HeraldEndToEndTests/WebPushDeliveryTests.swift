@@ -200,7 +200,7 @@ import FoundationNetworking
         // the task pool: the stop may take a connect deadline).
         let process = serve.process
         try await offPool { process.kill(SIGTERM) }
-        #expect(serve.process.process.terminationReason == .exit)
-        #expect(serve.process.process.terminationStatus == 0, "\(serve.process.fullLog().suffix(3_000))")
+        #expect(serve.process.exit?.reason == .exit)
+        #expect(serve.process.exitStatus == 0, "\(serve.process.fullLog().suffix(3_000))")
     }
 }

@@ -175,20 +175,25 @@ public final class HeraldProcess: @unchecked Sendable {
         Issue.record("herald \(process.arguments?.first ?? "") did not exit within \(Int(seconds)) s of signal \(signal), and was killed; its log ends:\n\(log.suffix(3_000))")
     }
 
-    /// The exit status (or the signal that ended it, as Foundation's `terminationStatus` gives),
-    /// nil while the process runs. Read from the kernel without reaping the child (`WNOWAIT`):
-    /// Foundation learns of an exit on a thread of its own, and under a full suite's load it once
-    /// missed one, leaving a zombie while `waitUntilExit` waited in CI for ten minutes.
-    public var exitStatus: Int32? {
+    /// How the process ended (an exit and its status, or the signal that ended it, as
+    /// Foundation's `terminationReason` and `terminationStatus` give them), nil while it runs.
+    /// Read from the kernel without reaping the child (`WNOWAIT`): Foundation learns of an exit on
+    /// a thread of its own, and under a full suite's load it once missed one, leaving a zombie
+    /// while `waitUntilExit` waited in CI for ten minutes (and `terminationStatus` traps until
+    /// Foundation knows).
+    public var exit: (reason: Process.TerminationReason, status: Int32)? {
         let pid = process.processIdentifier
         var info = siginfo_t()
         guard waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 else {
             // Reaped already: Foundation has the status.
-            return process.isRunning ? nil : process.terminationStatus
+            return process.isRunning ? nil : (process.terminationReason, process.terminationStatus)
         }
         guard info._sifields._sigchld.si_pid == pid else { return nil }
-        return info._sifields._sigchld.si_status
+        return (info.si_code == CLD_EXITED ? .exit : .uncaughtSignal, info._sifields._sigchld.si_status)
     }
+
+    /// The exit status, or the signal that ended the process; nil while it runs.
+    public var exitStatus: Int32? { exit?.status }
 
     /// Waits for the exit until `deadline`: its status, or nil if the process still runs.
     public func waitForExit(until deadline: Date) -> Int32? {
