@@ -26,8 +26,16 @@ enum SQLiteDedupeKeys {
         return hash.withUnsafeBytes { Array($0.prefix(16)) }
     }
 
-    /// Claims a key: one row inserted, or none when it is held.
-    static let claim = "INSERT INTO temp.dedupe_keys (digest) VALUES (?) ON CONFLICT DO NOTHING"
+    /// Claims `key` in the writer's open transaction: true when it was free (its event goes in),
+    /// false when a stored event holds it. A rolled-back transaction takes the claim back.
+    static func claim(_ key: String, _ db: Database) throws -> Bool {
+        let statement = try db.cachedStatement(sql: "INSERT INTO temp.dedupe_keys (digest) VALUES (?) ON CONFLICT DO NOTHING")
+        let values = SQLiteParameters(directlyBinding: statement)
+        values.reset()
+        try values.blob(1, digest(key))
+        try statement.execute()
+        return db.changesCount == 1
+    }
 
     /// Makes the writer's table and fills it from the file: after the migrations, before the
     /// first write. Runs again harmlessly (a second `migrate()` refills it).

@@ -93,9 +93,6 @@ extension SQLiteStore {
         // Each app once per transaction, not once per event.
         let addApp = try db.cachedStatement(sql: "INSERT INTO apps (id, created_at) VALUES (?, ?) ON CONFLICT (id) DO NOTHING")
         for app in Set(events.map(\.app)) { try addApp.execute(arguments: [app, ms]) }
-        // An event whose dedupe key is held is skipped: the claim inserts nothing.
-        let claimKey = try db.cachedStatement(sql: SQLiteDedupeKeys.claim)
-        let keyValues = SQLiteParameters(directlyBinding: claimKey)
         let insertEvent = try db.cachedStatement(
             sql: """
                 INSERT INTO events (id, app_id, template, push_type, priority, collapse_id, payload, created_at, expires_at, dedupe_key, fcm_data, request_id,
@@ -105,12 +102,8 @@ extension SQLiteStore {
         // The insert runs once per event: its values are bound directly.
         let eventValues = SQLiteParameters(directlyBinding: insertEvent)
         for event in events {
-            if let key = event.dedupeKey {
-                keyValues.reset()
-                try keyValues.blob(1, SQLiteDedupeKeys.digest(key))
-                try claimKey.execute()
-                guard db.changesCount == 1 else { continue }
-            }
+            // An event whose dedupe key is held is skipped.
+            if let key = event.dedupeKey, try !SQLiteDedupeKeys.claim(key, db) { continue }
             eventValues.reset()
             try eventValues.text(1, event.id)
             try eventValues.text(2, event.app)
