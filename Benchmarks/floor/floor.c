@@ -111,7 +111,7 @@ static void open_store(const char *path) {
     prep(&s_begin, "BEGIN IMMEDIATE");
     prep(&s_app, "INSERT INTO apps (id, created_at) VALUES (?, ?) ON CONFLICT (id) DO NOTHING");
     prep(&s_event, "INSERT INTO events (id, app_id, template, push_type, priority, collapse_id, payload, created_at, expires_at, dedupe_key, fcm_data) "
-                   "VALUES (?, 'floor', 'custom', 'alert', 10, NULL, ?, ?, ?, NULL, NULL) ON CONFLICT (dedupe_key) DO NOTHING");
+                   "VALUES (?, 'floor', 'custom', 'alert', 10, NULL, ?, ?, ?, NULL, NULL) ");
     prep(&s_delivery, "INSERT INTO deliveries (event_id, device_row, app_id, state, attempts, next_attempt_at, lease_until, apns_id, expires_at, created_at, updated_at, platform) "
                       "VALUES (?, ?, 'floor', 'sending', 1, ?, ?, ?, ?, ?, ?, 'ios')");
     prep(&s_count, "UPDATE delivery_counts SET n = n + ? WHERE state = ? AND reason = ''");
