@@ -48,41 +48,89 @@ public struct NewEvent: Sendable {
 
 /// A delivery handed to a sender, leased until `leaseUntil`.
 public struct ClaimedDelivery: Hashable, Sendable {
-    public var id: Int64
-    public var eventID: String
-    public var device: DeviceRecord
-    public var push: RenderedPush
+    @usableFromInline
+    struct Fields: Hashable, Sendable {
+        @usableFromInline var id: Int64
+        @usableFromInline var eventID: String
+        @usableFromInline var device: DeviceRecord
+        @usableFromInline var push: RenderedPush
+        @usableFromInline var apnsID: UUID
+        @usableFromInline var attempt: Int
+        @usableFromInline var expiresAt: Date
+        @usableFromInline var acceptedAt: Date?
+        @usableFromInline var requestID: String?
+        @usableFromInline var template: String?
+        @usableFromInline var rideAlong: [PendingDismissal] = []
+        @usableFromInline var fanout = false
+    }
+
+    /// One reference: a delivery is copied many times between its commit and its outcome.
+    @usableFromInline var shared: SharedFields<Fields>
+
+    @inlinable public var id: Int64 {
+        get { shared.fields.id }
+        _modify { yield &shared.fields.id }
+    }
+    @inlinable public var eventID: String {
+        get { shared.fields.eventID }
+        _modify { yield &shared.fields.eventID }
+    }
+    @inlinable public var device: DeviceRecord {
+        get { shared.fields.device }
+        _modify { yield &shared.fields.device }
+    }
+    @inlinable public var push: RenderedPush {
+        get { shared.fields.push }
+        _modify { yield &shared.fields.push }
+    }
     /// Kept across retries, so a delivery has one identity at APNs.
-    public var apnsID: UUID
+    @inlinable public var apnsID: UUID {
+        get { shared.fields.apnsID }
+        _modify { yield &shared.fields.apnsID }
+    }
     /// Including this one.
-    public var attempt: Int
-    public var expiresAt: Date
+    @inlinable public var attempt: Int {
+        get { shared.fields.attempt }
+        _modify { yield &shared.fields.attempt }
+    }
+    @inlinable public var expiresAt: Date {
+        get { shared.fields.expiresAt }
+        _modify { yield &shared.fields.expiresAt }
+    }
     /// When its event was accepted (for the delivery-latency metric); nil where not known.
-    public var acceptedAt: Date?
+    @inlinable public var acceptedAt: Date? {
+        get { shared.fields.acceptedAt }
+        _modify { yield &shared.fields.acceptedAt }
+    }
     /// The request that created its event (`NewEvent.requestID`).
-    public var requestID: String?
+    @inlinable public var requestID: String? {
+        get { shared.fields.requestID }
+        _modify { yield &shared.fields.requestID }
+    }
     /// Its event's template (`kasia.payment`, `custom`, …), where known.
-    public var template: String?
+    @inlinable public var template: String? {
+        get { shared.fields.template }
+        _modify { yield &shared.fields.template }
+    }
     /// The device's recent dismissals, which ride along inside its push when it is a sealed
     /// alert (the lane reads them before sending).
-    public var rideAlong: [PendingDismissal] = []
+    @inlinable public var rideAlong: [PendingDismissal] {
+        get { shared.fields.rideAlong }
+        _modify { yield &shared.fields.rideAlong }
+    }
     /// Its event went out as a fan-out job: once sent, its row goes and the job counts it.
-    public var fanout = false
+    @inlinable public var fanout: Bool {
+        get { shared.fields.fanout }
+        _modify { yield &shared.fields.fanout }
+    }
 
     public init(
         id: Int64, eventID: String, device: DeviceRecord, push: RenderedPush, apnsID: UUID, attempt: Int, expiresAt: Date,
         acceptedAt: Date? = nil, requestID: String? = nil, template: String? = nil
     ) {
-        self.acceptedAt = acceptedAt
-        self.requestID = requestID
-        self.template = template
-        self.id = id
-        self.eventID = eventID
-        self.device = device
-        self.push = push
-        self.apnsID = apnsID
-        self.attempt = attempt
-        self.expiresAt = expiresAt
+        shared = SharedFields(Fields(
+            id: id, eventID: eventID, device: device, push: push, apnsID: apnsID, attempt: attempt, expiresAt: expiresAt,
+            acceptedAt: acceptedAt, requestID: requestID, template: template))
     }
 }
 

@@ -4,40 +4,84 @@ public import HeraldPushCore
 
 /// A registered device as stored.
 public struct DeviceRecord: Hashable, Sendable {
+    @usableFromInline
+    struct Fields: Hashable, Sendable {
+        @usableFromInline var rowID: Int64
+        @usableFromInline var app: String
+        @usableFromInline var platform: Platform
+        @usableFromInline var token: String
+        @usableFromInline var attributes: DeviceAttributes
+        @usableFromInline var deviceID: String?
+        @usableFromInline var createdAt: Date
+        @usableFromInline var updatedAt: Date
+        @usableFromInline var lastSeen: Date
+        @usableFromInline var disabledReason: String?
+        @usableFromInline var registeredElsewhere = false
+    }
+
+    /// One reference: a record rides inside every delivery of its device, copied with it.
+    @usableFromInline var shared: SharedFields<Fields>
+
     /// The store's own id for the device.
-    public var rowID: Int64
-    public var app: String
-    public var platform: Platform
+    @inlinable public var rowID: Int64 {
+        get { shared.fields.rowID }
+        _modify { yield &shared.fields.rowID }
+    }
+    @inlinable public var app: String {
+        get { shared.fields.app }
+        _modify { yield &shared.fields.app }
+    }
+    @inlinable public var platform: Platform {
+        get { shared.fields.platform }
+        _modify { yield &shared.fields.platform }
+    }
     /// Normalised (APNs: lowercase hex).
-    public var token: String
+    @inlinable public var token: String {
+        get { shared.fields.token }
+        _modify { yield &shared.fields.token }
+    }
     /// What its push service keeps for it (environment, token kind, subscription keys).
-    public var attributes: DeviceAttributes
+    @inlinable public var attributes: DeviceAttributes {
+        get { shared.fields.attributes }
+        _modify { yield &shared.fields.attributes }
+    }
     /// An app-chosen stable id (SafeWhisper's X-Device-ID).
-    public var deviceID: String?
-    public var createdAt: Date
+    @inlinable public var deviceID: String? {
+        get { shared.fields.deviceID }
+        _modify { yield &shared.fields.deviceID }
+    }
+    @inlinable public var createdAt: Date {
+        get { shared.fields.createdAt }
+        _modify { yield &shared.fields.createdAt }
+    }
     /// The last registration; a 410 older than this keeps the device.
-    public var updatedAt: Date
-    public var lastSeen: Date
+    @inlinable public var updatedAt: Date {
+        get { shared.fields.updatedAt }
+        _modify { yield &shared.fields.updatedAt }
+    }
+    @inlinable public var lastSeen: Date {
+        get { shared.fields.lastSeen }
+        _modify { yield &shared.fields.lastSeen }
+    }
     /// Set when the push service called the token bad for its app and environment.
-    public var disabledReason: String?
+    @inlinable public var disabledReason: String? {
+        get { shared.fields.disabledReason }
+        _modify { yield &shared.fields.disabledReason }
+    }
     /// Set by `admit` for a device another route registered (the native API, a compatibility
     /// route): a Matrix notify does not push to it unless its app says so.
-    public var registeredElsewhere = false
+    @inlinable public var registeredElsewhere: Bool {
+        get { shared.fields.registeredElsewhere }
+        _modify { yield &shared.fields.registeredElsewhere }
+    }
 
     public init(
         rowID: Int64, app: String, platform: Platform, token: String, attributes: DeviceAttributes, deviceID: String? = nil,
         createdAt: Date, updatedAt: Date, lastSeen: Date, disabledReason: String? = nil
     ) {
-        self.rowID = rowID
-        self.app = app
-        self.platform = platform
-        self.token = token
-        self.attributes = attributes
-        self.deviceID = deviceID
-        self.createdAt = createdAt
-        self.updatedAt = updatedAt
-        self.lastSeen = lastSeen
-        self.disabledReason = disabledReason
+        shared = SharedFields(Fields(
+            rowID: rowID, app: app, platform: platform, token: token, attributes: attributes, deviceID: deviceID,
+            createdAt: createdAt, updatedAt: updatedAt, lastSeen: lastSeen, disabledReason: disabledReason))
     }
 }
 
