@@ -140,6 +140,9 @@ struct HeraldAppTests {
             let settings = try ServeSettings(environment: [
                 "HERALD_HTTP_PORT": "0", "HERALD_ADMIN_PORT": "0", "HERALD_DATABASE_URL": "sqlite:" + directory.appendingPathComponent("h.sqlite").path,
                 "HERALD_PUBLISH_KEYS": "in-process-publisher-key",
+                // In process, the suite's other tests share its threads: a graceful stop may take longer than
+                // the default 20 s, and ServiceLifecycle ends the whole test process when a cancelled one lags.
+                "HERALD_SHUTDOWN_GRACE_SECONDS": "600",
             ])
             let (ready, readyContinuation) = AsyncStream.makeStream(of: ListeningAddresses.self)
             try await settings.withStore { store in

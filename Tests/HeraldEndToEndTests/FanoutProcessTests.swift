@@ -94,7 +94,9 @@ struct FanoutProcessTests {
         let got = try await received()
         for token in tokens {
             let pushes = (got[token] ?? []).sorted { $0.at < $1.at }
-            #expect(pushes.count <= 1 + Int((posting / window).rounded(.up)) && pushes.count < 30, "\(pushes.map(\.alert))")
+            // At most one push per window the posting spanned (on a loaded machine each post may take a
+            // window of its own; the spacing itself is CoalescingTests', on an injected clock).
+            #expect(pushes.count <= 1 + Int((posting / window).rounded(.up)), "\(pushes.map(\.alert)) in \(posting) s")
             #expect(pushes.first?.alert == "0" && pushes.last?.alert == "29")
         }
     }
