@@ -23,10 +23,7 @@ struct FourthServiceTests {
                 environment: [
                     "HERALD_HTTP_PORT": "0", "HERALD_ADMIN_PORT": "0", "HERALD_DATABASE_URL": "sqlite:" + directory.appendingPathComponent("h.sqlite").path,
                     "HERALD_PUBLISH_KEYS": "fourth-service-publisher-key",
-                    // In process, the suite's other tests share its threads: a graceful stop may take longer than
-                    // the default 20 s, and ServiceLifecycle ends the whole test process when a cancelled one lags.
-                    "HERALD_SHUTDOWN_GRACE_SECONDS": "600",
-                ].merging(environment) { $1 }, pushServices: pushServices)
+                ].merging(HeraldAppTests.inProcessShutdown) { $1 }.merging(environment) { $1 }, pushServices: pushServices)
             let (ready, readyContinuation) = AsyncStream.makeStream(of: ListeningAddresses.self)
             try await settings.withStore { store in
                 let application = try await buildApplication(settings: settings, store: store, logger: Logger(label: "test")) {

@@ -16,6 +16,11 @@ import Testing
 /// them), signals, several instances.
 @Suite("HeraldApp: settings and the composition root, in-process")
 struct HeraldAppTests {
+    /// In process, the suite's other tests share the process's threads: a graceful stop may take
+    /// longer than the default 20 s, and ServiceLifecycle ends the whole test process when a
+    /// cancelled one lags past 5 s.
+    static let inProcessShutdown = ["HERALD_SHUTDOWN_GRACE_SECONDS": "600"]
+
     /// A scratch directory removed after the test.
     static func withDirectory<T>(_ body: (URL) async throws -> T) async throws -> T {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-app-\(UUID().uuidString)")
@@ -140,10 +145,7 @@ struct HeraldAppTests {
             let settings = try ServeSettings(environment: [
                 "HERALD_HTTP_PORT": "0", "HERALD_ADMIN_PORT": "0", "HERALD_DATABASE_URL": "sqlite:" + directory.appendingPathComponent("h.sqlite").path,
                 "HERALD_PUBLISH_KEYS": "in-process-publisher-key",
-                // In process, the suite's other tests share its threads: a graceful stop may take longer than
-                // the default 20 s, and ServiceLifecycle ends the whole test process when a cancelled one lags.
-                "HERALD_SHUTDOWN_GRACE_SECONDS": "600",
-            ])
+            ].merging(Self.inProcessShutdown) { $1 })
             let (ready, readyContinuation) = AsyncStream.makeStream(of: ListeningAddresses.self)
             try await settings.withStore { store in
                 let application = try await buildApplication(settings: settings, store: store, logger: Logger(label: "test")) {
