@@ -101,17 +101,28 @@ public struct AppDirectory: Sendable {
     /// In configuration order.
     public let apps: [AppSettings]
     private let byID: [String: AppSettings]
+    /// Each app's place in `apps`, where `read` finds its settings without copying them.
+    private let indexByID: [String: Int]
 
     /// - Precondition: ids are unique (the configuration checks it).
     public init(_ apps: [AppSettings]) {
         self.apps = apps
         byID = Dictionary(apps.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        indexByID = Dictionary(apps.indices.map { (apps[$0].id, $0) }, uniquingKeysWith: { first, _ in first })
     }
 
     /// The single app of an instance configured by the environment alone.
     public static func single(_ app: AppSettings = AppSettings(id: "default")) -> AppDirectory { AppDirectory([app]) }
 
     public subscript(id: String) -> AppSettings? { byID[id] }
+
+    /// What `body` reads from the app `id`'s settings, read where they are; nil for no such app.
+    /// The subscript copies the whole settings, retaining each of their strings and sets and
+    /// releasing them after: the notify and publish paths read a flag or two instead.
+    public func read<T>(_ id: String, _ body: (AppSettings) -> T) -> T? {
+        guard let index = indexByID[id] else { return nil }
+        return body(apps[index])
+    }
 
     /// The app a request names in `field`, or the only app when it names none.
     /// - Throws: a `Refusal` naming `field` for an unknown app, or for none when there are several.

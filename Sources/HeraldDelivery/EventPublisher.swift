@@ -311,7 +311,7 @@ public struct EventPublisher: Sendable {
                 let candidates = try await store.devices(app: draft.app, watching: key)
                 let sets = try await store.watchSets(rowIDs: candidates.map(\.rowID))
                 // Under the wallet policy only what a device proved (its own addresses) and its routes count.
-                let proven: Bool = if case .wallet = apps[draft.app]?.registration { true } else { false }
+                let proven = apps.read(draft.app) { if case .wallet = $0.registration { true } else { false } } ?? false
                 devices = candidates.filter { KasiaRouting.accepts(kasia, watchSet: sets[$0.rowID] ?? .empty, proven: proven) }
             }
             if draft.allDevices {

@@ -83,7 +83,7 @@ public struct MatrixNotifier: Sendable {
             // token's death (compare-and-delete by time) or bring a dead token back.
             let seconds = Int64(now.timeIntervalSince1970)
             let ts = (device.pushkeyTS ?? 0) > seconds + Self.pushkeyTSLeeway ? 0 : device.pushkeyTS ?? 0
-            guard let app = apps.app(for: appID), let settings = publisher.apps[app.app], let pusher = apps.pusher(for: app) else {
+            guard let app = apps.app(for: appID), let production = publisher.apps.read(app.app, \.production), let pusher = apps.pusher(for: app) else {
                 rejected.append(pushkey)
                 continue
             }
@@ -96,7 +96,7 @@ public struct MatrixNotifier: Sendable {
                 continue
             }
             named.append((i, app, pusher, NamedDevice(
-                app: app.app, token: token, attributes: DeviceAttributes(production: settings.production).merging(values),
+                app: app.app, token: token, attributes: DeviceAttributes(production: production).merging(values),
                 registeredAt: Date(timeIntervalSince1970: TimeInterval(ts)))))
         }
         let reserved = try await admitWithinLimits(named.map { ($0.device, "notification.devices[\($0.index)].pushkey") })
@@ -157,12 +157,12 @@ public struct MatrixNotifier: Sendable {
         var reserved: [String: Int] = [:]
         do {
             for (app, entries) in Dictionary(grouping: devices, by: \.device.app) {
-                guard let settings = publisher.apps[app], let maximum = settings.maximumDevices else { continue }
+                guard case let (maximum?, admissions)? = publisher.apps.read(app, { ($0.maximumDevices, $0.admissions) }) else { continue }
                 let known = Set(try await publisher.store.devices(app: app, tokens: entries.map(\.device.token.value)).map(\.token))
                 let new = entries.filter { !known.contains($0.device.token.value) }
                 guard let first = new.first else { continue }
                 let count = Set(new.map(\.device.token.value)).count
-                let before = settings.admissions.reserve(count)
+                let before = admissions.reserve(count)
                 reserved[app] = count
                 guard try await publisher.store.deviceCount(app: app) + before + count <= maximum else {
                     throw Refusal(.forbidden, code: "device_limit", message: "app \(app) has its maximum of \(maximum) devices", field: first.field)

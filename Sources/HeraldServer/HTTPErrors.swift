@@ -44,7 +44,7 @@ enum JSONBody {
     static func collect(_ request: Request, limit: Int) async throws -> ByteBuffer {
         // A length the head already says is over the limit is refused at once, and the
         // connection closes (ConnectionGuardHandler) instead of waiting for the body.
-        if let text = request.headers[.contentLength], let length = Int(text), length > limit {
+        if let text = request.headers.value(.contentLength), let length = Int(text), length > limit {
             throw APIError(.contentTooLarge, code: "body_too_large", message: "the body is limited to \(limit) bytes")
         }
         let buffer: ByteBuffer
@@ -53,7 +53,7 @@ enum JSONBody {
         } catch {
             throw APIError(.contentTooLarge, code: "body_too_large", message: "the body is limited to \(limit) bytes")
         }
-        guard let type = request.headers[.contentType], type.lowercased().hasPrefix("application/json") else {
+        guard let type = request.headers.value(.contentType), type.hasPrefix(ignoringASCIICase: "application/json") else {
             throw APIError(.unsupportedMediaType, code: "unsupported_media_type", message: "send application/json (Content-Type)")
         }
         return buffer
@@ -151,7 +151,7 @@ extension AppDirectory {
     static let appHeader = HTTPField.Name("X-Herald-App")!
 
     static func bearer(_ request: Request) -> String? {
-        guard let header = request.headers[.authorization], header.lowercased().hasPrefix("bearer ") else { return nil }
+        guard let header = request.headers.value(.authorization), header.hasPrefix(ignoringASCIICase: "bearer ") else { return nil }
         return String(header.dropFirst("bearer ".count))
     }
 }
