@@ -10,7 +10,7 @@ import Synchronization
 struct JSONLogHandler: LogHandler {
     let label: String
     var logLevel: Logger.Level
-    var metadata: Logger.Metadata = [:]
+    private var ownMetadata = LoggerMetadataList()
     var metadataProvider: Logger.MetadataProvider?
     private let output: JSONLogOutput
 
@@ -21,9 +21,14 @@ struct JSONLogHandler: LogHandler {
         self.metadataProvider = metadataProvider
     }
 
+    var metadata: Logger.Metadata {
+        get { ownMetadata.dictionary }
+        set { ownMetadata = LoggerMetadataList(newValue) }
+    }
+
     subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
+        get { ownMetadata[key] }
+        set { ownMetadata[key] = newValue }
     }
 
     func log(event: LogEvent) {

@@ -10,7 +10,12 @@ struct TextLogHandler: LogHandler {
     /// Kept here and handed to the stream only when a line is written: the stream formats its
     /// metadata into text on every change, and each request sets its `request_id` (a quarter of a
     /// request's logging cost went to formatting a line that, at `info`, is never written).
-    var metadata: Logger.Metadata = [:]
+    private var ownMetadata = LoggerMetadataList()
+
+    var metadata: Logger.Metadata {
+        get { ownMetadata.dictionary }
+        set { ownMetadata = LoggerMetadataList(newValue) }
+    }
 
     init(label: String, level: Logger.Level) {
         stream = StreamLogHandler.standardError(label: label)
@@ -34,8 +39,8 @@ struct TextLogHandler: LogHandler {
     }
 
     subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
+        get { ownMetadata[key] }
+        set { ownMetadata[key] = newValue }
     }
 
     func log(event: LogEvent) {

@@ -28,6 +28,21 @@ struct TextLogHandlerTests {
         #expect(logger[metadataKey: "request_id"] == "trace-7")
     }
 
+    @Test("a handler's own keys: one set again is replaced, one set to nil is gone, and its metadata reads and writes as swift-log's dictionary")
+    func ownKeys() {
+        var handler = TextLogHandler(label: "herald", level: .info, output: Lines())
+        handler[metadataKey: "a"] = "1"
+        handler[metadataKey: "b"] = "2"
+        handler[metadataKey: "a"] = "3"
+        #expect(handler.metadata == ["a": "3", "b": "2"])
+        handler[metadataKey: "b"] = nil
+        handler[metadataKey: "never set"] = nil
+        #expect(handler.metadata == ["a": "3"])
+        handler.metadata = ["c": "4"]
+        #expect(handler[metadataKey: "a"] == nil)
+        #expect(handler[metadataKey: "c"] == "4")
+    }
+
     @Test("line and paragraph separators, bidi controls and zero-width characters a peer sends are escaped, other text kept",
           arguments: ["\u{2028}", "\u{2029}", "\u{202E}", "\u{2066}", "\u{200B}", "\u{200F}", "\u{FEFF}", "\u{85}"])
     func hiddenCharacters(hidden: String) {
