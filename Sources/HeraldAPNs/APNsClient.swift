@@ -185,7 +185,7 @@ public final class APNsClient: Sendable {
         if let collapseID = n.collapseID {
             headers.add(name: "apns-collapse-id", value: collapseID, indexing: .nonIndexable)
         }
-        return HTTP2Request(path: "/3/device/" + n.deviceToken.lowercased(), headers: headers, body: ByteBuffer(bytes: n.payload))
+        return HTTP2Request(path: "/3/device/" + APNsDeviceToken.lowercased(n.deviceToken), headers: headers, body: ByteBuffer(bytes: n.payload))
     }
 
     /// The latest 410 timestamp believed: the year 2286, in milliseconds.

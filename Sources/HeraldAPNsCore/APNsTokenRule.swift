@@ -8,7 +8,7 @@ public struct APNsTokenRule: DeviceTokenRule {
 
     public func token(_ text: String, kind: DeviceToken.Kind) throws(DeviceTokenError) -> DeviceToken {
         guard kind == .token else { throw .refused("token_kind fid is for android devices") }
-        let lower = text.lowercased()
+        let lower = APNsDeviceToken.lowercased(text)
         guard APNsDeviceToken.isWellFormed(Substring(lower)) else {
             throw .refused("an APNs token is \(APNsDeviceToken.minimumLength)+ hexadecimal characters")
         }

@@ -39,6 +39,12 @@ public enum APNsDeviceToken {
         return token.withUTF8 { bytes in bytes.allSatisfy { $0.isHexDigit } }
     }
 
+    /// `token` in the lowercase Herald stores and sends, copied only when it has an uppercase
+    /// letter: a stored token is lowercase already, and `lowercased()` copies every time.
+    public static func lowercased(_ token: String) -> String {
+        token.utf8.contains { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) } ? token.lowercased() : token
+    }
+
     /// True when `token` is exactly what the simulator (like Apple today) accepts: 64 hex characters.
     public static func isAppleLength(_ token: Substring) -> Bool {
         token.utf8.count == minimumLength && isHex(token)

@@ -4,6 +4,9 @@ public enum Hex {
     // steps an iterator through witness tables a byte at a time.
     @inlinable
     public static func encode(_ bytes: some Sequence<UInt8>) -> String {
+        // Contiguous bytes (an array, `Data`, a digest's buffer) are written straight into the
+        // string's storage: no array between, and no second pass to check the UTF-8.
+        if let text = bytes.withContiguousStorageIfAvailable({ encode(contiguous: $0) }) { return text }
         var out: [UInt8] = []
         out.reserveCapacity(bytes.underestimatedCount * 2)
         for b in bytes {
@@ -11,6 +14,17 @@ public enum Hex {
             out.append(digit(b & 0x0f))
         }
         return String(decoding: out, as: UTF8.self)
+    }
+
+    @inlinable
+    static func encode(contiguous bytes: UnsafeBufferPointer<UInt8>) -> String {
+        String(unsafeUninitializedCapacity: bytes.count * 2) { out in
+            for (i, b) in bytes.enumerated() {
+                out[2 * i] = digit(b >> 4)
+                out[2 * i + 1] = digit(b & 0x0f)
+            }
+            return bytes.count * 2
+        }
     }
 
     /// The lowercase hex digit of `nibble` (0...15).
