@@ -27,13 +27,13 @@ struct DeliveryCounts {
     }
 
     /// One update a key (a new key's row inserted), then nothing left to apply.
-    mutating func apply(_ db: Database) throws {
+    mutating func apply(_ db: Database, _ statements: WriterStatements) throws {
         guard deltas.values.contains(where: { $0 != 0 }) else {
             deltas = [:]
             return
         }
         // Once per key and transaction: its values are bound directly.
-        let update = try db.cachedStatement(sql: "UPDATE delivery_counts SET n = n + ? WHERE state = ? AND reason = ?")
+        let update = try statements.statement("UPDATE delivery_counts SET n = n + ? WHERE state = ? AND reason = ?", db)
         let values = SQLiteParameters(directlyBinding: update)
         for (key, n) in deltas where n != 0 {
             values.reset()
@@ -42,7 +42,7 @@ struct DeliveryCounts {
             try values.text(3, key.reason)
             try update.execute()
             if db.changesCount == 0 {
-                try db.cachedStatement(sql: "INSERT INTO delivery_counts (state, reason, n) VALUES (?, ?, ?)")
+                try statements.statement("INSERT INTO delivery_counts (state, reason, n) VALUES (?, ?, ?)", db)
                     .execute(arguments: [key.state, key.reason, n])
             }
         }

@@ -28,8 +28,8 @@ enum SQLiteDedupeKeys {
 
     /// Claims `key` in the writer's open transaction: true when it was free (its event goes in),
     /// false when a stored event holds it. A rolled-back transaction takes the claim back.
-    static func claim(_ key: String, _ db: Database) throws -> Bool {
-        let statement = try db.cachedStatement(sql: "INSERT INTO temp.dedupe_keys (digest) VALUES (?) ON CONFLICT DO NOTHING")
+    static func claim(_ key: String, _ db: Database, _ statements: WriterStatements) throws -> Bool {
+        let statement = try statements.statement("INSERT INTO temp.dedupe_keys (digest) VALUES (?) ON CONFLICT DO NOTHING", db)
         let values = SQLiteParameters(directlyBinding: statement)
         values.reset()
         try values.blob(1, digest(key))

@@ -12,7 +12,9 @@ extension SQLiteStore {
         return claimed
     }
 
-    static func claim(app: String, platform: Platform, limit: Int, now: Date, lease: Duration, _ db: Database) throws -> [ClaimedDelivery] {
+    static func claim(
+        app: String, platform: Platform, limit: Int, now: Date, lease: Duration, _ db: Database, _ statements: WriterStatements
+    ) throws -> [ClaimedDelivery] {
         let ms = now.milliseconds
         let arguments: StatementArguments = [app, platform.rawValue, ms, limit]
         // The due ones in one statement, read in (next_attempt_at, id) order straight off the
@@ -48,7 +50,7 @@ extension SQLiteStore {
         let relapsed = Set(lapsed)
         var counts = DeliveryCounts()
         counts.move(from: (.pending, nil), to: (.sending, nil), count: due.prefix(limit).count(where: { !relapsed.contains($0[0]) }))
-        try counts.apply(db)
+        try counts.apply(db, statements)
         // One push per event and claim: a fan-out page's deliveries share it.
         var pushes: [String: RenderedPush] = [:]
         return try due.prefix(limit).map { row in
@@ -88,34 +90,34 @@ extension SQLiteStore {
         _ = try await writes.submit(.complete(outcomes, now: now))
     }
 
-    static func record(_ outcomes: [DeliveryOutcome], now: Date, _ db: Database) throws {
+    static func record(_ outcomes: [DeliveryOutcome], now: Date, _ db: Database, _ statements: WriterStatements) throws {
         let ms = now.milliseconds
         var counts = DeliveryCounts()
         var sentByJob: [String: Int] = [:]
         for outcome in outcomes {
             switch outcome {
             case .sent(let id, nil):
-                try Self.setState(db, id, .sent, reason: nil, now: ms, counts: &counts)
+                try Self.setState(db, statements, id, .sent, reason: nil, now: ms, counts: &counts)
             case .sent(let id, let job?):
                 // A job's delivery, sent: nothing of it to remember but the job's count (its
                 // state's counter goes with the row, by the delete trigger).
-                try db.cachedStatement(sql: "DELETE FROM deliveries WHERE id = ?").execute(arguments: [id])
+                try statements.statement("DELETE FROM deliveries WHERE id = ?", db).execute(arguments: [id])
                 guard db.changesCount == 1 else { continue }
                 counts.add(.sent, nil, 1)
                 sentByJob[job, default: 0] += 1
             case .retry(let id, let at, let reason):
-                try Self.retry(db, id, at: at, reason: reason, now: ms, counts: &counts)
+                try Self.retry(db, statements, id, at: at, reason: reason, now: ms, counts: &counts)
             case .retryDevice(let id, let deviceRowID, let at, let reason):
-                try Self.retry(db, id, at: at, reason: reason, now: ms, counts: &counts)
+                try Self.retry(db, statements, id, at: at, reason: reason, now: ms, counts: &counts)
                 try db.execute(
                     sql: "UPDATE deliveries SET next_attempt_at = ?, updated_at = ? WHERE device_row = ? AND state = 'pending' AND next_attempt_at < ?",
                     arguments: [at.milliseconds, ms, deviceRowID, at.milliseconds])
             case .failed(let id, let reason):
-                try Self.setState(db, id, .failed, reason: reason, now: ms, counts: &counts)
+                try Self.setState(db, statements, id, .failed, reason: reason, now: ms, counts: &counts)
             case .expired(let id):
-                try Self.setState(db, id, .expired, reason: "expired", now: ms, counts: &counts)
+                try Self.setState(db, statements, id, .expired, reason: "expired", now: ms, counts: &counts)
             case .tokenDead(let id, let deviceRowID, let since, let reason):
-                try Self.setState(db, id, .failed, reason: reason, now: ms, counts: &counts)
+                try Self.setState(db, statements, id, .failed, reason: reason, now: ms, counts: &counts)
                 // Remembered past the device's deletion, for requests that name their device themselves.
                 try db.execute(
                     sql: """
@@ -151,7 +153,7 @@ extension SQLiteStore {
         for (job, n) in sentByJob {
             try db.cachedStatement(sql: "UPDATE fanouts SET sent = sent + ? WHERE event_id = ?").execute(arguments: [n, job])
         }
-        try counts.apply(db)
+        try counts.apply(db, statements)
     }
 
     public func expire(now: Date) async throws -> Int {
@@ -165,7 +167,7 @@ extension SQLiteStore {
             let expired = db.changesCount
             var counts = DeliveryCounts()
             counts.move(from: (.pending, nil), to: (.expired, nil), count: expired)
-            try counts.apply(db)
+            try counts.apply(db, statements)
             return expired
         }
     }

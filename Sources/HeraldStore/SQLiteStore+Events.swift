@@ -36,14 +36,14 @@ extension SQLiteStore {
 
     /// Commits the writes waiting together in one transaction: one WAL sync for all of them.
     /// If that transaction fails, each is retried alone, so one caller's bad batch fails only it.
-    static func commit(_ group: [GroupedWrite], pool: DatabasePool) async -> [Result<GroupedResult, any Error>] {
-        if group.count > 1, let all = try? writeHere(pool, { db in try group.map { try Self.apply($0, db) } }) {
+    static func commit(_ group: [GroupedWrite], pool: DatabasePool, statements: WriterStatements) async -> [Result<GroupedResult, any Error>] {
+        if group.count > 1, let all = try? writeHere(pool, statements, { db in try group.map { try Self.apply($0, db, statements) } }) {
             return all.map { .success($0) }
         }
         var results: [Result<GroupedResult, any Error>] = []
         for write in group {
             do {
-                results.append(.success(try writeHere(pool) { db in try Self.apply(write, db) }))
+                results.append(.success(try writeHere(pool, statements) { db in try Self.apply(write, db, statements) }))
             } catch {
                 results.append(.failure(error))
             }
@@ -57,12 +57,12 @@ extension SQLiteStore {
     /// commit keeps to one committer at a time, so this holds one thread during the WAL sync.
     /// `BEGIN IMMEDIATE` and `COMMIT` are statements prepared once: GRDB's `write` compiles both
     /// for every transaction (a tenth of the commit's own CPU at one event a commit).
-    static func writeHere<T>(_ pool: DatabasePool, _ body: (Database) throws -> T) throws -> T {
+    static func writeHere<T>(_ pool: DatabasePool, _ statements: WriterStatements, _ body: (Database) throws -> T) throws -> T {
         try pool.writeWithoutTransaction { db in
-            try db.cachedStatement(sql: "BEGIN IMMEDIATE TRANSACTION").execute()
+            try statements.statement("BEGIN IMMEDIATE TRANSACTION", db).execute()
             do {
                 let result = try body(db)
-                try db.cachedStatement(sql: "COMMIT TRANSACTION").execute()
+                try statements.statement("COMMIT TRANSACTION", db).execute()
                 return result
             } catch {
                 if db.isInsideTransaction { try? db.execute(sql: "ROLLBACK TRANSACTION") }
@@ -71,39 +71,39 @@ extension SQLiteStore {
         }
     }
 
-    static func apply(_ write: GroupedWrite, _ db: Database) throws -> GroupedResult {
+    static func apply(_ write: GroupedWrite, _ db: Database, _ statements: WriterStatements) throws -> GroupedResult {
         switch write {
         case .enqueue(let request):
-            return .enqueued(try insert(request, db))
+            return .enqueued(try insert(request, db, statements))
         case .claim(let app, let platform, let limit, let now, let lease):
-            return .claimed(try claim(app: app, platform: platform, limit: limit, now: now, lease: lease, db))
+            return .claimed(try claim(app: app, platform: platform, limit: limit, now: now, lease: lease, db, statements))
         case .complete(let outcomes, let now):
-            try record(outcomes, now: now, db)
+            try record(outcomes, now: now, db, statements)
             return .recorded
         case .expand(let page):
-            return .expanded(try expand(page, db))
+            return .expanded(try expand(page, db, statements))
         }
     }
 
-    static func insert(_ request: Enqueue, _ db: Database) throws -> EnqueueResult {
+    static func insert(_ request: Enqueue, _ db: Database, _ statements: WriterStatements) throws -> EnqueueResult {
         let (events, checkpoint, now) = (request.events, request.checkpoint, request.now)
         var created: [String: Int] = [:]
         let ms = now.milliseconds
-        var writer = try DeliveryWriter(db, now: ms, claim: request.claim)
+        var writer = try DeliveryWriter(db, now: ms, claim: request.claim, statements: statements)
         // Each app once per transaction, not once per event.
-        let addApp = try db.cachedStatement(sql: "INSERT INTO apps (id, created_at) VALUES (?, ?) ON CONFLICT (id) DO NOTHING")
+        let addApp = try statements.statement("INSERT INTO apps (id, created_at) VALUES (?, ?) ON CONFLICT (id) DO NOTHING", db)
         for app in Set(events.map(\.app)) { try addApp.execute(arguments: [app, ms]) }
-        let insertEvent = try db.cachedStatement(
-            sql: """
-                INSERT INTO events (id, app_id, template, push_type, priority, collapse_id, payload, created_at, expires_at, dedupe_key, fcm_data, request_id,
-                  coalesce_key, coalesce_ms, fanout)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """)
+        let insertEvent = try statements.statement(
+            """
+            INSERT INTO events (id, app_id, template, push_type, priority, collapse_id, payload, created_at, expires_at, dedupe_key, fcm_data, request_id,
+              coalesce_key, coalesce_ms, fanout)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """, db)
         // The insert runs once per event: its values are bound directly.
         let eventValues = SQLiteParameters(directlyBinding: insertEvent)
         for event in events {
             // An event whose dedupe key is held is skipped.
-            if let key = event.dedupeKey, try !SQLiteDedupeKeys.claim(key, db) { continue }
+            if let key = event.dedupeKey, try !SQLiteDedupeKeys.claim(key, db, statements) { continue }
             eventValues.reset()
             try eventValues.text(1, event.id)
             try eventValues.text(2, event.app)
@@ -161,17 +161,19 @@ extension SQLiteStore {
         private let insertDelivery: Statement
         private let deviceByRow: Statement
         private let values: SQLiteParameters
+        private let statements: WriterStatements
 
-        init(_ db: Database, now ms: Int64, claim: DirectClaim?) throws {
+        init(_ db: Database, now ms: Int64, claim: DirectClaim?, statements: WriterStatements) throws {
+            self.statements = statements
             self.ms = ms
             budget = claim?.lanes ?? [:]
             leaseUntil = ms + Int64((claim?.lease ?? .zero).seconds * 1000)
-            insertDelivery = try db.cachedStatement(
-                sql: """
-                    INSERT INTO deliveries (event_id, device_row, app_id, state, attempts, next_attempt_at, lease_until, apns_id, expires_at, created_at, updated_at, platform)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """)
-            deviceByRow = try db.cachedStatement(sql: "SELECT * FROM devices WHERE id = ?")
+            insertDelivery = try statements.statement(
+                """
+                INSERT INTO deliveries (event_id, device_row, app_id, state, attempts, next_attempt_at, lease_until, apns_id, expires_at, created_at, updated_at, platform)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """, db)
+            deviceByRow = try statements.statement("SELECT * FROM devices WHERE id = ?", db)
             // Runs once per delivery: its values are bound directly.
             values = SQLiteParameters(directlyBinding: insertDelivery)
         }
@@ -278,7 +280,7 @@ extension SQLiteStore {
             counts.add(.sending, nil, claimed.count)
             counts.add(.pending, nil, created - claimed.count)
             counts.move(from: (.pending, nil), to: (.dropped, Coalescing.droppedReason), count: coalesced)
-            try counts.apply(db)
+            try counts.apply(db, statements)
         }
     }
 

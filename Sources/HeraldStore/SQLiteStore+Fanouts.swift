@@ -85,7 +85,7 @@ extension SQLiteStore {
         var claim: DirectClaim?
     }
 
-    static func expand(_ page: FanoutPage, _ db: Database) throws -> EnqueueResult? {
+    static func expand(_ page: FanoutPage, _ db: Database, _ statements: WriterStatements) throws -> EnqueueResult? {
         let job = page.job
         // The cursor is where the expander read it, or another writer took this page.
         guard let at = try Row.fetchOne(
@@ -94,7 +94,7 @@ extension SQLiteStore {
             at[0] as Int == page.from.keyIndex, at[1] as Int64 == page.from.row
         else { return nil }
         let ms = page.now.milliseconds
-        var writer = try DeliveryWriter(db, now: ms, claim: page.claim)
+        var writer = try DeliveryWriter(db, now: ms, claim: page.claim, statements: statements)
         var event = NewEvent(
             id: job.eventID, app: job.app, template: job.template, push: job.push, expiresAt: job.expiresAt, devices: page.devices)
         event.requestID = job.requestID

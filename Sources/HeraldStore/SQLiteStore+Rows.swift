@@ -32,11 +32,12 @@ extension SQLiteStore {
     }
 
     static func setState(
-        _ db: Database, _ id: Int64, _ state: DeliveryState, reason: String?, now: Int64, counts: inout DeliveryCounts
+        _ db: Database, _ statements: WriterStatements, _ id: Int64, _ state: DeliveryState, reason: String?, now: Int64,
+        counts: inout DeliveryCounts
     ) throws {
-        let was = try counted(db, id)
+        let was = try counted(db, statements, id)
         // Once per outcome: its values are bound directly.
-        let update = try db.cachedStatement(sql: "UPDATE deliveries SET state = ?, last_reason = ?, lease_until = NULL, updated_at = ? WHERE id = ?")
+        let update = try statements.statement("UPDATE deliveries SET state = ?, last_reason = ?, lease_until = NULL, updated_at = ? WHERE id = ?", db)
         let values = SQLiteParameters(directlyBinding: update)
         try values.text(1, state.rawValue)
         try values.text(2, reason)
@@ -47,17 +48,19 @@ extension SQLiteStore {
     }
 
     /// A retry: the delivery waits until `at`, its reason kept.
-    static func retry(_ db: Database, _ id: Int64, at: Date, reason: String, now: Int64, counts: inout DeliveryCounts) throws {
-        let was = try counted(db, id)
-        try db.cachedStatement(
-            sql: "UPDATE deliveries SET state = 'pending', next_attempt_at = ?, last_reason = ?, lease_until = NULL, updated_at = ? WHERE id = ?"
+    static func retry(
+        _ db: Database, _ statements: WriterStatements, _ id: Int64, at: Date, reason: String, now: Int64, counts: inout DeliveryCounts
+    ) throws {
+        let was = try counted(db, statements, id)
+        try statements.statement(
+            "UPDATE deliveries SET state = 'pending', next_attempt_at = ?, last_reason = ?, lease_until = NULL, updated_at = ? WHERE id = ?", db
         ).execute(arguments: [at.milliseconds, reason, now, id])
         if let was { counts.move(from: was, to: (.pending, reason)) }
     }
 
     /// A delivery's state and reason before an outcome changes them (nil: it is gone).
-    static func counted(_ db: Database, _ id: Int64) throws -> (DeliveryState, String?)? {
-        let values = SQLiteParameters(try db.cachedStatement(sql: "SELECT state, last_reason FROM deliveries WHERE id = ?").sqliteStatement)
+    static func counted(_ db: Database, _ statements: WriterStatements, _ id: Int64) throws -> (DeliveryState, String?)? {
+        let values = SQLiteParameters(try statements.statement("SELECT state, last_reason FROM deliveries WHERE id = ?", db).sqliteStatement)
         values.reset()
         try values.integer(1, id)
         return try values.firstRow { row in DeliveryState(rawValue: row.text(0)).map { ($0, row.optionalText(1)) } } ?? nil

@@ -12,6 +12,8 @@ public final class SQLiteStore: Store {
     /// Enqueues, the lanes' claims and their outcomes, committed together: one WAL sync for
     /// whatever arrived meanwhile.
     let writes: GroupCommit<GroupedWrite, GroupedResult>
+    /// The writer's statements on the paths each event and outcome takes.
+    let statements: WriterStatements
     /// Every lane's prefix of `deliveries_lane_due` (app, platform), so a query by state alone
     /// seeks each lane's deliveries in that state instead of scanning the table: SQLite has no
     /// index by state alone (`v11-sqlite` dropped it).
@@ -48,7 +50,9 @@ public final class SQLiteStore: Store {
         lanePlatforms = "(" + names.joined(separator: ", ") + ")"
         everyLane = "app_id IN (SELECT id FROM apps) AND platform IN \(lanePlatforms)"
         readers = SQLiteReaders(path: path)
-        writes = GroupCommit { group in await Self.commit(group, pool: pool) }
+        let statements = WriterStatements()
+        self.statements = statements
+        writes = GroupCommit { group in await Self.commit(group, pool: pool, statements: statements) }
         // GRDB sets NORMAL with WAL, which survives a crashed process but may lose the last commits
         // on power loss. An accepted event must be on disk before its 2xx: sync the WAL at each commit.
         try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
