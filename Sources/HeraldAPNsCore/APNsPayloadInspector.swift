@@ -223,25 +223,23 @@ private struct JSONScanner {
         let start = index
         var hasEscape = false
         while true {
+            index = JSONStringRun.end(bytes, from: index)
             guard let c = peek() else { throw .notJSONObject }
             if c == UInt8(ascii: "\"") { break }
             if c < 0x20 { throw .notJSONObject }
-            if c == UInt8(ascii: "\\") {
-                hasEscape = true
+            // A backslash.
+            hasEscape = true
+            index += 1
+            guard let e = peek() else { throw .notJSONObject }
+            switch e {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"),
+                UInt8(ascii: "f"), UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
                 index += 1
-                guard let e = peek() else { throw .notJSONObject }
-                switch e {
-                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"),
-                    UInt8(ascii: "f"), UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
-                    index += 1
-                case UInt8(ascii: "u"):
-                    guard index + 4 < bytes.count else { throw .notJSONObject }
-                    for i in 1...4 where !bytes[index + i].isHexDigit { throw .notJSONObject }
-                    index += 5
-                default: throw .notJSONObject
-                }
-            } else {
-                index += 1
+            case UInt8(ascii: "u"):
+                guard index + 4 < bytes.count else { throw .notJSONObject }
+                for i in 1...4 where !bytes[index + i].isHexDigit { throw .notJSONObject }
+                index += 5
+            default: throw .notJSONObject
             }
         }
         let end = index

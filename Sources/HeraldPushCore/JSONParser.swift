@@ -146,11 +146,8 @@ private struct JSONBytesParser {
         at += 1
         let start = at
         // The common case: no escape.
-        while at < bytes.count, bytes[at] != UInt8(ascii: "\""), bytes[at] != UInt8(ascii: "\\") {
-            guard bytes[at] >= 0x20 else { throw fail() }
-            at += 1
-        }
-        guard at < bytes.count else { throw fail() }
+        at = JSONStringRun.end(UnsafeRawBufferPointer(bytes), from: at)
+        guard at < bytes.count, bytes[at] >= 0x20 else { throw fail() }
         if bytes[at] == UInt8(ascii: "\"") {
             defer { at += 1 }
             guard let text = String(utf8Validating: UnsafeBufferPointer(rebasing: bytes[start..<at])) else { throw fail() }
