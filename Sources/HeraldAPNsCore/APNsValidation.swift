@@ -42,7 +42,11 @@ public enum APNsDeviceToken {
     /// `token` in the lowercase Herald stores and sends, copied only when it has an uppercase
     /// letter: a stored token is lowercase already, and `lowercased()` copies every time.
     public static func lowercased(_ token: String) -> String {
-        token.utf8.contains { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) } ? token.lowercased() : token
+        // Over the contiguous UTF-8: stepping `utf8` costs more than the copy it saves.
+        let hasUppercase = token.utf8.withContiguousStorageIfAvailable { bytes in
+            bytes.contains { $0 &- UInt8(ascii: "A") < 26 }
+        }
+        return hasUppercase == false ? token : token.lowercased()
     }
 
     /// True when `token` is exactly what the simulator (like Apple today) accepts: 64 hex characters.

@@ -109,3 +109,16 @@ struct NotificationValidationTests {
         #expect(APNsDeviceToken.redacted(Self.token) == "abababab…")
     }
 }
+
+@Suite("APNs tokens in the case Herald keeps")
+struct APNsTokenCaseTests {
+    @Test("a token with an uppercase letter is lowercased, any other is handed back as it is")
+    func lowercased() {
+        let lower = String(repeating: "ab", count: 32)
+        #expect(APNsDeviceToken.lowercased(lower.uppercased()) == lower)
+        #expect(APNsDeviceToken.lowercased("AB" + lower.dropFirst(2)) == lower)
+        #expect(APNsDeviceToken.lowercased(String(lower.dropLast(1)) + "Z") == String(lower.dropLast(1)) + "z")
+        #expect(APNsDeviceToken.lowercased(lower) == lower)
+        #expect(APNsDeviceToken.lowercased("") == "")
+    }
+}
