@@ -26,8 +26,6 @@ struct LoggerMetadataList {
         }
     }
 
-    var isEmpty: Bool { entries.isEmpty }
-
     /// The keys and values as swift-log's dictionary.
     var dictionary: Logger.Metadata {
         Dictionary(entries.lazy.map { ($0.key, $0.value) }, uniquingKeysWith: { _, last in last })

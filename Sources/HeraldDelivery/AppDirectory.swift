@@ -100,21 +100,19 @@ public struct AppSettings: Sendable {
 public struct AppDirectory: Sendable {
     /// In configuration order.
     public let apps: [AppSettings]
-    private let byID: [String: AppSettings]
     /// Each app's place in `apps`, where `read` finds its settings without copying them.
     private let indexByID: [String: Int]
 
     /// - Precondition: ids are unique (the configuration checks it).
     public init(_ apps: [AppSettings]) {
         self.apps = apps
-        byID = Dictionary(apps.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         indexByID = Dictionary(apps.indices.map { (apps[$0].id, $0) }, uniquingKeysWith: { first, _ in first })
     }
 
     /// The single app of an instance configured by the environment alone.
     public static func single(_ app: AppSettings = AppSettings(id: "default")) -> AppDirectory { AppDirectory([app]) }
 
-    public subscript(id: String) -> AppSettings? { byID[id] }
+    public subscript(id: String) -> AppSettings? { indexByID[id].map { apps[$0] } }
 
     /// What `body` reads from the app `id`'s settings, read where they are; nil for no such app.
     /// The subscript copies the whole settings, retaining each of their strings and sets and
@@ -128,7 +126,7 @@ public struct AppDirectory: Sendable {
     /// - Throws: a `Refusal` naming `field` for an unknown app, or for none when there are several.
     public func resolve(_ requested: String?, field: String = "app") throws -> AppSettings {
         if let requested {
-            guard let app = byID[requested] else { throw Refusal.invalid(field, "no app \(requested) on this instance") }
+            guard let app = self[requested] else { throw Refusal.invalid(field, "no app \(requested) on this instance") }
             return app
         }
         guard apps.count == 1 else { throw Refusal.missing(field) }
