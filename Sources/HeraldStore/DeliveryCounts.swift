@@ -34,13 +34,12 @@ struct DeliveryCounts {
         }
         // Once per key and transaction: its values are bound directly.
         let update = try statements.statement("UPDATE delivery_counts SET n = n + ? WHERE state = ? AND reason = ?", db)
-        let values = SQLiteParameters(directlyBinding: update)
+        let values = SQLiteParameters(update)
         for (key, n) in deltas where n != 0 {
-            values.reset()
             try values.integer(1, Int64(n))
             try values.text(2, key.state)
             try values.text(3, key.reason)
-            try update.execute()
+            try values.execute()
             if db.changesCount == 0 {
                 try statements.statement("INSERT INTO delivery_counts (state, reason, n) VALUES (?, ?, ?)", db)
                     .execute(arguments: [key.state, key.reason, n])

@@ -30,10 +30,9 @@ enum SQLiteDedupeKeys {
     /// false when a stored event holds it. A rolled-back transaction takes the claim back.
     static func claim(_ key: String, _ db: Database, _ statements: WriterStatements) throws -> Bool {
         let statement = try statements.statement("INSERT INTO temp.dedupe_keys (digest) VALUES (?) ON CONFLICT DO NOTHING", db)
-        let values = SQLiteParameters(directlyBinding: statement)
-        values.reset()
+        let values = SQLiteParameters(statement)
         try values.blob(1, digest(key))
-        try statement.execute()
+        try values.execute()
         return db.changesCount == 1
     }
 

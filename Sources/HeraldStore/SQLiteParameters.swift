@@ -1,10 +1,12 @@
 import GRDB
 import GRDBSQLite
 
-/// Values bound straight to a prepared statement's parameters (1-based), for the statements run
-/// once per event or delivery. GRDB's `StatementArguments` boxes each value in an existential,
-/// converts it to a `DatabaseValue` and checks the count on every execution: about a tenth of a
-/// batched event's CPU in its two inserts.
+/// Values bound straight to a prepared statement's parameters (1-based), and the statement
+/// stepped here, for the statements run once per event, delivery or outcome. GRDB's
+/// `StatementArguments` boxes each value in an existential, converts it to a `DatabaseValue` and
+/// checks the count on every execution (about a tenth of a batched event's CPU in its two
+/// inserts), and its `execute()` resets the statement twice, clears its bindings and consults its
+/// observers, which the store does not use, for each row written.
 ///
 /// A bind that fails (an index out of range, a statement not reset, a value over SQLite's length
 /// limit, no memory) throws, so the read or the transaction it is part of fails and nothing else.
@@ -13,11 +15,10 @@ struct SQLiteParameters {
 
     init(_ statement: OpaquePointer) { self.statement = statement }
 
-    /// The parameters of a statement GRDB runs: GRDB is told they are bound, so its `execute()`
-    /// steps the statement with the values bound here.
-    init(directlyBinding statement: Statement) {
-        statement.setUncheckedArguments([])
+    /// A statement GRDB prepared (and keeps in its cache), reset for new values.
+    init(_ statement: Statement) {
         self.statement = statement.sqliteStatement
+        reset()
     }
 
     /// SQLite copies the text before `bind` returns (`SQLITE_TRANSIENT`, a macro Swift cannot import).
@@ -57,6 +58,38 @@ struct SQLiteParameters {
         case SQLITE_ROW: return decode(SQLiteRow(statement: statement))
         case SQLITE_DONE: return nil
         case let code: throw SQLiteCallError(code: code, message: String(cString: sqlite3_errmsg(sqlite3_db_handle(statement))))
+        }
+    }
+
+    /// Runs the bound write to its end, inside the writer's open transaction, and resets it. An
+    /// error (SQLite's extended code) leaves the transaction to the caller, which rolls it back;
+    /// with no transaction open (SQLite ends one itself on some errors) nothing is written.
+    func execute() throws(SQLiteCallError) {
+        defer { reset() }
+        let db = sqlite3_db_handle(statement)
+        guard sqlite3_get_autocommit(db) == 0 else {
+            throw SQLiteCallError(code: SQLITE_MISUSE, message: "a store write outside the writer's transaction")
+        }
+        while true {
+            switch sqlite3_step(statement) {
+            case SQLITE_DONE: return
+            case SQLITE_ROW: continue
+            case let code: throw SQLiteCallError(code: code, message: String(cString: sqlite3_errmsg(db)))
+            }
+        }
+    }
+
+    /// Steps the bound statement to its end: every row read by `decode`, in order. The
+    /// statement is reset before this returns, so no read outlives the call.
+    func rows<T>(_ decode: (SQLiteRow) throws -> T) throws -> [T] {
+        defer { reset() }
+        var found: [T] = []
+        while true {
+            switch sqlite3_step(statement) {
+            case SQLITE_ROW: found.append(try decode(SQLiteRow(statement: statement)))
+            case SQLITE_DONE: return found
+            case let code: throw SQLiteCallError(code: code, message: String(cString: sqlite3_errmsg(sqlite3_db_handle(statement))))
+            }
         }
     }
 

@@ -99,17 +99,7 @@ struct SQLiteReadConnection {
         }
         let parameters = SQLiteParameters(statement)
         for (i, argument) in arguments.enumerated() { try parameters.text(Int32(i + 1), argument) }
-        var found: [T] = []
-        while true {
-            let code = sqlite3_step(statement)
-            if code == SQLITE_DONE { return found }
-            guard code == SQLITE_ROW else { throw error(code) }
-            found.append(decode(SQLiteRow(statement: statement)))
-        }
-    }
-
-    private func error(_ code: Int32) -> SQLiteCallError {
-        SQLiteCallError(code: code, message: String(cString: sqlite3_errmsg(connection.handle)))
+        return try parameters.rows(decode)
     }
 }
 
@@ -130,6 +120,13 @@ struct SQLiteRow {
     func optionalText(_ column: Int32) -> String? { isNull(column) ? nil : text(column) }
 
     func optionalInteger(_ column: Int32) -> Int64? { isNull(column) ? nil : integer(column) }
+
+    /// A blob's bytes (or a text's); none for NULL.
+    func bytes(_ column: Int32) -> [UInt8] {
+        // The pointer first, then its length: SQLite's documented order.
+        guard let bytes = sqlite3_column_blob(statement, column) else { return [] }
+        return Array(UnsafeRawBufferPointer(start: bytes, count: Int(sqlite3_column_bytes(statement, column))))
+    }
 }
 
 /// A failed call into SQLite made outside GRDB (a read, a bind), with SQLite's code and message.

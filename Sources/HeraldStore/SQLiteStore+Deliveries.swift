@@ -16,11 +16,40 @@ extension SQLiteStore {
         app: String, platform: Platform, limit: Int, now: Date, lease: Duration, _ db: Database, _ statements: WriterStatements
     ) throws -> [ClaimedDelivery] {
         let ms = now.milliseconds
-        let arguments: StatementArguments = [app, platform.rawValue, ms, limit]
+        // Read off SQLite by position, not through GRDB's rows: a `Row` cursor builds a
+        // dictionary of its 26 column names, lowercased, on every claim, and copies each row.
+        func bind(_ statement: Statement) throws -> SQLiteParameters {
+            let values = SQLiteParameters(statement)
+            try values.text(1, app)
+            try values.text(2, platform.rawValue)
+            try values.integer(3, ms)
+            try values.integer(4, Int64(limit))
+            return values
+        }
+        // One push per event and claim: a fan-out page's deliveries share it.
+        var pushes: [String: RenderedPush] = [:]
+        func delivery(_ row: SQLiteRow) -> (nextAttemptAt: Int64, delivery: ClaimedDelivery) {
+            let eventID = row.text(1)
+            let push = pushes[eventID] ?? {
+                let push = RenderedPush(
+                    storedPushType: row.text(5), storedPriority: Int(row.integer(6)), collapseID: row.optionalText(7),
+                    payload: row.bytes(8), fcmData: RenderedPush.fcmData(json: row.optionalText(9)))
+                pushes[eventID] = push
+                return push
+            }()
+            var delivery = ClaimedDelivery(
+                id: row.integer(0), eventID: eventID, device: Self.deviceRecord(row, from: 15), push: push,
+                apnsID: UUID(uuidString: row.text(2)) ?? UUID(),
+                attempt: Int(row.integer(3)) + 1,
+                expiresAt: Date(milliseconds: row.integer(4)), acceptedAt: Date(milliseconds: row.integer(11)),
+                requestID: row.optionalText(12), template: row.optionalText(13))
+            delivery.fanout = row.integer(14) != 0
+            return (row.integer(10), delivery)
+        }
         // The due ones in one statement, read in (next_attempt_at, id) order straight off the
         // lane index; lapsed leases (rare) by a second scan. A UNION or an OR of the two would
         // build a temporary b-tree on every claim.
-        var due = try Row.fetchAll(
+        var due = try bind(
             db.cachedStatement(sql: """
                 SELECT \(Self.claimColumns)
                 FROM (SELECT id FROM deliveries
@@ -29,50 +58,43 @@ extension SQLiteStore {
                 JOIN deliveries dl ON dl.id = due.id
                 JOIN events e ON e.id = dl.event_id
                 JOIN devices d ON d.id = dl.device_row
-                """), arguments: arguments)
-        let lapsed = try Int64.fetchAll(
+                """)
+        ).rows(delivery)
+        let lapsed = try bind(
             db.cachedStatement(sql: """
                 SELECT id FROM deliveries WHERE app_id = ? AND platform = ? AND state = 'sending' AND lease_until <= ? LIMIT ?
-                """), arguments: arguments)
-        if !lapsed.isEmpty {
-            let read = try db.cachedStatement(sql: """
-                SELECT \(Self.claimColumns)
-                FROM deliveries dl JOIN events e ON e.id = dl.event_id JOIN devices d ON d.id = dl.device_row
-                WHERE dl.id = ?
                 """)
-            due += try lapsed.compactMap { try Row.fetchOne(read, arguments: [$0]) }
+        ).rows { $0.integer(0) }
+        if !lapsed.isEmpty {
+            let read = SQLiteParameters(
+                try db.cachedStatement(sql: """
+                    SELECT \(Self.claimColumns)
+                    FROM deliveries dl JOIN events e ON e.id = dl.event_id JOIN devices d ON d.id = dl.device_row
+                    WHERE dl.id = ?
+                    """))
+            for id in lapsed {
+                try read.integer(1, id)
+                due += try read.rows(delivery)
+            }
+            due.sort { ($0.nextAttemptAt, $0.delivery.id) < ($1.nextAttemptAt, $1.delivery.id) }
         }
-        due.sort { ($0[10] as Int64, $0[0] as Int64) < ($1[10] as Int64, $1[0] as Int64) }
-        let leaseUntil = ms + Int64(lease.seconds * 1000)
-        let claim = try db.cachedStatement(
-            sql: "UPDATE deliveries SET state = 'sending', lease_until = ?, attempts = attempts + 1, updated_at = ? WHERE id = ?")
+        let claimed = due.prefix(limit).map(\.delivery)
         // Those the first scan found were pending; a lapsed lease stays `sending`.
         let relapsed = Set(lapsed)
         var counts = DeliveryCounts()
-        counts.move(from: (.pending, nil), to: (.sending, nil), count: due.prefix(limit).count(where: { !relapsed.contains($0[0]) }))
+        counts.move(from: (.pending, nil), to: (.sending, nil), count: claimed.count(where: { !relapsed.contains($0.id) }))
         try counts.apply(db, statements)
-        // One push per event and claim: a fan-out page's deliveries share it.
-        var pushes: [String: RenderedPush] = [:]
-        return try due.prefix(limit).map { row in
-            let id: Int64 = row[0]
-            try claim.execute(arguments: [leaseUntil, ms, id])
-            let eventID: String = row[1]
-            let push = pushes[eventID] ?? {
-                let data: Data = row[8]
-                let push = RenderedPush(
-                    storedPushType: row[5], storedPriority: row[6], collapseID: row[7], payload: Array(data),
-                    fcmData: RenderedPush.fcmData(json: row[9]))
-                pushes[eventID] = push
-                return push
-            }()
-            var delivery = ClaimedDelivery(
-                id: id, eventID: eventID, device: Self.deviceRecord(row, from: 15), push: push,
-                apnsID: UUID(uuidString: row[2]) ?? UUID(),
-                attempt: (row[3] as Int) + 1,
-                expiresAt: Date(milliseconds: row[4]), acceptedAt: Date(milliseconds: row[11]), requestID: row[12], template: row[13])
-            delivery.fanout = row[14]
-            return delivery
+        let leaseUntil = ms + Int64(lease.seconds * 1000)
+        let claim = try statements.statement(
+            "UPDATE deliveries SET state = 'sending', lease_until = ?, attempts = attempts + 1, updated_at = ? WHERE id = ?", db)
+        let values = SQLiteParameters(claim)
+        for delivery in claimed {
+            try values.integer(1, leaseUntil)
+            try values.integer(2, ms)
+            try values.integer(3, delivery.id)
+            try values.execute()
         }
+        return claimed
     }
 
     /// What a claim reads, by position: the delivery (0–4), its event's push (5–9),

@@ -100,11 +100,10 @@ extension SQLiteStore {
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """, db)
         // The insert runs once per event: its values are bound directly.
-        let eventValues = SQLiteParameters(directlyBinding: insertEvent)
+        let eventValues = SQLiteParameters(insertEvent)
         for event in events {
             // An event whose dedupe key is held is skipped.
             if let key = event.dedupeKey, try !SQLiteDedupeKeys.claim(key, db, statements) { continue }
-            eventValues.reset()
             try eventValues.text(1, event.id)
             try eventValues.text(2, event.app)
             try eventValues.text(3, event.template)
@@ -120,7 +119,7 @@ extension SQLiteStore {
             try eventValues.text(13, event.coalescing?.key)
             try eventValues.integer(14, event.coalescing?.window)
             try eventValues.integer(15, event.fanout == nil ? 0 : 1)
-            try insertEvent.execute()
+            try eventValues.execute()
             if let route = event.fanout {
                 let stored = route.storedColumns
                 try db.execute(
@@ -175,7 +174,7 @@ extension SQLiteStore {
                 """, db)
             deviceByRow = try statements.statement("SELECT * FROM devices WHERE id = ?", db)
             // Runs once per delivery: its values are bound directly.
-            values = SQLiteParameters(directlyBinding: insertDelivery)
+            values = SQLiteParameters(insertDelivery)
         }
 
         /// `event`'s deliveries to its devices, one per device row; returns how many were made.
@@ -251,7 +250,6 @@ extension SQLiteStore {
             _ event: NewEvent, row: Int64, state: DeliveryState, attempts: Int64, leaseUntil: Int64?, apnsID: String,
             expiresAt: Int64, platform: String?, due: Int64
         ) throws -> Bool {
-            values.reset()
             try values.text(1, event.id)
             try values.integer(2, row)
             try values.text(3, event.app)
@@ -267,8 +265,8 @@ extension SQLiteStore {
             // A device removed since routing (its token died, it unregistered) fails the foreign
             // key: that statement alone is undone, and the event goes to the others.
             do {
-                try insertDelivery.execute()
-            } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_FOREIGNKEY {
+                try values.execute()
+            } catch where error.code == ResultCode.SQLITE_CONSTRAINT_FOREIGNKEY.rawValue {
                 return false
             }
             return true

@@ -6,16 +6,16 @@ import HeraldPushCore
 /// SQLiteStore: fan-out jobs.
 extension SQLiteStore {
     public func openFanouts(limit: Int) async throws -> [FanoutJob] {
+        // Polled every second by an idle expander: the statement is prepared once per connection.
         try await pool.read { db in
             try Row.fetchAll(
-                db,
-                sql: """
+                db.cachedStatement(sql: """
                     SELECT f.event_id, f.app_id, e.template, e.push_type, e.priority, e.collapse_id, e.payload, e.fcm_data, e.expires_at,
                            e.created_at, e.request_id, f.keys, f.excluded, f.kasia, f.key_index, f.cursor_row, f.devices, f.expanded,
                            e.coalesce_key, e.coalesce_ms
                     FROM fanouts f JOIN events e ON e.id = f.event_id
                     WHERE f.finished_at IS NULL ORDER BY f.created_at, f.event_id LIMIT ?
-                    """, arguments: [limit]
+                    """), arguments: [limit]
             ).compactMap { row -> FanoutJob? in
                 guard let route = FanoutRoute(keys: row[11], excluded: row[12], kasia: row[13]) else { return nil }
                 let payload: Data = row[6]

@@ -23,13 +23,15 @@ extension SQLiteStore {
 
     static func deviceRecord(_ row: Row) -> DeviceRecord { deviceRecord(row, from: 0) }
 
-    /// The same from a reader's row (`SELECT devices.*`).
-    static func deviceRecord(_ row: SQLiteRow) -> DeviceRecord {
+    /// The same from a row read straight off SQLite (`devices.*` from column `first`).
+    static func deviceRecord(_ row: SQLiteRow, from first: Int32) -> DeviceRecord {
         StoreRows.device(
-            rowID: row.integer(0), app: row.text(1), platform: row.text(2), token: row.text(3), deviceID: row.optionalText(4),
-            createdAt: row.integer(5), updatedAt: row.integer(6), lastSeen: row.integer(7), disabledReason: row.optionalText(8),
-            attributes: row.text(10))
+            rowID: row.integer(first), app: row.text(first + 1), platform: row.text(first + 2), token: row.text(first + 3),
+            deviceID: row.optionalText(first + 4), createdAt: row.integer(first + 5), updatedAt: row.integer(first + 6),
+            lastSeen: row.integer(first + 7), disabledReason: row.optionalText(first + 8), attributes: row.text(first + 10))
     }
+
+    static func deviceRecord(_ row: SQLiteRow) -> DeviceRecord { deviceRecord(row, from: 0) }
 
     static func setState(
         _ db: Database, _ statements: WriterStatements, _ id: Int64, _ state: DeliveryState, reason: String?, now: Int64,
@@ -38,12 +40,12 @@ extension SQLiteStore {
         let was = try counted(db, statements, id)
         // Once per outcome: its values are bound directly.
         let update = try statements.statement("UPDATE deliveries SET state = ?, last_reason = ?, lease_until = NULL, updated_at = ? WHERE id = ?", db)
-        let values = SQLiteParameters(directlyBinding: update)
+        let values = SQLiteParameters(update)
         try values.text(1, state.rawValue)
         try values.text(2, reason)
         try values.integer(3, now)
         try values.integer(4, id)
-        try update.execute()
+        try values.execute()
         if let was { counts.move(from: was, to: (state, reason)) }
     }
 
@@ -60,8 +62,7 @@ extension SQLiteStore {
 
     /// A delivery's state and reason before an outcome changes them (nil: it is gone).
     static func counted(_ db: Database, _ statements: WriterStatements, _ id: Int64) throws -> (DeliveryState, String?)? {
-        let values = SQLiteParameters(try statements.statement("SELECT state, last_reason FROM deliveries WHERE id = ?", db).sqliteStatement)
-        values.reset()
+        let values = SQLiteParameters(try statements.statement("SELECT state, last_reason FROM deliveries WHERE id = ?", db))
         try values.integer(1, id)
         return try values.firstRow { row in DeliveryState(rawValue: row.text(0)).map { ($0, row.optionalText(1)) } } ?? nil
     }
