@@ -7,7 +7,8 @@ import NIOHPACK
 /// header marked `.indexable` is entered in the dynamic table once and sent as its index after;
 /// the ones that change each time (`:path`, `apns-id`) are marked `.nonIndexable` and go as
 /// literals, naming a static-table entry where one has their name. The table is a few entries,
-/// searched in order; the server's SETTINGS_HEADER_TABLE_SIZE bounds it.
+/// each header looked for first where it was found in the last block, then searched in order;
+/// the server's SETTINGS_HEADER_TABLE_SIZE bounds it.
 struct HeaderBlockEncoder {
     /// HTTP/2's default table size, and the most this encoder uses whatever a server allows.
     static let defaultTableSize = 4_096
@@ -25,6 +26,9 @@ struct HeaderBlockEncoder {
     /// Table size updates owed at the start of the next block: the smallest since the last
     /// block, then the current, if they differ (RFC 7541 §4.2).
     private var smallestSinceLastBlock: Int?
+    /// For the nth indexable header of a block, the table position it was found at last.
+    private var hints: [Int] = []
+    private var scratch: [UInt8] = []
 
     init() {}
 
@@ -39,54 +43,85 @@ struct HeaderBlockEncoder {
 
     /// Appends the header block for `headers` to `out`.
     mutating func encode(_ headers: HPACKHeaders, into out: inout ByteBuffer) {
+        // Built in an array and written once: a `ByteBuffer` write per byte checks its storage's
+        // uniqueness and capacity each time. The array is the encoder's, kept between blocks.
+        var block: [UInt8] = []
+        swap(&block, &scratch)
+        block.removeAll(keepingCapacity: true)
+        defer { swap(&block, &scratch) }
         if let smallest = smallestSinceLastBlock {
-            if smallest < maximumTableSize { Self.writeInteger(smallest, prefix: 5, pattern: 0x20, into: &out) }
-            Self.writeInteger(maximumTableSize, prefix: 5, pattern: 0x20, into: &out)
+            if smallest < maximumTableSize { Self.writeInteger(smallest, prefix: 5, pattern: 0x20, into: &block) }
+            Self.writeInteger(maximumTableSize, prefix: 5, pattern: 0x20, into: &block)
             smallestSinceLastBlock = nil
         }
+        var ordinal = 0
         for header in headers {
             switch header.indexable {
-            case .indexable: appendIndexable(name: header.name, value: header.value, into: &out)
-            case .nonIndexable: appendLiteral(name: header.name, value: header.value, pattern: 0x00, into: &out)
-            case .neverIndexed: appendLiteral(name: header.name, value: header.value, pattern: 0x10, into: &out)
+            case .indexable:
+                appendIndexable(name: header.name, value: header.value, ordinal: ordinal, into: &block)
+                ordinal += 1
+            case .nonIndexable: appendLiteral(name: header.name, value: header.value, pattern: 0x00, into: &block)
+            case .neverIndexed: appendLiteral(name: header.name, value: header.value, pattern: 0x10, into: &block)
             }
         }
+        out.writeBytes(block)
     }
 
-    private mutating func appendIndexable(name: String, value: String, into out: inout ByteBuffer) {
-        for (position, entry) in entries.enumerated() where entry.name == name && entry.value == value {
-            Self.writeInteger(62 + position, prefix: 7, pattern: 0x80, into: &out)
-            return
+    private mutating func appendIndexable(name: String, value: String, ordinal: Int, into out: inout [UInt8]) {
+        // A push repeats the last one's headers in the same order: the entry the same header
+        // matched last time is looked at first, before a search of the table.
+        // (A static-table entry's hint is its index, negated.)
+        if ordinal < hints.count {
+            let hint = hints[ordinal]
+            if hint >= 0, hint < entries.count, entries[hint].name == name, entries[hint].value == value {
+                return Self.writeInteger(62 + hint, prefix: 7, pattern: 0x80, into: &out)
+            }
+            if hint < 0, let entry = Self.staticEntries.first(where: { $0.index == -hint }), entry.name == name, entry.value == value {
+                return Self.writeInteger(-hint, prefix: 7, pattern: 0x80, into: &out)
+            }
         }
-        if let index = Self.staticIndex(name: name, value: value) {
-            Self.writeInteger(index, prefix: 7, pattern: 0x80, into: &out)
-            return
+        for (position, entry) in entries.enumerated() where entry.name == name && entry.value == value {
+            hint(ordinal, position)
+            return Self.writeInteger(62 + position, prefix: 7, pattern: 0x80, into: &out)
+        }
+        if let entry = Self.staticEntries.first(where: { $0.name == name && $0.value == value }) {
+            hint(ordinal, -entry.index)
+            return Self.writeInteger(entry.index, prefix: 7, pattern: 0x80, into: &out)
         }
         let size = name.utf8.count + value.utf8.count + 32
         guard size <= maximumTableSize else {
             // Would empty the table and not fit: a literal that leaves it alone.
-            appendLiteral(name: name, value: value, pattern: 0x00, into: &out)
-            return
+            return appendLiteral(name: name, value: value, pattern: 0x00, into: &out)
         }
         // Literal with incremental indexing (§6.2.1), then into the table as the decoder does.
         if let nameIndex = Self.staticNameIndex[name] {
             Self.writeInteger(nameIndex, prefix: 6, pattern: 0x40, into: &out)
         } else {
-            out.writeInteger(UInt8(0x40))
+            out.append(0x40)
             Self.writeString(name, into: &out)
         }
         Self.writeString(value, into: &out)
         evict(toFit: size)
         entries.insert(Entry(name: name, value: value, size: size), at: 0)
         tableSize += size
+        hint(ordinal, 0)
+    }
+
+    /// Where the `ordinal`th indexable header of a block was found.
+    private mutating func hint(_ ordinal: Int, _ position: Int) {
+        // A request has a handful; past 64 a block's headers are searched for without a hint.
+        guard ordinal < 64 else { return }
+        // Ordinals whose headers had none (static-table entries) hint nowhere.
+        if ordinal >= hints.count { hints.append(contentsOf: repeatElement(Int.max, count: ordinal + 1 - hints.count)) }
+        hints[ordinal] = position
     }
 
     /// A literal without indexing (pattern 0x00) or never indexed (0x10), §6.2.2 – 6.2.3.
-    private func appendLiteral(name: String, value: String, pattern: UInt8, into out: inout ByteBuffer) {
+    private func appendLiteral(name: String, value: String, pattern: UInt8, into out: inout [UInt8]) {
         if let nameIndex = Self.staticNameIndex[name] {
             Self.writeInteger(nameIndex, prefix: 4, pattern: pattern, into: &out)
         } else {
-            out.writeInteger(pattern)
+            out.append(pattern)
             Self.writeString(name, into: &out)
         }
         Self.writeString(value, into: &out)
@@ -100,40 +135,32 @@ struct HeaderBlockEncoder {
     }
 
     /// A string literal without Huffman coding (§5.2).
-    private static func writeString(_ string: String, into out: inout ByteBuffer) {
+    private static func writeString(_ string: String, into out: inout [UInt8]) {
         writeInteger(string.utf8.count, prefix: 7, pattern: 0, into: &out)
-        out.writeString(string)
+        out.append(contentsOf: string.utf8)
     }
 
     /// An integer with an N-bit prefix (§5.1), its first byte carrying `pattern` above the prefix.
-    static func writeInteger(_ value: Int, prefix: Int, pattern: UInt8, into out: inout ByteBuffer) {
+    static func writeInteger(_ value: Int, prefix: Int, pattern: UInt8, into out: inout [UInt8]) {
         let limit = (1 << prefix) - 1
         guard value >= limit else {
-            out.writeInteger(pattern | UInt8(value))
+            out.append(pattern | UInt8(value))
             return
         }
-        out.writeInteger(pattern | UInt8(limit))
+        out.append(pattern | UInt8(limit))
         var rest = value - limit
         while rest >= 128 {
-            out.writeInteger(UInt8(rest & 0x7f | 0x80))
+            out.append(UInt8(rest & 0x7f | 0x80))
             rest >>= 7
         }
-        out.writeInteger(UInt8(rest))
+        out.append(UInt8(rest))
     }
 
     /// The static table's entries with a value a request may carry (Appendix A).
-    private static func staticIndex(name: String, value: String) -> Int? {
-        switch (name, value) {
-        case (":method", "GET"): 2
-        case (":method", "POST"): 3
-        case (":path", "/"): 4
-        case (":path", "/index.html"): 5
-        case (":scheme", "http"): 6
-        case (":scheme", "https"): 7
-        case ("accept-encoding", "gzip, deflate"): 16
-        default: nil
-        }
-    }
+    private static let staticEntries: [(index: Int, name: String, value: String)] = [
+        (2, ":method", "GET"), (3, ":method", "POST"), (4, ":path", "/"), (5, ":path", "/index.html"),
+        (6, ":scheme", "http"), (7, ":scheme", "https"), (16, "accept-encoding", "gzip, deflate"),
+    ]
 
     /// Each static-table name's first index (Appendix A).
     static let staticNameIndex: [String: Int] = {

@@ -82,4 +82,36 @@ import Testing
         #expect(try Self.roundTrip(&encoder, &decoder, headers).0 == headers)
         #expect(try Self.roundTrip(&encoder, &decoder, headers).0 == headers)
     }
+
+    @Test("blocks whose headers change, move and come and go read back as sent, so a header found where it was last time or searched for names the decoder's entry")
+    func changingBlocks() throws {
+        var encoder = HeaderBlockEncoder()
+        var decoder = HPACKDecoder(allocator: ByteBufferAllocator())
+        // A fixed seed: the same 400 blocks every run.
+        var random = HTTP2ClientFramerFuzzTests.SeededGenerator(state: 0x4845_5241_4c44)
+        let tokens = (0..<3).map { "bearer " + String(repeating: Character(String($0)), count: 100 + 40 * $0) }
+        for block in 0..<400 {
+            var pool: [(String, String, HPACKIndexing)] = [
+                ("authorization", tokens[Int(random.next() % 3)], .indexable),
+                ("apns-topic", "com.example.app\(random.next() % 2)", .indexable),
+                ("apns-push-type", ["alert", "background", "voip"][Int(random.next() % 3)], .indexable),
+                ("apns-priority", "\(5 + 5 * (random.next() % 2))", .indexable),
+                ("apns-id", "id-\(block)", .nonIndexable),
+                ("apns-collapse-id", "c\(random.next() % 4)", .indexable),
+            ]
+            // Some headers left out, the rest in a shuffled order, after the pseudo-headers.
+            pool = pool.filter { _ in random.next() % 4 != 0 }
+            for i in pool.indices.reversed() { pool.swapAt(i, Int(random.next() % UInt64(i + 1))) }
+            var headers = HPACKHeaders()
+            headers.add(name: ":method", value: random.next() % 2 == 0 ? "POST" : "GET")
+            headers.add(name: ":scheme", value: random.next() % 2 == 0 ? "https" : "http")
+            headers.add(name: ":path", value: "/3/device/\(block)", indexing: .nonIndexable)
+            for (name, value, indexing) in pool { headers.add(name: name, value: value, indexing: indexing) }
+            if block == 200 { encoder.setMaximumTableSize(300); decoder.maxDynamicTableLength = 300 }
+            let decoded = try Self.roundTrip(&encoder, &decoder, headers).0
+            #expect(decoded == headers)
+            #expect(decoded.map(\.indexable) == headers.map(\.indexable))
+        }
+    }
 }
+
