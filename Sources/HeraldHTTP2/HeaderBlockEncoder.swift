@@ -26,8 +26,13 @@ struct HeaderBlockEncoder {
     /// Table size updates owed at the start of the next block: the smallest since the last
     /// block, then the current, if they differ (RFC 7541 §4.2).
     private var smallestSinceLastBlock: Int?
-    /// For the nth indexable header of a block, the table position it was found at last.
-    private var hints: [Int] = []
+    /// Where a block's nth indexable header was found last: a dynamic-table position or a
+    /// static-table entry. A push repeats the last one's headers in the same order.
+    private enum Hint {
+        case table(Int)
+        case staticEntry(Int)
+    }
+    private var hints: [Hint?] = []
     private var scratch: [UInt8] = []
 
     init() {}
@@ -68,25 +73,21 @@ struct HeaderBlockEncoder {
     }
 
     private mutating func appendIndexable(name: String, value: String, ordinal: Int, into out: inout [UInt8]) {
-        // A push repeats the last one's headers in the same order: the entry the same header
-        // matched last time is looked at first, before a search of the table.
-        // (A static-table entry's hint is its index, negated.)
-        if ordinal < hints.count {
-            let hint = hints[ordinal]
-            if hint >= 0, hint < entries.count, entries[hint].name == name, entries[hint].value == value {
-                return Self.writeInteger(62 + hint, prefix: 7, pattern: 0x80, into: &out)
-            }
-            if hint < 0, let entry = Self.staticEntries.first(where: { $0.index == -hint }), entry.name == name, entry.value == value {
-                return Self.writeInteger(-hint, prefix: 7, pattern: 0x80, into: &out)
-            }
+        // The entry this header matched last time is looked at first, before a search.
+        switch ordinal < hints.count ? hints[ordinal] : nil {
+        case .table(let position)? where position < entries.count && entries[position].name == name && entries[position].value == value:
+            return Self.writeInteger(62 + position, prefix: 7, pattern: 0x80, into: &out)
+        case .staticEntry(let i)? where Self.staticEntries[i].name == name && Self.staticEntries[i].value == value:
+            return Self.writeInteger(Self.staticEntries[i].index, prefix: 7, pattern: 0x80, into: &out)
+        default: break
         }
         for (position, entry) in entries.enumerated() where entry.name == name && entry.value == value {
-            hint(ordinal, position)
+            hint(ordinal, .table(position))
             return Self.writeInteger(62 + position, prefix: 7, pattern: 0x80, into: &out)
         }
-        if let entry = Self.staticEntries.first(where: { $0.name == name && $0.value == value }) {
-            hint(ordinal, -entry.index)
-            return Self.writeInteger(entry.index, prefix: 7, pattern: 0x80, into: &out)
+        if let i = Self.staticEntries.firstIndex(where: { $0.name == name && $0.value == value }) {
+            hint(ordinal, .staticEntry(i))
+            return Self.writeInteger(Self.staticEntries[i].index, prefix: 7, pattern: 0x80, into: &out)
         }
         let size = name.utf8.count + value.utf8.count + 32
         guard size <= maximumTableSize else {
@@ -104,16 +105,16 @@ struct HeaderBlockEncoder {
         evict(toFit: size)
         entries.insert(Entry(name: name, value: value, size: size), at: 0)
         tableSize += size
-        hint(ordinal, 0)
+        hint(ordinal, .table(0))
     }
 
     /// Where the `ordinal`th indexable header of a block was found.
-    private mutating func hint(_ ordinal: Int, _ position: Int) {
+    private mutating func hint(_ ordinal: Int, _ hint: Hint) {
         // A request has a handful; past 64 a block's headers are searched for without a hint.
         guard ordinal < 64 else { return }
-        // Ordinals whose headers had none (static-table entries) hint nowhere.
-        if ordinal >= hints.count { hints.append(contentsOf: repeatElement(Int.max, count: ordinal + 1 - hints.count)) }
-        hints[ordinal] = position
+        // Ordinals not found yet (a header too large for the table goes as a literal) hint nowhere.
+        if ordinal >= hints.count { hints.append(contentsOf: repeatElement(nil, count: ordinal + 1 - hints.count)) }
+        hints[ordinal] = hint
     }
 
     /// A literal without indexing (pattern 0x00) or never indexed (0x10), §6.2.2 – 6.2.3.

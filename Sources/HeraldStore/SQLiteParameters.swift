@@ -57,7 +57,7 @@ struct SQLiteParameters {
         switch sqlite3_step(statement) {
         case SQLITE_ROW: return decode(SQLiteRow(statement: statement))
         case SQLITE_DONE: return nil
-        case let code: throw SQLiteCallError(code: code, message: String(cString: sqlite3_errmsg(sqlite3_db_handle(statement))))
+        case let code: throw failure(code)
         }
     }
 
@@ -74,7 +74,7 @@ struct SQLiteParameters {
             switch sqlite3_step(statement) {
             case SQLITE_DONE: return
             case SQLITE_ROW: continue
-            case let code: throw SQLiteCallError(code: code, message: String(cString: sqlite3_errmsg(db)))
+            case let code: throw failure(code)
             }
         }
     }
@@ -88,9 +88,14 @@ struct SQLiteParameters {
             switch sqlite3_step(statement) {
             case SQLITE_ROW: found.append(try decode(SQLiteRow(statement: statement)))
             case SQLITE_DONE: return found
-            case let code: throw SQLiteCallError(code: code, message: String(cString: sqlite3_errmsg(sqlite3_db_handle(statement))))
+            case let code: throw failure(code)
             }
         }
+    }
+
+    /// A step's error, with the connection's message.
+    private func failure(_ code: Int32) -> SQLiteCallError {
+        SQLiteCallError(code: code, message: String(cString: sqlite3_errmsg(sqlite3_db_handle(statement))))
     }
 
     private func check(_ code: Int32, _ index: Int32) throws(SQLiteCallError) {

@@ -93,10 +93,8 @@ struct SQLiteReadConnection {
     /// outlives it (an open one would hold the WAL back from being checkpointed).
     func rows<T>(_ sql: String, _ arguments: [String], _ decode: (SQLiteRow) -> T) throws -> [T] {
         let statement = try connection.statement(sql)
-        defer {
-            sqlite3_reset(statement)
-            sqlite3_clear_bindings(statement)
-        }
+        // `rows` resets the statement; no argument outlives the read either.
+        defer { sqlite3_clear_bindings(statement) }
         let parameters = SQLiteParameters(statement)
         for (i, argument) in arguments.enumerated() { try parameters.text(Int32(i + 1), argument) }
         return try parameters.rows(decode)
