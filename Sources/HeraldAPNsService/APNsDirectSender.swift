@@ -38,7 +38,7 @@ struct APNsDirectSender: DirectSender {
 
     func send() async -> DirectSendResult {
         var copy = notification
-        copy.apnsID = UUID.random()  // one getrandom; Foundation's UUID() opens /dev/urandom each time
+        copy.apnsID = UUID.random()  // Foundation's UUID() opens /dev/urandom each time
         switch await client.sendValidated(copy) {
         case .accepted(let id):
             return DirectSendResult(outcome: .accepted, report: ["status": .string("accepted"), "apns_id": .string(id.lowercasedString)])

@@ -20,6 +20,22 @@ struct UUIDTests {
         #expect(seen.count == 1_000)
     }
 
+    @Test("Ids drawn at once from eight tasks, 16,000 of them (the system's bytes are drawn 256 ids at a time), are all distinct")
+    func concurrentDrawsAreDistinct() async {
+        let ids = await withTaskGroup(of: [UUID].self) { group in
+            for task in 0..<8 {
+                group.addTask {
+                    (0..<2_000).map { i in (task + i) % 2 == 0 ? UUID.random() : UUID.timeOrdered(at: Date(timeIntervalSince1970: 1_800_000_000)) }
+                }
+            }
+            return await group.reduce(into: [UUID]()) { $0 += $1 }
+        }
+        #expect(ids.count == 16_000)
+        #expect(Set(ids).count == 16_000)
+        // Both halves of every id are random: no two ids share their last 8 bytes either.
+        #expect(Set(ids.map { withUnsafeBytes(of: $0.uuid) { Array($0[8..<16]) } }).count == 16_000)
+    }
+
     @Test("UUID.timeOrdered(at:) is version 7: the milliseconds first, so later ids sort after earlier ones; distinct within one millisecond")
     func timeOrderedVersion7() {
         let start = Date(timeIntervalSince1970: 1_800_000_000.123)
