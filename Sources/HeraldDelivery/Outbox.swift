@@ -56,7 +56,8 @@ public struct Outbox: Sendable {
     /// The lanes of `apps` that wait for work and take deliveries straight from a commit, or nil
     /// when none does.
     public func directClaim(apps: Set<String>) -> DirectClaim? {
-        var lanes: [LaneKey: Int] = [:]
+        // Sized for an app's lanes up front: growing from empty rehashed the keys twice a commit.
+        var lanes = [LaneKey: Int](minimumCapacity: apps.count * Platform.builtIn.count)
         for app in apps {
             for lane in lanesByApp[app] ?? [] {
                 let count = lane.directClaimCapacity
@@ -77,8 +78,12 @@ public struct Outbox: Sendable {
     /// pending deliveries to claim them.
     public func enqueued(_ result: EnqueueResult, now: Date) {
         let leaseUntil = now.addingTimeInterval(lease.seconds)
-        for (key, claimed) in Dictionary(grouping: result.claimed, by: { LaneKey(app: $0.device.app, platform: $0.device.platform) }) {
-            lanesByKey[key]?.handOff(claimed, leaseUntil: leaseUntil)
+        func lane(_ delivery: ClaimedDelivery) -> LaneKey { LaneKey(app: delivery.device.app, platform: delivery.device.platform) }
+        if let first = result.claimed.first.map(lane), result.claimed.allSatisfy({ $0.device.platform == first.platform && $0.device.app == first.app }) {
+            // Most commits lease to one lane: handed off whole, without grouping by a hashed key.
+            lanesByKey[first]?.handOff(result.claimed, leaseUntil: leaseUntil)
+        } else {
+            for (key, claimed) in Dictionary(grouping: result.claimed, by: lane) { lanesByKey[key]?.handOff(claimed, leaseUntil: leaseUntil) }
         }
         for key in result.pending { lanesByKey[key]?.notify() }
         for app in result.pendingApps { notify(app: app) }

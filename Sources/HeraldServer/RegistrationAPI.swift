@@ -253,6 +253,9 @@ public struct RegistrationAPI: Sendable {
 
     private static func json(bytes: some Sequence<UInt8>, status: HTTPResponse.Status) -> Response {
         var headers = HTTPFields()
+        // Room for the fields the answer gathers on its way out (its length, the request id):
+        // grown one at a time, each field reallocated the list.
+        headers.reserveCapacity(4)
         headers[.contentType] = "application/json"
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
     }

@@ -356,6 +356,32 @@ struct OutboxLaneTests {
         #expect(provider.sent.count == 9)
     }
 
+    @Test("one commit leasing to two lanes hands each lane its own deliveries, none to the other")
+    func directClaimsToTwoLanes() async throws {
+        let clock = ManualClock()
+        let queue = InMemoryDeliveryQueue()
+        let apple = ScriptedProvider(platform: .ios)
+        let google = ScriptedProvider(platform: .android)
+        let phones = queue.addDevices(app: "default", count: 2, now: clock.now(), platform: .ios)
+        let androids = queue.addDevices(app: "default", count: 3, now: clock.now(), platform: .android)
+        let outbox = Outbox(queue: queue, providers: [(app: "default", providers: [apple, google])], settings: Self.recordingAtOnce, clock: clock)
+        try await Self.running(outbox.lanes) {
+            try await eventually { outbox.directClaim(apps: ["default"])?.lanes[LaneKey(app: "default", platform: .android)] == 500 }
+            let claimsBefore = queue.claims
+            // The devices interleaved, so the commit's leased deliveries alternate between the lanes.
+            let rows = [phones[0], androids[0], phones[1], androids[1], androids[2]].map(\.rowID)
+            let event = NewEvent(
+                id: "both", app: "default", template: "custom", push: Self.alert, expiresAt: clock.now().addingTimeInterval(86_400), deviceRowIDs: rows)
+            let result = try await queue.enqueue([event], checkpoint: nil, now: clock.now(), claim: outbox.directClaim(apps: ["default"]))
+            #expect(result.claimed.count == 5 && result.pending.isEmpty)
+            outbox.enqueued(result, now: clock.now())
+            try await eventually { queue.count(.sent) == 5 }
+            #expect(queue.claims == claimsBefore, "no claim transaction for deliveries handed over")
+        }
+        #expect(Set(apple.sent.map(\.token)) == Set(phones.map(\.token)))
+        #expect(Set(google.sent.map(\.token)) == Set(androids.map(\.token)))
+    }
+
     @Test("at shutdown, deliveries handed to a lane but not sent go back to the queue due now, not after their lease")
     func handoffsReleasedAtShutdown() async throws {
         let clock = ManualClock()
