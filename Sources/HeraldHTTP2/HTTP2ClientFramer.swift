@@ -5,7 +5,7 @@ import NIOHTTP2
 
 /// HTTP/2's framing and flow control (RFC 9113) for a client of a push service that TLS has
 /// authenticated (APNs, FCM), in place of `NIOHTTP2Handler`: bytes in, `HTTP2Frame`s out to the
-/// connection handler, and its `HTTP2Frame`s back to bytes.
+/// connection handler, and its writes (`HTTP2ClientWrite`: requests and frames) back to bytes.
 ///
 /// It keeps only what a client that opens every stream itself needs: the open streams (for the
 /// server's stream limit and flow control), DATA waiting for window, and streams waiting for the
@@ -17,7 +17,7 @@ import NIOHTTP2
 final class HTTP2ClientFramer: ChannelDuplexHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = HTTP2Frame
-    typealias OutboundIn = HTTP2Frame
+    typealias OutboundIn = HTTP2ClientWrite
     typealias OutboundOut = ByteBuffer
 
     /// What this client announces: no server push, 100 server streams (it accepts none), a 1 MiB
@@ -52,9 +52,9 @@ final class HTTP2ClientFramer: ChannelDuplexHandler {
     }
 
     private struct ParkedFrame: HeldWrite {
-        var frame: HTTP2Frame
+        var write: HTTP2ClientWrite
         var promise: EventLoopPromise<Void>?
-        var streamID: HTTP2StreamID { frame.streamID }
+        var streamID: HTTP2StreamID { write.streamID }
     }
 
     private var context: ChannelHandlerContext?
@@ -114,18 +114,30 @@ final class HTTP2ClientFramer: ChannelDuplexHandler {
             promise?.fail(ChannelError.ioOnClosedChannel)
             return
         }
-        let frame = unwrapOutboundIn(data)
-        switch frame.payload {
-        case .headers, .data:
-            // Behind a parked stream, every frame of a stream not yet open waits its turn.
-            if !parked.isEmpty, streams[frame.streamID] == nil {
-                parked.append(ParkedFrame(frame: frame, promise: promise))
-            } else if case .headers = frame.payload, !sawServerSettings || streams.count >= peerMaxStreams {
-                // Until the server's SETTINGS its limits are unknown: a stream waits for them.
-                parked.append(ParkedFrame(frame: frame, promise: promise))
-            } else {
-                writeStreamFrame(frame, promise: promise, context: context)
+        let write = unwrapOutboundIn(data)
+        let opens: Bool
+        switch write {
+        case .request: opens = true
+        case .frame(let frame):
+            switch frame.payload {
+            case .headers: opens = true
+            case .data: opens = false
+            default: return writeControlFrame(frame, promise: promise, context: context)
             }
+        }
+        // Behind a parked stream, every frame of a stream not yet open waits its turn.
+        if !parked.isEmpty, streams[write.streamID] == nil {
+            parked.append(ParkedFrame(write: write, promise: promise))
+        } else if opens, !sawServerSettings || streams.count >= peerMaxStreams {
+            // Until the server's SETTINGS its limits are unknown: a stream waits for them.
+            parked.append(ParkedFrame(write: write, promise: promise))
+        } else {
+            writeStreamFrame(write, promise: promise, context: context)
+        }
+    }
+
+    private func writeControlFrame(_ frame: HTTP2Frame, promise: EventLoopPromise<Void>?, context: ChannelHandlerContext) {
+        switch frame.payload {
         case .rstStream(let code):
             if streams[frame.streamID] != nil {
                 closeStream(frame.streamID)
@@ -160,40 +172,67 @@ final class HTTP2ClientFramer: ChannelDuplexHandler {
         context.flush()
     }
 
-    private func writeStreamFrame(_ frame: HTTP2Frame, promise: EventLoopPromise<Void>?, context: ChannelHandlerContext) {
+    private func writeStreamFrame(_ write: HTTP2ClientWrite, promise: EventLoopPromise<Void>?, context: ChannelHandlerContext) {
+        let frame: HTTP2Frame
+        switch write {
+        case .request(let request):
+            // The promise is the HEADERS': the body may wait for window after they went out.
+            guard openStream(request.streamID, request.headers, request: request, endStream: request.body == nil, promise: promise),
+                let body = request.body
+            else { return }
+            return writeData(BlockedData(streamID: request.streamID, data: body, endStream: true, promise: nil))
+        case .frame(let written): frame = written
+        }
         switch frame.payload {
         case .headers(let headers):
-            if let last = goAwayLastStreamID, frame.streamID > last {
-                promise?.fail(TransportFailure.notProcessed)
-                return
-            }
-            // Stream ids only grow (RFC 9113 §5.1.1).
-            guard frame.streamID > lastOpenedStreamID else {
-                promise?.fail(TransportFailure.protocolError("HEADERS for stream \(frame.streamID), not above \(lastOpenedStreamID)"))
-                return
-            }
-            appendHeaders(headers.headers, endStream: headers.endStream, streamID: frame.streamID, promise: promise)
-            lastOpenedStreamID = frame.streamID
-            streams[frame.streamID] = OpenStream(sendWindow: peerInitialWindow, localEnded: headers.endStream)
+            openStream(frame.streamID, headers.headers, request: nil, endStream: headers.endStream, promise: promise)
         case .data(let data):
             guard case .byteBuffer(let bytes) = data.data, streams[frame.streamID]?.localEnded == false else {
                 promise?.fail(TransportFailure.protocolError("DATA for stream \(frame.streamID), not open for sending"))
                 return
             }
-            var entry = BlockedData(streamID: frame.streamID, data: bytes, endStream: data.endStream, promise: promise)
-            if blocked.isEmpty, sendData(&entry) { return }
-            block(entry)
+            writeData(BlockedData(streamID: frame.streamID, data: bytes, endStream: data.endStream, promise: promise))
         default:
             preconditionFailure("only HEADERS and DATA open streams")
         }
     }
 
-    private func appendHeaders(_ headers: HPACKHeaders, endStream: Bool, streamID: HTTP2StreamID, promise: EventLoopPromise<Void>?) {
+    /// DATA now if the windows allow and nothing waits ahead of it, else in the queue.
+    private func writeData(_ data: BlockedData) {
+        var entry = data
+        if blocked.isEmpty, sendData(&entry) { return }
+        block(entry)
+    }
+
+    /// A stream's HEADERS: `headers` after `request`'s pseudo-headers if there is one. False when
+    /// the stream cannot open (past the server's GOAWAY, an id not above the last).
+    @discardableResult
+    private func openStream(
+        _ streamID: HTTP2StreamID, _ headers: HPACKHeaders, request: HTTP2OutgoingRequest?, endStream: Bool, promise: EventLoopPromise<Void>?
+    ) -> Bool {
+        if let last = goAwayLastStreamID, streamID > last {
+            promise?.fail(TransportFailure.notProcessed)
+            return false
+        }
+        // Stream ids only grow (RFC 9113 §5.1.1).
+        guard streamID > lastOpenedStreamID else {
+            promise?.fail(TransportFailure.protocolError("HEADERS for stream \(streamID), not above \(lastOpenedStreamID)"))
+            return false
+        }
+        appendHeaders(headers, request: request, endStream: endStream, streamID: streamID, promise: promise)
+        lastOpenedStreamID = streamID
+        streams[streamID] = OpenStream(sendWindow: peerInitialWindow, localEnded: endStream)
+        return true
+    }
+
+    private func appendHeaders(
+        _ headers: HPACKHeaders, request: HTTP2OutgoingRequest?, endStream: Bool, streamID: HTTP2StreamID, promise: EventLoopPromise<Void>?
+    ) {
         var out = takeOutput(promise: promise)
         defer { output = out }
         let start = out.writerIndex
         out.writeRepeatingByte(0, count: 9)
-        encoder.encode(headers, into: &out)
+        encoder.encode(headers, request: request, into: &out)
         let blockLength = out.writerIndex - start - 9
         let endStreamFlag: UInt8 = endStream ? 0x1 : 0
         if blockLength <= peerMaxFrameSize {
@@ -535,9 +574,9 @@ final class HTTP2ClientFramer: ChannelDuplexHandler {
 
     /// Opens parked streams while the server's limit allows.
     private func unparkWithinLimit(context: ChannelHandlerContext) {
-        while !failed, sawServerSettings, let head = parked.first, streams[head.frame.streamID] != nil || streams.count < peerMaxStreams {
+        while !failed, sawServerSettings, let head = parked.first, streams[head.streamID] != nil || streams.count < peerMaxStreams {
             parked.removeFirst()
-            writeStreamFrame(head.frame, promise: head.promise, context: context)
+            writeStreamFrame(head.write, promise: head.promise, context: context)
         }
     }
 

@@ -26,7 +26,7 @@ package struct HTTP2ConnectionEvents: Sendable {
 package final class HTTP2ConnectionHandler: ChannelDuplexHandler {
     package typealias InboundIn = HTTP2Frame
     package typealias OutboundIn = Never
-    package typealias OutboundOut = HTTP2Frame
+    package typealias OutboundOut = HTTP2ClientWrite
 
     /// What HTTP/2 assumes when a server's SETTINGS names no limit: unlimited; we cap it.
     static let defaultMaxConcurrentStreams = 1_000
@@ -107,13 +107,6 @@ package final class HTTP2ConnectionHandler: ChannelDuplexHandler {
         deadlineOrder.append((streamID, deadline))
         if deadlineTimer == nil { armDeadlineTimer() }
 
-        var headers = HPACKHeaders()
-        headers.reserveCapacity(request.headers.count + 4)
-        headers.add(name: ":method", value: request.method)
-        headers.add(name: ":scheme", value: "https")
-        headers.add(name: ":path", value: request.path, indexing: .nonIndexable)
-        headers.add(name: ":authority", value: authority)
-        headers.add(contentsOf: request.headers)
         let hasBody = request.body.readableBytes > 0
         let headersWritten = context.eventLoop.makePromise(of: Void.self)
         let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
@@ -125,12 +118,10 @@ package final class HTTP2ConnectionHandler: ChannelDuplexHandler {
             case .failure: handler.finish(streamID, .failure(TransportFailure.notProcessed))
             }
         }
-        let headersFrame = HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: headers, endStream: !hasBody)))
-        context.write(wrapOutboundOut(headersFrame), promise: headersWritten)
-        if hasBody {
-            let dataFrame = HTTP2Frame(streamID: streamID, payload: .data(.init(data: .byteBuffer(request.body), endStream: true)))
-            context.write(wrapOutboundOut(dataFrame), promise: nil)
-        }
+        let outgoing = HTTP2OutgoingRequest(
+            streamID: streamID, method: request.method, path: request.path, authority: authority, headers: request.headers,
+            body: hasBody ? request.body : nil)
+        context.write(wrapOutboundOut(.request(outgoing)), promise: headersWritten)
         // HTTP/2 is flushed per stream, so this stream's DATA follows its HEADERS on the wire.
         // Beside other streams in flight the socket write waits for the loop's turn to end and
         // is shared with the streams other tasks open in it (the connection is busy, so the
@@ -195,7 +186,7 @@ package final class HTTP2ConnectionHandler: ChannelDuplexHandler {
                     } else {
                         finish(frame.streamID, .failure(TransportFailure.protocolError("answer body over \(Self.maximumResponseBody) bytes")))
                     }
-                    context.write(wrapOutboundOut(HTTP2Frame(streamID: frame.streamID, payload: .rstStream(.cancel))), promise: nil)
+                    context.write(wrapOutboundOut(.frame(HTTP2Frame(streamID: frame.streamID, payload: .rstStream(.cancel)))), promise: nil)
                     scheduleFlush(context: context)
                 } else if let index = pending.index(forKey: frame.streamID) {
                     if pending.values[index].body == nil {
@@ -251,7 +242,7 @@ package final class HTTP2ConnectionHandler: ChannelDuplexHandler {
         guard unacknowledgedData >= Self.windowUpdateThreshold else { return }
         let update = HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: unacknowledgedData))
         unacknowledgedData = 0
-        context.write(wrapOutboundOut(update), promise: nil)
+        context.write(wrapOutboundOut(.frame(update)), promise: nil)
         scheduleFlush(context: context)
     }
 
@@ -309,7 +300,7 @@ package final class HTTP2ConnectionHandler: ChannelDuplexHandler {
             guard pending[id] != nil else { continue }
             finish(id, .failure(TransportFailure.deadlineExceeded))
             if let context {
-                context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.cancel))), promise: nil)
+                context.write(wrapOutboundOut(.frame(HTTP2Frame(streamID: id, payload: .rstStream(.cancel)))), promise: nil)
                 scheduleFlush(context: context)
             }
         }
@@ -350,7 +341,7 @@ package final class HTTP2ConnectionHandler: ChannelDuplexHandler {
         guard context.channel.isActive else { return }
         if NIODeadline.now() - lastActivity >= pingInterval, pongDeadline == nil {
             let ping = HTTP2Frame(streamID: .rootStream, payload: .ping(HTTP2PingData(withInteger: 0x4845_5241), ack: false))
-            context.writeAndFlush(wrapOutboundOut(ping), promise: nil)
+            context.writeAndFlush(wrapOutboundOut(.frame(ping)), promise: nil)
             let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
             pongDeadline = context.eventLoop.scheduleTask(in: pingTimeout) {
                 let (handler, context) = loopBound.value
@@ -491,6 +482,7 @@ package struct HTTP2ConnectionFactory: Sendable {
                             streams.targetWindowSize = 1 << 20
                             try sync.addHandler(
                                 NIOHTTP2Handler(mode: .client, connectionConfiguration: configuration, streamConfiguration: streams))
+                            try sync.addHandler(ClientWritesAsFrames())
                         } else {
                             // APNs or FCM, authenticated by TLS: HTTP/2's framing kept to what a client
                             // that opens every stream needs (APNs changes SETTINGS after every rejection,

@@ -1,6 +1,7 @@
 import HeraldPushCore
 public import NIOCore
 public import NIOHPACK
+package import NIOHTTP2
 
 /// One HTTP/2 request as it goes on the wire. A provider builds it from its notification;
 /// tests and tools may send raw (even malformed) ones.
@@ -16,6 +17,53 @@ public struct HTTP2Request: Sendable {
         self.path = path
         self.headers = headers
         self.body = body
+    }
+}
+
+/// What the connection handler writes to `HTTP2ClientFramer`: a request whole, or any other
+/// frame. A request's pseudo-headers go into its header block beside its own headers (a merged
+/// `HPACKHeaders` checked and copied every name again), and its body follows in the same write.
+package enum HTTP2ClientWrite {
+    case request(HTTP2OutgoingRequest)
+    case frame(HTTP2Frame)
+
+    var streamID: HTTP2StreamID {
+        switch self {
+        case .request(let request): request.streamID
+        case .frame(let frame): frame.streamID
+        }
+    }
+}
+
+/// A request on its stream: a HEADERS frame of `:method`, `:scheme` (https), `:path` and
+/// `:authority`, then `headers`; with a body, one DATA frame that ends the stream.
+package struct HTTP2OutgoingRequest {
+    package var streamID: HTTP2StreamID
+    package var method: String
+    package var path: String
+    package var authority: String
+    package var headers: HPACKHeaders
+    package var body: ByteBuffer?
+
+    package init(streamID: HTTP2StreamID, method: String, path: String, authority: String, headers: HPACKHeaders, body: ByteBuffer?) {
+        self.streamID = streamID
+        self.method = method
+        self.path = path
+        self.authority = authority
+        self.headers = headers
+        self.body = body
+    }
+
+    /// The same header list as one `HPACKHeaders`, in the order the block carries it
+    /// (`ClientWritesAsFrames` hands NIOHTTP2 this).
+    package var allHeaders: HPACKHeaders {
+        var all = HPACKHeaders()
+        all.add(name: ":method", value: method)
+        all.add(name: ":scheme", value: "https")
+        all.add(name: ":path", value: path, indexing: .nonIndexable)
+        all.add(name: ":authority", value: authority)
+        all.add(contentsOf: headers)
+        return all
     }
 }
 

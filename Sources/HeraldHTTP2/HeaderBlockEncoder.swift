@@ -46,8 +46,9 @@ struct HeaderBlockEncoder {
         evict(toFit: 0)
     }
 
-    /// Appends the header block for `headers` to `out`.
-    mutating func encode(_ headers: HPACKHeaders, into out: inout ByteBuffer) {
+    /// Appends the header block for `headers` to `out`, after the pseudo-headers of `request`
+    /// (`:method`, `:scheme`, `:path` unindexed, `:authority`) if there is one.
+    mutating func encode(_ headers: HPACKHeaders, request: HTTP2OutgoingRequest? = nil, into out: inout ByteBuffer) {
         // Built in an array and written once: a `ByteBuffer` write per byte checks its storage's
         // uniqueness and capacity each time. The array is the encoder's, kept between blocks.
         var block: [UInt8] = []
@@ -60,16 +61,25 @@ struct HeaderBlockEncoder {
             smallestSinceLastBlock = nil
         }
         var ordinal = 0
-        for header in headers {
-            switch header.indexable {
-            case .indexable:
-                appendIndexable(name: header.name, value: header.value, ordinal: ordinal, into: &block)
-                ordinal += 1
-            case .nonIndexable: appendLiteral(name: header.name, value: header.value, pattern: 0x00, into: &block)
-            case .neverIndexed: appendLiteral(name: header.name, value: header.value, pattern: 0x10, into: &block)
-            }
+        if let request {
+            append(name: ":method", value: request.method, .indexable, ordinal: &ordinal, into: &block)
+            append(name: ":scheme", value: "https", .indexable, ordinal: &ordinal, into: &block)
+            append(name: ":path", value: request.path, .nonIndexable, ordinal: &ordinal, into: &block)
+            append(name: ":authority", value: request.authority, .indexable, ordinal: &ordinal, into: &block)
         }
+        for header in headers { append(name: header.name, value: header.value, header.indexable, ordinal: &ordinal, into: &block) }
         out.writeBytes(block)
+    }
+
+    /// One header's representation; `ordinal` counts the block's indexable headers.
+    private mutating func append(name: String, value: String, _ indexing: HPACKIndexing, ordinal: inout Int, into block: inout [UInt8]) {
+        switch indexing {
+        case .indexable:
+            appendIndexable(name: name, value: value, ordinal: ordinal, into: &block)
+            ordinal += 1
+        case .nonIndexable: appendLiteral(name: name, value: value, pattern: 0x00, into: &block)
+        case .neverIndexed: appendLiteral(name: name, value: value, pattern: 0x10, into: &block)
+        }
     }
 
     private mutating func appendIndexable(name: String, value: String, ordinal: Int, into out: inout [UInt8]) {

@@ -142,9 +142,9 @@ import Testing
 
     static func request(_ channel: EmbeddedChannel, stream: Int, bodyBytes: Int) -> (headers: EventLoopFuture<Void>, data: EventLoopFuture<Void>) {
         let headers: HPACKHeaders = [":method": "POST", ":scheme": "https", ":path": "/", ":authority": "push.example"]
-        let head = channel.write(HTTP2Frame(streamID: HTTP2StreamID(stream), payload: .headers(.init(headers: headers))))
+        let head = channel.write(HTTP2ClientWrite.frame(HTTP2Frame(streamID: HTTP2StreamID(stream), payload: .headers(.init(headers: headers)))))
         let body = ByteBuffer(repeating: 0x61, count: bodyBytes)
-        let data = channel.write(HTTP2Frame(streamID: HTTP2StreamID(stream), payload: .data(.init(data: .byteBuffer(body), endStream: true))))
+        let data = channel.write(HTTP2ClientWrite.frame(HTTP2Frame(streamID: HTTP2StreamID(stream), payload: .data(.init(data: .byteBuffer(body), endStream: true)))))
         channel.flush()
         return (head, data)
     }
@@ -190,13 +190,13 @@ import Testing
     func negativeStreamWindow() throws {
         let channel = try Self.connected(settings: [(4, 100)])
         let headers: HPACKHeaders = [":method": "POST", ":scheme": "https", ":path": "/", ":authority": "push.example"]
-        channel.write(HTTP2Frame(streamID: 1, payload: .headers(.init(headers: headers))), promise: nil)
-        channel.write(HTTP2Frame(streamID: 1, payload: .data(.init(data: .byteBuffer(ByteBuffer(repeating: 0x61, count: 100))))), promise: nil)
+        channel.write(HTTP2ClientWrite.frame(HTTP2Frame(streamID: 1, payload: .headers(.init(headers: headers)))), promise: nil)
+        channel.write(HTTP2ClientWrite.frame(HTTP2Frame(streamID: 1, payload: .data(.init(data: .byteBuffer(ByteBuffer(repeating: 0x61, count: 100)))))), promise: nil)
         channel.flush()
         #expect(try Self.written(channel).map(\.type) == [1, 0])
         try channel.writeInbound(Self.settings([(4, 0)]))  // the stream's window: 0 - 100
         _ = try Self.written(channel)
-        channel.write(HTTP2Frame(streamID: 1, payload: .data(.init(data: .byteBuffer(ByteBuffer()), endStream: true))), promise: nil)
+        channel.write(HTTP2ClientWrite.frame(HTTP2Frame(streamID: 1, payload: .data(.init(data: .byteBuffer(ByteBuffer()), endStream: true)))), promise: nil)
         channel.flush()
         let sent = try Self.written(channel)
         #expect(sent.map(\.type) == [0] && sent.map(\.payload.readableBytes) == [0] && sent.first?.flags == 1)
@@ -240,7 +240,7 @@ import Testing
         #expect(try Self.written(channel).map(\.stream) == [1, 1])
         var resetFailed = false
         reset.whenFailure { _ in resetFailed = true }
-        channel.write(HTTP2Frame(streamID: 5, payload: .rstStream(.cancel)), promise: nil)
+        channel.write(HTTP2ClientWrite.frame(HTTP2Frame(streamID: 5, payload: .rstStream(.cancel))), promise: nil)
         channel.flush()
         #expect(resetFailed)
         var opened = false
@@ -255,12 +255,54 @@ import Testing
         #expect(try channel.readInbound(as: HTTP2Frame.self)?.streamID == 1)
     }
 
+    @Test("a request written whole (the connection handler's form) waits for the stream limit, its pseudo-headers lead its block, and its body waits for window")
+    func wholeRequests() throws {
+        let channel = try Self.connected(settings: [(3, 1), (4, 100)])
+        func request(_ stream: Int, bodyBytes: Int) -> EventLoopFuture<Void> {
+            var headers = HPACKHeaders()
+            headers.add(name: "apns-id", value: "id-\(stream)", indexing: .nonIndexable)
+            let outgoing = HTTP2OutgoingRequest(
+                streamID: HTTP2StreamID(stream), method: "POST", path: "/3/device/\(stream)", authority: "push.example", headers: headers,
+                body: ByteBuffer(repeating: 0x61, count: bodyBytes))
+            let written = channel.write(HTTP2ClientWrite.request(outgoing))
+            channel.flush()
+            return written
+        }
+        let first = request(1, bodyBytes: 300)
+        let second = request(3, bodyBytes: 10)
+        var opened = [false, false]
+        first.whenSuccess { opened[0] = true }
+        second.whenSuccess { opened[1] = true }
+        // Stream 1's HEADERS and the 100 bytes its window allows; stream 3 waits for the limit.
+        var sent = try Self.written(channel)
+        #expect(sent.map(\.type) == [1, 0] && sent.map(\.stream) == [1, 1])
+        #expect(sent[0].flags & 0x1 == 0 && sent[1].payload.readableBytes == 100 && sent[1].flags & 0x1 == 0)
+        #expect(opened == [true, false])
+        var decoder = HPACKDecoder(allocator: ByteBufferAllocator())
+        var block = sent[0].payload
+        let decoded = try decoder.decodeHeaders(from: &block)
+        #expect(decoded.map(\.name) == [":method", ":scheme", ":path", ":authority", "apns-id"])
+        #expect(decoded.map(\.value) == ["POST", "https", "/3/device/1", "push.example", "id-1"])
+        // The rest of the body when the window opens, ending the stream.
+        try channel.writeInbound(ByteBuffer(bytes: WireFrame.encode(type: 8, flags: 0, stream: 1, [0, 0, 0, 200])))
+        sent = try Self.written(channel)
+        #expect(sent.map(\.type) == [0] && sent[0].payload.readableBytes == 200 && sent[0].flags & 0x1 == 1)
+        // The answer to stream 1 closes it: stream 3 goes whole.
+        var encoder = HPACKEncoder(allocator: ByteBufferAllocator())
+        var answer = ByteBuffer()
+        try encoder.encode(headers: [":status": "200"], to: &answer)
+        try channel.writeInbound(ByteBuffer(bytes: WireFrame.encode(type: 1, flags: 0x5, stream: 1, Array(answer.readableBytesView))))
+        sent = try Self.written(channel)
+        #expect(sent.map(\.type) == [1, 0] && sent.map(\.stream) == [3, 3] && sent[1].payload.readableBytes == 10 && sent[1].flags & 0x1 == 1)
+        #expect(opened == [true, true])
+    }
+
     @Test("a header block past the server's frame size goes as HEADERS and CONTINUATION; one that arrives padded, with priority and continued, is read")
     func headerBlocksInPieces() throws {
         let channel = try Self.connected(settings: [])
         var headers: HPACKHeaders = [":method": "POST", ":path": "/"]
         headers.add(name: "x-pad", value: String(repeating: "p", count: 40_000), indexing: .nonIndexable)
-        channel.write(HTTP2Frame(streamID: 1, payload: .headers(.init(headers: headers, endStream: true))), promise: nil)
+        channel.write(HTTP2ClientWrite.frame(HTTP2Frame(streamID: 1, payload: .headers(.init(headers: headers, endStream: true)))), promise: nil)
         channel.flush()
         let frames = try Self.written(channel)
         #expect(frames.map(\.type) == [1, 9, 9] && frames.map { $0.flags & 0x4 } == [0, 0, 4] && frames[0].flags & 1 == 1)

@@ -44,8 +44,8 @@ import Testing
         #expect(response.status == 400 && response.body.readableBytes == HTTP2ConnectionHandler.maximumResponseBody)
         channel.embeddedEventLoop.run()  // the reset goes out with the turn's flush
         var reset = false
-        while let frame = try channel.readOutbound(as: HTTP2Frame.self) {
-            if case .rstStream(.cancel) = frame.payload, frame.streamID == stream { reset = true }
+        while let write = try channel.readOutbound(as: HTTP2ClientWrite.self) {
+            if case .frame(let frame) = write, case .rstStream(.cancel) = frame.payload, frame.streamID == stream { reset = true }
         }
         #expect(reset)
     }
@@ -66,8 +66,8 @@ import Testing
                 maxConcurrentStreamsChanged: { limit in
                     guard limit == 1_000, let handler = burst.handler, let channel = burst.channel else { return }
                     for _ in 0..<streams { _ = Self.send(on: channel, handler) }
-                    while let frame = try? channel.readOutbound(as: HTTP2Frame.self) {
-                        if case .headers = frame.payload { burst.flushedInsideRead += 1 }
+                    while let write = try? channel.readOutbound(as: HTTP2ClientWrite.self) {
+                        if case .request = write { burst.flushedInsideRead += 1 }
                     }
                 }, retired: {}, closed: {}),
             flushes: flushes, authority: "push.example", pingInterval: .seconds(60), pingTimeout: .seconds(10))
@@ -83,8 +83,8 @@ import Testing
         #expect(burst.flushedInsideRead < streams)
         channel.pipeline.fireChannelReadComplete()
         var rest = 0
-        while let frame = try channel.readOutbound(as: HTTP2Frame.self) {
-            if case .headers = frame.payload { rest += 1 }
+        while let write = try channel.readOutbound(as: HTTP2ClientWrite.self) {
+            if case .request = write { rest += 1 }
         }
         #expect(burst.flushedInsideRead + rest == streams)
     }
@@ -98,7 +98,7 @@ import Testing
         let handler = HTTP2ConnectionHandler(
             events: HTTP2ConnectionEvents(maxConcurrentStreamsChanged: { _ in }, retired: {}, closed: {}), flushes: flushes,
             authority: "push.example", pingInterval: .seconds(60), pingTimeout: .seconds(10))
-        let channel = EmbeddedChannel(handlers: [flushes, NIOHTTP2Handler(mode: .client), handler])
+        let channel = EmbeddedChannel(handlers: [flushes, NIOHTTP2Handler(mode: .client), ClientWritesAsFrames(), handler])
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 443)).wait()
         try channel.writeInbound(ByteBuffer(bytes: [0, 0, 0, 4, 0, 0, 0, 0, 0]))  // the server's SETTINGS
         channel.pipeline.fireChannelReadComplete()

@@ -1,6 +1,7 @@
 @testable import HeraldHTTP2
 import NIOCore
 import NIOHPACK
+import NIOHTTP2
 import Testing
 
 /// The request header encoder, read back by NIOHPACK's decoder (an HPACK implementation nobody
@@ -113,5 +114,35 @@ import Testing
             #expect(decoded.map(\.indexable) == headers.map(\.indexable))
         }
     }
-}
 
+    @Test("a request's pseudo-headers encoded beside its own headers give the very bytes of the merged list, block after block")
+    func requestHeadsAsMergedLists() throws {
+        var direct = HeaderBlockEncoder()
+        var merged = HeaderBlockEncoder()
+        var decoder = HPACKDecoder(allocator: ByteBufferAllocator())
+        var random = HTTP2ClientFramerFuzzTests.SeededGenerator(state: 0x6865_6164)
+        for block in 0..<300 {
+            var headers = HPACKHeaders()
+            if random.next() % 4 != 0 { headers.add(name: "authorization", value: "bearer \(random.next() % 3)") }
+            headers.add(name: "apns-topic", value: "com.example.app\(random.next() % 2)")
+            headers.add(name: "apns-id", value: "id-\(block)", indexing: .nonIndexable)
+            if random.next() % 3 == 0 { headers.add(name: "x-secret", value: "s\(block)", indexing: .neverIndexed) }
+            let head = HTTP2OutgoingRequest(
+                streamID: HTTP2StreamID(2 * block + 1), method: random.next() % 3 == 0 ? "GET" : "POST", path: "/3/device/\(random.next() % 5)",
+                authority: random.next() % 5 == 0 ? "api.sandbox.push.apple.com" : "api.push.apple.com", headers: headers, body: nil)
+            if block == 150 {
+                direct.setMaximumTableSize(200)
+                merged.setMaximumTableSize(200)
+                decoder.maxDynamicTableLength = 200
+            }
+            var bytes = ByteBuffer()
+            direct.encode(head.headers, request: head, into: &bytes)
+            var expected = ByteBuffer()
+            merged.encode(head.allHeaders, into: &expected)
+            #expect(bytes == expected, "block \(block)")
+            let decoded = try decoder.decodeHeaders(from: &bytes)
+            #expect(decoded == head.allHeaders)
+            #expect(decoded.map(\.indexable) == head.allHeaders.map(\.indexable))
+        }
+    }
+}
