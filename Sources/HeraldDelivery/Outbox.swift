@@ -79,7 +79,7 @@ public struct Outbox: Sendable {
     public func enqueued(_ result: EnqueueResult, now: Date) {
         let leaseUntil = now.addingTimeInterval(lease.seconds)
         func lane(_ delivery: ClaimedDelivery) -> LaneKey { LaneKey(app: delivery.device.app, platform: delivery.device.platform) }
-        if let first = result.claimed.first.map(lane), result.claimed.allSatisfy({ $0.device.platform == first.platform && $0.device.app == first.app }) {
+        if let first = result.claimed.first.map(lane), result.claimed.allSatisfy({ lane($0) == first }) {
             // Most commits lease to one lane: handed off whole, without grouping by a hashed key.
             lanesByKey[first]?.handOff(result.claimed, leaseUntil: leaseUntil)
         } else {

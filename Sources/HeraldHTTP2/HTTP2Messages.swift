@@ -54,14 +54,20 @@ package struct HTTP2OutgoingRequest {
         self.body = body
     }
 
+    /// Its pseudo-headers in the order its header block carries them, `:path` unindexed (it
+    /// changes with every request).
+    func forEachPseudoHeader(_ body: (_ name: String, _ value: String, _ indexing: HPACKIndexing) -> Void) {
+        body(":method", method, .indexable)
+        body(":scheme", "https", .indexable)
+        body(":path", path, .nonIndexable)
+        body(":authority", authority, .indexable)
+    }
+
     /// The same header list as one `HPACKHeaders`, in the order the block carries it
     /// (`ClientWritesAsFrames` hands NIOHTTP2 this).
     package var allHeaders: HPACKHeaders {
         var all = HPACKHeaders()
-        all.add(name: ":method", value: method)
-        all.add(name: ":scheme", value: "https")
-        all.add(name: ":path", value: path, indexing: .nonIndexable)
-        all.add(name: ":authority", value: authority)
+        forEachPseudoHeader { all.add(name: $0, value: $1, indexing: $2) }
         all.add(contentsOf: headers)
         return all
     }

@@ -46,8 +46,8 @@ struct HeaderBlockEncoder {
         evict(toFit: 0)
     }
 
-    /// Appends the header block for `headers` to `out`, after the pseudo-headers of `request`
-    /// (`:method`, `:scheme`, `:path` unindexed, `:authority`) if there is one.
+    /// Appends the header block for `headers` to `out`, after the pseudo-headers of `request` if
+    /// there is one.
     mutating func encode(_ headers: HPACKHeaders, request: HTTP2OutgoingRequest? = nil, into out: inout ByteBuffer) {
         // Built in an array and written once: a `ByteBuffer` write per byte checks its storage's
         // uniqueness and capacity each time. The array is the encoder's, kept between blocks.
@@ -61,12 +61,7 @@ struct HeaderBlockEncoder {
             smallestSinceLastBlock = nil
         }
         var ordinal = 0
-        if let request {
-            append(name: ":method", value: request.method, .indexable, ordinal: &ordinal, into: &block)
-            append(name: ":scheme", value: "https", .indexable, ordinal: &ordinal, into: &block)
-            append(name: ":path", value: request.path, .nonIndexable, ordinal: &ordinal, into: &block)
-            append(name: ":authority", value: request.authority, .indexable, ordinal: &ordinal, into: &block)
-        }
+        request?.forEachPseudoHeader { append(name: $0, value: $1, $2, ordinal: &ordinal, into: &block) }
         for header in headers { append(name: header.name, value: header.value, header.indexable, ordinal: &ordinal, into: &block) }
         out.writeBytes(block)
     }
