@@ -76,5 +76,6 @@ print(json.dumps({
     "median_notifies_per_second": statistics.median(r["notifies_per_second"] for r in rows),
     "median_herald_cpu_ms_per_notify": median, "target_ms": 0.15, "median_ratio_to_target": round(median / 0.15, 2),
     "any_non_2xx": any(r["non_2xx"] for r in rows),
+    **({"median_syscalls_per_notify": statistics.median(r["per_notify_sys_enter"] for r in rows)} if "per_notify_sys_enter" in rows[0] else {}),
 }))
 PY
