@@ -51,7 +51,7 @@ final class HTTP2ClientFramer: ChannelDuplexHandler {
         var promise: EventLoopPromise<Void>?
     }
 
-    private struct ParkedFrame: HeldWrite {
+    private struct ParkedWrite: HeldWrite {
         var write: HTTP2ClientWrite
         var promise: EventLoopPromise<Void>?
         var streamID: HTTP2StreamID { write.streamID }
@@ -72,7 +72,7 @@ final class HTTP2ClientFramer: ChannelDuplexHandler {
     private var streams: [HTTP2StreamID: OpenStream] = [:]
     private var blocked = CircularBuffer<BlockedData>()
     /// Frames of streams not yet opened because the server's stream limit is reached, in order.
-    private var parked = CircularBuffer<ParkedFrame>()
+    private var parked = CircularBuffer<ParkedWrite>()
     private var lastOpenedStreamID = HTTP2StreamID(0)
     private var goAwayLastStreamID: HTTP2StreamID?
     private var failed = false
@@ -127,12 +127,12 @@ final class HTTP2ClientFramer: ChannelDuplexHandler {
         }
         // Behind a parked stream, every frame of a stream not yet open waits its turn.
         if !parked.isEmpty, streams[write.streamID] == nil {
-            parked.append(ParkedFrame(write: write, promise: promise))
+            parked.append(ParkedWrite(write: write, promise: promise))
         } else if opens, !sawServerSettings || streams.count >= peerMaxStreams {
             // Until the server's SETTINGS its limits are unknown: a stream waits for them.
-            parked.append(ParkedFrame(write: write, promise: promise))
+            parked.append(ParkedWrite(write: write, promise: promise))
         } else {
-            writeStreamFrame(write, promise: promise, context: context)
+            writeOnStream(write, promise: promise, context: context)
         }
     }
 
@@ -172,28 +172,27 @@ final class HTTP2ClientFramer: ChannelDuplexHandler {
         context.flush()
     }
 
-    private func writeStreamFrame(_ write: HTTP2ClientWrite, promise: EventLoopPromise<Void>?, context: ChannelHandlerContext) {
-        let frame: HTTP2Frame
+    private func writeOnStream(_ write: HTTP2ClientWrite, promise: EventLoopPromise<Void>?, context: ChannelHandlerContext) {
         switch write {
         case .request(let request):
             // The promise is the HEADERS': the body may wait for window after they went out.
             guard openStream(request.streamID, request.headers, request: request, endStream: request.body == nil, promise: promise),
                 let body = request.body
             else { return }
-            return writeData(BlockedData(streamID: request.streamID, data: body, endStream: true, promise: nil))
-        case .frame(let written): frame = written
-        }
-        switch frame.payload {
-        case .headers(let headers):
-            openStream(frame.streamID, headers.headers, request: nil, endStream: headers.endStream, promise: promise)
-        case .data(let data):
-            guard case .byteBuffer(let bytes) = data.data, streams[frame.streamID]?.localEnded == false else {
-                promise?.fail(TransportFailure.protocolError("DATA for stream \(frame.streamID), not open for sending"))
-                return
+            writeData(BlockedData(streamID: request.streamID, data: body, endStream: true, promise: nil))
+        case .frame(let frame):
+            switch frame.payload {
+            case .headers(let headers):
+                openStream(frame.streamID, headers.headers, request: nil, endStream: headers.endStream, promise: promise)
+            case .data(let data):
+                guard case .byteBuffer(let bytes) = data.data, streams[frame.streamID]?.localEnded == false else {
+                    promise?.fail(TransportFailure.protocolError("DATA for stream \(frame.streamID), not open for sending"))
+                    return
+                }
+                writeData(BlockedData(streamID: frame.streamID, data: bytes, endStream: data.endStream, promise: promise))
+            default:
+                preconditionFailure("only HEADERS and DATA open streams")
             }
-            writeData(BlockedData(streamID: frame.streamID, data: bytes, endStream: data.endStream, promise: promise))
-        default:
-            preconditionFailure("only HEADERS and DATA open streams")
         }
     }
 
@@ -576,7 +575,7 @@ final class HTTP2ClientFramer: ChannelDuplexHandler {
     private func unparkWithinLimit(context: ChannelHandlerContext) {
         while !failed, sawServerSettings, let head = parked.first, streams[head.streamID] != nil || streams.count < peerMaxStreams {
             parked.removeFirst()
-            writeStreamFrame(head.write, promise: head.promise, context: context)
+            writeOnStream(head.write, promise: head.promise, context: context)
         }
     }
 

@@ -21,8 +21,9 @@ public struct HTTP2Request: Sendable {
 }
 
 /// What the connection handler writes to `HTTP2ClientFramer`: a request whole, or any other
-/// frame. A request's pseudo-headers go into its header block beside its own headers (a merged
-/// `HPACKHeaders` checked and copied every name again), and its body follows in the same write.
+/// frame. A request's pseudo-headers are encoded straight into its header block beside its own
+/// headers, with no merged `HPACKHeaders` to check and copy every name again, and its body
+/// follows in the same write.
 package enum HTTP2ClientWrite {
     case request(HTTP2OutgoingRequest)
     case frame(HTTP2Frame)
